@@ -1,0 +1,146 @@
+"""JSONL files: line-numbered errors on read, atomic writes, and resumable appends.
+
+``read_jsonl`` names the file and line of the first bad record (not JSON, not an object,
+or not valid as the given record type). ``write_jsonl`` replaces a file atomically.
+``ResumableJsonl`` is the output file of a stage that may be killed at any point: each
+record is appended and flushed as soon as it exists, and on reopening the records already
+there are kept, a last line cut off by a kill is dropped, and their keys are reported so
+that the stage does only the rest (no loss, no duplicates).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from rolecall.errors import InputFileError
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}"
+                     for e in exc.errors())
+
+
+def parse_line(path: str | Path, number: int, line: str, model: type[M] | None = None):
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputFileError(path, f"not valid JSON ({exc.msg} at column {exc.colno})",
+                             fix="each line must be one JSON object", line=number) from None
+    if not isinstance(data, dict):
+        raise InputFileError(path, f"expected a JSON object, found {type(data).__name__}",
+                             fix="each line must be one JSON object", line=number)
+    if model is None:
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputFileError(path, f"not a valid {model.__name__}: {_describe(exc)}",
+                             line=number) from None
+
+
+def read_jsonl(path: str | Path, model: type[M] | None = None) -> Iterator[Any]:
+    """Yield the records of a JSONL file (dicts, or ``model`` instances); blank lines skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(path, "file not found" if not path.exists() else "not a file",
+                             fix="check the path")
+    with path.open(encoding="utf-8") as handle:
+        number = 0
+        while True:
+            try:
+                line = handle.readline()
+            except UnicodeDecodeError:
+                raise InputFileError(path, "is not UTF-8 text", line=number + 1,
+                                     fix="save the file as UTF-8") from None
+            if not line:
+                return
+            number += 1
+            if line.strip():
+                yield parse_line(path, number, line, model)
+
+
+def _dump(record: BaseModel | dict) -> str:
+    if isinstance(record, BaseModel):
+        return record.model_dump_json()
+    return json.dumps(record, ensure_ascii=False)
+
+
+def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict]) -> int:
+    """Write all records to ``path`` atomically (a temp file renamed over it); returns count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".tmp")
+    count = 0
+    with temp.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(_dump(record) + "\n")
+            count += 1
+        handle.flush()
+        os.fsync(handle.fileno())
+    temp.replace(path)
+    return count
+
+
+class ResumableJsonl:
+    """An append-only JSONL output keyed by ``key(record_dict)``; see the module docstring."""
+
+    def __init__(self, path: str | Path, key: Callable[[dict], Any]):
+        self.path = Path(path)
+        self.key = key
+        self.records: list[dict] = []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            self._recover()
+        self.done = {self.key(r) for r in self.records}
+        self._handle = self.path.open("a", encoding="utf-8")
+
+    def _recover(self) -> None:
+        data = self.path.read_bytes()
+        cut = data.rfind(b"\n") + 1  # everything after the last newline is an incomplete line
+        for number, raw in enumerate(data[:cut].split(b"\n")[:-1], start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputFileError(self.path, "is not UTF-8 text", line=number,
+                                     fix="move the file away and run again") from None
+            if line.strip():
+                self.records.append(parse_line(self.path, number, line))
+        if data[cut:].strip():
+            # subtle: a kill during a write leaves a last line without its newline (maybe
+            # cut inside a UTF-8 character); drop it and let the stage produce it again.
+            log.warning("%s: dropping an incomplete last line left by an interrupted run",
+                        self.path)
+        if cut < len(data):
+            with self.path.open("r+b") as handle:
+                handle.truncate(cut)
+
+    def append(self, record: BaseModel | dict) -> None:
+        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+        key = self.key(data)
+        if key in self.done:
+            return
+        self._handle.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        self.done.add(key)
+        self.records.append(data)
+
+    def close(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+
+    def __enter__(self) -> ResumableJsonl:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,87 @@
+"""Persistent SQLite cache of LLM calls.
+
+Key = SHA-256 of the canonical JSON of (backend scheme, model id, request, sample index);
+the request holds the prompt or messages, the scored text and every sampling parameter.
+Each completed call is committed at once (WAL journal), so a run killed at any point keeps
+every finished call and a re-run asks the backend only for the rest. Failures are never
+cached: a re-run tries them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from rolecall.errors import InputFileError
+from rolecall.llm.base import Completion, Request
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    sample_index INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    completion TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def cache_key(scheme: str, model_id: str, request: Request, sample_index: int) -> str:
+    payload = {
+        "backend": scheme,
+        "model": model_id,
+        "request": request.model_dump(mode="json"),
+        "sample": sample_index,
+    }
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Cache:
+    """A thread-safe handle on one cache file (``":memory:"`` for a throwaway cache)."""
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise InputFileError(
+                self.path, f"is not a usable rolecall cache ({exc})",
+                fix="point --cache (or ROLECALL_CACHE) at another file, or delete this one",
+            ) from None
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+        return Completion.model_validate_json(row[0]) if row else None
+
+    def put(self, key: str, scheme: str, model_id: str, request: Request, sample_index: int,
+            completion: Completion) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, scheme, model_id, sample_index, request.model_dump_json(),
+                 completion.model_dump_json(), time.time()),
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,108 @@
+"""The records every stage reads and writes, as validated pydantic models.
+
+Role-specified dialogue (NAACL 2022): ``RoleSpec`` -> ``Dialogue`` of ``Turn``s -> ``Example``
+(history, response, positive/negative, category). K/DA (ACL 2025): ``Pair`` (neutral,
+toxic, provenance). Both: ``Verdict``, one LLM judge's answer with its raw output kept.
+JSONL reading and writing for these lives in ``jsonl.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Category(_Record):
+    """One part of a role specification, with the error category a violation maps to."""
+
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    forbidden_examples: list[str] = []
+    error_category: str = Field(min_length=1)
+
+
+class RoleSpec(_Record):
+    """What the bot is and must not do: an outline plus categories (paper's Table 1)."""
+
+    name: str = Field(min_length=1)
+    outline: str = Field(min_length=1)
+    language: str = "ko"
+    categories: list[Category] = Field(min_length=1)
+
+    @field_validator("categories")
+    @classmethod
+    def _unique_names(cls, categories: list[Category]) -> list[Category]:
+        names = [c.name for c in categories]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"category names must be unique; repeated: {duplicates}")
+        return categories
+
+    @property
+    def error_categories(self) -> list[str]:
+        return sorted({c.error_category for c in self.categories})
+
+
+class Turn(_Record):
+    role: Literal["system", "user"]
+    text: str
+    out_of_bounds: bool | None = None  # None: not judged
+    category: str | None = None  # error category when out of bounds
+
+
+class Dialogue(_Record):
+    id: str = Field(min_length=1)
+    turns: list[Turn]
+    metadata: dict[str, Any] = {}
+
+
+class Example(_Record):
+    """A training example: the system ``response`` to ``history`` is in or out of bounds."""
+
+    history: list[Turn]
+    response: str
+    label: Literal["positive", "negative"]
+    category: str | None = None
+    dialogue_id: str | None = None
+
+    @model_validator(mode="after")
+    def _negative_has_category(self):
+        if self.label == "negative" and not self.category:
+            raise ValueError("a negative example needs the error category it violates")
+        if self.label == "positive" and self.category:
+            raise ValueError("a positive example has no error category")
+        return self
+
+
+class Pair(_Record):
+    """A K/DA pair: a neutral sentence and its implicitly offensive rewrite."""
+
+    neutral: str = Field(min_length=1)
+    toxic: str = Field(min_length=1)
+    provenance: dict[str, Any] = {}
+
+
+class Verdict(_Record):
+    """One judge's answer about one item. An unparsable answer is its own outcome."""
+
+    judge: str = Field(min_length=1)
+    item_id: str = Field(min_length=1)
+    label: str | None = None
+    category: str | None = None
+    raw_output: str
+    parse_status: Literal["parsed", "unparsed", "failed"]
+    probabilities: dict[str, float] | None = None
+    model: str | None = None
+
+    @model_validator(mode="after")
+    def _label_matches_status(self):
+        if self.parse_status == "parsed" and self.label is None:
+            raise ValueError("a parsed verdict needs a label")
+        if self.parse_status != "parsed" and self.label is not None:
+            raise ValueError(f"an {self.parse_status} verdict has no label")
+        return self
