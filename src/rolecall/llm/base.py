@@ -133,6 +133,10 @@ class Backend(ABC):
     def complete(self, request: Request, sample_index: int = 0) -> Completion:
         """Run one request and return sample number ``sample_index``."""
 
+    def check_request(self, request: Request) -> None:  # noqa: B027 - optional hook
+        """Raise ``UnsupportedCapability`` for a combination the flags cannot express
+        (e.g. a JSON schema on a plain-prompt completion); called before any call."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (threads, files, connections)."""
 
@@ -172,6 +176,7 @@ def check_capabilities(backend: Backend, request: Request) -> None:
                 f"it supports: {have}",
                 fix=_CAPABILITY_FIX.get(cap, "choose a backend that supports it"),
             )
+    backend.check_request(request)
 
 
 _CAPABILITY_FIX = {
