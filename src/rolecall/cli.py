@@ -29,7 +29,7 @@ app.add_typer(llm_app, name="llm")
 app.add_typer(db_app, name="db")
 app.add_typer(records_app, name="records")
 
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 MODEL_HELP = ("model string, e.g. llamacpp:embedded (default), llamacpp:/m.gguf, "

@@ -1,0 +1,72 @@
+"""The CLI as a user meets it: real subprocesses, exit codes, messages without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.llm.test_batch import run_to_end
+
+HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+@pytest.mark.embedded
+def test_demo_prints_korean_text_from_the_embedded_model():
+    result = run_to_end("demo")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 3 and all(HANGUL.search(line) for line in lines)
+    assert "calls" in result.stderr and "llamacpp:embedded" in result.stderr
+
+
+@pytest.mark.embedded
+def test_doctor_checks_the_default_model():
+    result = run_to_end("doctor")
+    assert result.returncode == 0, result.stderr
+    assert "model llamacpp:embedded: OK" in result.stdout
+    assert "gemma-3-270m-q4_k_m.gguf" in result.stdout
+
+
+def test_doctor_reports_a_bad_model_and_fails():
+    result = run_to_end("doctor", "-m", "openai:http://127.0.0.1:9/v1?model=x&timeout=1")
+    assert result.returncode == 1
+    assert "FAILED" in result.stdout and "127.0.0.1:9" in result.stdout
+
+
+@pytest.mark.embedded
+def test_json_schema_and_perplexity_commands(tmp_path):
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {
+        "answer": {"type": "string", "enum": ["예", "아니오"]}}, "required": ["answer"]}))
+    result = run_to_end("llm", "complete", "질문: 오늘 식사하셨어요?\n답:", "--json-schema",
+                        str(schema), "--temperature", "0", "--max-tokens", "20")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["answer"] in ("예", "아니오")
+    result = run_to_end("llm", "perplexity", "오늘은 날씨가 맑습니다.")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["perplexity"] > 1
+
+
+def test_records_check_counts_valid_records_and_names_bad_lines(tmp_path):
+    good = tmp_path / "examples.jsonl"
+    good.write_text(json.dumps({"history": [{"role": "user", "text": "안녕하세요"}],
+                                "response": "네, 안녕하세요 어르신.", "label": "positive"},
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+    result = run_to_end("records", "check", str(good), "--as", "example")
+    assert result.returncode == 0 and "1 valid Example records" in result.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text(encoding="utf-8") +
+                   '{"history": [], "response": "x", "label": "negative"}\n', encoding="utf-8")
+    result = run_to_end("records", "check", str(bad), "--as", "example")
+    assert result.returncode == 1 and "bad.jsonl:2:" in result.stderr
+    assert "error category" in result.stderr and "Traceback" not in result.stderr
+    result = run_to_end("records", "check", str(good), "--as", "speech")
+    assert result.returncode == 2 and "unknown record type" in result.stderr
+
+
+def test_bad_sampling_options_are_clear():
+    result = run_to_end("llm", "complete", "x", "-m", "fake:a", "--temperature", "5")
+    assert result.returncode == 2 and "temperature" in result.stderr
+    assert "Traceback" not in result.stderr
