@@ -1,0 +1,485 @@
+"""The ``hf:`` backend: Hugging Face transformers, in-process.
+
+Model strings:
+
+- ``hf:/path/to/model``  a local model directory (config, weights, tokenizer files);
+- ``hf:/path/file.gguf`` or ``hf:/dir?gguf_file=file.gguf``  a GGUF file, loaded (and
+  dequantized) by transformers' ``gguf_file=`` support (needs the ``gguf`` package);
+- ``hf:embedded``  the embedded Gemma 3 270M GGUF (see ``embedded.py``), converted once
+  to a transformers folder beside it (see ``embedded_snapshot``).
+
+Nothing is ever downloaded: every load uses ``local_files_only=True``.
+
+This backend exists for what the others cannot do: scoring text (log-likelihood and
+perplexity over one forward pass) and sharing the exact weights that training (LoRA) uses;
+``load_hf_model`` is the one place that loads a model, for both.
+
+Logprobs of generated tokens are the log-softmax of the model's *raw* logits at each step
+(the unprocessed distribution: before temperature, top-p and any other logits processor),
+so they are comparable with scoring requests and with other backends, and do not depend
+on the sampling settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rolecall.errors import BackendError, ConfigError, InputFileError, UnsupportedCapability
+from rolecall.llm.base import (
+    Backend,
+    Completion,
+    Request,
+    SamplingParams,
+    TokenLogprob,
+    TopLogprob,
+    check_capabilities,
+    sample_seed,
+)
+from rolecall.llm.registry import BackendEntry, register_backend
+
+# One lock for every hf model in the process: torch's global RNG (seeded per call) is
+# shared by all of them, and the models themselves are not safe to call concurrently.
+_LOCK = threading.Lock()
+
+_NO_PATH_FIX = ("give a local model directory (config.json, weights and tokenizer files) "
+                "or a .gguf file, e.g. hf:/models/my-model or hf:embedded; "
+                "hf: never downloads from a model hub")
+
+
+class HFOptions(BaseModel):
+    """Options of ``hf:`` model strings (``?device=cuda&dtype=bfloat16``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    device: str = Field("cpu", pattern=r"^(cpu|auto|mps|cuda(:\d+)?)$",
+                        description="cpu, cuda, cuda:N, mps, or auto (the best one present)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
+        None, description="default: float32 on CPU, bfloat16 on a GPU; auto = the model's")
+    gguf_file: str | None = Field(None, description="a GGUF file name inside the directory")
+    chat: bool = Field(True, description="serve chat requests with the chat template")
+    trust_remote_code: bool = False
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a model string's weights are: ``directory`` plus, for GGUF, the file name."""
+
+    directory: Path
+    gguf_file: str | None
+    embedded: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.directory / self.gguf_file if self.gguf_file else self.directory
+
+
+def resolve_location(location: str, gguf_file: str | None = None) -> ResolvedModel:
+    """Turn a model string's location into a checked local path (no loading)."""
+    if location == "embedded":
+        from rolecall.llm.embedded import embedded_model_path
+
+        if gguf_file is not None:
+            raise ConfigError("hf:embedded takes no gguf_file option",
+                              fix="drop ?gguf_file=, or give hf:/dir?gguf_file=NAME")
+        path = embedded_model_path()
+        return ResolvedModel(path.parent, path.name, embedded=True)
+    path = Path(location).expanduser().resolve()
+    if path.suffix.lower() == ".gguf":
+        if gguf_file is not None:
+            raise ConfigError(f"'{location}' is already a .gguf file; ?gguf_file= is extra",
+                              fix="give either hf:/path/file.gguf or hf:/dir?gguf_file=NAME")
+        path, gguf_file = path.parent, path.name
+    if gguf_file is not None:
+        if not (path / gguf_file).is_file():
+            raise InputFileError(path / gguf_file, "no such GGUF file", fix=_NO_PATH_FIX)
+        return ResolvedModel(path, gguf_file)
+    if not path.is_dir():
+        raise InputFileError(path, "no such model directory", fix=_NO_PATH_FIX)
+    if not (path / "config.json").is_file():
+        raise InputFileError(path, "not a transformers model directory (no config.json)",
+                             fix=_NO_PATH_FIX)
+    return ResolvedModel(path, None)
+
+
+def fingerprint(resolved: ResolvedModel) -> str:
+    """A short stamp that changes when the weights change (sizes and mtimes, not contents:
+    hashing gigabytes on every start would cost more than a stale cache ever saves)."""
+    if resolved.gguf_file:
+        files = [resolved.path]
+    else:
+        files = sorted(p for p in resolved.directory.iterdir() if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        stat = file.stat()
+        digest.update(f"{file.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:12]
+
+
+def _pick_device(device: str) -> str:
+    import torch
+
+    if device != "auto":
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _pick_dtype(dtype: str | None, device: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        return "auto"
+    if dtype is None:
+        return torch.float32 if device == "cpu" else torch.bfloat16
+    return getattr(torch, dtype)
+
+
+def load_hf_model(location: str, options: HFOptions | None = None,
+                  resolved: ResolvedModel | None = None) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` for an ``hf:`` location; the model is in eval mode.
+
+    Training code reuses this, so loading (paths, GGUF, dtype, device) lives in one place.
+    A tokenizer without a pad token gets its EOS token as pad token: batched generation
+    and training both need one, and padding is masked out anyway.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    options = options or HFOptions()
+    resolved = resolved or resolve_location(location, options.gguf_file)
+    if resolved.embedded:
+        resolved = ResolvedModel(embedded_snapshot(), None, embedded=True)
+    device = _pick_device(options.device)
+    common: dict[str, Any] = {"local_files_only": True,
+                              "trust_remote_code": options.trust_remote_code}
+    if resolved.gguf_file:
+        common["gguf_file"] = resolved.gguf_file
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(resolved.directory, **common)
+        model = AutoModelForCausalLM.from_pretrained(
+            resolved.directory, **_dtype_kwarg(_pick_dtype(options.dtype, device)), **common)
+    except (OSError, ValueError) as exc:
+        raise InputFileError(resolved.path, f"transformers cannot load this model: {exc}",
+                             fix=_load_fix(resolved)) from exc
+    model.to(device)
+    model.eval()
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def embedded_snapshot() -> Path:
+    """The embedded GGUF converted once into a transformers folder; returns its path.
+
+    Loading a GGUF through transformers parses its 262k-entry vocabulary in Python three
+    times (config, tokenizer, weights): about 80 s on two cores, every time. The converted
+    folder (float32 safetensors, ~1.1 GB, next to the GGUF in ROLECALL_HOME/models) loads
+    in seconds with the very same numbers. The GGUF's SHA-256 is checked when it is
+    assembled, so the conversion never goes stale.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rolecall.llm.embedded import embedded_model_path
+
+    gguf = embedded_model_path()
+    target = gguf.parent / f"hf-{gguf.stem}"
+    if (target / "config.json").is_file():
+        return target
+    common = {"gguf_file": gguf.name, "local_files_only": True}
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **common)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, **_dtype_kwarg(torch.float32), **common)
+    partial = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".partial",
+                                    dir=gguf.parent))
+    # The weights are plain dequantized floats by now; transformers still tags the model
+    # as "gguf-quantized" and would refuse to save it, so drop the tag (it has no effect
+    # on the numbers).
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    try:
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+        # atomic: a killed conversion leaves no half-written folder behind, and of two
+        # processes converting at once the second one's rename fails harmlessly
+        partial.rename(target)
+    except OSError:
+        if not (target / "config.json").is_file():
+            raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
+    """transformers renamed ``torch_dtype=`` to ``dtype=`` (4.56); pass what it accepts."""
+    import transformers
+
+    major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
+def _load_fix(resolved: ResolvedModel) -> str:
+    if resolved.gguf_file:
+        return ("check that the gguf package is installed (pip install gguf) and that "
+                "transformers supports this GGUF architecture; or use llamacpp: for it")
+    return "check that the directory holds a complete causal-LM checkpoint and tokenizer"
+
+
+class HFBackend(Backend):
+    """One transformers causal LM. Calls are serialized (``max_concurrency = 1``)."""
+
+    scheme = "hf"
+    supports_completion = True
+    supports_logprobs = True
+    supports_loglikelihood = True
+    supports_json_schema = False
+    supports_grammar = False
+    supports_seed = True
+    max_concurrency = 1
+
+    def __init__(self, location: str, options: HFOptions | None = None):
+        self.options = options or HFOptions()
+        self.resolved = resolve_location(location, self.options.gguf_file)
+        self.model, self.tokenizer = load_hf_model(location, self.options, self.resolved)
+        self.device = self.model.device
+        self.model_id = _model_id(self.resolved, str(self.model.dtype))
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    @property
+    def supports_chat(self) -> bool:  # per model: needs a chat template (and ?chat=true)
+        return self.options.chat and self.has_chat_template
+
+    def complete(self, request: Request, sample_index: int = 0) -> Completion:
+        check_capabilities(self, request)  # direct callers get the same refusal as LLM's
+        with _LOCK:
+            if request.kind == "score":
+                return self._score(request.prompt or "", request.score_text or "",
+                                   request.params.logprobs)
+            ids = self._prompt_ids(request)
+            return self._generate(ids, request.params, sample_index)
+
+    def close(self) -> None:
+        self.model = None
+        self.tokenizer = None
+
+    def _start_token(self) -> int:
+        """The token that starts a document: BOS, else EOS (GPT-2's "<|endoftext|>")."""
+        start = self.tokenizer.bos_token_id
+        start = self.tokenizer.eos_token_id if start is None else start
+        if start is None:
+            raise BackendError(f"{self.model_id}: an empty prompt needs a BOS or EOS token "
+                               "and this tokenizer has neither", fix="give a non-empty prompt")
+        return start
+
+    def _prompt_ids(self, request: Request) -> list[int]:
+        if request.kind == "completion":
+            # a tokenizer without BOS turns "" into no tokens, and generate needs one
+            return self.tokenizer(request.prompt)["input_ids"] or [self._start_token()]
+        messages = [m.model_dump() for m in request.messages or ()]
+        try:
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True)
+        except Exception as exc:  # jinja errors, e.g. a template that refuses "system"
+            raise BackendError(f"the chat template of {self.model_id} failed: {exc}",
+                               fix="check the message roles this model's template accepts"
+                               ) from exc
+        # The template writes the special tokens (BOS) itself; adding them again would
+        # double them.
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _generate(self, ids: list[int], params: SamplingParams, index: int) -> Completion:
+        import torch
+
+        seed = sample_seed(params.seed, index)
+        if seed is not None:
+            torch.manual_seed(seed)
+        input_ids = torch.tensor([ids], device=self.device)
+        stopper = _StopStrings(self.tokenizer, params.stop, len(ids))
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids, attention_mask=torch.ones_like(input_ids),
+                generation_config=self._generation_config(params),
+                stopping_criteria=[stopper] if params.stop else None)
+        generated = out.sequences[0, len(ids):].tolist()
+        eos = _eos_ids(self.model.generation_config)
+        ended_by_eos = bool(generated) and generated[-1] in eos
+        kept = generated[:-1] if ended_by_eos else generated
+        text = self.tokenizer.decode(kept, skip_special_tokens=True)
+        finish = "stop" if ended_by_eos else "length"
+        cut = _first_stop(text, params.stop)
+        if cut is not None:
+            text, finish = text[:cut], "stop"
+            kept = kept[:self._tokens_covering(kept, text)]
+        logprobs = None
+        if params.logprobs is not None:
+            logits = torch.stack(out.logits[:len(kept)], dim=1)[0] if kept else None
+            logprobs = self._token_logprobs(logits, kept, params.logprobs)
+        return Completion(text=text, finish_reason=finish, tokens_in=len(ids),
+                          tokens_out=len(generated), logprobs=logprobs)
+
+    def _generation_config(self, params: SamplingParams) -> Any:
+        """The request's sampling settings, every one set explicitly.
+
+        subtle: transformers fills each *unset* (None) field from the model's shipped
+        generation config (Gemma ships top_k=64, top_p=0.95), so leaving a field out would
+        let the model's defaults change what the request asked for.
+        """
+        from transformers import GenerationConfig
+
+        shipped = self.model.generation_config
+        # greedy decoding ignores the sampling knobs (and warns when they are set)
+        knobs = {"temperature": params.temperature, "top_p": params.top_p, "top_k": 0,
+                 "min_p": 0.0} if params.temperature > 0 else {}
+        return GenerationConfig(
+            max_new_tokens=params.max_tokens, do_sample=bool(knobs), num_beams=1,
+            repetition_penalty=1.0, output_logits=True, return_dict_in_generate=True,
+            eos_token_id=shipped.eos_token_id, bos_token_id=shipped.bos_token_id,
+            pad_token_id=self.tokenizer.pad_token_id if shipped.pad_token_id is None
+            else shipped.pad_token_id, **knobs)
+
+    def _tokens_covering(self, tokens: list[int], text: str) -> int:
+        """How many of ``tokens`` it takes to spell ``text`` (the part before a stop)."""
+        for count in range(len(tokens) + 1):
+            if self.tokenizer.decode(tokens[:count], skip_special_tokens=True).startswith(text):
+                return count
+        return len(tokens)
+
+    def _token_logprobs(self, logits: Any, tokens: list[int], k: int) -> list[TokenLogprob]:
+        """Chosen-token log-prob and top-``k`` alternatives for each row of ``logits``."""
+        import torch
+
+        if not tokens:
+            return []
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        chosen = logp.gather(1, torch.tensor(tokens, device=logp.device)[:, None])[:, 0]
+        top_v, top_i = logp.topk(k, dim=-1) if k > 0 else (None, None)
+        result = []
+        for row, token in enumerate(tokens):
+            top = [] if top_i is None else [
+                TopLogprob(token=self._piece(int(i)), logprob=float(v))
+                for v, i in zip(top_v[row].tolist(), top_i[row].tolist(), strict=True)]
+            result.append(TokenLogprob(token=self._piece(token),
+                                       logprob=float(chosen[row]), top=top))
+        return result
+
+    def _piece(self, token: int) -> str:
+        # decode, not convert_ids_to_tokens: callers compare pieces with label words, and
+        # raw vocabulary entries carry "▁"/"Ġ" markers (a lone byte of a Korean syllable
+        # still decodes to "\ufffd"; such tokens only make sense in sequence).
+        return self.tokenizer.decode([token])
+
+    def _score(self, prompt: str, continuation: str, top_k: int | None) -> Completion:
+        """Log-likelihood of ``continuation`` after ``prompt``, in one forward pass."""
+        import torch
+
+        full = self.tokenizer(prompt + continuation)["input_ids"]
+        context = _context_length(self.tokenizer(prompt)["input_ids"], full)
+        if context == 0:
+            # subtle: with no BOS token and an empty prompt, nothing predicts the first
+            # token; condition on a document-start token, like lm-eval-harness does.
+            full, context = [self._start_token(), *full], 1
+        if context >= len(full):
+            raise BackendError(f"{self.model_id}: score_text {continuation!r} adds no tokens",
+                               fix="score a non-empty continuation")
+        with torch.inference_mode():
+            logits = self.model(torch.tensor([full], device=self.device)).logits[0]
+        # logits at position i predict token i+1
+        logprobs = self._token_logprobs(logits[context - 1:-1], full[context:], top_k or 0)
+        return Completion(text=continuation, finish_reason="stop", tokens_in=len(full),
+                          tokens_out=0, logprobs=logprobs)
+
+
+def _context_length(prompt_ids: list[int], full_ids: list[int]) -> int:
+    """How many leading tokens of ``prompt + continuation`` belong to the prompt alone.
+
+    subtle: tokenizing the joined text can merge characters across the boundary (a prompt
+    ending in "오늘" and a continuation "은" may become one token "오늘은"). Then the prompt's
+    tokens are not a prefix of the joined tokens, and we score from the first token where
+    they differ: the scored tokens cover the whole continuation plus a few prompt
+    characters, never less than the continuation. Without a merge this is exactly the
+    prompt's token count.
+    """
+    common = 0
+    for a, b in zip(prompt_ids, full_ids, strict=False):
+        if a != b:
+            break
+        common += 1
+    return common
+
+
+def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
+    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return min(hits) if hits else None
+
+
+def _eos_ids(generation_config: Any) -> set[int]:
+    eos = generation_config.eos_token_id
+    if eos is None:
+        return set()
+    return set(eos) if isinstance(eos, list | tuple) else {eos}
+
+
+class _StopStrings:
+    """A stopping criterion: ends generation once a stop string shows in the new text.
+
+    It decodes only a window of the last tokens (enough for the longest stop string even
+    at one byte per token), so a long generation costs no quadratic decoding.
+    """
+
+    def __init__(self, tokenizer: Any, stops: tuple[str, ...], prompt_length: int):
+        self.tokenizer = tokenizer
+        self.stops = tuple(s for s in stops if s)
+        self.prompt_length = prompt_length
+        longest = max((len(s.encode()) for s in self.stops), default=0)
+        self.window = longest + 8
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        tail = input_ids[0, self.prompt_length:][-self.window:].tolist()
+        text = self.tokenizer.decode(tail, skip_special_tokens=True)
+        done = any(s in text for s in self.stops)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool,
+                          device=input_ids.device)
+
+
+def _model_id(resolved: ResolvedModel, dtype: str) -> str:
+    if resolved.embedded:
+        # the embedded file is verified by its SHA-256 when assembled: its name is enough,
+        # and the id stays the same across ROLECALL_HOME folders
+        from rolecall.llm.embedded import embedded_model_id
+
+        base = embedded_model_id()
+    else:
+        base = f"{resolved.path}@{fingerprint(resolved)}"
+    # precision changes the numbers, so it is part of the model's identity (device is not)
+    dtype = dtype.removeprefix("torch.")
+    return base if dtype == "float32" else f"{base}?dtype={dtype}"
+
+
+def _factory(location: str, options: BaseModel) -> Backend:
+    assert isinstance(options, HFOptions)
+    return HFBackend(location, options)
+
+
+register_backend("hf", BackendEntry(
+    factory=_factory,
+    options=HFOptions,
+    summary="Hugging Face transformers in-process: local model dirs and GGUF files; "
+            "log-likelihood scoring and logprobs (needs torch and transformers)",
+    requires=("torch", "transformers"),
+))
