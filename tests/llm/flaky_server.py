@@ -11,7 +11,8 @@ next action from ``script`` (then ``default``):
 - a dict: sent as the 200 answer's JSON as it is;
 - ``"hang"``: sleep ``hang_seconds`` (longer than the client's timeout) before answering.
 
-Every generation request's JSON body and headers are kept in ``requests``.
+Every generation request's JSON body and headers are kept in ``requests``. ``delay`` makes
+every answer wait, like a remote API (used by ``bench/llm_overhead.py``).
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ TOKEN_LOGPROB = -0.25  # every generated token's logprob; alternatives get lower
 
 class FakeOpenAIServer:
     def __init__(self, script: list[Any] | None = None, *, default: Any = "ok",
-                 models: tuple[str, ...] = ("m",), hang_seconds: float = 1.6):
+                 models: tuple[str, ...] = ("m",), hang_seconds: float = 1.6,
+                 delay: float = 0.0):
         self.script: deque[Any] = deque(script or ())
         self.default = default
         self.models = models
         self.hang_seconds = hang_seconds
+        self.delay = delay  # seconds before every answer: a remote API's latency
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -83,6 +86,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return self._send(404, _error(f"no route {path}", "invalid_request_error"))
             headers = {k.lower(): v for k, v in self.headers.items()}
             action = server.next_action({"path": path, "body": body, "headers": headers})
+            time.sleep(server.delay)
             if action == "hang":
                 time.sleep(server.hang_seconds)  # the client has given up by now
                 action = 503

@@ -124,8 +124,8 @@ class LLM:
                 sample.attempts += 1
                 self.stats.calls += 1
                 try:
-                    completion = await asyncio.to_thread(
-                        backend.complete, request, sample.sample_index)
+                    completion = await asyncio.get_running_loop().run_in_executor(
+                        backend.executor(), backend.complete, request, sample.sample_index)
                     break
                 except BackendError as exc:
                     if not exc.transient or sample.attempts > self.retries:

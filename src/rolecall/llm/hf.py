@@ -275,6 +275,7 @@ class HFBackend(Backend):
     def close(self) -> None:
         self.model = None
         self.tokenizer = None
+        super().close()
 
     def _start_token(self) -> int:
         """The token that starts a document: BOS, else EOS (GPT-2's "<|endoftext|>")."""

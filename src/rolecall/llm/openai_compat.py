@@ -130,6 +130,7 @@ class OpenAIBackend(Backend):
 
     def close(self) -> None:
         self._client.close()
+        super().close()
 
     def _common_args(self, request: Request, sample_index: int) -> dict[str, Any]:
         params = request.params
