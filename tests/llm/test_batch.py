@@ -150,3 +150,22 @@ def test_missing_input_and_bad_model_are_clear(tmp_path):
                         str(tmp_path / "o.jsonl"))
     assert result.returncode == 2 and "unknown backend 'llama'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_dead_http_server_gives_failure_records_and_a_non_zero_exit(tmp_path):
+    from tests.llm.flaky_server import FakeOpenAIServer
+
+    prompts = tmp_path / "prompts.jsonl"
+    write_prompts(prompts, 4)
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(default=503) as server:
+        result = run_to_end("llm", "batch", str(prompts), "-m",
+                            f"openai:{server.url}?model=m&timeout=2", "--out", str(out),
+                            "--retries", "2", "--no-progress")
+        assert server.calls == 4 * 3  # every item: the first try and two retries
+    assert result.returncode == 3, result.stderr
+    assert "4 of 4 samples failed" in result.stderr and "4 failures" in result.stderr
+    failures = list(read_jsonl(tmp_path / "out.jsonl.failures.jsonl"))
+    assert len(failures) == 4 and all(f["attempts"] == 3 for f in failures)
+    assert all("503" in f["error"] and server.url in f["error"] for f in failures)
+    assert lines(out) == 0
