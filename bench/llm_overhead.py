@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 import sys
 import tempfile
 import time

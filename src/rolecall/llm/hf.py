@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rolecall.errors import BackendError, ConfigError, InputFileError, UnsupportedCapability
+from rolecall.errors import BackendError, ConfigError, InputFileError
 from rolecall.llm.base import (
     Backend,
     Completion,
@@ -472,13 +472,8 @@ def _model_id(resolved: ResolvedModel, dtype: str) -> str:
     return base if dtype == "float32" else f"{base}?dtype={dtype}"
 
 
-def _factory(location: str, options: BaseModel) -> Backend:
-    assert isinstance(options, HFOptions)
-    return HFBackend(location, options)
-
-
 register_backend("hf", BackendEntry(
-    factory=_factory,
+    factory=HFBackend,
     options=HFOptions,
     summary="Hugging Face transformers in-process: local model dirs and GGUF files; "
             "log-likelihood scoring and logprobs (needs torch and transformers)",

@@ -295,10 +295,6 @@ def _first_stop(text: str, stops) -> int | None:
     return min(hits) if hits else None
 
 
-def _factory(location: str, options: LlamaCppOptions) -> LlamaCppBackend:
-    return LlamaCppBackend(location, options)
-
-
 register_backend("llamacpp", BackendEntry(
-    factory=_factory, options=LlamaCppOptions, requires=("llama_cpp",),
+    factory=LlamaCppBackend, options=LlamaCppOptions, requires=("llama_cpp",),
     summary="GGUF in-process via llama-cpp-python; 'embedded' = Gemma 3 270M"))

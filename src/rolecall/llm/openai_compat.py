@@ -314,13 +314,8 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _build(location: str, options: BaseModel) -> Backend:
-    assert isinstance(options, OpenAIOptions)
-    return OpenAIBackend(location, options)
-
-
 register_backend("openai", BackendEntry(
-    factory=_build,
+    factory=OpenAIBackend,
     options=OpenAIOptions,
     summary="any OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp server, hosted)",
     requires=("openai",),
