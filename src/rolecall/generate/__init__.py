@@ -1,0 +1,1 @@
+"""Generation stages: whole dialogues (NAACL 2022) and toxic rewrites (K/DA)."""

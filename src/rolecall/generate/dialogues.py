@@ -1,0 +1,169 @@
+"""One-shot dialogue generation (NAACL 2022, section 3.1).
+
+Prompt = the role spec's outline + one example dialogue, sampled per generation; the LM
+writes a whole new dialogue, both roles. Defaults follow the paper: temperature 0.5,
+top-p 0.8. Generation ``i`` always uses the same example and seed (both derived from the
+run's seed and ``i``), so a resumed run asks for exactly the calls a fresh run would, and
+the cache answers the finished ones.
+
+Parsing is forgiving where the meaning is clear and strict where it is not: speaker tags in
+Korean or English, continuation lines joined to the turn above, stray text before the first
+tag ignored; a generation that never reaches the end marker, repeats itself, or is too short
+becomes a ``Rejected`` record with the reason, never a crash.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from rolecall.jsonl import ResumableJsonl
+from rolecall.llm import LLM, Request, SamplingParams
+from rolecall.prompts import Template, load_template
+from rolecall.records import Dialogue, RoleSpec, Turn
+
+SPEAKERS = {
+    "system": ("시스템", "상담원", "챗봇", "AI", "System", "Bot", "Assistant", "Agent"),
+    "user": ("사용자", "어르신", "할머니", "할아버지", "User", "Human", "Senior", "Customer"),
+}
+_TAG = re.compile(r"^\s*(?:\*\*)?(?P<tag>%s)(?:\*\*)?\s*[:：]\s*(?P<text>.*)$" % "|".join(
+    re.escape(t) for tags in SPEAKERS.values() for t in sorted(tags, key=len, reverse=True)))
+_ROLE_OF = {tag: role for role, tags in SPEAKERS.items() for tag in tags}
+END_MARKERS = ("[대화 끝]", "[dialogue end]", "[대화 시작]", "[dialogue start]")
+FIRST_TAG = {"ko": "시스템:", "en": "System:"}
+
+
+class Rejected(BaseModel):
+    """A generation that did not parse into a usable dialogue, kept with its reason."""
+
+    id: str
+    reason: str
+    raw: str
+    metadata: dict = {}
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    count: int = 10
+    temperature: float = 0.5
+    top_p: float = 0.8
+    max_tokens: int = 768
+    seed: int = 0
+    min_turns: int = 6
+    require_end: bool = True
+    language: str = "ko"
+    template: str = "dialogue_generate"
+
+
+def parse_dialogue(raw: str, dialogue_id: str, min_turns: int = 6,
+                   require_end: bool = True) -> Dialogue | Rejected:
+    """Turn the LM's text (starting at the first speaker tag) into a ``Dialogue``."""
+    body, ended = _cut_at_end(raw)
+    turns = _turns(body)
+    reason = None
+    if not ended:
+        # a loop is the likelier cause of a missing end, so name it when there is one
+        reason = _repetition(turns) or (
+            "never ended: no end marker before the token limit" if require_end else None)
+        turns = turns[:-1]  # the token limit cut the last turn off mid-way
+    reason = reason or _problem(turns, min_turns)
+    if reason:
+        return Rejected(id=dialogue_id, reason=reason, raw=raw)
+    return Dialogue(id=dialogue_id, turns=turns)
+
+
+def _turns(body: str) -> list[Turn]:
+    turns: list[Turn] = []
+    for line in body.splitlines():
+        match = _TAG.match(line)
+        if match:
+            role = _ROLE_OF[match.group("tag")]
+            text = match.group("text").strip()
+            if turns and turns[-1].role == role:  # one speaker split over two tags
+                turns[-1] = Turn(role=role, text=f"{turns[-1].text} {text}".strip())
+            else:
+                turns.append(Turn(role=role, text=text))
+        elif turns and line.strip():  # a continuation line of the turn above
+            turns[-1] = Turn(role=turns[-1].role, text=f"{turns[-1].text} {line.strip()}")
+    return [t for t in turns if t.text]
+
+
+def _cut_at_end(raw: str) -> tuple[str, bool]:
+    hits = [raw.find(m) for m in END_MARKERS if m in raw]
+    return (raw[: min(hits)], True) if hits else (raw, False)
+
+
+def _problem(turns: list[Turn], min_turns: int) -> str | None:
+    if len(turns) < min_turns:
+        return f"too short: {len(turns)} turns (minimum {min_turns})"
+    if turns[0].role != "system":
+        return "the dialogue does not start with the system"
+    if not any(t.role == "user" for t in turns):
+        return "no user turn"
+    return _repetition(turns)
+
+
+def _repetition(turns: list[Turn]) -> str | None:
+    counts = Counter(t.text for t in turns)
+    if counts:
+        text, times = counts.most_common(1)[0]
+        if times >= 3:
+            return f"runaway repetition: the same turn {times} times ({text[:40]!r})"
+    return None
+
+
+def build_requests(spec: RoleSpec, examples: Sequence[Dialogue], config: GenerationConfig,
+                   template: Template) -> list[tuple[str, Request, str]]:
+    """(generation id, request, example id) for every generation of the run."""
+    if not examples:
+        raise ValueError("one-shot generation needs at least one example dialogue")
+    params = SamplingParams(temperature=config.temperature, top_p=config.top_p,
+                            max_tokens=config.max_tokens, seed=config.seed,
+                            stop=(END_MARKERS[0] if config.language == "ko" else
+                                  END_MARKERS[1],))
+    out = []
+    for i in range(config.count):
+        example = random.Random(f"{config.seed}:{i}").choice(list(examples))
+        prompt = template.render(outline=spec.outline.strip(), example=example)
+        params_i = params.model_copy(update={"seed": config.seed + i})
+        out.append((f"gen-{i:05d}", Request(prompt=prompt, params=params_i), example.id))
+    return out
+
+
+def generate_dialogues(llm: LLM, spec: RoleSpec, examples: Sequence[Dialogue],
+                       config: GenerationConfig, out_dir: Path, progress: bool = True
+                       ) -> dict[str, int]:
+    """Write ``dialogues.jsonl`` and ``rejected.jsonl`` in ``out_dir``; resumable."""
+    template = load_template(config.template, config.language)
+    plan = build_requests(spec, examples, config, template)
+    first_tag = FIRST_TAG.get(config.language, FIRST_TAG["ko"])
+    with ResumableJsonl(out_dir / "dialogues.jsonl", key=lambda r: r["id"]) as accepted, \
+            ResumableJsonl(out_dir / "rejected.jsonl", key=lambda r: r["id"]) as rejected:
+        todo = [p for p in plan if p[0] not in accepted.done | rejected.done]
+
+        def write(sample) -> None:
+            gen_id, request, example_id = todo[sample.request_index]
+            meta = {"example_id": example_id, "seed": request.params.seed,
+                    "prompt_hash": template.hash, "model": llm.model_id}
+            if not sample.ok:
+                return  # not written: a re-run tries it again (see LLM failure records)
+            # the stop string ate the end marker: a "stop" finish means the dialogue ended
+            ended = sample.completion.finish_reason == "stop"
+            raw = first_tag + sample.completion.text
+            parsed = parse_dialogue(raw + ("\n" + END_MARKERS[0] if ended else ""), gen_id,
+                                    config.min_turns, config.require_end)
+            if isinstance(parsed, Dialogue):
+                accepted.append(parsed.model_copy(update={"metadata": meta}))
+            else:
+                rejected.append(parsed.model_copy(update={"metadata": meta, "raw": raw}))
+
+        llm.generate([p[1] for p in todo], progress=progress,
+                     description="generating dialogues", on_sample=write)
+        return {"generations": len(plan), "accepted": len(accepted.records),
+                "rejected": len(rejected.records), "failed": llm.stats.failures}

@@ -1,0 +1,135 @@
+"""The out-of-bounds judge (NAACL 2022, section 3.2): is a system turn within the role spec?
+
+Two forms, one per template file:
+
+- ``score`` (``judge_out_of_bounds.j2``, for base models such as the embedded Gemma): the
+  prompt ends at "판정:" and the judge compares the log-likelihood of each label word, the
+  in-bounds word and every category name. The verdict is the most likely label; the
+  softmax over the labels is kept as ``probabilities``. Needs a backend with
+  log-likelihood scoring (``llamacpp:``, ``hf:``).
+- ``generate`` (``judge_out_of_bounds_chat.j2``, for instruction-tuned chat models): the
+  judge answers JSON (schema-constrained where the backend supports it); an answer that
+  does not parse is an ``unparsed`` verdict with its raw text, never a guess.
+
+``format_input`` builds the request of one item, ``parse_output`` reads the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from rolecall.errors import ConfigError
+from rolecall.llm import Message, Request, SamplingParams
+from rolecall.llm.base import Backend, Completion
+from rolecall.prompts import Template, load_template
+from rolecall.records import RoleSpec, Turn, Verdict
+
+JUDGE = "out_of_bounds"
+IN_BOUNDS, OUT_OF_BOUNDS = "in-bounds", "out-of-bounds"
+IN_BOUNDS_WORD = {"ko": "적절", "en": "ok"}
+MODES = ("auto", "score", "generate")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One system turn to judge: its dialogue, position, history and text."""
+
+    dialogue_id: str
+    turn_index: int
+    history: tuple[Turn, ...]
+    response: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.dialogue_id}#{self.turn_index}"
+
+
+@dataclass(frozen=True)
+class OutOfBoundsJudge:
+    spec: RoleSpec
+    mode: str  # "score" or "generate"
+    template: Template
+    temperature: float = 0.0
+    constrained: bool = True  # generate mode: JSON schema sent (if the backend has it)
+
+    @property
+    def labels(self) -> list[str]:
+        """The label words of score mode: the in-bounds word, then every category name."""
+        return [IN_BOUNDS_WORD.get(self.spec.language, "ok")] + [
+            c.name for c in self.spec.categories]
+
+    def _values(self, item: Item) -> dict:
+        return {"outline": self.spec.outline.strip(), "categories": self.spec.categories,
+                "history": item.history, "response": item.response}
+
+    def format_input(self, item: Item) -> list[Request]:
+        """Score mode: one scoring request per label; generate mode: one chat request."""
+        text = self.template.render(**self._values(item))
+        if self.mode == "score":
+            return [Request(prompt=text, score_text=f" {label}") for label in self.labels]
+        schema = {"type": "object", "required": ["verdict", "rule"], "properties": {
+            "verdict": {"type": "string", "enum": [IN_BOUNDS, OUT_OF_BOUNDS]},
+            "rule": {"anyOf": [{"type": "string", "enum": [c.name for c in
+                                                            self.spec.categories]},
+                               {"type": "null"}]}}}
+        params = SamplingParams(temperature=self.temperature, max_tokens=64, seed=0,
+                                json_schema=schema if self.constrained else None)
+        return [Request(messages=(Message(role="user", content=text),), params=params)]
+
+    def parse_output(self, item: Item, completions: list[Completion], model: str) -> Verdict:
+        if self.mode == "score":
+            return self._parse_scores(item, completions, model)
+        return self._parse_answer(item, completions[0].text, model)
+
+    def _parse_scores(self, item: Item, completions: list[Completion], model: str) -> Verdict:
+        scores = {label: c.loglikelihood for label, c in zip(self.labels, completions)}
+        top = max(scores.values())
+        weights = {label: math.exp(s - top) for label, s in scores.items()}
+        total = sum(weights.values())
+        probabilities = {label: w / total for label, w in weights.items()}
+        best = max(scores, key=scores.get)
+        raw = json.dumps({"loglikelihood": scores}, ensure_ascii=False)
+        if best == self.labels[0]:
+            return Verdict(judge=JUDGE, item_id=item.id, label=IN_BOUNDS, raw_output=raw,
+                           parse_status="parsed", probabilities=probabilities, model=model)
+        return Verdict(judge=JUDGE, item_id=item.id, label=OUT_OF_BOUNDS,
+                       category=self._error_category(best), raw_output=raw,
+                       parse_status="parsed", probabilities=probabilities, model=model)
+
+    def _parse_answer(self, item: Item, text: str, model: str) -> Verdict:
+        unparsed = Verdict(judge=JUDGE, item_id=item.id, raw_output=text,
+                           parse_status="unparsed", model=model)
+        try:
+            answer = json.loads(text[text.index("{"): text.rindex("}") + 1])
+        except ValueError:
+            return unparsed
+        verdict = answer.get("verdict") if isinstance(answer, dict) else None
+        rule = answer.get("rule") if isinstance(answer, dict) else None
+        if verdict == IN_BOUNDS:
+            return Verdict(judge=JUDGE, item_id=item.id, label=IN_BOUNDS, raw_output=text,
+                           parse_status="parsed", model=model)
+        if verdict == OUT_OF_BOUNDS and rule in {c.name for c in self.spec.categories}:
+            return Verdict(judge=JUDGE, item_id=item.id, label=OUT_OF_BOUNDS,
+                           category=self._error_category(rule), raw_output=text,
+                           parse_status="parsed", model=model)
+        return unparsed
+
+    def _error_category(self, name: str) -> str:
+        return next(c.error_category for c in self.spec.categories if c.name == name)
+
+
+def make_judge(spec: RoleSpec, backend: Backend, mode: str = "auto",
+               temperature: float = 0.0) -> OutOfBoundsJudge:
+    """``auto`` picks ``score`` when the backend can score text, else ``generate``; in
+    generate mode the answer is schema-constrained when the backend supports it and parsed
+    from free text otherwise. Both choices are recorded in the run manifest."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown judge mode '{mode}'", fix=f"use one of {MODES}")
+    caps = backend.capabilities()
+    if mode == "auto":
+        mode = "score" if caps.get("loglikelihood") else "generate"
+    name = "judge_out_of_bounds" if mode == "score" else "judge_out_of_bounds_chat"
+    return OutOfBoundsJudge(spec, mode, load_template(name, spec.language), temperature,
+                            constrained=bool(caps.get("json_schema")))

@@ -1,0 +1,34 @@
+from rolecall.examples import examples_from_dialogue
+from rolecall.records import Dialogue, Turn
+
+
+def dialogue(*flags):
+    """System turns carry the given flags (True/False/None), each followed by a user turn."""
+    turns = []
+    for i, flag in enumerate(flags):
+        turns.append(Turn(role="system", text=f"시스템 {i}", out_of_bounds=flag,
+                          category="wrong persona" if flag else None))
+        turns.append(Turn(role="user", text=f"사용자 {i}"))
+    return Dialogue(id="d", turns=turns)
+
+
+def test_positives_strictly_before_the_first_oob_one_negative_at_it_nothing_after():
+    examples = examples_from_dialogue(dialogue(False, False, True, False, True))
+    assert [(e.label, e.response) for e in examples] == [
+        ("positive", "시스템 0"), ("positive", "시스템 1"), ("negative", "시스템 2")]
+    negative = examples[-1]
+    assert negative.category == "wrong persona" and negative.dialogue_id == "d"
+    assert [t.text for t in negative.history] == ["시스템 0", "사용자 0", "시스템 1", "사용자 1"]
+    assert all(t.out_of_bounds is None for t in negative.history)
+
+
+def test_no_oob_turn_gives_only_positives():
+    examples = examples_from_dialogue(dialogue(False, False, False))
+    assert [e.label for e in examples] == ["positive"] * 3
+    assert examples[0].history == []
+
+
+def test_an_unjudged_turn_stops_the_split():
+    assert [e.response for e in examples_from_dialogue(dialogue(False, None, False))] == \
+        ["시스템 0"]
+    assert examples_from_dialogue(dialogue(None, True)) == []

@@ -1,0 +1,46 @@
+import pytest
+
+from rolecall.errors import InputFileError
+from rolecall.spec import load_role_spec
+from tests.conftest import REPO
+
+GOOD = """name: test
+outline: 어르신께 안부 전화를 드리는 인공지능 상담원입니다.
+categories:
+  - name: persona
+    description: 인공지능임을 잊지 않습니다.
+    forbidden_examples: ["저도 어제 김치찌개 먹었어요."]
+    error_category: wrong persona
+"""
+
+
+def test_the_carecall_example_spec_is_valid():
+    spec = load_role_spec(REPO / "examples" / "carecall" / "spec.yaml")
+    names = {c.name for c in spec.categories}
+    assert {"sensibleness", "style", "safety", "persona", "temporality",
+            "unsupported_features"} <= names
+    assert {"not sensible", "wrong persona", "policy violation", "not safe"} <= \
+        set(spec.error_categories)
+
+
+@pytest.mark.parametrize("text, needle", [
+    (GOOD.replace("    error_category: wrong persona\n", ""),
+     "categories[0].error_category: Field required"),
+    (GOOD.replace("outline: 어르신께", "outlne: 어르신께"), "outlne: Extra inputs"),
+    (GOOD + "  - name: persona\n    description: x\n    error_category: y\n", "repeated"),
+    (GOOD.replace("name: test", "name: [test"), "not valid YAML"),
+    ("- just\n- a list\n", "must be a YAML mapping"),
+    (GOOD.replace('["저도 어제 김치찌개 먹었어요."]', "3"),
+     "categories[0].forbidden_examples: Input should be a valid list"),
+])
+def test_spec_errors_name_the_file_and_field(tmp_path, text, needle):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputFileError) as info:
+        load_role_spec(path)
+    assert str(path) in str(info.value) and needle in str(info.value), str(info.value)
+
+
+def test_missing_spec_file(tmp_path):
+    with pytest.raises(InputFileError, match="not found"):
+        load_role_spec(tmp_path / "none.yaml")
