@@ -261,6 +261,9 @@ def dialogues_generate(
         model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
         temperature: float = typer.Option(0.5), top_p: float = typer.Option(0.8),
         max_tokens: int = typer.Option(768), seed: int = typer.Option(0),
+        frequency_penalty: float = typer.Option(0.0, help="OpenAI-style; small base models "
+                                                          "loop less with ~0.5"),
+        presence_penalty: float = typer.Option(0.0),
         min_turns: int = typer.Option(6),
         accept_unfinished: bool = typer.Option(False, help="keep dialogues cut by the token "
                                                            "limit (last turn dropped)"),
@@ -276,6 +279,8 @@ def dialogues_generate(
     shots = _read_dialogues(examples)
     config = GenerationConfig(count=count, temperature=temperature, top_p=top_p,
                               max_tokens=max_tokens, seed=seed, min_turns=min_turns,
+                              frequency_penalty=frequency_penalty,
+                              presence_penalty=presence_penalty,
                               language=spec.language, require_end=not accept_unfinished)
     llm = _llm(model, cache, concurrency)
     run = RunDir(out_dir, "dialogues generate", {"spec": str(spec_path),

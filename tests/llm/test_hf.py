@@ -252,3 +252,11 @@ def test_embedded_generates_korean(gemma):
                                  params=SamplingParams(temperature=0, max_tokens=6)))
     assert out.tokens_out >= 1
     assert any("가" <= ch <= "힣" for ch in out.text), out.text
+
+
+def test_frequency_penalty_changes_greedy_output_and_avoids_repeats(backend):
+    plain = _complete(backend, temperature=0.0, max_tokens=12)
+    penalised = _complete(backend, temperature=0.0, max_tokens=12, frequency_penalty=2.0,
+                          presence_penalty=2.0)
+    assert len(set(plain.text)) < len(plain.text)  # the tiny model repeats itself...
+    assert len(set(penalised.text)) > len(set(plain.text))  # ...less with the penalties

@@ -113,3 +113,26 @@ def test_rerun_through_the_cache_makes_no_calls(embedded, tmp_path):
     assert second.stats.cache_hits == 6
     assert [[s.completion.text for s in x] for x in out1] == \
         [[s.completion.text for s in x] for x in out2]
+
+
+def test_scoring_reuses_the_prompt_but_never_changes_the_numbers(embedded):
+    prompt = "다음 대화의 마지막 발화를 판정합니다.\n시스템: 안녕하세요, 어르신.\n판정:"
+    labels = [" 적절", " persona", " safety", " 적절"]
+    first = [embedded.complete(Request(prompt=prompt, score_text=label)).loglikelihood
+             for label in labels]
+    assert first[0] == first[3]  # bit-identical, after other labels used the kept prefix
+    embedded.complete(Request(prompt="전혀 다른 프롬프트", params=SamplingParams(max_tokens=4)))
+    again = [embedded.complete(Request(prompt=prompt, score_text=label)).loglikelihood
+             for label in reversed(labels)]
+    assert again == list(reversed(first))
+
+
+def test_penalties_reduce_repetition(embedded):
+    prompt = "어르신, 어르신, 어르신,"
+    plain = embedded.complete(Request(prompt=prompt, params=SamplingParams(
+        temperature=0.0, max_tokens=24)))
+    penalised = embedded.complete(Request(prompt=prompt, params=SamplingParams(
+        temperature=0.0, max_tokens=24, frequency_penalty=2.0, presence_penalty=2.0)))
+    assert plain.text != penalised.text
+    assert penalised.text.count("어르신") < plain.text.count("어르신"), (plain.text,
+                                                                        penalised.text)

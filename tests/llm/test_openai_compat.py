@@ -349,3 +349,14 @@ def test_real_llama_cpp_server_chat_and_its_schema_refusal(llama_server):
     # a request error, so no retries, and the fix names the option that avoids it.
     assert not refused.ok and refused.attempts == 1
     assert "?json_schema=false" in refused.error
+
+
+def test_penalties_are_sent_only_when_set():
+    with FakeOpenAIServer() as server:
+        backend = load_backend(f"openai:{server.url}?model=m")
+        backend.complete(Request(prompt="a"))
+        backend.complete(Request(prompt="b", params=SamplingParams(frequency_penalty=0.5,
+                                                                   presence_penalty=0.25)))
+        plain, penalised = (r["body"] for r in server.requests)
+    assert "frequency_penalty" not in plain and "presence_penalty" not in plain
+    assert penalised["frequency_penalty"] == 0.5 and penalised["presence_penalty"] == 0.25

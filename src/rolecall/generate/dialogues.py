@@ -53,6 +53,8 @@ class GenerationConfig:
     count: int = 10
     temperature: float = 0.5
     top_p: float = 0.8
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
     max_tokens: int = 768
     seed: int = 0
     min_turns: int = 6
@@ -124,6 +126,8 @@ def build_requests(spec: RoleSpec, examples: Sequence[Dialogue], config: Generat
     if not examples:
         raise ValueError("one-shot generation needs at least one example dialogue")
     params = SamplingParams(temperature=config.temperature, top_p=config.top_p,
+                            frequency_penalty=config.frequency_penalty,
+                            presence_penalty=config.presence_penalty,
                             max_tokens=config.max_tokens, seed=config.seed,
                             stop=(END_MARKERS[0] if config.language == "ko" else
                                   END_MARKERS[1],))

@@ -42,6 +42,10 @@ class SamplingParams(BaseModel):
     max_tokens: int = Field(256, ge=1, le=32768)
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    # OpenAI semantics: subtract presence (once) and frequency (per occurrence) from the
+    # logits of tokens already generated; small base models loop without them.
+    presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
     logprobs: int | None = Field(None, ge=0, le=20)
     json_schema: dict[str, Any] | None = None
     grammar: str | None = None  # GBNF (llama.cpp grammar syntax)

@@ -236,6 +236,24 @@ def _load_fix(resolved: ResolvedModel) -> str:
     return "check that the directory holds a complete causal-LM checkpoint and tokenizer"
 
 
+class _Penalties:
+    """OpenAI's presence/frequency penalties over the tokens generated so far (a logits
+    processor; the reported logprobs stay those of the raw distribution)."""
+
+    def __init__(self, prompt_length: int, presence: float, frequency: float):
+        self.start, self.presence, self.frequency = prompt_length, presence, frequency
+        self.active = bool(presence or frequency)
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        for row in range(input_ids.shape[0]):
+            counts = torch.bincount(input_ids[row, self.start:], minlength=scores.shape[-1])
+            counts = counts[: scores.shape[-1]].to(scores.dtype)
+            scores[row] -= self.frequency * counts + self.presence * (counts > 0).to(scores.dtype)
+        return scores
+
+
 class HFBackend(Backend):
     """One transformers causal LM. Calls are serialized (``max_concurrency = 1``)."""
 
@@ -310,11 +328,13 @@ class HFBackend(Backend):
             torch.manual_seed(seed)
         input_ids = torch.tensor([ids], device=self.device)
         stopper = _StopStrings(self.tokenizer, params.stop, len(ids))
+        penalties = _Penalties(len(ids), params.presence_penalty, params.frequency_penalty)
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids, attention_mask=torch.ones_like(input_ids),
                 generation_config=self._generation_config(params),
-                stopping_criteria=[stopper] if params.stop else None)
+                stopping_criteria=[stopper] if params.stop else None,
+                logits_processor=[penalties] if penalties.active else None)
         generated = out.sequences[0, len(ids):].tolist()
         eos = _eos_ids(self.model.generation_config)
         ended_by_eos = bool(generated) and generated[-1] in eos

@@ -16,7 +16,9 @@ small: Gemma's vocabulary has 262k entries):
 Logprobs are those of the model's raw distribution (log-softmax of the logits, before
 temperature, top-p or grammar), which is what perplexity and G-Eval weighting need.
 Sampling uses only temperature and top-p (llama.cpp's top-k and min-p are switched off), so
-the parameters mean what they mean on an OpenAI-compatible server.
+the parameters mean what they mean on an OpenAI-compatible server. Presence and frequency
+penalties count the last ``last_n_tokens_size`` tokens (llama.cpp's window, set to n_ctx
+here), prompt included, where OpenAI counts the completion only.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class LlamaCppBackend(Backend):
         self._vocab_size = self._llm.n_vocab()
         self._chat_template = self._llm.metadata.get("tokenizer.chat_template")
         self.supports_chat = bool(self._chat_template)  # a base model may have none
+        self._kv_prefix: list[int] | None = None  # tokens whose KV the scorer has kept
 
     @staticmethod
     def _open(path: Path, options: LlamaCppOptions):
@@ -93,7 +96,8 @@ class LlamaCppBackend(Backend):
         try:
             return Llama(model_path=str(path), n_ctx=options.n_ctx, n_batch=options.n_batch,
                          n_threads=options.n_threads or max(1, (os.cpu_count() or 2)),
-                         n_gpu_layers=options.n_gpu_layers, logits_all=False, verbose=False)
+                         n_gpu_layers=options.n_gpu_layers, logits_all=False,
+                         last_n_tokens_size=options.n_ctx, verbose=False)
         except ValueError as exc:
             raise InputFileError(path, f"llama.cpp cannot open this model ({exc})",
                                  fix="check that it is a complete GGUF file") from None
@@ -107,6 +111,7 @@ class LlamaCppBackend(Backend):
             if request.kind == "score":
                 return self._score(prompt_tokens, request.prompt, request.score_text,
                                    params.logprobs or 0)
+            self._kv_prefix = None  # generation rewrites the KV cache
             seed = (params.seed or 0) + sample_index
             if not self.options.prefix_cache:
                 self._llm.reset()
@@ -163,6 +168,8 @@ class LlamaCppBackend(Backend):
         out = self._llm.create_completion(
             tokens, max_tokens=params.max_tokens, temperature=params.temperature,
             top_p=params.top_p, top_k=0, min_p=0.0, repeat_penalty=1.0,
+            presence_penalty=params.presence_penalty,
+            frequency_penalty=params.frequency_penalty,
             stop=list(params.stop) or None, seed=seed, grammar=grammar)
         choice = out["choices"][0]
         return Completion(text=choice["text"], finish_reason=choice["finish_reason"],
@@ -180,7 +187,8 @@ class LlamaCppBackend(Backend):
         text, finish = "", "length"
         stream = llm.generate(tokens, top_k=0, top_p=params.top_p, min_p=0.0,
                               temp=params.temperature, repeat_penalty=1.0, grammar=grammar,
-                              reset=True)
+                              presence_penalty=params.presence_penalty,
+                              frequency_penalty=params.frequency_penalty, reset=True)
         for token in stream:
             if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
                 finish = "stop"
@@ -235,27 +243,37 @@ class LlamaCppBackend(Backend):
                           tokens_in=len(full), tokens_out=0, logprobs=steps)
 
     def _logits_from(self, tokens: list[int], first: int) -> np.ndarray:
-        """Logits predicting tokens[first + 1:], one row per position ``first..len-2``."""
+        """Logits predicting tokens[first + 1:], one row per position ``first..len-2``.
+
+        The prefix ``tokens[:first]`` is evaluated in fixed chunks from position 0 and its
+        KV cache is kept, so scoring several continuations of one prompt (a judge's label
+        words) evaluates the prompt once. subtle: the prefix is always computed the same
+        way, from scratch, so a reused cache gives the very numbers a fresh one would; the
+        results never depend on what was scored before.
+        """
         llm = self._llm
-        llm.reset()
-        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        rows = []
-        try:
-            for begin in range(0, len(tokens) - 1, llm.n_batch):
-                chunk = tokens[begin: min(len(tokens) - 1, begin + llm.n_batch)]
-                wants = begin + len(chunk) > first
-                llm._batch.set_batch(batch=chunk, n_past=begin, logits_all=wants)
-                llm._ctx.decode(llm._batch)
-                if wants:
-                    flat = np.ctypeslib.as_array(llm._ctx.get_logits(),
-                                                 shape=(len(chunk) * self._vocab_size,))
-                    block = flat.reshape(len(chunk), self._vocab_size)
-                    rows.append(block[max(0, first - begin):].copy())
-        finally:
-            # the KV cache no longer matches llm.input_ids: make the next call start afresh
-            llm.reset()
+        llm.reset()  # n_tokens = 0: generation afterwards re-evaluates from scratch
+        prefix = tokens[:first]
+        if self._kv_prefix != prefix:
+            self._kv_prefix = None
             llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+            for begin in range(0, len(prefix), llm.n_batch):
+                self._decode(prefix[begin: begin + llm.n_batch], begin, logits=False)
+            self._kv_prefix = prefix
+        else:
+            llm._ctx.kv_cache_seq_rm(-1, first, -1)  # drop the previous continuation
+        rows = []
+        for begin in range(first, len(tokens) - 1, llm.n_batch):
+            chunk = tokens[begin: min(len(tokens) - 1, begin + llm.n_batch)]
+            self._decode(chunk, begin, logits=True)
+            flat = np.ctypeslib.as_array(llm._ctx.get_logits(),
+                                         shape=(len(chunk) * self._vocab_size,))
+            rows.append(flat.reshape(len(chunk), self._vocab_size).copy())
         return np.concatenate(rows)
+
+    def _decode(self, chunk: list[int], n_past: int, logits: bool) -> None:
+        self._llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=logits)
+        self._llm._ctx.decode(self._llm._batch)
 
 
 _log_callback = None

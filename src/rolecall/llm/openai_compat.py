@@ -138,6 +138,9 @@ class OpenAIBackend(Backend):
                                 "temperature": params.temperature, "top_p": params.top_p}
         if params.stop:
             args["stop"] = list(params.stop)
+        for penalty in ("presence_penalty", "frequency_penalty"):
+            if getattr(params, penalty):
+                args[penalty] = getattr(params, penalty)
         seed = sample_seed(params.seed, sample_index)
         if seed is not None:
             args["seed"] = seed
