@@ -66,9 +66,11 @@ def outputs(path: Path) -> dict:
     return {k: r["text"] for k, r in zip(keys, rows)}
 
 
-def last_run_llm_stats(run_dir: Path) -> dict:
+def last_run_stats(run_dir: Path, stage: str = "llm batch") -> dict:
+    """The LLM statistics of the latest start of ``stage`` in a run directory."""
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    return manifest["runs"][-1]["stages"]["llm batch"]["llm"]
+    runs = [r for r in manifest["runs"] if stage in r.get("stages", {})]
+    return runs[-1]["stages"][stage]["llm"]
 
 
 def check_kill_and_resume(tmp_path: Path, model: str, count: int, n: int, kill_at: int,
@@ -91,12 +93,12 @@ def check_kill_and_resume(tmp_path: Path, model: str, count: int, n: int, kill_a
 
     resumed = run_to_end(*args)
     assert resumed.returncode == 0, resumed.stderr
-    assert last_run_llm_stats(run)["calls"] == count * n - finished_before
+    assert last_run_stats(run)["calls"] == count * n - finished_before
     assert outputs(out) == outputs(reference / "out.jsonl")  # nothing lost, nothing doubled
     assert len(outputs(out)) == count * n
 
     again = run_to_end(*args)  # a third run has nothing left to do
-    assert again.returncode == 0 and last_run_llm_stats(run)["calls"] == 0
+    assert again.returncode == 0 and last_run_stats(run)["calls"] == 0
 
 
 def test_killed_batch_resumes_without_loss_or_duplicates_fake(tmp_path):
