@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rolecall import config
-from rolecall.errors import ConfigError, RolecallError
+from rolecall.errors import ConfigError, RolecallError, describe_validation
 
 app = typer.Typer(help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -70,9 +70,7 @@ def _params(max_tokens: int, temperature: float, top_p: float, seed: Optional[in
                               seed=seed, stop=tuple(stop), logprobs=logprobs,
                               json_schema=schema, grammar=gbnf)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
-                             for e in exc.errors())
-        raise ConfigError(f"bad sampling options: {problems}") from None
+        raise ConfigError(f"bad sampling options: {describe_validation(exc)}") from None
 
 
 def _read_json_file(path: Path) -> dict:

@@ -7,6 +7,8 @@ error class only when callers must tell it apart from the others.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RolecallError(Exception):
     """Base class: ``message`` says what went wrong, ``fix`` how to fix it."""
@@ -62,3 +64,13 @@ class BatchFailed(RolecallError):
     """A batch finished but some items still failed after retries (records are kept)."""
 
     exit_code = 3
+
+
+def describe_validation(exc: Any, whole: str = "record") -> str:
+    """One line from a pydantic ``ValidationError``: ``field[0].sub: message; ...``."""
+    problems = []
+    for error in exc.errors():
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{path.lstrip('.') or whole}: {message}")
+    return "; ".join(problems)

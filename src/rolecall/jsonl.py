@@ -19,15 +19,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rolecall.errors import InputFileError
+from rolecall.errors import InputFileError, describe_validation
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-
-
-def _describe(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}"
-                     for e in exc.errors())
 
 
 def parse_line(path: str | Path, number: int, line: str, model: type[M] | None = None):
@@ -44,7 +39,7 @@ def parse_line(path: str | Path, number: int, line: str, model: type[M] | None =
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputFileError(path, f"not a valid {model.__name__}: {_describe(exc)}",
+        raise InputFileError(path, f"not a valid {model.__name__}: {describe_validation(exc)}",
                              line=number) from None
 
 

@@ -12,17 +12,10 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from rolecall.errors import InputFileError
+from rolecall.errors import InputFileError, describe_validation
 from rolecall.records import RoleSpec
 
 SPEC_HELP = "see examples/carecall/spec.yaml for a complete role specification"
-
-
-def _field(loc: tuple) -> str:
-    parts = []
-    for part in loc:
-        parts.append(f"[{part}]" if isinstance(part, int) else f".{part}")
-    return "".join(parts).lstrip(".") or "(top level)"
 
 
 def load_role_spec(path: str | Path) -> RoleSpec:
@@ -45,7 +38,6 @@ def load_role_spec(path: str | Path) -> RoleSpec:
     try:
         return RoleSpec.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{_field(e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
-                             for e in exc.errors())
-        raise InputFileError(path, f"invalid role specification: {problems}",
+        raise InputFileError(path, "invalid role specification: "
+                                   f"{describe_validation(exc, '(top level)')}",
                              fix=SPEC_HELP) from None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from rolecall.errors import BatchFailed, InputFileError
+from rolecall.errors import BatchFailed, InputFileError, describe_validation
 from rolecall.jsonl import ResumableJsonl, read_jsonl, write_jsonl
 from rolecall.llm.base import Request, SamplingParams
 from rolecall.llm.client import LLM, RunStats, Sample
@@ -39,8 +39,8 @@ def read_batch_input(path: str | Path, params: SamplingParams) -> BatchInput:
         try:
             requests.append(Request(params=params, **fields))
         except ValidationError as exc:
-            reason = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-            raise InputFileError(path, f"not a valid request: {reason}", line=number,
+            raise InputFileError(path, f"not a valid request: {describe_validation(exc)}",
+                                 line=number,
                                  fix='write {"id": ..., "prompt": "..."} or '
                                      '{"id": ..., "messages": [{"role": "user", '
                                      '"content": "..."}]}') from None

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
 
-from rolecall.errors import BadModelString, BackendNotInstalled
+from rolecall.errors import BackendNotInstalled, BadModelString, describe_validation
 from rolecall.llm.base import Backend
 
 DEFAULT_MODEL = "llamacpp:embedded"
@@ -136,9 +136,7 @@ def load_backend(model: str | None = None) -> Backend:
     try:
         options = entry.options(**spec.options)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = describe_validation(exc, whole="options")
         accepted = ", ".join(entry.options.model_fields) or "none"
         raise BadModelString(
             f"bad options in '{spec}': {problems}",
