@@ -87,3 +87,18 @@ def test_request_validation():
         SamplingParams(temperature=-1)
     with pytest.raises(ValueError):
         SamplingParams(json_schema={}, grammar="root ::= \"a\"")
+
+
+def test_the_same_call_twice_in_one_batch_is_made_once():
+    llm = LLM(load_backend("fake:a?delay=0.01"))
+    batch = requests(3) + requests(3)  # every request twice
+    out = llm.generate(batch, n=2)
+    assert llm.backend.calls == 6 and llm.stats.calls == 6 and llm.stats.cache_hits == 6
+    assert texts(out)[:3] == texts(out)[3:]
+
+
+def test_a_failed_duplicate_is_a_failure_too():
+    llm = LLM(load_backend("fake:a?permanent=true"), retries=0)
+    out = llm.generate(requests(1) + requests(1))
+    assert llm.backend.calls == 1 and llm.stats.failures == 2
+    assert out[0][0].error == out[1][0].error and "fake failure" in out[1][0].error

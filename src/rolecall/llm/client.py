@@ -93,9 +93,10 @@ class LLM:
         started = time.perf_counter()
         results = [[Sample(i, s) for s in range(n)] for i in range(len(requests))]
         gate = asyncio.Semaphore(self.concurrency)
+        inflight: dict[str, asyncio.Future] = {}
         with progress_bar(len(requests) * n, description, enabled=progress) as advance:
             async def one(sample: Sample) -> None:
-                await self._fill(requests[sample.request_index], sample, gate)
+                await self._fill(requests[sample.request_index], sample, gate, inflight)
                 advance()
                 if on_sample is not None:
                     on_sample(sample)
@@ -111,7 +112,8 @@ class LLM:
             raise BackendError(f"LLM call failed: {sample.error}")
         return sample.completion
 
-    async def _fill(self, request: Request, sample: Sample, gate: asyncio.Semaphore) -> None:
+    async def _fill(self, request: Request, sample: Sample, gate: asyncio.Semaphore,
+                    inflight: dict[str, asyncio.Future]) -> None:
         backend = self.backend
         key = cache_key(backend.scheme, backend.model_id, request, sample.sample_index)
         cached = self.cache.get(key)
@@ -119,6 +121,26 @@ class LLM:
             sample.completion, sample.cached = cached, True
             self.stats.cache_hits += 1
             return
+        # subtle: the same call can appear twice in one batch (two generated dialogues
+        # with the same history); the second waits for the first instead of calling again.
+        if key in inflight:
+            first = await inflight[key]
+            if first.ok:
+                sample.completion, sample.cached = first.completion, True
+                self.stats.cache_hits += 1
+            else:
+                sample.error = first.error
+                self._record_failure(sample)
+            return
+        inflight[key] = asyncio.get_running_loop().create_future()
+        try:
+            await self._call(request, sample, gate, key)
+        finally:
+            inflight[key].set_result(sample)
+
+    async def _call(self, request: Request, sample: Sample, gate: asyncio.Semaphore,
+                    key: str) -> None:
+        backend = self.backend
         async with gate:
             while True:
                 sample.attempts += 1
@@ -146,6 +168,9 @@ class LLM:
 
     def _fail(self, sample: Sample, exc: Exception) -> None:
         sample.error = f"{type(exc).__name__}: {exc}"
+        self._record_failure(sample)
+
+    def _record_failure(self, sample: Sample) -> None:
         self.stats.failures += 1
         self.stats.failed_items.append({"request": sample.request_index,
                                         "sample": sample.sample_index,
