@@ -70,3 +70,24 @@ def test_bad_sampling_options_are_clear():
     result = run_to_end("llm", "complete", "x", "-m", "fake:a", "--temperature", "5")
     assert result.returncode == 2 and "temperature" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_slang_index_and_search_commands(tmp_path):
+    corpus = tmp_path / "comments.txt"
+    corpus.write_text("\n".join([
+        "오늘 날씨 진짜 좋네 산책 가야지",
+        "이 드라마 작가 진짜 노답이다 ㅋㅋ",
+        "점심 메뉴 추천 좀 해줘요 배고파",
+        "주식 또 떨어졌네 개미들 곡소리 난다",
+        "오늘 날씨 진짜 좋네 산책 가야지",
+    ]) + "\n", encoding="utf-8")
+    index = tmp_path / "index"
+    result = run_to_end("slang", "index", str(corpus), "--out", str(index), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    result = run_to_end("slang", "search", str(index), "주식이 많이 떨어졌어요", "-k", "2",
+                        "--json")
+    assert result.returncode == 0, result.stderr
+    hits = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert hits[0]["id"] == "comments.txt:4" and "개미" in hits[0]["text"]
+    result = run_to_end("slang", "search", str(tmp_path), "x")
+    assert result.returncode != 0 and "Traceback" not in result.stderr

@@ -360,6 +360,52 @@ def dialogues_export(source: Path, target: Path):
     out.print(f"{target}: {count} dialogues")
 
 
+slang_app = typer.Typer(help="K/DA slang index: comment corpora searched for trend-aligned "
+                             "slang.", no_args_is_help=True)
+app.add_typer(slang_app, name="slang")
+
+CORPUS_HELP = ("corpus files: PATH (one comment a line) or PATH:COLUMN (a header name, or a "
+               "1-based field number for a file without a header); .csv/.tsv must name "
+               "their column")
+
+
+@slang_app.command("index")
+def slang_index(
+        corpora: list[str] = typer.Argument(..., help=CORPUS_HELP),
+        out_dir: Path = typer.Option(..., "--out", "-o", help="the index directory to write"),
+        delimiter: Optional[str] = typer.Option(
+            None, help="field delimiter of PATH:COLUMN corpora that are not .csv/.tsv: one "
+                       "character, or tab/pipe/comma/semicolon"),
+        min_chars: int = typer.Option(5, min=0, help="drop shorter comments (characters, "
+                                                     "after cleaning)"),
+        max_chars: int = typer.Option(300, min=1, help="drop longer comments"),
+        retriever: str = typer.Option("bm25", help="bm25 (dense, hybrid: not implemented yet)"),
+        dense_model: Optional[str] = typer.Option(
+            None, help="sentence-transformers model path (not implemented yet)"),
+        progress: bool = typer.Option(True)):
+    """Build a slang index: clean the comments, Kiwi morphemes, BM25 (bm25s)."""
+    from rolecall.retrieval.slang import index_command
+
+    out.print(index_command(corpora, out_dir, min_chars=min_chars, max_chars=max_chars,
+                            delimiter=delimiter, retriever=retriever,
+                            dense_model=dense_model, progress=progress),
+              highlight=False, markup=False)
+
+
+@slang_app.command("search")
+def slang_search(
+        index_dir: Path = typer.Argument(..., help="a directory built by 'slang index'"),
+        query: str = typer.Argument(..., help="the sentence to find slang-bearing comments for"),
+        k: int = typer.Option(9, "-k", "--k", min=0, help="how many comments (K/DA: 0-9)"),
+        as_json: bool = typer.Option(False, "--json", help="one JSON object per hit")):
+    """The comments most like a sentence: rank, BM25 score, FILE:LINE id, text."""
+    from rolecall.retrieval.slang import format_hits, hits_to_json, search_command
+
+    hits = search_command(index_dir, query, k)
+    out.print(hits_to_json(hits) if as_json else format_hits(hits),
+              highlight=False, markup=False)
+
+
 def main() -> None:
     try:
         app()

@@ -22,7 +22,8 @@ Tokens (``search_tokens``), chosen for matching topic and slang, not grammar:
   ㅎㅎ), and Kiwi's ``normalize_coda`` splits "했닼ㅋㅋ" into 했다 + ㅋㅋ.
 
 Hits with score 0 share no token with the sentence and are not returned, so a search may
-give fewer than k hits. k=0 gives none (K/DA's n=0 condition).
+give fewer than k hits; equal scores go to the earliest comment, so results are stable.
+k=0 gives none (K/DA's n=0 condition).
 Dense retrieval and hybrid fusion have their place in the API (``retriever=``) but are
 not implemented yet: asking for them raises ``ConfigError``, never a silent BM25.
 """
@@ -116,6 +117,9 @@ def _bm25s():
     except ImportError:
         raise RolecallError("the slang index needs the BM25 library bm25s",
                             fix="pip install bm25s") from None
+    # subtle: bm25s sets its own logger to DEBUG on import, which prints its chatter under
+    # any root handler; NOTSET makes it follow the application's level (-v shows it)
+    logging.getLogger("bm25s").setLevel(logging.NOTSET)
     return bm25s
 
 
@@ -169,14 +173,25 @@ def _read_corpora(corpora: Sequence[Corpus]) -> tuple[list[tuple[str, str]], lis
     return rows, sources
 
 
-def _prepare_out_dir(out_dir: Path) -> None:
-    """Refuse to write into a non-empty directory that is not a slang index already."""
+def _check_out_dir(out_dir: Path) -> None:
+    """Refuse a directory holding anything but an index's own files (finished or not).
+
+    Called before the slow part of a build too, so a wrong ``--out`` fails at once.
+    """
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"{out_dir} exists and is not a directory",
                           fix="choose another --out")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / MANIFEST).exists():
-        raise ConfigError(f"{out_dir} is not empty and not a slang index: refusing to write "
-                          "into it", fix="choose a new or empty directory for --out")
+    ours = {MANIFEST, COMMENTS, BM25_DIR, MANIFEST + ".tmp", COMMENTS + ".tmp"}
+    entries = out_dir.iterdir() if out_dir.is_dir() else []
+    foreign = sorted(p.name for p in entries if p.name not in ours)
+    if foreign:
+        raise ConfigError(f"{out_dir} holds files that are not a slang index's "
+                          f"({', '.join(foreign[:3])}): refusing to write into it",
+                          fix="choose a new or empty directory for --out")
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    _check_out_dir(out_dir)
     # the manifest goes last: a directory without one is an unfinished build
     (out_dir / MANIFEST).unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -203,7 +218,8 @@ def save_index(out_dir: str | Path, records: Sequence[tuple[str, str]],
     bm25s = _bm25s()
     _prepare_out_dir(out_dir)
     retriever = bm25s.BM25(**BM25_PARAMS)
-    retriever.index([list(t) for t in tokens], show_progress=False)
+    retriever.index([t if isinstance(t, list) else list(t) for t in tokens],
+                    show_progress=False)
     retriever.save(str(out_dir / BM25_DIR), show_progress=False)
     write_jsonl(out_dir / COMMENTS, ({"id": i, "text": t} for i, t in records))
     manifest = {"format": INDEX_FORMAT, "format_version": FORMAT_VERSION, **manifest,
@@ -227,6 +243,7 @@ def build_index(corpora: Iterable[Corpus | str | Path], out_dir: str | Path, *,
     corpora = [c if isinstance(c, Corpus) else parse_corpus_spec(c) for c in corpora]
     if not corpora:
         raise ConfigError("no corpus given", fix="name at least one corpus file")
+    _check_out_dir(Path(out_dir))
     started = time.perf_counter()
     rows, sources = _read_corpora(corpora)
     records, report = clean_records(rows, min_chars, max_chars)
@@ -316,10 +333,12 @@ class SlangIndex:
             return []
         scores = self._bm25.get_scores_from_ids(token_ids)
         k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.lexsort((top, -scores[top]))]  # best first; ties in corpus order
-        return [Hit(self.ids[i], self.texts[i], float(scores[i])) for i in top
-                if scores[i] > 0]
+        kth = -np.partition(-scores, k - 1)[k - 1]  # the k-th best score
+        # subtle: take every document tied with the k-th, then sort: which tied documents
+        # make the cut is then the earliest in the corpus, not argpartition's whim
+        top = np.flatnonzero(scores >= max(kth, np.finfo(scores.dtype).tiny))
+        top = top[np.lexsort((top, -scores[top]))][:k]  # best first; ties in corpus order
+        return [Hit(self.ids[i], self.texts[i], float(scores[i])) for i in top]
 
     def search(self, query: str, k: int = 9, retriever: str = "bm25") -> list[Hit]:
         """The ``k`` comments most like ``query``, best first (fewer if few match)."""
