@@ -106,3 +106,12 @@ class Verdict(_Record):
         if self.parse_status != "parsed" and self.label is not None:
             raise ValueError(f"an {self.parse_status} verdict has no label")
         return self
+
+
+class Rejected(_Record):
+    """A generation that did not become a record, kept with the reason and the raw text."""
+
+    id: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+    raw: str
+    metadata: dict[str, Any] = {}

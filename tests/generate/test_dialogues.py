@@ -1,9 +1,8 @@
 import pytest
 
-from rolecall.generate.dialogues import (GenerationConfig, Rejected, build_requests,
-                                         parse_dialogue)
+from rolecall.generate.dialogues import GenerationConfig, build_requests, parse_dialogue
 from rolecall.prompts import load_template
-from rolecall.records import Category, Dialogue, RoleSpec, Turn
+from rolecall.records import Category, Dialogue, Rejected, RoleSpec, Turn
 
 GOOD = """시스템: 안녕하세요, 어르신. 식사는 하셨어요?
 사용자: 응, 먹었어.

@@ -21,12 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.prompts import Template, load_template
-from rolecall.records import Dialogue, RoleSpec, Turn
+from rolecall.records import Dialogue, Rejected, RoleSpec, Turn
 
 SPEAKERS = {
     "system": ("시스템", "상담원", "챗봇", "AI", "System", "Bot", "Assistant", "Agent"),
@@ -37,15 +35,6 @@ _TAG = re.compile(r"^\s*(?:\*\*)?(?P<tag>%s)(?:\*\*)?\s*[:：]\s*(?P<text>.*)$" 
 _ROLE_OF = {tag: role for role, tags in SPEAKERS.items() for tag in tags}
 END_MARKERS = ("[대화 끝]", "[dialogue end]", "[대화 시작]", "[dialogue start]")
 FIRST_TAG = {"ko": "시스템:", "en": "System:"}
-
-
-class Rejected(BaseModel):
-    """A generation that did not parse into a usable dialogue, kept with its reason."""
-
-    id: str
-    reason: str
-    raw: str
-    metadata: dict = {}
 
 
 @dataclass(frozen=True)

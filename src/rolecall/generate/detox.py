@@ -1,0 +1,115 @@
+"""K/DA toxic rewriting (ACL 2025): neutral sentence + n retrieved comments -> candidate.
+
+For each neutral sentence and each n in ``ns`` (default 0, 3, 5, 7, 9), the top-n comments
+of the slang index are put into the prompt (n = 0: no comments at all) and the LLM rewrites
+the sentence into an implicitly offensive variant that keeps its meaning. Each candidate is
+a ``Pair`` whose provenance records the sentence id, n, the retrieved comment ids, the
+prompt template's hash, the model and the seed. Candidate ``SENTENCE_ID/nN`` always gets the
+same prompt and seed, so a resumed run asks only for what is missing (the cache answers
+the rest). An empty answer, or one that merely repeats the sentence, is a rejected
+candidate with its reason; the filters (``judge/``) decide everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rolecall.jsonl import ResumableJsonl
+from rolecall.llm import LLM, Request, SamplingParams
+from rolecall.prompts import Template, load_template
+from rolecall.records import Pair, Rejected
+from rolecall.retrieval.slang import SlangIndex
+
+DEFAULT_NS = (0, 3, 5, 7, 9)
+
+
+@dataclass(frozen=True)
+class DetoxConfig:
+    ns: tuple[int, ...] = DEFAULT_NS
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_tokens: int = 80
+    seed: int = 0
+    language: str = "ko"
+    template: str = "detox_rewrite"
+
+
+@dataclass(frozen=True)
+class Planned:
+    candidate_id: str
+    sentence_id: str
+    neutral: str
+    n: int
+    comment_ids: tuple[str, ...]
+    request: Request
+
+
+def plan_candidates(sentences: Sequence[tuple[str, str]], index: SlangIndex | None,
+                    config: DetoxConfig, template: Template) -> list[Planned]:
+    """One request per (sentence, n); retrieval runs once per sentence at the largest n."""
+    if any(n < 0 for n in config.ns):
+        raise ValueError("every n must be >= 0")
+    largest = max(config.ns)
+    if largest and index is None:
+        raise ValueError("n > 0 needs a slang index")
+    hits = (index.search_many([text for _, text in sentences], k=largest) if largest
+            else [[] for _ in sentences])
+    stop = ("\n",)
+    plan = []
+    for number, ((sentence_id, neutral), found) in enumerate(zip(sentences, hits)):
+        for n in config.ns:
+            chosen = found[:n]
+            prompt = template.render(neutral=neutral, comments=[h.text for h in chosen])
+            params = SamplingParams(temperature=config.temperature, top_p=config.top_p,
+                                    max_tokens=config.max_tokens, stop=stop,
+                                    seed=config.seed + number * 100 + n)
+            plan.append(Planned(f"{sentence_id}/n{n}", sentence_id, neutral, n,
+                                tuple(h.id for h in chosen),
+                                Request(prompt=prompt, params=params)))
+    return plan
+
+
+def candidate_problem(neutral: str, text: str) -> str | None:
+    if not text:
+        return "empty rewrite"
+    if " ".join(text.split()) == " ".join(neutral.split()):
+        return "the rewrite repeats the neutral sentence"
+    return None
+
+
+def generate_candidates(llm: LLM, sentences: Sequence[tuple[str, str]],
+                        index: SlangIndex | None, config: DetoxConfig, out_dir: Path,
+                        progress: bool = True) -> dict[str, int]:
+    """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable."""
+    template = load_template(config.template, config.language)
+    plan = plan_candidates(sentences, index, config, template)
+    with ResumableJsonl(out_dir / "candidates.jsonl",
+                        key=lambda r: r["provenance"]["candidate_id"]) as kept, \
+            ResumableJsonl(out_dir / "rejected_candidates.jsonl",
+                           key=lambda r: r["id"]) as rejected:
+        todo = [p for p in plan if p.candidate_id not in kept.done | rejected.done]
+
+        def write(sample) -> None:
+            if not sample.ok:
+                return  # a failure record; the next run asks again
+            planned = todo[sample.request_index]
+            text = sample.completion.text.strip()
+            provenance = {"candidate_id": planned.candidate_id,
+                          "sentence_id": planned.sentence_id, "n": planned.n,
+                          "comment_ids": list(planned.comment_ids),
+                          "prompt_hash": template.hash, "model": llm.model_id,
+                          "seed": planned.request.params.seed}
+            problem = candidate_problem(planned.neutral, text)
+            if problem:
+                rejected.append(Rejected(id=planned.candidate_id, reason=problem,
+                                         raw=sample.completion.text, metadata=provenance))
+            else:
+                kept.append(Pair(neutral=planned.neutral, toxic=text, provenance=provenance))
+
+        llm.generate([p.request for p in todo], progress=progress,
+                     description="rewriting", on_sample=write)
+        return {"sentences": len(sentences), "planned": len(plan),
+                "candidates": len(kept.records), "rejected": len(rejected.records),
+                "failed": llm.stats.failures}
