@@ -16,11 +16,10 @@ Two forms, one per template file:
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 
 from rolecall.errors import ConfigError
+from rolecall.judge.labels import json_answer, label_requests, pick_label
 from rolecall.llm import Message, Request, SamplingParams
 from rolecall.llm.base import Backend, Completion
 from rolecall.prompts import Template, load_template
@@ -68,7 +67,7 @@ class OutOfBoundsJudge:
         """Score mode: one scoring request per label; generate mode: one chat request."""
         text = self.template.render(**self._values(item))
         if self.mode == "score":
-            return [Request(prompt=text, score_text=f" {label}") for label in self.labels]
+            return label_requests(text, self.labels)
         schema = {"type": "object", "required": ["verdict", "rule"], "properties": {
             "verdict": {"type": "string", "enum": [IN_BOUNDS, OUT_OF_BOUNDS]},
             "rule": {"anyOf": [{"type": "string", "enum": [c.name for c in
@@ -84,13 +83,7 @@ class OutOfBoundsJudge:
         return self._parse_answer(item, completions[0].text, model)
 
     def _parse_scores(self, item: Item, completions: list[Completion], model: str) -> Verdict:
-        scores = {label: c.loglikelihood for label, c in zip(self.labels, completions)}
-        top = max(scores.values())
-        weights = {label: math.exp(s - top) for label, s in scores.items()}
-        total = sum(weights.values())
-        probabilities = {label: w / total for label, w in weights.items()}
-        best = max(scores, key=scores.get)
-        raw = json.dumps({"loglikelihood": scores}, ensure_ascii=False)
+        best, probabilities, raw = pick_label(self.labels, completions)
         if best == self.labels[0]:
             return Verdict(judge=JUDGE, item_id=item.id, label=IN_BOUNDS, raw_output=raw,
                            parse_status="parsed", probabilities=probabilities, model=model)
@@ -101,12 +94,8 @@ class OutOfBoundsJudge:
     def _parse_answer(self, item: Item, text: str, model: str) -> Verdict:
         unparsed = Verdict(judge=JUDGE, item_id=item.id, raw_output=text,
                            parse_status="unparsed", model=model)
-        try:
-            answer = json.loads(text[text.index("{"): text.rindex("}") + 1])
-        except ValueError:
-            return unparsed
-        verdict = answer.get("verdict") if isinstance(answer, dict) else None
-        rule = answer.get("rule") if isinstance(answer, dict) else None
+        answer = json_answer(text) or {}
+        verdict, rule = answer.get("verdict"), answer.get("rule")
         if verdict == IN_BOUNDS:
             return Verdict(judge=JUDGE, item_id=item.id, label=IN_BOUNDS, raw_output=text,
                            parse_status="parsed", model=model)
