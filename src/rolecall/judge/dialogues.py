@@ -20,9 +20,9 @@ from pathlib import Path
 from rolecall.examples import examples_from_dialogue
 from rolecall.jsonl import ResumableJsonl, write_jsonl
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS, Item, OutOfBoundsJudge
-from rolecall.judge.voting import majority
+from rolecall.judge.voting import judge_items
 from rolecall.llm import LLM
-from rolecall.records import Dialogue, Turn, Verdict
+from rolecall.records import Dialogue, Turn
 
 
 def _system_turns(dialogue: Dialogue) -> list[int]:
@@ -31,37 +31,6 @@ def _system_turns(dialogue: Dialogue) -> list[int]:
 
 def _item(dialogue: Dialogue, index: int) -> Item:
     return Item(dialogue.id, index, tuple(dialogue.turns[:index]), dialogue.turns[index].text)
-
-
-def _judge_round(llm: LLM, judge: OutOfBoundsJudge, items: list[Item], samples: int,
-                 votes_out: ResumableJsonl, progress: bool, round_no: int) -> list[Verdict]:
-    per_item = [judge.format_input(item) for item in items]
-    flat = [request for requests in per_item for request in requests]
-    results = llm.generate(flat, n=samples, progress=progress,
-                           description=f"judging turn {round_no + 1}")
-    verdicts, start = [], 0
-    for item, requests in zip(items, per_item):
-        answers = results[start: start + len(requests)]
-        start += len(requests)
-        votes = []
-        for s in range(samples):
-            completions = [a[s].completion for a in answers]
-            if any(c is None for c in completions):
-                errors = "; ".join(a[s].error for a in answers if a[s].error)
-                vote = Verdict(judge=judge_name(judge, s), item_id=item.id, raw_output=errors,
-                               parse_status="failed", model=llm.model_id)
-            else:
-                vote = judge.parse_output(item, completions, llm.model_id)
-                vote = vote.model_copy(update={"judge": judge_name(judge, s)})
-            votes.append(vote)
-            if vote.parse_status != "failed":  # failed calls are retried by the next run
-                votes_out.append(vote)
-        verdicts.append(majority(votes))
-    return verdicts
-
-
-def judge_name(judge: OutOfBoundsJudge, sample: int) -> str:
-    return f"out_of_bounds/{judge.mode}/{sample}"
 
 
 def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialogue],
@@ -75,8 +44,9 @@ def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialo
         round_no = 0
         while any(open_.values()):
             items = [_item(by_id[d], open_[d][0]) for d in open_ if open_[d]]
-            for item, verdict in zip(items, _judge_round(llm, judge, items, samples,
-                                                         votes_out, progress, round_no)):
+            verdicts = judge_items(llm, judge, items, samples, votes_out, progress,
+                                   f"judging turn {round_no + 1}")
+            for item, verdict in zip(items, verdicts):
                 open_[item.dialogue_id].pop(0)
                 outcome["judged_turns"] += 1
                 if verdict.parse_status != "parsed":

@@ -53,6 +53,8 @@ class OutOfBoundsJudge:
     temperature: float = 0.0
     constrained: bool = True  # generate mode: JSON schema sent (if the backend has it)
 
+    name = JUDGE  # a class attribute, not a dataclass field
+
     @property
     def labels(self) -> list[str]:
         """The label words of score mode: the in-bounds word, then every category name."""

@@ -11,8 +11,25 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Protocol
 
+from rolecall.jsonl import ResumableJsonl
+from rolecall.llm import LLM, Request
+from rolecall.llm.base import Completion
 from rolecall.records import Verdict
+
+
+class Judge(Protocol):
+    """A label judge: ``format_input`` -> requests, ``parse_output`` -> a verdict."""
+
+    name: str
+    mode: str
+
+    def format_input(self, item: Any) -> list[Request]: ...
+
+    def parse_output(self, item: Any, completions: list[Completion], model: str
+                     ) -> Verdict: ...
 
 SAFE_LABEL, FLAG_LABEL = "in-bounds", "out-of-bounds"
 
@@ -38,3 +55,40 @@ def majority(votes: list[Verdict]) -> Verdict:
     return Verdict(judge=first.judge, item_id=first.item_id, label=label, category=category,
                    raw_output=raw, parse_status="parsed", probabilities=share,
                    model=first.model)
+
+
+def judge_items(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
+                votes_out: ResumableJsonl, progress: bool, description: str
+                ) -> list[Verdict]:
+    """Judge every item ``samples`` times in one LLM batch; return the majority verdicts.
+
+    Every vote is appended to ``votes_out`` (named ``NAME/MODE/SAMPLE``) except votes whose
+    LLM call failed: those are retried by the next run, and count as ``failed`` here.
+    """
+    per_item = [judge.format_input(item) for item in items]
+    flat = [request for requests in per_item for request in requests]
+    results = llm.generate(flat, n=samples, progress=progress, description=description)
+    verdicts, start = [], 0
+    for item, requests in zip(items, per_item):
+        answers = results[start: start + len(requests)]
+        start += len(requests)
+        votes = [_vote(llm, judge, item, [a[s] for a in answers], s) for s in range(samples)]
+        for vote in votes:
+            if vote.parse_status != "failed":
+                votes_out.append(vote)
+        verdicts.append(majority(votes))
+    return verdicts
+
+
+def _vote(llm: LLM, judge: Judge, item: Any, answers: list, sample: int) -> Verdict:
+    name = f"{judge.name}/{judge.mode}/{sample}"
+    if any(not a.ok for a in answers):
+        errors = "; ".join(a.error for a in answers if a.error)
+        return Verdict(judge=name, item_id=_item_id(judge, item), raw_output=errors,
+                       parse_status="failed", model=llm.model_id)
+    vote = judge.parse_output(item, [a.completion for a in answers], llm.model_id)
+    return vote.model_copy(update={"judge": name})
+
+
+def _item_id(judge: Judge, item: Any) -> str:
+    return judge.item_id(item) if hasattr(judge, "item_id") else item.id

@@ -1,0 +1,77 @@
+"""Run K/DA's filters in order: consistency on every candidate, implicit offensiveness only
+on the candidates consistency kept. Writes, in ``out_dir``:
+
+- ``verdicts_consistency.jsonl`` and ``verdicts_implicit.jsonl``: every vote with its raw
+  output and parse status (appended as produced; a resumed run adds only what is missing);
+- ``pairs.jsonl``: the candidates that passed both filters, with their provenance;
+- ``retention.json``: per filter and per n, how many went in and how many were kept.
+
+An unparsed verdict is its own outcome: the candidate is not kept, and the count of
+unparsed verdicts is reported next to the retention.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from rolecall.jsonl import ResumableJsonl, write_jsonl
+from rolecall.judge.pair_filters import PairJudge
+from rolecall.judge.voting import judge_items
+from rolecall.llm import LLM
+from rolecall.records import Pair, Verdict
+
+
+def run_filter(llm: LLM, judge: PairJudge, pairs: Sequence[Pair], out_dir: Path,
+               samples: int = 1, progress: bool = True) -> list[Verdict]:
+    with ResumableJsonl(out_dir / f"verdicts_{judge.name}.jsonl",
+                        key=lambda r: (r["item_id"], r["judge"])) as votes:
+        return judge_items(llm, judge, pairs, samples, votes, progress,
+                           f"filter: {judge.name}")
+
+
+def _ratio(kept: int, total: int) -> float | None:
+    return round(kept / total, 4) if total else None
+
+
+def retention(stages: list[tuple[str, list[Pair], list[Verdict]]], keep) -> dict:
+    """Per filter (in order) and per n: in, kept, unparsed, retention = kept / in."""
+    report: dict = {"filters": []}
+    for name, pairs, verdicts in stages:
+        by_n: dict[str, dict[str, int]] = {}
+        for pair, verdict in zip(pairs, verdicts):
+            row = by_n.setdefault(str(pair.provenance.get("n", "-")),
+                                  {"in": 0, "kept": 0, "unparsed": 0})
+            row["in"] += 1
+            row["kept"] += int(keep(name, verdict))
+            row["unparsed"] += int(verdict.parse_status != "parsed")
+        for row in by_n.values():
+            row["retention"] = _ratio(row["kept"], row["in"])
+        total_in = sum(r["in"] for r in by_n.values())
+        total_kept = sum(r["kept"] for r in by_n.values())
+        report["filters"].append({
+            "filter": name, "in": total_in, "kept": total_kept,
+            "unparsed": sum(r["unparsed"] for r in by_n.values()),
+            "retention": _ratio(total_kept, total_in),
+            "by_n": dict(sorted(by_n.items(), key=lambda kv: (len(kv[0]), kv[0])))})
+    first = report["filters"][0]["in"] if report["filters"] else 0
+    last = report["filters"][-1]["kept"] if report["filters"] else 0
+    report["overall"] = {"in": first, "kept": last, "retention": _ratio(last, first)}
+    return report
+
+
+def filter_pairs(llm: LLM, judges: Sequence[PairJudge], pairs: Sequence[Pair],
+                 out_dir: Path, samples: int = 1, progress: bool = True) -> dict:
+    """Each judge sees only what the previous ones kept; returns the retention report."""
+    by_name = {j.name: j for j in judges}
+    stages, current = [], list(pairs)
+    for judge in judges:
+        verdicts = run_filter(llm, judge, current, out_dir, samples, progress)
+        stages.append((judge.name, current, verdicts))
+        current = [p for p, v in zip(current, verdicts) if judge.keeps(v)]
+    write_jsonl(out_dir / "pairs.jsonl", current)
+    report = retention(stages, lambda name, verdict: by_name[name].keeps(verdict))
+    (out_dir / "retention.json").write_text(json.dumps(report, ensure_ascii=False, indent=2),
+                                            encoding="utf-8")
+    return report

@@ -1,0 +1,97 @@
+"""K/DA's two filters (ACL 2025), each a label judge with its own templates.
+
+1. ``consistency``: is the context of the neutral sentence maintained in the candidate?
+   Failures: answering or replying to the sentence, drifting to unrelated slang, merely
+   paraphrasing without adding offensiveness. Keep "maintained".
+2. ``implicit``: is the candidate implicitly offensive? Keep "implicit"; drop "none"
+   (not offensive) and "explicit" (open profanity).
+
+Label words per language map to outcomes. ``score`` mode compares the words' likelihoods
+(base models); ``generate`` mode reads a JSON ``{"label": ...}`` answer (chat models).
+Alternative templates are chosen by name (``template=``); the run manifest records their
+hashes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rolecall.errors import ConfigError
+from rolecall.judge.labels import enum_schema, json_answer, label_requests, pick_label
+from rolecall.llm import Message, Request, SamplingParams
+from rolecall.llm.base import Backend, Completion
+from rolecall.prompts import Template, load_template
+from rolecall.records import Pair, Verdict
+
+# filter -> language -> label word -> outcome; the first outcome listed is the one kept
+LABELS = {
+    "consistency": {"ko": {"유지": "maintained", "변화": "shifted"},
+                    "en": {"kept": "maintained", "shifted": "shifted"}},
+    "implicit": {"ko": {"은근함": "implicit", "무해함": "none", "노골적": "explicit"},
+                 "en": {"implicit": "implicit", "none": "none", "explicit": "explicit"}},
+}
+KEEP = {"consistency": "maintained", "implicit": "implicit"}
+FILTERS = tuple(LABELS)
+
+
+def pair_id(pair: Pair) -> str:
+    return pair.provenance.get("candidate_id") or f"{pair.neutral}\u241f{pair.toxic}"
+
+
+@dataclass(frozen=True)
+class PairJudge:
+    name: str  # "consistency" or "implicit"
+    mode: str  # "score" or "generate"
+    template: Template
+    words: dict[str, str]  # label word -> outcome
+    temperature: float = 0.0
+    constrained: bool = True
+
+    @staticmethod
+    def item_id(pair: Pair) -> str:
+        return pair_id(pair)
+
+    def keeps(self, verdict: Verdict) -> bool:
+        return verdict.parse_status == "parsed" and verdict.label == KEEP[self.name]
+
+    def format_input(self, pair: Pair) -> list[Request]:
+        text = self.template.render(neutral=pair.neutral, toxic=pair.toxic)
+        if self.mode == "score":
+            return label_requests(text, list(self.words))
+        schema = enum_schema("label", list(self.words)) if self.constrained else None
+        params = SamplingParams(temperature=self.temperature, max_tokens=32, seed=0,
+                                json_schema=schema)
+        return [Request(messages=(Message(role="user", content=text),), params=params)]
+
+    def parse_output(self, pair: Pair, completions: list[Completion], model: str) -> Verdict:
+        common = {"judge": self.name, "item_id": pair_id(pair), "model": model}
+        if self.mode == "score":
+            word, probabilities, raw = pick_label(list(self.words), completions)
+            return Verdict(label=self.words[word], raw_output=raw, parse_status="parsed",
+                           probabilities={self.words[w]: p for w, p in probabilities.items()},
+                           **common)
+        text = completions[0].text
+        word = (json_answer(text) or {}).get("label")
+        if word not in self.words:
+            return Verdict(raw_output=text, parse_status="unparsed", **common)
+        return Verdict(label=self.words[word], raw_output=text, parse_status="parsed",
+                       **common)
+
+
+def make_pair_judge(name: str, backend: Backend, language: str = "ko", mode: str = "auto",
+                    template: str | None = None, temperature: float = 0.0) -> PairJudge:
+    if name not in LABELS:
+        raise ConfigError(f"unknown filter '{name}'", fix=f"use one of {FILTERS}")
+    if mode not in ("auto", "score", "generate"):
+        raise ConfigError(f"unknown judge mode '{mode}'", fix="use auto, score or generate")
+    words = LABELS[name].get(language)
+    if words is None:
+        raise ConfigError(f"no label words for language '{language}'",
+                          fix=f"use one of {sorted(LABELS[name])}")
+    caps = backend.capabilities()
+    if mode == "auto":
+        mode = "score" if caps.get("loglikelihood") else "generate"
+    default = f"judge_{name}" if mode == "score" else f"judge_{name}_chat"
+    loaded = load_template(template or default, language)
+    return PairJudge(name, mode, loaded, words, temperature,
+                     constrained=bool(caps.get("json_schema")))

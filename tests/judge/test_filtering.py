@@ -1,0 +1,142 @@
+"""K/DA filters on a scripted backend: order, retention arithmetic, unparsed answers."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from rolecall.errors import ConfigError
+from rolecall.jsonl import read_jsonl
+from rolecall.judge.filtering import filter_pairs
+from rolecall.judge.pair_filters import make_pair_judge
+from rolecall.llm import LLM, load_backend
+from rolecall.llm.base import Backend, Completion, TokenLogprob
+from rolecall.llm.registry import BackendEntry, register_backend
+from rolecall.records import Pair
+
+
+def rewrite_of(prompt: str) -> str:
+    lines = [ln for ln in prompt.splitlines() if ln.startswith(("변환: ", "문장: "))]
+    return lines[-1].split(": ", 1)[1]
+
+
+def consistency_word(text: str) -> str:
+    return "변화" if "대답" in text else "유지"
+
+
+def implicit_word(text: str) -> str:
+    return "은근함" if "ㅋㅋ" in text else "노골적" if "노골" in text else "무해함"
+
+
+class KdaOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scoring: bool = True
+
+
+class KdaScripted(Backend):
+    scheme = "kda-scripted"
+    supports_chat = True
+    supports_loglikelihood = True
+    max_concurrency = 4
+
+    def __init__(self, location, options):
+        self.model_id = "kda"
+        self.supports_loglikelihood = options.scoring
+        self.prompts: list[str] = []
+        self._lock = threading.Lock()
+
+    def complete(self, request, sample_index=0):
+        prompt = request.prompt or request.messages[0].content
+        with self._lock:
+            self.prompts.append(prompt)
+        text = rewrite_of(prompt)
+        wanted = consistency_word(text) if "맥락" in prompt else implicit_word(text)
+        if request.kind == "score":
+            logprob = -0.1 if request.score_text == f" {wanted}" else -3.0
+            return Completion(text=request.score_text,
+                              logprobs=[TokenLogprob(token="x", logprob=logprob)])
+        if "??" in text:
+            return Completion(text="글쎄요")
+        return Completion(text=json.dumps({"label": wanted}, ensure_ascii=False))
+
+
+register_backend("kda-scripted", BackendEntry(factory=KdaScripted, options=KdaOptions,
+                                              summary="scripted K/DA judge"))
+
+
+def pair(i, n, toxic):
+    return Pair(neutral=f"중립 문장 {i}", toxic=toxic,
+                provenance={"candidate_id": f"s{i}/n{n}", "n": n})
+
+
+PAIRS = [pair(1, 0, "대답: 네 알겠습니다"), pair(1, 3, "뭐래 ㅋㅋ 또 그소리"),
+         pair(2, 0, "평범하게 바꾼 문장"), pair(2, 3, "노골 욕설 문장"),
+         pair(3, 0, "높으신 분들 ㅋㅋ"), pair(3, 3, "대답 ㅋㅋ")]
+
+
+def judges(llm):
+    return [make_pair_judge("consistency", llm.backend), make_pair_judge("implicit",
+                                                                         llm.backend)]
+
+
+def test_filters_run_in_order_and_only_consistent_candidates_reach_the_second(tmp_path):
+    llm = LLM(load_backend("kda-scripted:x"))
+    report = filter_pairs(llm, judges(llm), PAIRS, tmp_path, progress=False)
+    implicit_prompts = [p for p in llm.backend.prompts if "맥락" not in p]
+    judged_second = {rewrite_of(p) for p in implicit_prompts}
+    assert judged_second == {"뭐래 ㅋㅋ 또 그소리", "평범하게 바꾼 문장", "노골 욕설 문장",
+                             "높으신 분들 ㅋㅋ"}  # the two "대답" candidates never got there
+    kept = list(read_jsonl(tmp_path / "pairs.jsonl", Pair))
+    assert [p.provenance["candidate_id"] for p in kept] == ["s1/n3", "s3/n0"]
+    first, second = report["filters"]
+    assert (first["filter"], first["in"], first["kept"], first["retention"]) == \
+        ("consistency", 6, 4, round(4 / 6, 4))
+    assert (second["filter"], second["in"], second["kept"], second["retention"]) == \
+        ("implicit", 4, 2, 0.5)
+    assert first["by_n"] == {"0": {"in": 3, "kept": 2, "unparsed": 0, "retention": 0.6667},
+                             "3": {"in": 3, "kept": 2, "unparsed": 0, "retention": 0.6667}}
+    assert second["by_n"]["3"] == {"in": 2, "kept": 1, "unparsed": 0, "retention": 0.5}
+    assert report["overall"] == {"in": 6, "kept": 2, "retention": round(2 / 6, 4)}
+    saved = json.loads((tmp_path / "retention.json").read_text(encoding="utf-8"))
+    assert saved == report
+
+
+def test_score_verdicts_keep_probabilities_and_raw_output(tmp_path):
+    llm = LLM(load_backend("kda-scripted:x"))
+    filter_pairs(llm, judges(llm), PAIRS[:2], tmp_path, progress=False)
+    votes = list(read_jsonl(tmp_path / "verdicts_consistency.jsonl"))
+    assert [v["label"] for v in votes] == ["shifted", "maintained"]
+    assert set(votes[0]["probabilities"]) == {"maintained", "shifted"}
+    assert json.loads(votes[0]["raw_output"])["loglikelihood"]["변화"] == -0.1
+
+
+def test_unparsed_answers_are_their_own_outcome(tmp_path):
+    llm = LLM(load_backend("kda-scripted:x?scoring=false"))
+    pairs = PAIRS[:2] + [pair(4, 5, "이게 무슨 ?? ㅋㅋ")]
+    report = filter_pairs(llm, judges(llm), pairs, tmp_path, progress=False)
+    assert report["filters"][0]["unparsed"] == 1 and report["filters"][0]["kept"] == 1
+    votes = {v["item_id"]: v for v in read_jsonl(tmp_path / "verdicts_consistency.jsonl")}
+    assert votes["s4/n5"]["parse_status"] == "unparsed" and votes["s4/n5"]["raw_output"] == "글쎄요"
+
+
+def test_majority_over_samples_and_resume(tmp_path):
+    llm = LLM(load_backend("kda-scripted:x?scoring=false"))
+    filter_pairs(llm, judges(llm), PAIRS, tmp_path, samples=3, progress=False)
+    votes = list(read_jsonl(tmp_path / "verdicts_consistency.jsonl"))
+    assert len(votes) == 6 * 3
+    before = (tmp_path / "verdicts_consistency.jsonl").read_text(encoding="utf-8")
+    filter_pairs(llm, judges(llm), PAIRS, tmp_path, samples=3, progress=False)
+    assert (tmp_path / "verdicts_consistency.jsonl").read_text(encoding="utf-8") == before
+
+
+def test_bad_filter_names_and_languages():
+    backend = load_backend("kda-scripted:x")
+    with pytest.raises(ConfigError, match="unknown filter"):
+        make_pair_judge("toxicity", backend)
+    with pytest.raises(ConfigError, match="language"):
+        make_pair_judge("implicit", backend, language="ja")
+    with pytest.raises(ConfigError, match="no prompt template"):
+        make_pair_judge("implicit", backend, template="judge_implicit_v9")
