@@ -91,3 +91,26 @@ def test_slang_index_and_search_commands(tmp_path):
     assert hits[0]["id"] == "comments.txt:4" and "개미" in hits[0]["text"]
     result = run_to_end("slang", "search", str(tmp_path), "x")
     assert result.returncode != 0 and "Traceback" not in result.stderr
+
+
+def test_detox_generate_filter_export_commands(tmp_path):
+    sentences = tmp_path / "neutral.csv"
+    sentences.write_text("Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n"
+                         "오늘 회의가 취소되었습니다.,중복\n", encoding="utf-8")
+    run = tmp_path / "run"
+    common = ["-m", "fake:x", "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
+    result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--ns", "0",
+                        "--out", str(run), *common)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["planned"] == 2  # the duplicate went
+    result = run_to_end("detox", "filter", "--out", str(run), *common)
+    assert result.returncode == 0, result.stderr
+    result = run_to_end("detox", "export", "--out", str(run))
+    assert result.returncode == 0, result.stderr
+    rows = (run / "kda.csv").read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "neutral,implicit" and len(rows) - 1 == len(
+        (run / "pairs.jsonl").read_text(encoding="utf-8").splitlines())
+    assert "neutral.csv:Q" in (run / "DATA_CARD.md").read_text(encoding="utf-8")
+    result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--out",
+                        str(run), *common)
+    assert result.returncode == 2 and "--index" in result.stderr

@@ -15,4 +15,4 @@ def test_manifest_records_models_prompts_counts_and_each_start(tmp_path):
     assert manifest["prompts"]["rewrite"] == text_hash("{# form: completion #}\n문장: {{ s }}")
     assert manifest["counts"] == {"candidates": 10}
     assert [r["stages"]["generate"]["llm"]["calls"] for r in manifest["runs"]] == [10, 0]
-    assert manifest["config"] == {"n": [0, 3]}
+    assert manifest["config"] == {"detox run": {"n": [0, 3]}}

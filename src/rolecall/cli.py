@@ -406,6 +406,121 @@ def slang_search(
               highlight=False, markup=False)
 
 
+detox_app = typer.Typer(help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
+                             "export).", no_args_is_help=True)
+app.add_typer(detox_app, name="detox")
+
+
+def _neutral_sentences(spec: str, delimiter: Optional[str], limit: Optional[int]):
+    """(id, text) of non-empty, distinct sentences from PATH or PATH:COLUMN."""
+    from rolecall.retrieval.clean import read_corpus
+    from rolecall.retrieval.slang import parse_corpus_spec
+
+    corpus = parse_corpus_spec(spec, delimiter)
+    seen, out_rows = set(), []
+    for row_id, text in read_corpus(corpus.path, corpus.column, corpus.delimiter):
+        text = " ".join(text.split())
+        if text and text not in seen:
+            seen.add(text)
+            out_rows.append((row_id, text))
+    return out_rows[:limit] if limit else out_rows
+
+
+@detox_app.command("generate")
+def detox_generate(
+        sentences: str = typer.Option(..., help="neutral sentences: PATH or PATH:COLUMN "
+                                                "(e.g. chatbot_data.csv:Q)"),
+        index_dir: Optional[Path] = typer.Option(None, "--index", help="slang index "
+                                                 "directory ('rolecall slang index')"),
+        out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+        ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
+        limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
+        delimiter: Optional[str] = typer.Option(None),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        language: str = typer.Option("ko"), temperature: float = typer.Option(0.8),
+        seed: int = typer.Option(0), max_tokens: int = typer.Option(80),
+        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
+        progress: bool = typer.Option(True)):
+    """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
+    from rolecall.generate.detox import DetoxConfig, generate_candidates
+    from rolecall.prompts import load_template
+    from rolecall.retrieval.slang import SlangIndex
+    from rolecall.rundir import RunDir
+
+    try:
+        n_values = tuple(int(n) for n in ns.split(","))
+    except ValueError:
+        raise ConfigError(f"--ns '{ns}' is not a list of numbers", fix="e.g. --ns 0,3,5,7,9"
+                          ) from None
+    config = DetoxConfig(ns=n_values, temperature=temperature, max_tokens=max_tokens,
+                         seed=seed, language=language)
+    if max(n_values) > 0 and index_dir is None:
+        raise ConfigError("n > 0 needs retrieved comments", fix="pass --index DIR (built "
+                          "with 'rolecall slang index'), or use --ns 0")
+    rows = _neutral_sentences(sentences, delimiter, limit)
+    index = SlangIndex.load(index_dir) if index_dir else None
+    llm = _llm(model, cache, concurrency)
+    run = RunDir(out_dir, "detox generate", {"sentences": sentences, "index": str(index_dir),
+                                             **vars(config)})
+    run.record_model("generator", llm.model_id)
+    run.record_prompt(config.template, load_template(config.template, language).source)
+    counts = generate_candidates(llm, rows, index, config, out_dir, progress)
+    _finish(llm, run, "generate", counts)
+
+
+@detox_app.command("filter")
+def detox_filter(
+        out_dir: Path = typer.Option(..., "--out", help="the run directory of 'generate'"),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        mode: str = typer.Option("auto", help="auto, score or generate"),
+        samples: int = typer.Option(1, min=1, help="votes per candidate"),
+        language: str = typer.Option("ko"), temperature: float = typer.Option(0.0),
+        consistency_template: Optional[str] = typer.Option(None),
+        implicit_template: Optional[str] = typer.Option(None),
+        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
+        progress: bool = typer.Option(True)):
+    """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
+    from rolecall.jsonl import read_jsonl
+    from rolecall.judge.filtering import filter_pairs
+    from rolecall.judge.pair_filters import make_pair_judge
+    from rolecall.records import Pair
+    from rolecall.rundir import RunDir
+
+    pairs = list(read_jsonl(out_dir / "candidates.jsonl", Pair))
+    llm = _llm(model, cache, concurrency)
+    judges = [make_pair_judge(name, llm.backend, language, mode, template, temperature)
+              for name, template in (("consistency", consistency_template),
+                                     ("implicit", implicit_template))]
+    run = RunDir(out_dir, "detox filter", {"mode": judges[0].mode, "samples": samples})
+    run.record_model("judge", llm.model_id)
+    for judge in judges:
+        run.record_prompt(judge.template.name, judge.template.source)
+    report = filter_pairs(llm, judges, pairs, out_dir, samples, progress)
+    _finish(llm, run, "filter", {"candidates": len(pairs), "pairs": report["overall"]["kept"],
+                                 **{f"retention_{f['filter']}": f["retention"]
+                                    for f in report["filters"]}})
+
+
+@detox_app.command("export")
+def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run directory"),
+                 name: str = typer.Option("rolecall K/DA pairs"),
+                 licence: str = typer.Option("research use; see the sources' licences")):
+    """K/DA CSV (neutral,implicit) and a data card from a filtered run."""
+    from rolecall.formats.kda import write_data_card, write_kda_csv
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Pair
+
+    pairs = list(read_jsonl(out_dir / "pairs.jsonl", Pair))
+    report = _read_json_file(out_dir / "retention.json")
+    manifest = _read_json_file(out_dir / "manifest.json")
+    count = write_kda_csv(out_dir / "kda.csv", pairs)
+    generated = manifest.get("config", {}).get("detox generate", {})
+    sources = [str(generated["sentences"])] if generated.get("sentences") else []
+    write_data_card(out_dir / "DATA_CARD.md", name=name, pairs=count, report=report,
+                    manifest=manifest, licence=licence, sources=sources)
+    out.print(f"{out_dir / 'kda.csv'}: {count} pairs; card: {out_dir / 'DATA_CARD.md'}")
+
+
 def main() -> None:
     try:
         app()

@@ -34,9 +34,12 @@ class RunDir:
             self.manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         else:
             self.manifest = {"command": command, "created": time.time(), "runs": [],
-                             "models": {}, "prompts": {}, "counts": {}, "stages": {}}
-        self.manifest["config"] = config or {}
-        self.manifest["runs"].append({"started": time.time(), "rolecall": __version__,
+                             "config": {}, "models": {}, "prompts": {}, "counts": {},
+                             "stages": {}}
+        # one config per command: a directory holds several stages (generate, judge...)
+        self.manifest["config"][command] = config or {}
+        self.manifest["runs"].append({"command": command, "started": time.time(),
+                                      "rolecall": __version__,
                                       "python": platform.python_version()})
         self._started = time.perf_counter()
         self.save()
