@@ -114,3 +114,19 @@ def test_detox_generate_filter_export_commands(tmp_path):
     result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--out",
                         str(run), *common)
     assert result.returncode == 2 and "--index" in result.stderr
+
+
+def test_geval_command_compares_datasets(tmp_path):
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("neutral,implicit\n회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네\n",
+                     encoding="utf-8")
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("오늘 날씨가 좋네요.\n", encoding="utf-8")
+    result = run_to_end("eval", "geval", str(pairs), str(sentences), "-m", "fake:x",
+                        "--json", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report[str(pairs)]["summary"]) == {"overall", "implicit", "consistency",
+                                                  "fluency"}
+    assert "consistency" not in report[str(sentences)]["summary"]  # no pairs, no consistency
+    assert report[str(pairs)]["summary"]["overall"]["mode"] == "score"

@@ -521,6 +521,70 @@ def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run direct
     out.print(f"{out_dir / 'kda.csv'}: {count} pairs; card: {out_dir / 'DATA_CARD.md'}")
 
 
+eval_app = typer.Typer(help="Evaluation: G-Eval.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+def _geval_input(path: Path, limit: Optional[int]):
+    """(texts, neutrals or None): K/DA CSV or Pair JSONL give pairs; other files sentences."""
+    from rolecall.formats.kda import read_kda_csv
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Pair
+    from rolecall.retrieval.clean import read_corpus
+
+    if path.suffix == ".csv":
+        pairs = read_kda_csv(path)
+    elif path.suffix == ".jsonl":
+        pairs = list(read_jsonl(path, Pair))
+    else:
+        texts = [t.strip() for _, t in read_corpus(path) if t.strip()]
+        return texts[:limit] if limit else texts, None
+    pairs = pairs[:limit] if limit else pairs
+    return [p.toxic for p in pairs], [p.neutral for p in pairs]
+
+
+@eval_app.command("geval")
+def eval_geval(
+        files: list[Path] = typer.Argument(..., help="K/DA CSV (neutral,implicit), Pair "
+                                                      "JSONL, or sentences one a line"),
+        criteria: str = typer.Option("overall,implicit,consistency,fluency"),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        mode: str = typer.Option("auto", help="auto, score, logprobs or sample"),
+        samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
+        limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
+        language: str = typer.Option("ko"), cache: Optional[Path] = typer.Option(None),
+        as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
+        progress: bool = typer.Option(True)):
+    """Score datasets 1-5 per criterion and compare them in one table."""
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from rolecall.eval.geval import geval, summarise
+
+    wanted = [c.strip() for c in criteria.split(",") if c.strip()]
+    llm = _llm(model, cache)
+    table = Table(title=f"G-Eval ({llm.model_id})")
+    table.add_column("dataset")
+    for criterion in wanted:
+        table.add_column(criterion, justify="right")
+    everything = {}
+    for path in files:
+        texts, neutrals = _geval_input(path, limit)
+        usable = [c for c in wanted if c != "consistency" or neutrals is not None]
+        results = geval(llm, texts, neutrals, usable, mode, samples, language, progress)
+        summary = summarise(results)
+        everything[str(path)] = {"summary": summary, "items": [asdict(r) for r in results]}
+        cells = [f"{summary[c]['mean']:.2f} ({summary[c]['mode']}, n={summary[c]['scored']})"
+                 if c in summary and summary[c]["mean"] is not None else "-" for c in wanted]
+        table.add_row(path.name, *cells)
+    if as_json:
+        out.print(json.dumps(everything, ensure_ascii=False), markup=False, highlight=False)
+    else:
+        out.print(table)
+    err.print(f"{llm.model_id}: {llm.stats.summary()}")
+
+
 def main() -> None:
     try:
         app()
