@@ -585,6 +585,24 @@ def eval_geval(
     err.print(f"{llm.model_id}: {llm.stats.summary()}")
 
 
+@eval_app.command("agreement")
+def eval_agreement(run_dir: Path = typer.Option(..., "--run", help="a filtered detox run"),
+                   labels: Path = typer.Option(..., help="CSV: item_id,filter,label"
+                                                         "[,annotator]")):
+    """Agreement %, Cohen's kappa and majority-vote agreement of people with each filter."""
+    from rolecall.eval.agreement import agreement_report, read_human_labels
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Verdict
+
+    human = read_human_labels(labels)
+    verdicts = {}
+    for name in human:
+        path = run_dir / f"verdicts_{name}.jsonl"
+        verdicts[name] = list(read_jsonl(path, Verdict)) if path.exists() else []
+    out.print(json.dumps(agreement_report(verdicts, human), ensure_ascii=False, indent=2),
+              markup=False, highlight=False)
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,101 @@
+"""How far people agree with the LLM filters (K/DA's human agreement check).
+
+Human labels come as a CSV with the columns ``item_id``, ``filter``, ``label`` and
+optionally ``annotator``; labels are the filter's outcomes (consistency: maintained /
+shifted; implicit: implicit / none / explicit). For each filter the report gives, over the
+items both sides labelled: agreement % and Cohen's kappa of the judge's majority verdict
+against each annotator, and against the majority of the annotators ("majority-vote
+agreement"). Items whose people tie have no human majority and are left out of it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from rolecall.errors import InputFileError
+from rolecall.judge.voting import majority
+from rolecall.records import Verdict
+
+REQUIRED = ("item_id", "filter", "label")
+
+
+def percent_agreement(a: Sequence[str], b: Sequence[str]) -> float:
+    if len(a) != len(b) or not a:
+        raise ValueError("two label lists of the same, non-zero length are needed")
+    return sum(x == y for x, y in zip(a, b)) / len(a)
+
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
+    """(p_o - p_e) / (1 - p_e); 1.0 when both raters use a single identical label."""
+    observed = percent_agreement(a, b)
+    count_a, count_b, n = Counter(a), Counter(b), len(a)
+    expected = sum(count_a[label] * count_b[label] for label in count_a) / (n * n)
+    if expected == 1.0:
+        return 1.0
+    return (observed - expected) / (1 - expected)
+
+
+def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
+    """filter -> item_id -> annotator -> label."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(path, "file not found", fix="check the path")
+    try:
+        reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig")))
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputFileError(path, f"missing column(s) {missing}",
+                                 fix="columns: item_id,filter,label[,annotator]", line=1)
+        labels: dict = defaultdict(lambda: defaultdict(dict))
+        for row in reader:
+            if not all((row.get(c) or "").strip() for c in REQUIRED):
+                raise InputFileError(path, "empty item_id, filter or label",
+                                     line=reader.line_num)
+            annotator = (row.get("annotator") or "").strip() or "annotator"
+            labels[row["filter"].strip()][row["item_id"].strip()][annotator] = \
+                row["label"].strip()
+    except UnicodeDecodeError:
+        raise InputFileError(path, "is not UTF-8 text", fix="save it as UTF-8") from None
+    except csv.Error as exc:
+        raise InputFileError(path, f"broken CSV ({exc})", line=reader.line_num) from None
+    return labels
+
+
+def _pair_stats(judge: list[str], human: list[str]) -> dict:
+    if not judge:
+        return {"items": 0, "agreement": None, "kappa": None}
+    return {"items": len(judge), "agreement": round(percent_agreement(judge, human), 4),
+            "kappa": round(cohen_kappa(judge, human), 4)}
+
+
+def agreement_report(verdicts: dict[str, list[Verdict]],
+                     human: dict[str, dict[str, dict[str, str]]]) -> dict:
+    """``verdicts``: filter -> every vote; ``human``: from ``read_human_labels``."""
+    report = {}
+    for name, items in human.items():
+        votes = defaultdict(list)
+        for vote in verdicts.get(name, []):
+            votes[vote.item_id].append(vote)
+        judged = {item: majority(v) for item, v in votes.items()}
+        judged = {item: v.label for item, v in judged.items() if v.parse_status == "parsed"}
+        annotators = sorted({a for by in items.values() for a in by})
+        per_annotator = {}
+        for annotator in annotators:
+            shared = [i for i, by in items.items() if annotator in by and i in judged]
+            per_annotator[annotator] = _pair_stats([judged[i] for i in shared],
+                                                   [items[i][annotator] for i in shared])
+        human_majority = {}
+        for item, by in items.items():
+            top = Counter(by.values()).most_common()
+            if len(top) == 1 or top[0][1] > top[1][1]:
+                human_majority[item] = top[0][0]
+        shared = [i for i in human_majority if i in judged]
+        report[name] = {"annotators": per_annotator,
+                        "majority_vote": _pair_stats([judged[i] for i in shared],
+                                                     [human_majority[i] for i in shared]),
+                        "unmatched_items": sorted(set(items) - set(judged))}
+    return report

@@ -1,0 +1,62 @@
+"""Agreement statistics against hand-computed values."""
+
+import pytest
+
+from rolecall.errors import InputFileError
+from rolecall.eval.agreement import (agreement_report, cohen_kappa, percent_agreement,
+                                     read_human_labels)
+from rolecall.records import Verdict
+
+
+def test_kappa_on_a_textbook_table():
+    # 50 items: both yes 20, A yes/B no 5, A no/B yes 10, both no 15.
+    a = ["y"] * 20 + ["y"] * 5 + ["n"] * 10 + ["n"] * 15
+    b = ["y"] * 20 + ["n"] * 5 + ["y"] * 10 + ["n"] * 15
+    # p_o = 35/50 = 0.7; p_e = (25*30 + 25*20) / 2500 = 0.5; kappa = 0.2 / 0.5 = 0.4
+    assert percent_agreement(a, b) == pytest.approx(0.7)
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+
+
+def test_kappa_edge_cases():
+    assert cohen_kappa(["x", "x"], ["x", "x"]) == 1.0
+    assert cohen_kappa(["a", "b"], ["b", "a"]) == pytest.approx(-1.0)
+    with pytest.raises(ValueError):
+        percent_agreement([], [])
+
+
+def vote(item, label, judge="consistency/score/0"):
+    return Verdict(judge=judge, item_id=item, label=label, raw_output=label,
+                   parse_status="parsed")
+
+
+def test_report_per_annotator_and_majority(tmp_path):
+    labels = tmp_path / "human.csv"
+    labels.write_text(
+        "item_id,filter,label,annotator\n"
+        "s1/n0,consistency,maintained,kim\ns1/n0,consistency,maintained,lee\n"
+        "s1/n0,consistency,shifted,park\n"
+        "s2/n0,consistency,shifted,kim\ns2/n0,consistency,maintained,lee\n"
+        "s3/n0,consistency,shifted,kim\ns3/n0,consistency,shifted,lee\n"
+        "s9/n0,consistency,shifted,kim\n", encoding="utf-8")
+    human = read_human_labels(labels)
+    verdicts = {"consistency": [vote("s1/n0", "maintained"), vote("s2/n0", "maintained"),
+                                vote("s3/n0", "maintained")]}
+    report = agreement_report(verdicts, human)["consistency"]
+    # kim: s1 agree, s2 disagree, s3 disagree -> 1/3; judge says one label only
+    assert report["annotators"]["kim"]["agreement"] == pytest.approx(0.3333)
+    assert report["annotators"]["lee"]["agreement"] == pytest.approx(0.6667)
+    assert report["annotators"]["park"]["items"] == 1
+    # human majority: s1 maintained, s2 tie (left out), s3 shifted, s9 unmatched
+    assert report["majority_vote"]["items"] == 2
+    assert report["majority_vote"]["agreement"] == 0.5
+    assert report["unmatched_items"] == ["s9/n0"]
+
+
+def test_bad_label_files(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("item,label\nx,y\n", encoding="utf-8")
+    with pytest.raises(InputFileError, match="missing column"):
+        read_human_labels(path)
+    path.write_text("item_id,filter,label\nx,consistency,\n", encoding="utf-8")
+    with pytest.raises(InputFileError, match=":2: empty"):
+        read_human_labels(path)
