@@ -77,7 +77,7 @@ def choose_mode(llm: LLM, mode: str) -> str:
     return mode
 
 
-def _requests(prompt: str, mode: str, samples: int) -> list[Request]:
+def _requests(prompt: str, mode: str) -> list[Request]:
     if mode == "score":
         return [Request(prompt=prompt, score_text=f" {s}") for s in SCORES]
     if mode == "logprobs":
@@ -128,7 +128,7 @@ def geval(llm: LLM, texts: Sequence[str], neutrals: Sequence[str] | None,
         template = load_template(f"geval_{criterion}", language)
         prompts = [template.render(text=t, neutral=neutrals[i] if neutrals else "")
                    for i, t in enumerate(texts)]
-        per_item = [_requests(p, mode, samples) for p in prompts]
+        per_item = [_requests(p, mode) for p in prompts]
         flat = [r for requests in per_item for r in requests]
         answers = llm.generate(flat, n=samples if mode == "sample" else 1,
                                progress=progress, description=f"G-Eval: {criterion}")

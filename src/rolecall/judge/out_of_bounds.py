@@ -55,6 +55,10 @@ class OutOfBoundsJudge:
 
     name = JUDGE  # a class attribute, not a dataclass field
 
+    @staticmethod
+    def item_id(item: Item) -> str:
+        return item.id
+
     @property
     def labels(self) -> list[str]:
         """The label words of score mode: the in-bounds word, then every category name."""

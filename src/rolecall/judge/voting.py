@@ -26,6 +26,8 @@ class Judge(Protocol):
     name: str
     mode: str
 
+    def item_id(self, item: Any) -> str: ...
+
     def format_input(self, item: Any) -> list[Request]: ...
 
     def parse_output(self, item: Any, completions: list[Completion], model: str
@@ -84,11 +86,7 @@ def _vote(llm: LLM, judge: Judge, item: Any, answers: list, sample: int) -> Verd
     name = f"{judge.name}/{judge.mode}/{sample}"
     if any(not a.ok for a in answers):
         errors = "; ".join(a.error for a in answers if a.error)
-        return Verdict(judge=name, item_id=_item_id(judge, item), raw_output=errors,
+        return Verdict(judge=name, item_id=judge.item_id(item), raw_output=errors,
                        parse_status="failed", model=llm.model_id)
     vote = judge.parse_output(item, [a.completion for a in answers], llm.model_id)
     return vote.model_copy(update={"judge": name})
-
-
-def _item_id(judge: Judge, item: Any) -> str:
-    return judge.item_id(item) if hasattr(judge, "item_id") else item.id
