@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from rolecall.errors import ConfigError
 from rolecall.jsonl import read_jsonl
 from rolecall.judge.filtering import filter_pairs
-from rolecall.judge.pair_filters import make_pair_judge
+from rolecall.judge.pair_filters import make_pair_judge, make_panels
 from rolecall.llm import LLM, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob
 from rolecall.llm.registry import BackendEntry, register_backend
@@ -78,13 +78,12 @@ PAIRS = [pair(1, 0, "대답: 네 알겠습니다"), pair(1, 3, "뭐래 ㅋㅋ �
 
 
 def judges(llm):
-    return [make_pair_judge("consistency", llm.backend), make_pair_judge("implicit",
-                                                                         llm.backend)]
+    return make_panels([llm])
 
 
 def test_filters_run_in_order_and_only_consistent_candidates_reach_the_second(tmp_path):
     llm = LLM(load_backend("kda-scripted:x"))
-    report = filter_pairs(llm, judges(llm), PAIRS, tmp_path, progress=False)
+    report = filter_pairs(judges(llm), PAIRS, tmp_path, progress=False)
     implicit_prompts = [p for p in llm.backend.prompts if "맥락" not in p]
     judged_second = {rewrite_of(p) for p in implicit_prompts}
     assert judged_second == {"뭐래 ㅋㅋ 또 그소리", "평범하게 바꾼 문장", "노골 욕설 문장",
@@ -106,7 +105,7 @@ def test_filters_run_in_order_and_only_consistent_candidates_reach_the_second(tm
 
 def test_score_verdicts_keep_probabilities_and_raw_output(tmp_path):
     llm = LLM(load_backend("kda-scripted:x"))
-    filter_pairs(llm, judges(llm), PAIRS[:2], tmp_path, progress=False)
+    filter_pairs(judges(llm), PAIRS[:2], tmp_path, progress=False)
     votes = list(read_jsonl(tmp_path / "verdicts_consistency.jsonl"))
     assert [v["label"] for v in votes] == ["shifted", "maintained"]
     assert set(votes[0]["probabilities"]) == {"maintained", "shifted"}
@@ -116,7 +115,7 @@ def test_score_verdicts_keep_probabilities_and_raw_output(tmp_path):
 def test_unparsed_answers_are_their_own_outcome(tmp_path):
     llm = LLM(load_backend("kda-scripted:x?scoring=false"))
     pairs = PAIRS[:2] + [pair(4, 5, "이게 무슨 ?? ㅋㅋ")]
-    report = filter_pairs(llm, judges(llm), pairs, tmp_path, progress=False)
+    report = filter_pairs(judges(llm), pairs, tmp_path, progress=False)
     assert report["filters"][0]["unparsed"] == 1 and report["filters"][0]["kept"] == 1
     votes = {v["item_id"]: v for v in read_jsonl(tmp_path / "verdicts_consistency.jsonl")}
     assert votes["s4/n5"]["parse_status"] == "unparsed" and votes["s4/n5"]["raw_output"] == "글쎄요"
@@ -124,11 +123,11 @@ def test_unparsed_answers_are_their_own_outcome(tmp_path):
 
 def test_majority_over_samples_and_resume(tmp_path):
     llm = LLM(load_backend("kda-scripted:x?scoring=false"))
-    filter_pairs(llm, judges(llm), PAIRS, tmp_path, samples=3, progress=False)
+    filter_pairs(judges(llm), PAIRS, tmp_path, samples=3, progress=False)
     votes = list(read_jsonl(tmp_path / "verdicts_consistency.jsonl"))
     assert len(votes) == 6 * 3
     before = (tmp_path / "verdicts_consistency.jsonl").read_text(encoding="utf-8")
-    filter_pairs(llm, judges(llm), PAIRS, tmp_path, samples=3, progress=False)
+    filter_pairs(judges(llm), PAIRS, tmp_path, samples=3, progress=False)
     assert (tmp_path / "verdicts_consistency.jsonl").read_text(encoding="utf-8") == before
 
 
@@ -140,3 +139,55 @@ def test_bad_filter_names_and_languages():
         make_pair_judge("implicit", backend, language="ja")
     with pytest.raises(ConfigError, match="no prompt template"):
         make_pair_judge("implicit", backend, template="judge_implicit_v9")
+
+
+class Contrary(KdaScripted):
+    """A second judge model that always says the opposite of the scripted one."""
+
+    scheme = "kda-contrary"
+
+    def complete(self, request, sample_index=0):
+        answer = super().complete(request, sample_index)
+        if request.kind == "score":
+            flipped = -3.0 if answer.logprobs[0].logprob > -1 else -0.1
+            return Completion(text=answer.text, logprobs=[TokenLogprob(token="x",
+                                                                       logprob=flipped)])
+        return answer
+
+
+register_backend("kda-contrary", BackendEntry(factory=Contrary, options=KdaOptions,
+                                              summary="scripted K/DA judge, contrary"))
+
+
+def test_a_panel_of_judge_models_pools_votes_and_ties_drop_the_candidate(tmp_path):
+    # two models that disagree on every consistency label: every vote is a tie, and a tie
+    # never keeps a candidate; both models' votes are on file, told apart by model
+    agree, contrary = LLM(load_backend("kda-scripted:x")), LLM(load_backend("kda-contrary:y"))
+    contrary.backend.model_id = "contrary"
+    report = filter_pairs(make_panels([agree, contrary]), PAIRS, tmp_path, progress=False)
+    assert report["filters"][0]["kept"] == 0 and report["overall"]["kept"] == 0
+    votes = list(read_jsonl(tmp_path / "verdicts_consistency.jsonl"))
+    assert len(votes) == 2 * len(PAIRS)
+    assert {v["model"] for v in votes} == {"kda-scripted:kda", "kda-contrary:contrary"}
+    # a third model that agrees with the first breaks the ties its way
+    third = LLM(load_backend("kda-scripted:z"))
+    third.backend.model_id = "kda-2"
+    report = filter_pairs(make_panels([agree, contrary, third]), PAIRS, tmp_path / "3",
+                          progress=False)
+    assert [f["kept"] for f in report["filters"]] == [4, 2]
+
+
+def test_majority_ties_go_against_the_keep_label():
+    from rolecall.judge.voting import majority
+    from rolecall.records import Verdict
+
+    def vote(label):
+        return Verdict(judge="consistency", item_id="a", label=label, raw_output=label,
+                       parse_status="parsed", model="m")
+
+    assert majority([vote("maintained"), vote("shifted")], "maintained").label == "shifted"
+    assert majority([vote("shifted"), vote("maintained")], "maintained").label == "shifted"
+    assert majority([vote("implicit"), vote("none"), vote("none"), vote("implicit"),
+                     vote("explicit")], "implicit").label == "none"
+    assert majority([vote("maintained"), vote("maintained"), vote("shifted")],
+                    "maintained").label == "maintained"

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rolecall.errors import InputFileError
-from rolecall.judge.voting import majority
+from rolecall.judge.pair_filters import KEEP
+from rolecall.judge.voting import SAFE_LABEL, majority
 from rolecall.records import Verdict
 
 REQUIRED = ("item_id", "filter", "label")
@@ -80,7 +81,8 @@ def agreement_report(verdicts: dict[str, list[Verdict]],
         votes = defaultdict(list)
         for vote in verdicts.get(name, []):
             votes[vote.item_id].append(vote)
-        judged = {item: majority(v) for item, v in votes.items()}
+        keep = KEEP.get(name, SAFE_LABEL)  # ties count against keeping, as in the run
+        judged = {item: majority(v, keep) for item, v in votes.items()}
         judged = {item: v.label for item, v in judged.items() if v.parse_status == "parsed"}
         annotators = sorted({a for by in items.values() for a in by})
         per_annotator = {}

@@ -1,5 +1,6 @@
 """Run K/DA's filters in order: consistency on every candidate, implicit offensiveness only
-on the candidates consistency kept. Writes, in ``out_dir``:
+on the candidates consistency kept. Each filter is a *panel*: one (LLM, judge) pair per
+judge model, whose votes are pooled by majority (``voting.py``). Writes, in ``out_dir``:
 
 - ``verdicts_consistency.jsonl`` and ``verdicts_implicit.jsonl``: every vote with its raw
   output and parse status (appended as produced; a resumed run adds only what is missing);
@@ -17,18 +18,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rolecall.jsonl import ResumableJsonl, write_jsonl
-from rolecall.judge.pair_filters import PairJudge
-from rolecall.judge.voting import judge_items
+from rolecall.judge.pair_filters import KEEP, PairJudge
+from rolecall.judge.voting import judge_by_panel
 from rolecall.llm import LLM
 from rolecall.records import Pair, Verdict
 
+Panel = Sequence[tuple[LLM, PairJudge]]
 
-def run_filter(llm: LLM, judge: PairJudge, pairs: Sequence[Pair], out_dir: Path,
-               samples: int = 1, progress: bool = True) -> list[Verdict]:
-    with ResumableJsonl(out_dir / f"verdicts_{judge.name}.jsonl",
-                        key=lambda r: (r["item_id"], r["judge"])) as votes:
-        return judge_items(llm, judge, pairs, samples, votes, progress,
-                           f"filter: {judge.name}")
+
+def run_filter(panel: Panel, pairs: Sequence[Pair], out_dir: Path, samples: int = 1,
+               progress: bool = True) -> list[Verdict]:
+    name = panel[0][1].name
+    with ResumableJsonl(out_dir / f"verdicts_{name}.jsonl",
+                        key=lambda r: (r["item_id"], r["judge"], r.get("model"))) as votes:
+        return judge_by_panel(panel, pairs, samples, votes, progress, f"filter: {name}",
+                              keep_label=KEEP[name])
 
 
 def _ratio(kept: int, total: int) -> float | None:
@@ -61,13 +65,14 @@ def retention(stages: list[tuple[str, list[Pair], list[Verdict]]], keep) -> dict
     return report
 
 
-def filter_pairs(llm: LLM, judges: Sequence[PairJudge], pairs: Sequence[Pair],
-                 out_dir: Path, samples: int = 1, progress: bool = True) -> dict:
-    """Each judge sees only what the previous ones kept; returns the retention report."""
-    by_name = {j.name: j for j in judges}
+def filter_pairs(panels: Sequence[Panel], pairs: Sequence[Pair], out_dir: Path,
+                 samples: int = 1, progress: bool = True) -> dict:
+    """Each filter sees only what the previous ones kept; returns the retention report."""
+    by_name = {panel[0][1].name: panel[0][1] for panel in panels}
     stages, current = [], list(pairs)
-    for judge in judges:
-        verdicts = run_filter(llm, judge, current, out_dir, samples, progress)
+    for panel in panels:
+        judge = panel[0][1]
+        verdicts = run_filter(panel, current, out_dir, samples, progress)
         stages.append((judge.name, current, verdicts))
         current = [p for p, v in zip(current, verdicts) if judge.keeps(v)]
     write_jsonl(out_dir / "pairs.jsonl", current)

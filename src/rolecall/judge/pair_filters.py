@@ -14,11 +14,12 @@ hashes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rolecall.errors import ConfigError
 from rolecall.judge.labels import enum_schema, json_answer, label_requests, pick_label
-from rolecall.llm import Message, Request, SamplingParams
+from rolecall.llm import LLM, Message, Request, SamplingParams
 from rolecall.llm.base import Backend, Completion
 from rolecall.prompts import Template, load_template
 from rolecall.records import Pair, Verdict
@@ -95,3 +96,18 @@ def make_pair_judge(name: str, backend: Backend, language: str = "ko", mode: str
     loaded = load_template(template or default, language)
     return PairJudge(name, mode, loaded, words, temperature,
                      constrained=bool(caps.get("json_schema")))
+
+
+def make_panels(llms: Sequence[LLM], language: str = "ko", mode: str = "auto",
+                templates: dict[str, str | None] | None = None, temperature: float = 0.0
+                ) -> list[list[tuple[LLM, PairJudge]]]:
+    """One panel per filter, in K/DA's order; each judge model of ``llms`` sits on each.
+
+    The judge is made per model: ``auto`` picks score or generate mode by what that
+    model's backend can do, so a panel may mix a base model and a chat model.
+    """
+    if not llms:
+        raise ConfigError("no judge model", fix="name at least one judge model")
+    templates = templates or {}
+    return [[(llm, make_pair_judge(name, llm.backend, language, mode, templates.get(name),
+                                   temperature)) for llm in llms] for name in FILTERS]

@@ -1,10 +1,15 @@
 """Majority voting over several verdicts on one item (k samples, or k judge models).
 
-Only parsed verdicts vote. The most frequent label wins; a tie between in-bounds and
-out-of-bounds is decided for out-of-bounds, because the cost of keeping an unsafe turn as a
-positive example is higher than that of dropping a good one. The category of an
-out-of-bounds majority is the most frequent category among its votes (first seen on a
-tie). No parsed vote at all gives an ``unparsed`` verdict that keeps every raw output.
+Only parsed verdicts vote. The most frequent label wins; a tie is decided against the
+label that would keep the item (``keep_label``: in-bounds for dialogue turns, maintained
+or implicit for K/DA candidates), because keeping an unsafe turn or a bad pair costs more
+than dropping a good one. The category of the majority is the most frequent category among
+its votes (first seen on a tie). No parsed vote at all gives an ``unparsed`` verdict that
+keeps every raw output.
+
+A *panel* is one or more (LLM, judge) pairs, one per judge model: every model votes
+``samples`` times on every item and all the votes are pooled, so "k samples" and "k judge
+models" are the same vote.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class Judge(Protocol):
 SAFE_LABEL, FLAG_LABEL = "in-bounds", "out-of-bounds"
 
 
-def majority(votes: list[Verdict]) -> Verdict:
+def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
     if not votes:
         raise ValueError("majority() needs at least one verdict")
     first = votes[0]
@@ -50,27 +55,30 @@ def majority(votes: list[Verdict]) -> Verdict:
     counts = Counter(v.label for v in parsed)
     top = max(counts.values())
     winners = [label for label, n in counts.items() if n == top]
-    label = FLAG_LABEL if FLAG_LABEL in winners else winners[0]
+    cautious = [label for label in winners if label != keep_label]
+    label = cautious[0] if cautious else winners[0]
     categories = Counter(v.category for v in parsed if v.label == label and v.category)
     category = categories.most_common(1)[0][0] if categories else None
     share = {lab: n / len(parsed) for lab, n in counts.items()}
+    models = ", ".join(dict.fromkeys(v.model for v in votes if v.model)) or None
     return Verdict(judge=first.judge, item_id=first.item_id, label=label, category=category,
                    raw_output=raw, parse_status="parsed", probabilities=share,
-                   model=first.model)
+                   model=models)
 
 
-def judge_items(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
-                votes_out: ResumableJsonl, progress: bool, description: str
-                ) -> list[Verdict]:
-    """Judge every item ``samples`` times in one LLM batch; return the majority verdicts.
+def collect_votes(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
+                  votes_out: ResumableJsonl, progress: bool, description: str
+                  ) -> list[list[Verdict]]:
+    """Judge every item ``samples`` times in one LLM batch; the votes, per item.
 
-    Every vote is appended to ``votes_out`` (named ``NAME/MODE/SAMPLE``) except votes whose
-    LLM call failed: those are retried by the next run, and count as ``failed`` here.
+    Every vote is appended to ``votes_out`` (named ``NAME/MODE/SAMPLE``, with its model)
+    except votes whose LLM call failed: those are retried by the next run, and count as
+    ``failed`` here.
     """
     per_item = [judge.format_input(item) for item in items]
     flat = [request for requests in per_item for request in requests]
     results = llm.generate(flat, n=samples, progress=progress, description=description)
-    verdicts, start = [], 0
+    all_votes, start = [], 0
     for item, requests in zip(items, per_item):
         answers = results[start: start + len(requests)]
         start += len(requests)
@@ -78,8 +86,29 @@ def judge_items(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
         for vote in votes:
             if vote.parse_status != "failed":
                 votes_out.append(vote)
-        verdicts.append(majority(votes))
-    return verdicts
+        all_votes.append(votes)
+    return all_votes
+
+
+def judge_items(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
+                votes_out: ResumableJsonl, progress: bool, description: str,
+                keep_label: str = SAFE_LABEL) -> list[Verdict]:
+    """One judge model: the majority verdict of ``samples`` votes per item."""
+    return judge_by_panel([(llm, judge)], items, samples, votes_out, progress, description,
+                          keep_label)
+
+
+def judge_by_panel(panel: Sequence[tuple[LLM, Judge]], items: Sequence[Any], samples: int,
+                   votes_out: ResumableJsonl, progress: bool, description: str,
+                   keep_label: str = SAFE_LABEL) -> list[Verdict]:
+    """Every judge model of ``panel`` votes; the majority over all their votes, per item."""
+    pooled: list[list[Verdict]] = [[] for _ in items]
+    for llm, judge in panel:
+        label = description if len(panel) == 1 else f"{description} ({llm.model_id})"
+        for votes, new in zip(pooled, collect_votes(llm, judge, items, samples, votes_out,
+                                                    progress, label)):
+            votes.extend(new)
+    return [majority(votes, keep_label) for votes in pooled]
 
 
 def _vote(llm: LLM, judge: Judge, item: Any, answers: list, sample: int) -> Verdict:

@@ -1,0 +1,478 @@
+"""The whole K/DA pipeline from one YAML file: index -> generate -> filter -> export -> G-Eval.
+
+``rolecall detox run CONFIG`` (see ``examples/kda/config.yaml``). Every stage is resumable
+and the run directory says how far it got:
+
+- ``index``: a slang index that exists is loaded (it must have been built from the same
+  corpora, checked by their SHA-256); one that is missing or unfinished is (re)built.
+- ``generate``, ``filter``: append-only record files keyed by candidate, plus the LLM
+  cache: a killed run resumes with exactly the calls it had not finished.
+- ``export``, ``geval``: rewritten whole from the finished records (G-Eval's calls come
+  from the cache on a re-run).
+
+The individual commands (``detox generate``, ``detox filter``, ``detox export``) call the
+same stage functions, so a run made step by step and one made by ``detox run`` are the
+same directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rolecall.errors import BatchFailed, ConfigError, InputFileError
+from rolecall.generate.detox import DEFAULT_NS, DetoxConfig, generate_candidates
+from rolecall.jsonl import read_jsonl
+from rolecall.llm import LLM
+from rolecall.prompts import load_template
+from rolecall.records import Pair
+from rolecall.retrieval.clean import HANGUL_RE, read_corpus
+from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
+from rolecall.rundir import RunDir
+from rolecall.yaml_files import load_yaml_model
+
+STAGES = ("index", "generate", "filter", "export", "geval")
+EXPORT_FORMATS = ("csv", "parquet", "hf")
+CONFIG_HELP = "see examples/kda/config.yaml for a complete pipeline config"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SlangSection(_Section):
+    index: str = Field(description="slang index directory: loaded if built, else built")
+    corpora: list[str] = Field(default_factory=list, description="PATH[:COLUMN] each")
+    delimiter: str | None = None
+    min_chars: int = Field(5, ge=0)
+    max_chars: int = Field(300, ge=1)
+    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
+    dense_model: str | None = None
+
+
+class SentencesSection(_Section):
+    path: str = Field(description="neutral sentences: PATH or PATH:COLUMN")
+    delimiter: str | None = None
+    limit: int | None = Field(None, ge=1)
+    max_chars: int = Field(200, ge=1, description="longer sentences are skipped")
+
+
+class GenerateSection(_Section):
+    ns: list[int] = Field(default_factory=lambda: list(DEFAULT_NS))
+    temperature: float = Field(0.8, ge=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_tokens: int = Field(80, ge=1)
+    seed: int = 0
+    template: str = "detox_rewrite"
+
+    @field_validator("ns")
+    @classmethod
+    def _ns(cls, ns: list[int]) -> list[int]:
+        if not ns or any(n < 0 for n in ns) or len(set(ns)) != len(ns):
+            raise ValueError("a list of distinct numbers >= 0, e.g. [0, 3, 5, 7, 9]")
+        return ns
+
+
+class FilterSection(_Section):
+    models: list[str] = Field(default_factory=list, description="judge models; empty: the "
+                              "generator. Several: majority over all their votes")
+    mode: Literal["auto", "score", "generate"] = "auto"
+    samples: int = Field(1, ge=1, description="votes per candidate and judge model")
+    temperature: float = Field(0.0, ge=0)
+    consistency_template: str | None = None
+    implicit_template: str | None = None
+
+
+class ExportSection(_Section):
+    name: str = "rolecall K/DA pairs"
+    licence: str = "research use; see the sources' licences"
+    formats: list[Literal["csv", "parquet", "hf"]] = Field(default_factory=lambda: ["csv"])
+
+
+class GevalSection(_Section):
+    enabled: bool = True
+    model: str | None = None
+    criteria: list[str] = Field(default_factory=lambda: ["overall", "implicit",
+                                                         "consistency", "fluency"])
+    mode: Literal["auto", "score", "logprobs", "sample"] = "auto"
+    samples: int = Field(5, ge=1)
+    limit: int | None = Field(None, ge=1, description="first N pairs only")
+
+
+class DetoxRunConfig(_Section):
+    out: str = Field(description="run directory")
+    model: str | None = Field(None, description="generator model string; default embedded")
+    language: Literal["ko", "en"] = "ko"
+    cache: str | None = None
+    concurrency: int = Field(8, ge=1)
+    slang: SlangSection | None = None
+    sentences: SentencesSection
+    generate: GenerateSection = Field(default_factory=GenerateSection)
+    filter: FilterSection = Field(default_factory=FilterSection)
+    export: ExportSection = Field(default_factory=ExportSection)
+    geval: GevalSection = Field(default_factory=GevalSection)
+
+
+def _resolve(base: Path, path: str) -> str:
+    return path if Path(path).is_absolute() else str(base / path)
+
+
+def _resolve_spec(base: Path, spec: str) -> str:
+    """``PATH[:COLUMN]`` with PATH relative to the config file."""
+    if Path(spec).is_absolute():
+        return spec
+    whole = base / spec
+    return str(whole) if whole.exists() else _resolve(base, spec)
+
+
+def load_detox_config(path: str | Path) -> DetoxRunConfig:
+    """Read and validate a pipeline config; relative paths are relative to its file."""
+    path = Path(path)
+    config = load_yaml_model(path, DetoxRunConfig, "K/DA pipeline config", CONFIG_HELP)
+    base = path.resolve().parent
+    updates: dict = {"out": _resolve(base, config.out)}
+    if config.cache:
+        updates["cache"] = _resolve(base, config.cache)
+    updates["sentences"] = config.sentences.model_copy(
+        update={"path": _resolve_spec(base, config.sentences.path)})
+    if config.slang:
+        updates["slang"] = config.slang.model_copy(update={
+            "index": _resolve(base, config.slang.index),
+            "corpora": [_resolve_spec(base, c) for c in config.slang.corpora]})
+    config = config.model_copy(update=updates)
+    if max(config.generate.ns) > 0 and config.slang is None:
+        raise InputFileError(path, "generate.ns asks for retrieved comments (n > 0) but "
+                             "there is no slang section", fix="add slang: {index: DIR, "
+                             "corpora: [...]} or set generate.ns: [0]")
+    return config
+
+
+# -- neutral sentences -------------------------------------------------------------------
+
+def neutral_sentences(spec: str, delimiter: str | None = None, limit: int | None = None,
+                      max_chars: int = 200, language: str = "ko"
+                      ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """(id, text) of usable sentences from PATH or PATH:COLUMN, and what was skipped.
+
+    Whitespace is collapsed; empty lines, repeats, sentences over ``max_chars`` and, for
+    Korean prompts, sentences without Hangul are skipped and counted, never an error: a
+    large corpus always has a few. ``limit`` counts usable sentences.
+    """
+    corpus = parse_corpus_spec(spec, delimiter)
+    seen: set[str] = set()
+    rows: list[tuple[str, str]] = []
+    skipped = {"empty": 0, "duplicate": 0, "too_long": 0, "not_korean": 0}
+    for row_id, text in read_corpus(corpus.path, corpus.column, corpus.delimiter):
+        if limit and len(rows) >= limit:
+            break
+        text = " ".join(text.split())
+        reason = ("empty" if not text else "duplicate" if text in seen else
+                  "too_long" if len(text) > max_chars else
+                  "not_korean" if language == "ko" and not HANGUL_RE.search(text) else None)
+        if reason:
+            skipped[reason] += 1
+            continue
+        seen.add(text)
+        rows.append((row_id, text))
+    if not rows:
+        raise InputFileError(corpus.path, f"no usable neutral sentence (skipped: {skipped})",
+                             fix="check the file and the column (PATH:COLUMN)")
+    return rows, skipped
+
+
+# -- stages --------------------------------------------------------------------------------
+
+def _stats_since(llm: LLM, before: dict) -> dict:
+    now = llm.stats.as_dict()
+    return {key: (round(value - before[key], 3) if isinstance(value, float) else
+                  value - before[key]) for key, value in now.items()
+            if isinstance(value, (int, float))}
+
+
+def _finish_stage(run: RunDir, stage: str, counts: dict, llms: Sequence[LLM],
+                  before: Sequence[dict]) -> None:
+    """Record the stage; a failed LLM call stops the pipeline (records kept, rerun)."""
+    per_model = [_stats_since(llm, b) for llm, b in zip(llms, before)]
+    stats = {key: sum(s[key] for s in per_model) for key in per_model[0]} if per_model else None
+    run.record_stage(stage, counts, stats)
+    failures = stats["failures"] if stats else 0
+    if failures:
+        raise BatchFailed(f"{stage}: {failures} LLM calls failed after retries; every "
+                          f"finished record is kept in {run.path}",
+                          fix="fix the cause (see the failures above) and run the same "
+                              "command again: it asks only for what is missing")
+
+
+def index_stage(slang: SlangSection, progress: bool = True) -> SlangIndex:
+    """Load the index, or build it when it is missing or unfinished."""
+    index_dir = Path(slang.index)
+    if (index_dir / "manifest.json").is_file():
+        index = SlangIndex.load(index_dir)
+        _check_same_corpora(index, slang)
+        return index
+    if not slang.corpora:
+        raise ConfigError(f"no slang index at {index_dir} and no corpora to build it from",
+                          fix="build it with 'rolecall slang index', or list the corpus "
+                              "files under slang.corpora")
+    specs = [parse_corpus_spec(c, slang.delimiter) for c in slang.corpora]
+    build_index(specs, index_dir, min_chars=slang.min_chars, max_chars=slang.max_chars,
+                retriever=slang.retriever, dense_model=slang.dense_model, progress=progress)
+    return SlangIndex.load(index_dir)
+
+
+def _check_same_corpora(index: SlangIndex, slang: SlangSection) -> None:
+    if not slang.corpora:
+        return
+    built = sorted(s["sha256"] for s in index.manifest.get("sources", []))
+    wanted = sorted(_sha256(parse_corpus_spec(c, slang.delimiter).path)
+                    for c in slang.corpora)
+    if built != wanted:
+        raise ConfigError(f"the slang index at {index.path} was built from other corpora "
+                          "than slang.corpora lists",
+                          fix="point slang.index to a new directory, or delete the old index")
+
+
+def _sha256(path: Path) -> str:
+    if not path.is_file():
+        raise InputFileError(path, "slang corpus not found", fix="check slang.corpora")
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def generate_stage(llm: LLM, run: RunDir, rows: Sequence[tuple[str, str]],
+                   index: SlangIndex | None, config: DetoxConfig,
+                   progress: bool = True) -> dict:
+    run.record_model("generator", llm.model_id)
+    run.record_prompt(config.template, load_template(config.template, config.language).source)
+    before = llm.stats.as_dict()
+    counts = generate_candidates(llm, rows, index, config, run.path, progress)
+    _finish_stage(run, "generate", counts, [llm], [before])
+    return counts
+
+
+def _natural_key(text: str) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def read_candidates(run_dir: Path) -> list[Pair]:
+    """The candidates in sentence order, then n: the same whatever order calls finished."""
+    path = run_dir / "candidates.jsonl"
+    if not path.exists():
+        raise InputFileError(path, "no candidates", fix="run 'rolecall detox generate' first")
+    pairs = list(read_jsonl(path, Pair))
+    return sorted(pairs, key=lambda p: (_natural_key(p.provenance.get("sentence_id", "")),
+                                        p.provenance.get("n", 0)))
+
+
+def filter_stage(llms: Sequence[LLM], run: RunDir, section: FilterSection, language: str,
+                 progress: bool = True) -> dict:
+    from rolecall.judge.filtering import filter_pairs
+    from rolecall.judge.pair_filters import make_panels
+
+    pairs = read_candidates(run.path)
+    panels = make_panels(llms, language, section.mode,
+                         {"consistency": section.consistency_template,
+                          "implicit": section.implicit_template}, section.temperature)
+    for number, llm in enumerate(llms):
+        run.record_model("judge" if len(llms) == 1 else f"judge {number + 1}", llm.model_id)
+    for panel in panels:
+        template = panel[0][1].template
+        run.record_prompt(template.name, template.source)
+    before = [llm.stats.as_dict() for llm in llms]
+    report = filter_pairs(panels, pairs, run.path, section.samples, progress)
+    counts = {"candidates": len(pairs), "pairs": report["overall"]["kept"],
+              **{f"retention_{f['filter']}": f["retention"] for f in report["filters"]}}
+    _finish_stage(run, "filter", counts, llms, before)
+    return report
+
+
+def export_stage(run: RunDir, section: ExportSection) -> dict[str, str]:
+    """K/DA CSV, Parquet, a Hugging Face dataset and the data card; returns the files."""
+    from rolecall.formats.kda import write_data_card
+
+    path = run.path / "pairs.jsonl"
+    if not path.exists():
+        raise InputFileError(path, "no filtered pairs", fix="run 'rolecall detox filter' first")
+    pairs = list(read_jsonl(path, Pair))
+    report = json.loads((run.path / "retention.json").read_text(encoding="utf-8"))
+    files = {"jsonl": str(path)}
+    for kind in section.formats:
+        files[kind] = str(EXPORTERS[kind](run.path, pairs, section))
+    write_data_card(run.path / "DATA_CARD.md", name=section.name, pairs=len(pairs),
+                    report=report, manifest=run.manifest, licence=section.licence,
+                    sources=_sentence_sources(run.manifest))
+    files["card"] = str(run.path / "DATA_CARD.md")
+    run.record_stage("export", {"exported_pairs": len(pairs)})
+    return files
+
+
+def _sentence_sources(manifest: dict) -> list[str]:
+    """The neutral-sentence files named by the commands that made this run directory."""
+    found = set()
+    for config in manifest.get("config", {}).values():
+        sentences = config.get("sentences") if isinstance(config, dict) else None
+        if isinstance(sentences, dict):
+            sentences = sentences.get("path")
+        if sentences:
+            found.add(str(sentences))
+    return sorted(found)
+
+
+def _export_csv(run_dir: Path, pairs: list[Pair], section: ExportSection) -> Path:
+    from rolecall.formats.kda import write_kda_csv
+
+    write_kda_csv(run_dir / "kda.csv", pairs)
+    return run_dir / "kda.csv"
+
+
+def _export_parquet(run_dir: Path, pairs: list[Pair], section: ExportSection) -> Path:
+    from rolecall.formats.parquet import write_parquet
+
+    write_parquet(run_dir / "kda.parquet", pairs)
+    return run_dir / "kda.parquet"
+
+
+def _export_hf(run_dir: Path, pairs: list[Pair], section: ExportSection) -> Path:
+    from rolecall.formats.parquet import DESCRIPTION, write_hf_dataset
+
+    write_hf_dataset(run_dir / "hf_dataset", pairs,
+                     info={"description": f"{section.name}\n\n{DESCRIPTION}",
+                           "license": section.licence})
+    return run_dir / "hf_dataset"
+
+
+EXPORTERS: dict[str, Callable[[Path, list[Pair], ExportSection], Path]] = {
+    "csv": _export_csv, "parquet": _export_parquet, "hf": _export_hf}
+
+
+def geval_stage(llm: LLM, run: RunDir, section: GevalSection, language: str,
+                progress: bool = True) -> dict:
+    """G-Eval of the kept pairs, written to ``geval.json`` (summary + every item)."""
+    from rolecall.eval.geval import geval, summarise
+
+    pairs = list(read_jsonl(run.path / "pairs.jsonl", Pair))[:section.limit]
+    run.record_model("geval", llm.model_id)
+    before = llm.stats.as_dict()
+    results = geval(llm, [p.toxic for p in pairs], [p.neutral for p in pairs],
+                    section.criteria, section.mode, section.samples, language, progress)
+    summary = summarise(results)
+    items = [{**asdict(r), "candidate_id": pairs[r.item].provenance.get("candidate_id")}
+             for r in results]
+    _write_json(run.path / "geval.json", {"model": llm.model_id, "pairs": len(pairs),
+                                          "summary": summary, "items": items})
+    _finish_stage(run, "geval", {"geval_pairs": len(pairs)}, [llm], [before])
+    return summary
+
+
+def _write_json(path: Path, data: dict) -> None:
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    os.replace(temp, path)
+
+
+# -- the whole run -------------------------------------------------------------------------
+
+def _check_same_config(out_dir: Path, config: DetoxRunConfig) -> None:
+    """A resumed run must ask for the same data; concurrency and the cache may change."""
+    path = out_dir / "manifest.json"
+    if not path.exists():
+        return
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))["config"].get("detox run")
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, AttributeError):
+        raise InputFileError(path, "is not a rolecall run manifest",
+                             fix="use a new 'out' directory") from None
+    if not previous:
+        return
+    current = _fingerprint(config)
+    changed = sorted(k for k in set(previous) | set(current)
+                     if previous.get(k) != current.get(k))
+    if changed:
+        raise ConfigError(f"{out_dir} was started with a different config ({', '.join(changed)} "
+                          "changed): its records would mix two settings",
+                          fix="use a new 'out' directory, or restore the config it was "
+                              "started with (it is in manifest.json)")
+
+
+def _fingerprint(config: DetoxRunConfig) -> dict:
+    data = config.model_dump(mode="json")
+    for volatile in ("concurrency", "cache", "out"):
+        data.pop(volatile, None)
+    return data
+
+
+def run_detox(config: DetoxRunConfig, load_llm: Callable[[str | None], LLM],
+              until: str = "geval", progress: bool = True,
+              say: Callable[[str], None] = print) -> dict:
+    """Run the stages up to ``until``; returns per-stage results for the CLI to print.
+
+    ``load_llm(model_string)`` opens a model; each distinct model string is opened once
+    (the generator is also the default judge and G-Eval model).
+    """
+    if until not in STAGES:
+        raise ConfigError(f"unknown stage '{until}'", fix=f"use one of {STAGES}")
+    last = STAGES.index(until)
+    out_dir = Path(config.out)
+    _check_same_config(out_dir, config)
+    run = RunDir(out_dir, "detox run", _fingerprint(config))
+    opened: dict[str | None, LLM] = {}
+
+    def llm_for(model: str | None) -> LLM:
+        key = model or config.model
+        if key not in opened:
+            opened[key] = load_llm(key)
+        return opened[key]
+
+    results: dict = {}
+    index = None
+    if config.slang and max(config.generate.ns) > 0:
+        index = index_stage(config.slang, progress)
+        run.manifest["slang_index"] = {"path": str(index.path), "comments": len(index),
+                                       "sources": index.manifest.get("sources", [])}
+        run.record_stage("index", {"index_comments": len(index)})
+        results["index"] = {"comments": len(index), "path": str(index.path)}
+        say(f"index: {len(index):,} comments in {index.path}")
+    if last < STAGES.index("generate"):
+        return results
+    rows, skipped = neutral_sentences(config.sentences.path, config.sentences.delimiter,
+                                      config.sentences.limit, config.sentences.max_chars,
+                                      config.language)
+    run.manifest["neutral_skipped"] = skipped
+    generation = DetoxConfig(ns=tuple(config.generate.ns),
+                             temperature=config.generate.temperature,
+                             top_p=config.generate.top_p, max_tokens=config.generate.max_tokens,
+                             seed=config.generate.seed, language=config.language,
+                             template=config.generate.template)
+    results["generate"] = generate_stage(llm_for(None), run, rows, index, generation, progress)
+    say(f"generate: {json.dumps(results['generate'], ensure_ascii=False)}"
+        + (f"; skipped sentences: {skipped}" if any(skipped.values()) else ""))
+    if last < STAGES.index("filter"):
+        return results
+    judges = [llm_for(m) for m in dict.fromkeys(config.filter.models or [None])]
+    report = filter_stage(judges, run, config.filter, config.language, progress)
+    results["filter"] = report
+    say("filter: " + ", ".join(f"{f['filter']} kept {f['kept']}/{f['in']}"
+                               for f in report["filters"]))
+    if last < STAGES.index("export"):
+        return results
+    results["export"] = export_stage(run, config.export)
+    say("export: " + ", ".join(f"{k} {v}" for k, v in results["export"].items()))
+    if last < STAGES.index("geval") or not config.geval.enabled:
+        return results
+    results["geval"] = geval_stage(llm_for(config.geval.model), run, config.geval,
+                                   config.language, progress)
+    say("geval: " + ", ".join(f"{c} {s['mean']:.2f} ({s['mode']})"
+                              for c, s in results["geval"].items() if s["mean"] is not None))
+    return results
+

@@ -1,0 +1,43 @@
+"""YAML files people write (role specs, pipeline configs): read with precise errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rolecall.errors import InputFileError, describe_validation
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def read_yaml_mapping(path: str | Path, what: str, fix: str) -> dict[str, Any]:
+    """The top-level mapping of a UTF-8 YAML file; errors name the file and the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(path, f"{what} not found", fix="check the path")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InputFileError(path, "is not UTF-8 text", fix="save the file as UTF-8") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputFileError(path, f"not valid YAML: {problem}", line=line,
+                             fix="check indentation and quoting on that line") from None
+    if not isinstance(data, dict):
+        raise InputFileError(path, f"a {what} must be a YAML mapping", fix=fix)
+    return data
+
+
+def load_yaml_model(path: str | Path, model: type[Model], what: str, fix: str) -> Model:
+    """``read_yaml_mapping`` validated as ``model``; errors give the exact field."""
+    data = read_yaml_mapping(path, what, fix)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputFileError(path, f"invalid {what}: {describe_validation(exc, '(top level)')}",
+                             fix=fix) from None
