@@ -16,8 +16,13 @@ detection; the same files and cleaning as ``rolecall slang index``):
    own cost, and ours / (tokenize + floor). Target p50 < 10 ms.
 3. recall@k on queries made from corpus comments by dropping ~30% of their words (fixed
    seed): is the source comment among the top k? For ours and for raw bm25s.
+4. With ``--dense-model PATH`` (a sentence-transformers directory): on a random subsample
+   of ``--dense-comments`` comments (embedding is the slow part on a CPU), the time to
+   embed them, then p50/p95 query latency and recall@k of bm25, dense and hybrid on the
+   same subsample and queries.
 
 Usage: python bench/slang_retrieval.py [--queries 500] [--rounds 3] [--k 9] [--seed 0]
+       [--dense-model PATH [--dense-comments 5000] [--dense-queries 200]]
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from rolecall.retrieval import dense
 from rolecall.retrieval.clean import clean_records, read_corpus
 from rolecall.retrieval.slang import (BM25_PARAMS, SlangIndex, save_index, search_tokens,
                                       tokenizer_info)
@@ -134,12 +140,47 @@ def recall(index: SlangIndex, raw, pairs: list[tuple[int, str]], k: int) -> None
           f"raw bm25s {found_raw / n:.3f} ({found_raw}/{n})")
 
 
+def retrievers(records, tokens, model: str, comments: int, queries: int, k: int,
+               seed: int) -> None:
+    """bm25 vs dense vs hybrid on one subsample: embedding time, latency, recall@k."""
+    chosen = sorted(random.Random(seed).sample(range(len(records)), min(comments,
+                                                                        len(records))))
+    records = [records[i] for i in chosen]
+    texts = [t for _, t in records]
+    encoder = dense.load_encoder(model)
+    encoder.encode(texts[:8])  # warm-up
+    vectors: list = []
+    embed_s = timed(lambda: vectors.append(dense.encode(encoder, texts, progress=True)))
+    print(f"dense: {model}, {len(texts):,} comments (random, seed {seed}) embedded in "
+          f"{embed_s:.1f}s ({embed_s / len(texts) * 1000:.1f} ms/comment)")
+    pairs = make_queries(texts, queries, seed + 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        save_index(tmp, records, [tokens[i] for i in chosen], {"sources": [], "cleaning": {}},
+                   (vectors[0], dense.dense_info(encoder, model, vectors[0])))
+        index = SlangIndex.load(tmp)
+        for name in ("bm25", "dense", "hybrid"):
+            index.search(pairs[0][1], k, name)  # warm-up
+            times, found = [], 0
+            for i, query in pairs:
+                started = time.perf_counter()
+                hits = index.search(query, k, name)
+                times.append((time.perf_counter() - started) * 1000)
+                found += index.ids[i] in {h.id for h in hits}
+            print(f"  {name:<7} p50 {np.percentile(times, 50):7.2f} ms  p95 "
+                  f"{np.percentile(times, 95):7.2f} ms  recall@{k} {found / len(pairs):.3f} "
+                  f"({found}/{len(pairs)})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--k", type=int, default=9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dense-model", help="sentence-transformers model directory: also "
+                        "compare dense and hybrid retrieval on a subsample")
+    parser.add_argument("--dense-comments", type=int, default=5000)
+    parser.add_argument("--dense-queries", type=int, default=200)
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -166,6 +207,9 @@ def main() -> None:
               f"(seed {args.seed}), k={args.k}")
         latency(index, raw, [q for _, q in pairs], args.k)
         recall(index, raw, pairs, args.k)
+    if args.dense_model:
+        retrievers(records, tokens, args.dense_model, args.dense_comments,
+                   args.dense_queries, args.k, args.seed)
 
 
 if __name__ == "__main__":

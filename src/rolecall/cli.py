@@ -379,11 +379,16 @@ def slang_index(
         min_chars: int = typer.Option(5, min=0, help="drop shorter comments (characters, "
                                                      "after cleaning)"),
         max_chars: int = typer.Option(300, min=1, help="drop longer comments"),
-        retriever: str = typer.Option("bm25", help="bm25 (dense, hybrid: not implemented yet)"),
+        retriever: str = typer.Option(
+            "bm25", help="bm25 (Kiwi morphemes), dense (embeddings in FAISS) or hybrid "
+                         "(reciprocal-rank fusion of both): BM25 is always built; this "
+                         "becomes the index's default for 'slang search'"),
         dense_model: Optional[str] = typer.Option(
-            None, help="sentence-transformers model path (not implemented yet)"),
+            None, help="for dense/hybrid: a sentence-transformers model directory (or a "
+                       "name already in the local Hugging Face cache; never downloaded)"),
         progress: bool = typer.Option(True)):
-    """Build a slang index: clean the comments, Kiwi morphemes, BM25 (bm25s)."""
+    """Build a slang index: clean the comments, Kiwi morphemes, BM25 (bm25s), and
+    optionally sentence-transformers embeddings in FAISS."""
     from rolecall.retrieval.slang import index_command
 
     out.print(index_command(corpora, out_dir, min_chars=min_chars, max_chars=max_chars,
@@ -397,11 +402,17 @@ def slang_search(
         index_dir: Path = typer.Argument(..., help="a directory built by 'slang index'"),
         query: str = typer.Argument(..., help="the sentence to find slang-bearing comments for"),
         k: int = typer.Option(9, "-k", "--k", min=0, help="how many comments (K/DA: 0-9)"),
-        as_json: bool = typer.Option(False, "--json", help="one JSON object per hit")):
-    """The comments most like a sentence: rank, BM25 score, FILE:LINE id, text."""
+        as_json: bool = typer.Option(False, "--json", help="one JSON object per hit"),
+        retriever: Optional[str] = typer.Option(
+            None, help="bm25, dense or hybrid (default: the one the index was built for)"),
+        dense_model: Optional[str] = typer.Option(
+            None, help="the model to embed the query with, if the one recorded in the "
+                       "index has moved (it must be the same model)")):
+    """The comments most like a sentence: rank, score (BM25, cosine for dense, RRF for
+    hybrid), FILE:LINE id, text."""
     from rolecall.retrieval.slang import format_hits, hits_to_json, search_command
 
-    hits = search_command(index_dir, query, k)
+    hits = search_command(index_dir, query, k, retriever, dense_model)
     out.print(hits_to_json(hits) if as_json else format_hits(hits),
               highlight=False, markup=False)
 
@@ -409,21 +420,6 @@ def slang_search(
 detox_app = typer.Typer(help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
                              "export).", no_args_is_help=True)
 app.add_typer(detox_app, name="detox")
-
-
-def _neutral_sentences(spec: str, delimiter: Optional[str], limit: Optional[int]):
-    """(id, text) of non-empty, distinct sentences from PATH or PATH:COLUMN."""
-    from rolecall.retrieval.clean import read_corpus
-    from rolecall.retrieval.slang import parse_corpus_spec
-
-    corpus = parse_corpus_spec(spec, delimiter)
-    seen, out_rows = set(), []
-    for row_id, text in read_corpus(corpus.path, corpus.column, corpus.delimiter):
-        text = " ".join(text.split())
-        if text and text not in seen:
-            seen.add(text)
-            out_rows.append((row_id, text))
-    return out_rows[:limit] if limit else out_rows
 
 
 @detox_app.command("generate")
@@ -435,6 +431,7 @@ def detox_generate(
         out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
         ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
         limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
+        max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
         delimiter: Optional[str] = typer.Option(None),
         model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
         language: str = typer.Option("ko"), temperature: float = typer.Option(0.8),
@@ -442,8 +439,8 @@ def detox_generate(
         concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
         progress: bool = typer.Option(True)):
     """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
-    from rolecall.generate.detox import DetoxConfig, generate_candidates
-    from rolecall.prompts import load_template
+    from rolecall.generate.detox import DetoxConfig
+    from rolecall.pipelines.detox import generate_stage, neutral_sentences
     from rolecall.retrieval.slang import SlangIndex
     from rolecall.rundir import RunDir
 
@@ -457,68 +454,96 @@ def detox_generate(
     if max(n_values) > 0 and index_dir is None:
         raise ConfigError("n > 0 needs retrieved comments", fix="pass --index DIR (built "
                           "with 'rolecall slang index'), or use --ns 0")
-    rows = _neutral_sentences(sentences, delimiter, limit)
+    rows, skipped = neutral_sentences(sentences, delimiter, limit, max_chars, language)
+    if any(skipped.values()):
+        err.print(f"skipped sentences: {skipped}")
     index = SlangIndex.load(index_dir) if index_dir else None
     llm = _llm(model, cache, concurrency)
     run = RunDir(out_dir, "detox generate", {"sentences": sentences, "index": str(index_dir),
                                              **vars(config)})
-    run.record_model("generator", llm.model_id)
-    run.record_prompt(config.template, load_template(config.template, language).source)
-    counts = generate_candidates(llm, rows, index, config, out_dir, progress)
-    _finish(llm, run, "generate", counts)
+    try:
+        counts = generate_stage(llm, run, rows, index, config, progress)
+    finally:
+        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(counts, ensure_ascii=False))
 
 
 @detox_app.command("filter")
 def detox_filter(
         out_dir: Path = typer.Option(..., "--out", help="the run directory of 'generate'"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        models: Optional[list[str]] = typer.Option(
+            None, "--model", "-m", help=MODEL_HELP + ". Repeat for a panel of judge models: "
+                                                      "majority over all their votes"),
         mode: str = typer.Option("auto", help="auto, score or generate"),
-        samples: int = typer.Option(1, min=1, help="votes per candidate"),
+        samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
         language: str = typer.Option("ko"), temperature: float = typer.Option(0.0),
         consistency_template: Optional[str] = typer.Option(None),
         implicit_template: Optional[str] = typer.Option(None),
         concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
         progress: bool = typer.Option(True)):
     """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
-    from rolecall.jsonl import read_jsonl
-    from rolecall.judge.filtering import filter_pairs
-    from rolecall.judge.pair_filters import make_pair_judge
-    from rolecall.records import Pair
+    from rolecall.pipelines.detox import FilterSection, filter_stage
     from rolecall.rundir import RunDir
 
-    pairs = list(read_jsonl(out_dir / "candidates.jsonl", Pair))
-    llm = _llm(model, cache, concurrency)
-    judges = [make_pair_judge(name, llm.backend, language, mode, template, temperature)
-              for name, template in (("consistency", consistency_template),
-                                     ("implicit", implicit_template))]
-    run = RunDir(out_dir, "detox filter", {"mode": judges[0].mode, "samples": samples})
-    run.record_model("judge", llm.model_id)
-    for judge in judges:
-        run.record_prompt(judge.template.name, judge.template.source)
-    report = filter_pairs(llm, judges, pairs, out_dir, samples, progress)
-    _finish(llm, run, "filter", {"candidates": len(pairs), "pairs": report["overall"]["kept"],
-                                 **{f"retention_{f['filter']}": f["retention"]
-                                    for f in report["filters"]}})
+    section = FilterSection(models=models or [], mode=mode, samples=samples,
+                            temperature=temperature, consistency_template=consistency_template,
+                            implicit_template=implicit_template)
+    llms = [_llm(m, cache, concurrency) for m in dict.fromkeys(models or [None])]
+    run = RunDir(out_dir, "detox filter", section.model_dump())
+    try:
+        filter_stage(llms, run, section, language, progress)
+    finally:
+        for llm in llms:
+            err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(run.manifest["stages"]["filter"]["counts"], ensure_ascii=False))
 
 
 @detox_app.command("export")
 def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run directory"),
                  name: str = typer.Option("rolecall K/DA pairs"),
-                 licence: str = typer.Option("research use; see the sources' licences")):
-    """K/DA CSV (neutral,implicit) and a data card from a filtered run."""
-    from rolecall.formats.kda import write_data_card, write_kda_csv
-    from rolecall.jsonl import read_jsonl
-    from rolecall.records import Pair
+                 licence: str = typer.Option("research use; see the sources' licences"),
+                 formats: str = typer.Option("csv", help="comma-separated: csv, parquet, hf "
+                                                         "(Hugging Face datasets directory)")):
+    """K/DA CSV (neutral,implicit), Parquet, a datasets directory and a data card."""
+    from pydantic import ValidationError
 
-    pairs = list(read_jsonl(out_dir / "pairs.jsonl", Pair))
-    report = _read_json_file(out_dir / "retention.json")
-    manifest = _read_json_file(out_dir / "manifest.json")
-    count = write_kda_csv(out_dir / "kda.csv", pairs)
-    generated = manifest.get("config", {}).get("detox generate", {})
-    sources = [str(generated["sentences"])] if generated.get("sentences") else []
-    write_data_card(out_dir / "DATA_CARD.md", name=name, pairs=count, report=report,
-                    manifest=manifest, licence=licence, sources=sources)
-    out.print(f"{out_dir / 'kda.csv'}: {count} pairs; card: {out_dir / 'DATA_CARD.md'}")
+    from rolecall.pipelines.detox import ExportSection, export_stage
+    from rolecall.rundir import RunDir
+
+    try:
+        section = ExportSection(name=name, licence=licence,
+                                formats=[f.strip() for f in formats.split(",") if f.strip()])
+    except ValidationError as exc:
+        raise ConfigError(f"bad --formats: {describe_validation(exc)}",
+                          fix="use csv, parquet and/or hf") from None
+    files = export_stage(RunDir(out_dir, "detox export", section.model_dump()), section)
+    for kind, path in files.items():
+        out.print(f"{kind}: {path}", highlight=False, markup=False)
+
+
+@detox_app.command("run")
+def detox_run(config_path: Path = typer.Argument(..., help="pipeline config (YAML); see "
+                                                           "examples/kda/config.yaml"),
+              until: str = typer.Option("geval", help="stop after this stage: index, "
+                                                      "generate, filter, export or geval"),
+              progress: bool = typer.Option(True)):
+    """The whole K/DA pipeline: index -> generate -> filter -> export -> G-Eval; resumable."""
+    from rolecall.pipelines.detox import load_detox_config, run_detox
+
+    config = load_detox_config(config_path)
+    cache = Path(config.cache) if config.cache else None
+    opened = []
+
+    def load(model):
+        opened.append(_llm(model, cache, config.concurrency))
+        return opened[-1]
+
+    try:
+        run_detox(config, load, until, progress,
+                  say=lambda line: out.print(line, highlight=False, markup=False))
+    finally:
+        for llm in opened:
+            err.print(f"{llm.model_id}: {llm.stats.summary()}")
 
 
 eval_app = typer.Typer(help="Evaluation: G-Eval.", no_args_is_help=True)

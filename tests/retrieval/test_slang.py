@@ -287,14 +287,22 @@ def test_build_errors(tmp_path):
         build_index([], tmp_path / "i3", progress=False)
 
 
-def test_dense_and_hybrid_are_not_silently_bm25(small_index, tmp_path):
+def test_dense_and_hybrid_are_never_silently_bm25(small_index, tmp_path):
+    """Dense needs a model, a model needs dense, a BM25-only index has no dense search
+    (tests/retrieval/test_dense.py has the dense index itself)."""
     corpus = small_index[0] / "small.txt"
-    for kwargs in ({"retriever": "dense"}, {"retriever": "hybrid"},
-                   {"dense_model": "/models/some-st-model"}):
-        with pytest.raises(ConfigError, match="not implemented yet"):
+    for kwargs, needle in [({"retriever": "dense"}, "needs a sentence-transformers model"),
+                           ({"retriever": "hybrid"}, "needs a sentence-transformers model"),
+                           ({"dense_model": "/models/some-st-model"}, "only used by"),
+                           ({"retriever": "tfidf"}, "unknown retriever")]:
+        with pytest.raises(ConfigError, match=needle):
             build_index([corpus], tmp_path / "i", progress=False, **kwargs)
-    with pytest.raises(ConfigError, match="not implemented yet"):
-        small_index[2].search("축구", 3, retriever="hybrid")
+    assert small_index[1]["retrievers"] == ["bm25"]
+    assert small_index[1]["default_retriever"] == small_index[2].default_retriever == "bm25"
+    for retriever in ("dense", "hybrid"):
+        with pytest.raises(InputFileError, match="has no dense embeddings") as info:
+            small_index[2].search("축구", 3, retriever=retriever)
+        assert "--retriever dense --dense-model PATH" in info.value.fix
     with pytest.raises(ConfigError, match="unknown retriever"):
         small_index[2].search("축구", 3, retriever="tfidf")
     assert not (tmp_path / "i").exists()

@@ -9,7 +9,6 @@ prompt hashes, licence and an offensive-content warning.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 from collections.abc import Iterable
@@ -25,36 +24,51 @@ WARNING = ("**Content warning.** This dataset contains implicitly offensive Kore
            "without a warning and a way to mask it.")
 
 
-def read_kda_csv(path: str | Path) -> list[Pair]:
+def read_kda_csv(path: str | Path, *, encoding: str = "utf-8") -> list[Pair]:
+    """Pairs from a K/DA CSV: a header with ``neutral`` and ``implicit`` (other columns are
+    ignored), then one pair a row; ``provenance`` is the file name and the row's first line.
+
+    Blank lines are skipped. Every other problem is an ``InputFileError`` with the line and
+    a fix, never a skipped row: this file is a finished dataset, so a bad row means a
+    broken export (an unquoted comma in a text shifts the fields, a stray quote swallows
+    the rows after it), and dropping it would hide that. The errors: bytes that are not
+    ``encoding`` (``read_text_file``: CP949 and UTF-16 are recognised, with the ``iconv``
+    line), a missing column (the columns found are listed), a row with a different number
+    of fields than the header, a row without one of its two texts, an unclosed quote.
+    """
+    # subtle: imported here, not at the top: rolecall.retrieval loads the slang index code
+    from rolecall.retrieval.clean import csv_rows, read_text_file
+
     path = Path(path)
-    if not path.is_file():
-        raise InputFileError(path, "file not found", fix="check the path")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputFileError(path, "is not UTF-8 text", fix="save the file as UTF-8") from None
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    fix = "the K/DA format is a CSV with the header neutral,implicit"
+    text = read_text_file(path, encoding)
+    rows = csv_rows(path, text, ",")
+    start, header = next(((n, f) for n, f in rows if any(x.strip() for x in f)), (1, None))
+    if header is None:
+        raise InputFileError(path, "is empty: no header row", fix=fix)
+    names = [name.strip() for name in header]
+    missing = [c for c in COLUMNS if c not in names]
     if missing:
-        raise InputFileError(path, f"missing column(s) {missing}; found {reader.fieldnames}",
-                             fix="the K/DA format is a CSV with the header neutral,implicit",
-                             line=1)
+        raise InputFileError(path, f"has no column {' or '.join(map(repr, missing))}; its "
+                             f"columns are: {', '.join(names)}", fix=fix, line=start)
+    neutral_at, implicit_at = names.index("neutral"), names.index("implicit")
     pairs = []
-    try:
-        for row in reader:
-            line = reader.line_num
-            neutral = (row.get("neutral") or "").strip()
-            implicit = (row.get("implicit") or "").strip()
-            if not neutral or not implicit:
-                raise InputFileError(path, "a row needs both neutral and implicit text",
-                                     line=line)
-            pairs.append(Pair(neutral=neutral, toxic=implicit,
-                              provenance={"source": path.name, "line": line}))
-    except csv.Error as exc:
-        raise InputFileError(path, f"broken CSV ({exc})", line=reader.line_num,
-                             fix="check the quoting on that line") from None
+    for line, fields in rows:
+        if not any(field.strip() for field in fields):
+            continue
+        if len(fields) != len(names):
+            raise InputFileError(path, f"broken row: {len(fields)} fields, expected "
+                                 f"{len(names)}", line=line, fix='quote a text that holds '
+                                 'a comma ("a, b"), and write a quote inside it twice ("")')
+        neutral, implicit = fields[neutral_at].strip(), fields[implicit_at].strip()
+        if not neutral or not implicit:
+            raise InputFileError(path, "a row needs both neutral and implicit text",
+                                 line=line, fix="fill in the missing text, or delete the "
+                                                "row")
+        pairs.append(Pair(neutral=neutral, toxic=implicit,
+                          provenance={"source": path.name, "line": line}))
     if not pairs:
-        raise InputFileError(path, "has no pairs", fix="add rows under the header")
+        raise InputFileError(path, "has no pairs, only a header", fix="add rows under it")
     return pairs
 
 

@@ -24,8 +24,15 @@ Tokens (``search_tokens``), chosen for matching topic and slang, not grammar:
 Hits with score 0 share no token with the sentence and are not returned, so a search may
 give fewer than k hits; equal scores go to the earliest comment, so results are stable.
 k=0 gives none (K/DA's n=0 condition).
-Dense retrieval and hybrid fusion have their place in the API (``retriever=``) but are
-not implemented yet: asking for them raises ``ConfigError``, never a silent BM25.
+
+Optionally (``retriever="dense"`` or ``"hybrid"`` with ``dense_model=``, any
+sentence-transformers model the user has) the comments are also embedded into a FAISS
+index (``dense.py``): dense search ranks by cosine similarity, hybrid fuses the BM25 and
+the dense rankings by reciprocal rank (``fusion.py``), so that a comment saying the same
+in other words and one sharing the exact slang can both be found. BM25 is always built (it
+is cheap); the manifest lists the ``retrievers`` built and the ``default_retriever``
+asked for, which ``rolecall slang search`` uses. ``SlangIndex.search`` keeps ``"bm25"``
+as its default so that existing callers do not change behaviour with the index.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -49,8 +57,10 @@ from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.eval.stats import kiwi
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.progress import progress_bar
+from rolecall.retrieval import dense
 from rolecall.retrieval.clean import (SPREADSHEET_DELIMITERS, clean_records,
                                       normalize_delimiter, read_corpus)
+from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +75,18 @@ KEPT_TAGS = frozenset({"NNG", "NNP", "NR", "VV", "VA", "MAG", "IC", "XR", "XPN",
 JAMO_RE = re.compile("[\u3131-\u318e]")
 REPEAT_RE = re.compile(r"(.)\1{2,}")
 TOKENIZE_CHUNK = 2048  # texts per Kiwi call: big enough for its threads, small for the bar
+FUSION_DEPTH = 50  # hits taken from each ranking before fusing (or 2k, if more)
+REBUILD_DENSE = "rebuild with --retriever dense --dense-model PATH (or hybrid)"
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved comment: ``id`` is ``FILE:LINE`` in its corpus, ``score`` is BM25."""
+    """One retrieved comment: ``id`` is ``FILE:LINE`` in its corpus.
+
+    ``score`` depends on the retriever, so compare scores within one search only: BM25
+    (0 excluded, unbounded above), the cosine similarity of the embeddings for dense (-1
+    to 1), the reciprocal-rank-fusion score for hybrid (at most 2/61 with RRF k=60).
+    """
 
     id: str
     text: str
@@ -101,14 +118,22 @@ def parse_corpus_spec(spec: str | Path, delimiter: str | None = None) -> Corpus:
     return Corpus(Path(path), column, normalize_delimiter(delimiter))
 
 
-def _require(retriever: str, dense_model: str | None = None) -> None:
+def _require(retriever: str) -> None:
     if retriever not in RETRIEVERS:
-        raise ConfigError(f"unknown retriever {retriever!r}", fix=f"use one of {RETRIEVERS}")
-    if retriever != "bm25" or dense_model is not None:
-        raise ConfigError(f"the {retriever!r} retriever (dense embeddings in FAISS, hybrid "
-                          "by reciprocal-rank fusion) is not implemented yet",
-                          fix="use retriever='bm25' (Kiwi morphemes + BM25), without a "
-                              "dense model")
+        raise ConfigError(f"unknown retriever {retriever!r}",
+                          fix=f"use one of {', '.join(RETRIEVERS)}")
+
+
+def _check_build_options(retriever: str, dense_model: str | None) -> None:
+    """A dense model exactly when the retriever needs one: never ignored, never guessed."""
+    _require(retriever)
+    if retriever != "bm25" and not dense_model:
+        raise ConfigError(f"the {retriever} retriever needs a sentence-transformers model",
+                          fix="pass --dense-model PATH (dense_model=PATH), a model "
+                              "directory; rolecall never downloads models")
+    if retriever == "bm25" and dense_model:
+        raise ConfigError("a dense model is only used by the dense and hybrid retrievers",
+                          fix="add --retriever hybrid (or dense), or drop --dense-model")
 
 
 def _bm25s():
@@ -181,7 +206,8 @@ def _check_out_dir(out_dir: Path) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"{out_dir} exists and is not a directory",
                           fix="choose another --out")
-    ours = {MANIFEST, COMMENTS, BM25_DIR, MANIFEST + ".tmp", COMMENTS + ".tmp"}
+    ours = {MANIFEST, COMMENTS, BM25_DIR, dense.DENSE_DIR, MANIFEST + ".tmp",
+            COMMENTS + ".tmp"}
     entries = out_dir.iterdir() if out_dir.is_dir() else []
     foreign = sorted(p.name for p in entries if p.name not in ours)
     if foreign:
@@ -195,6 +221,11 @@ def _prepare_out_dir(out_dir: Path) -> None:
     # the manifest goes last: a directory without one is an unfinished build
     (out_dir / MANIFEST).unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
+    old_dense = out_dir / dense.DENSE_DIR  # a previous build's: stale whatever comes next
+    if old_dense.is_dir():
+        shutil.rmtree(old_dense)
+    else:
+        old_dense.unlink(missing_ok=True)
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -204,11 +235,14 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def save_index(out_dir: str | Path, records: Sequence[tuple[str, str]],
-               tokens: Sequence[Sequence[str]], manifest: dict) -> dict:
+               tokens: Sequence[Sequence[str]], manifest: dict,
+               vectors: tuple[np.ndarray, dict] | None = None) -> dict:
     """BM25 over ``tokens`` written to ``out_dir`` with the comments and the manifest.
 
     The second half of ``build_index``, split out so the benchmark can time it apart from
-    the tokenization. Returns the manifest as written.
+    the tokenization. ``vectors`` (embeddings and ``dense.dense_info``) add the dense
+    part, written before the manifest so that a killed build is never taken for a complete
+    one. Returns the manifest as written.
     """
     out_dir = Path(out_dir)
     if not any(tokens):
@@ -222,10 +256,17 @@ def save_index(out_dir: str | Path, records: Sequence[tuple[str, str]],
                     show_progress=False)
     retriever.save(str(out_dir / BM25_DIR), show_progress=False)
     write_jsonl(out_dir / COMMENTS, ({"id": i, "text": t} for i, t in records))
-    manifest = {"format": INDEX_FORMAT, "format_version": FORMAT_VERSION, **manifest,
-                "comments": len(records), "vocabulary": len(retriever.vocab_dict),
-                "retrievers": ["bm25"], "tokenizer": tokenizer_info(),
+    retrievers = ["bm25"]
+    if vectors is not None:
+        dense.write_dense(out_dir, *vectors)
+        retrievers += ["dense", "hybrid"]
+    manifest = {"format": INDEX_FORMAT, "format_version": FORMAT_VERSION,
+                "default_retriever": "bm25", **manifest, "comments": len(records),
+                "vocabulary": len(retriever.vocab_dict), "retrievers": retrievers,
+                "tokenizer": tokenizer_info(),
                 "bm25": {"library": "bm25s", "version": bm25s.__version__, **BM25_PARAMS}}
+    if vectors is not None:
+        manifest["dense"] = {k: v for k, v in vectors[1].items() if k != "probe"}
     _write_json(out_dir / MANIFEST, manifest)
     return manifest
 
@@ -236,15 +277,20 @@ def build_index(corpora: Iterable[Corpus | str | Path], out_dir: str | Path, *,
     """Read, clean, tokenize and index ``corpora`` into ``out_dir``; returns the manifest.
 
     ``corpora`` are ``Corpus`` objects or ``PATH[:COLUMN]`` strings. Duplicates are
-    dropped across corpora (the first one keeps its id). ``retriever`` other than
-    ``"bm25"`` or a ``dense_model`` raise ``ConfigError`` (not implemented yet).
+    dropped across corpora (the first one keeps its id). ``retriever`` ``"dense"`` or
+    ``"hybrid"`` also embeds the comments with ``dense_model`` (a sentence-transformers
+    model directory, or a name in the local Hugging Face cache) and becomes the index's
+    ``default_retriever``.
     """
-    _require(retriever, dense_model)
+    _check_build_options(retriever, dense_model)
     corpora = [c if isinstance(c, Corpus) else parse_corpus_spec(c) for c in corpora]
     if not corpora:
         raise ConfigError("no corpus given", fix="name at least one corpus file")
     _check_out_dir(Path(out_dir))
     started = time.perf_counter()
+    # the model loads first: a wrong one must fail before minutes of tokenizing
+    encoder = dense.load_encoder(dense_model) if dense_model else None
+    loaded = time.perf_counter()
     rows, sources = _read_corpora(corpora)
     records, report = clean_records(rows, min_chars, max_chars)
     kept_by_source: dict[str, int] = {}
@@ -254,15 +300,26 @@ def build_index(corpora: Iterable[Corpus | str | Path], out_dir: str | Path, *,
     for source in sources:
         source["kept"] = kept_by_source.get(source["name"], 0)
     cleaned = time.perf_counter()
-    tokens = search_tokens([text for _, text in records], progress=progress)
+    texts = [text for _, text in records]
+    tokens = search_tokens(texts, progress=progress)
     tokenized = time.perf_counter()
+    vectors = None
+    if encoder is not None and any(tokens):  # no searchable words: save_index says so
+        embeddings = dense.encode(encoder, texts, progress=progress)
+        vectors = (embeddings, dense.dense_info(encoder, dense_model, embeddings))
+    embedded = time.perf_counter()
     manifest = {"built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "rolecall": __version__, "sources": sources, "cleaning": report}
-    manifest = save_index(out_dir, records, tokens, manifest)
+                "rolecall": __version__, "default_retriever": retriever,
+                "sources": sources, "cleaning": report}
+    manifest = save_index(out_dir, records, tokens, manifest, vectors)
     finished = time.perf_counter()
-    manifest["build_seconds"] = {"read_and_clean": round(cleaned - started, 3),
+    manifest["build_seconds"] = {**({"load_model": round(loaded - started, 3)}
+                                    if encoder is not None else {}),
+                                 "read_and_clean": round(cleaned - loaded, 3),
                                  "tokenize": round(tokenized - cleaned, 3),
-                                 "index_and_save": round(finished - tokenized, 3),
+                                 **({"embed": round(embedded - tokenized, 3)}
+                                    if vectors is not None else {}),
+                                 "index_and_save": round(finished - embedded, 3),
                                  "total": round(finished - started, 3)}
     _write_json(Path(out_dir) / MANIFEST, manifest)
     return manifest
@@ -292,16 +349,32 @@ def _load_manifest(path: Path) -> dict:
 
 
 class SlangIndex:
-    """A built index, loaded: the BM25 matrices plus the comments they point at."""
+    """A built index, loaded: the BM25 matrices (and the dense vectors, where built) plus
+    the comments they point at."""
 
-    def __init__(self, path: Path, manifest: dict, ids: list[str], texts: list[str], bm25):
+    def __init__(self, path: Path, manifest: dict, ids: list[str], texts: list[str], bm25,
+                 dense_index: dense.DenseIndex | None = None):
         self.path, self.manifest, self.ids, self.texts = path, manifest, ids, texts
-        self._bm25 = bm25
+        self._bm25, self._dense = bm25, dense_index
         self._vocab: dict[str, int] = bm25.vocab_dict
 
+    @property
+    def retrievers(self) -> list[str]:
+        return list(self.manifest.get("retrievers", ["bm25"]))
+
+    @property
+    def default_retriever(self) -> str:
+        """The retriever asked for at build time (``"bm25"`` for indexes from before)."""
+        return self.manifest.get("default_retriever", "bm25")
+
     @classmethod
-    def load(cls, path: str | Path) -> SlangIndex:
-        """Open ``path``; a directory that is not a complete index is an ``InputFileError``."""
+    def load(cls, path: str | Path, dense_model: str | None = None) -> SlangIndex:
+        """Open ``path``; a directory that is not a complete index is an ``InputFileError``.
+
+        ``dense_model`` replaces the model recorded at build time (say, a model directory
+        that moved); it must embed like the recorded one, which the first dense search
+        checks.
+        """
         path = Path(path)
         manifest = _load_manifest(path)
         for part in (COMMENTS, BM25_DIR):
@@ -319,13 +392,15 @@ class SlangIndex:
             log.warning("%s was built with kiwipiepy %s, this is %s: query morphemes may "
                         "differ slightly; rebuild the index to be sure", path, built_with,
                         tokenizer_info()["kiwipiepy"])
+        dense_index = (dense.DenseIndex.load(path, len(comments), dense_model)
+                       if "dense" in manifest.get("retrievers", []) else None)
         return cls(path, manifest, [c["id"] for c in comments],
-                   [c["text"] for c in comments], bm25)
+                   [c["text"] for c in comments], bm25, dense_index)
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def _top_k(self, tokens: Sequence[str], k: int) -> list[Hit]:
+    def _bm25_top(self, tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
         # the public scoring call of bm25s, not retrieve(): that one wraps every query in
         # a progress bar and array copies, and cannot drop the zero-score hits
         token_ids = [self._vocab[t] for t in tokens if t in self._vocab]
@@ -338,7 +413,14 @@ class SlangIndex:
         # make the cut is then the earliest in the corpus, not argpartition's whim
         top = np.flatnonzero(scores >= max(kth, np.finfo(scores.dtype).tiny))
         top = top[np.lexsort((top, -scores[top]))][:k]  # best first; ties in corpus order
-        return [Hit(self.ids[i], self.texts[i], float(scores[i])) for i in top]
+        return [(int(i), float(scores[i])) for i in top]
+
+    def _dense_index(self, retriever: str) -> dense.DenseIndex:
+        if self._dense is None:
+            raise InputFileError(self.path, f"has no dense embeddings for the {retriever} "
+                                 f"retriever (built for {', '.join(self.retrievers)})",
+                                 fix=REBUILD_DENSE)
+        return self._dense
 
     def search(self, query: str, k: int = 9, retriever: str = "bm25") -> list[Hit]:
         """The ``k`` comments most like ``query``, best first (fewer if few match)."""
@@ -346,14 +428,38 @@ class SlangIndex:
 
     def search_many(self, queries: Sequence[str], k: int = 9, retriever: str = "bm25"
                     ) -> list[list[Hit]]:
-        """``search`` for each query; the queries are tokenized in one Kiwi batch."""
+        """``search`` for each query, batched: one Kiwi call, one encoder call.
+
+        ``retriever`` is ``"bm25"`` (default), ``"dense"`` or ``"hybrid"``; the last two
+        need an index built with a dense model. Dense and hybrid give ``k`` hits whenever
+        the index has that many comments (every comment has some cosine). Dense scores may
+        differ in the last float digits between a batch and a lone query (batched matrix
+        products), not their order in practice.
+        """
         _require(retriever)
         if k < 0:
             raise ConfigError(f"k must be 0 or more, got {k}")
-        if k == 0:
+        if k == 0 or not queries:
             return [[] for _ in queries]
-        tokens = search_tokens([unicodedata.normalize("NFC", q) for q in queries])
-        return [self._top_k(t, k) for t in tokens]
+        queries = [unicodedata.normalize("NFC", q) for q in queries]
+        if retriever == "bm25":
+            ranked = [self._bm25_top(t, k) for t in search_tokens(queries)]
+        elif retriever == "dense":
+            ranked = self._dense_index(retriever).search_many(queries, k)
+        else:
+            ranked = self._hybrid(queries, k)
+        return [[Hit(self.ids[i], self.texts[i], score) for i, score in hits]
+                for hits in ranked]
+
+    def _hybrid(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+        """RRF of the BM25 and the dense rankings, each cut at ``FUSION_DEPTH`` (or 2k):
+        deep enough that a comment both like, but neither ranks first, still surfaces."""
+        dense_index = self._dense_index("hybrid")
+        depth = max(FUSION_DEPTH, 2 * k)
+        sparse = [self._bm25_top(t, depth) for t in search_tokens(queries)]
+        nearest = dense_index.search_many(queries, depth)
+        return [reciprocal_rank_fusion([[i for i, _ in s], [i for i, _ in d]], RRF_K)[:k]
+                for s, d in zip(sparse, nearest)]
 
 
 def summarize(manifest: dict, out_dir: str | Path) -> str:
@@ -363,10 +469,14 @@ def summarize(manifest: dict, out_dir: str | Path) -> str:
                         for reason, n in report["dropped"].items())
     seconds = manifest.get("build_seconds", {}).get("total")
     took = f" in {seconds:.1f} s" if seconds is not None else ""
+    embedded = (f"; embedded with {manifest['dense']['model']} (dimension "
+                f"{manifest['dense']['dimension']}), searched by "
+                f"{manifest['default_retriever']} unless told otherwise"
+                if "dense" in manifest else "")
     return (f"{out_dir}: slang index of {manifest['comments']:,} comments from "
             f"{len(manifest['sources'])} corpora ({report['input']:,} rows read; dropped "
             f"{dropped}; kept {report['kept_without_hangul']:,} without Hangul; "
-            f"{manifest['vocabulary']:,} distinct tokens){took}")
+            f"{manifest['vocabulary']:,} distinct tokens{embedded}){took}")
 
 
 def index_command(corpora: list[str], out: Path, min_chars: int = 5,
@@ -380,9 +490,15 @@ def index_command(corpora: list[str], out: Path, min_chars: int = 5,
     return summarize(manifest, out)
 
 
-def search_command(index_dir: Path, query: str, k: int = 9) -> list[Hit]:
-    """``rolecall slang search``: the hits, for the CLI to print (``format_hits``)."""
-    return SlangIndex.load(index_dir).search(query, k)
+def search_command(index_dir: Path, query: str, k: int = 9, retriever: str | None = None,
+                   dense_model: str | None = None) -> list[Hit]:
+    """``rolecall slang search``: the hits, for the CLI to print (``format_hits``).
+
+    ``retriever`` defaults to the index's own default (the one it was built for), unlike
+    ``SlangIndex.search``: a person who built a hybrid index means to search it so.
+    """
+    index = SlangIndex.load(index_dir, dense_model)
+    return index.search(query, k, retriever or index.default_retriever)
 
 
 def format_hits(hits: Sequence[Hit]) -> str:

@@ -1,0 +1,160 @@
+"""The K/DA pipeline on the embedded model and the real corpora of ../shared/data.
+
+``rolecall detox run`` as a user runs it (real subprocesses): the slang index is built from
+all three slang corpora (~47k comments), 20 neutral sentences of chatbot_data.csv are
+rewritten with n = 0, 3, 5, 7 and 9 retrieved comments, both filters run, and the dataset
+files and a small G-Eval are written. A second run directory with its own cache is killed
+with SIGKILL during generation and again during filtering, then resumed: its outputs must
+equal the uninterrupted run's, and no LLM call may be made twice.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rolecall.formats.kda import read_kda_csv
+from rolecall.jsonl import read_jsonl
+from rolecall.records import Pair
+from tests.conftest import SHARED_DATA
+from tests.llm.test_batch import cached_calls, kill_when, rolecall, run_to_end
+
+pytestmark = pytest.mark.embedded
+
+SLANG = SHARED_DATA / "slang"
+NS = [0, 3, 5, 7, 9]
+SENTENCES = 20
+
+
+def write_config(root: Path, name: str) -> Path:
+    config = {
+        "out": name, "cache": f"{name}/cache.sqlite", "model": "llamacpp:embedded",
+        "slang": {"index": "index", "delimiter": "|",
+                  "corpora": [str(SLANG / "beep_unlabeled_comments.txt"),
+                              f"{SLANG / 'beep_labeled_train.tsv'}:comments",
+                              f"{SLANG / 'curse_detection.txt'}:1"]},
+        "sentences": {"path": f"{SHARED_DATA / 'neutral' / 'chatbot_data.csv'}:Q",
+                      "limit": SENTENCES},
+        "generate": {"ns": NS, "seed": 7},
+        "export": {"formats": ["csv", "parquet", "hf"], "name": "integration test"},
+        "geval": {"criteria": ["overall", "consistency"], "limit": 4},
+    }
+    path = root / f"{name}.yaml"
+    path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def detox_run(config: Path) -> list[str]:
+    result = run_to_end("detox", "run", str(config), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def last_run_calls(run_dir: Path) -> int:
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    stages = manifest["runs"][-1]["stages"]
+    return sum(stage.get("llm", {}).get("calls", 0) for stage in stages.values())
+
+
+def keyed(path: Path, key) -> dict:
+    rows = list(read_jsonl(path)) if path.exists() else []
+    table = {key(r): r for r in rows}
+    assert len(table) == len(rows), f"duplicated records in {path}"
+    return table
+
+
+def candidate_key(row: dict) -> str:
+    return row["provenance"]["candidate_id"]
+
+
+def verdict_key(row: dict) -> tuple:
+    return row["item_id"], row["judge"], row["model"]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("kda")
+    lines = detox_run(write_config(root, "ref"))
+    assert any(line.startswith("index: ") for line in lines), lines
+    return root
+
+
+def test_the_index_holds_all_three_corpora(root):
+    manifest = json.loads((root / "index" / "manifest.json").read_text(encoding="utf-8"))
+    assert [s["name"] for s in manifest["sources"]] == [
+        "beep_unlabeled_comments.txt", "beep_labeled_train.tsv", "curse_detection.txt"]
+    assert all(s["kept"] > 1000 for s in manifest["sources"])
+    assert manifest["comments"] > 40_000
+
+
+def test_every_sentence_gets_a_candidate_per_n_with_its_retrieved_comments(root):
+    ref = root / "ref"
+    candidates = list(read_jsonl(ref / "candidates.jsonl", Pair))
+    rejected = list(read_jsonl(ref / "rejected_candidates.jsonl"))
+    assert len(candidates) + len(rejected) == SENTENCES * len(NS)
+    assert len(candidates) >= SENTENCES * len(NS) // 2
+    for pair in candidates:
+        prov = pair.provenance
+        assert prov["n"] in NS and len(prov["comment_ids"]) <= prov["n"]
+        assert prov["prompt_hash"].startswith("sha256:") and prov["model"]
+        assert all(i.split(":")[0] in {"beep_unlabeled_comments.txt", "beep_labeled_train.tsv",
+                                       "curse_detection.txt"} for i in prov["comment_ids"])
+    assert all(p.provenance["comment_ids"] == [] for p in candidates if p.provenance["n"] == 0)
+    assert any(len(p.provenance["comment_ids"]) == 9 for p in candidates)
+
+
+def test_both_filters_ran_in_order_and_the_dataset_files_agree(root):
+    ref = root / "ref"
+    candidates = list(read_jsonl(ref / "candidates.jsonl", Pair))
+    report = json.loads((ref / "retention.json").read_text(encoding="utf-8"))
+    consistency, implicit = report["filters"]
+    assert consistency["in"] == len(candidates) and implicit["in"] == consistency["kept"]
+    assert set(consistency["by_n"]) <= {str(n) for n in NS}
+    votes = list(read_jsonl(ref / "verdicts_consistency.jsonl"))
+    assert len(votes) == len(candidates)
+    assert all(v["raw_output"] and v["parse_status"] == "parsed" for v in votes)
+    assert len(list(read_jsonl(ref / "verdicts_implicit.jsonl"))) == consistency["kept"]
+
+    pairs = list(read_jsonl(ref / "pairs.jsonl", Pair))
+    assert len(pairs) == implicit["kept"]
+    assert [(p.neutral, p.toxic) for p in read_kda_csv(ref / "kda.csv")] == \
+        [(p.neutral, p.toxic) for p in pairs]
+    from rolecall.formats.parquet import read_parquet
+
+    assert read_parquet(ref / "kda.parquet") == pairs
+    assert (ref / "hf_dataset" / "dataset_info.json").exists()
+    card = (ref / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert "Content warning" in card and "chatbot_data.csv" in card
+    geval = json.loads((ref / "geval.json").read_text(encoding="utf-8"))
+    assert geval["pairs"] == min(4, len(pairs))
+    assert all(item["mode"] == "score" for item in geval["items"])
+
+
+def test_killed_twice_and_resumed_gives_the_same_outputs_with_no_call_repeated(root):
+    config = write_config(root, "killed")
+    killed = root / "killed"
+    cache = killed / "cache.sqlite"
+    kill_when(rolecall("detox", "run", str(config), "--no-progress"),
+              killed / "candidates.jsonl", 30)
+    after_first = cached_calls(cache)
+    kill_when(rolecall("detox", "run", str(config), "--no-progress"),
+              killed / "verdicts_consistency.jsonl", 20)
+    after_second = cached_calls(cache)
+    assert 0 < after_first < after_second
+    detox_run(config)
+
+    ref = root / "ref"
+    total = last_run_calls(ref)
+    assert cached_calls(cache) == cached_calls(ref / "cache.sqlite") == total
+    assert last_run_calls(killed) == total - after_second  # nothing asked twice
+    assert keyed(killed / "candidates.jsonl", candidate_key) == \
+        keyed(ref / "candidates.jsonl", candidate_key)
+    assert keyed(killed / "rejected_candidates.jsonl", lambda r: r["id"]) == \
+        keyed(ref / "rejected_candidates.jsonl", lambda r: r["id"])
+    for name in ("verdicts_consistency.jsonl", "verdicts_implicit.jsonl"):
+        assert keyed(killed / name, verdict_key) == keyed(ref / name, verdict_key)
+    for name in ("pairs.jsonl", "kda.csv", "retention.json", "geval.json"):
+        assert (killed / name).read_bytes() == (ref / name).read_bytes(), name
+
