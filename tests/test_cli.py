@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from rolecall.jsonl import read_jsonl
 from tests.llm.test_batch import run_to_end
 
 HANGUL = re.compile("[\uac00-\ud7a3]")
@@ -130,3 +131,35 @@ def test_geval_command_compares_datasets(tmp_path):
                                                   "fluency"}
     assert "consistency" not in report[str(sentences)]["summary"]  # no pairs, no consistency
     assert report[str(pairs)]["summary"]["overall"]["mode"] == "score"
+
+
+def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
+    from tests.llm.flaky_server import FakeOpenAIServer
+
+    (tmp_path / "comments.txt").write_text("회의 또 취소냐 ㅋㅋ\n주식 떡락 개미들 곡소리\n",
+                                           encoding="utf-8")
+    (tmp_path / "neutral.txt").write_text("오늘 회의가 취소되었습니다.\n주식이 떨어졌어요.\n",
+                                          encoding="utf-8")
+    with FakeOpenAIServer(default=503) as server:
+        config = {"out": "run", "cache": "cache.sqlite",
+                  "model": f"openai:{server.url}?model=m&timeout=2", "retries": 0,
+                  "slang": {"index": "index", "corpora": ["comments.txt"]},
+                  "sentences": {"path": "neutral.txt"}, "generate": {"ns": [0, 1]},
+                  "export": {"formats": ["csv"]}, "geval": {"enabled": False}}
+        path = tmp_path / "config.yaml"
+        path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+        result = run_to_end("detox", "run", str(path), "--no-progress")
+        assert result.returncode == 3, result.stderr
+        assert "generate: 4 LLM calls failed" in result.stderr and "503" in result.stderr
+        assert "Traceback" not in result.stderr
+        assert (tmp_path / "index" / "manifest.json").is_file()  # the index stays built
+        failures = list(read_jsonl(tmp_path / "run" / "generate.failures.jsonl"))
+        assert len(failures) == 4 and all("503" in f["error"] for f in failures)
+
+        built = (tmp_path / "index" / "manifest.json").stat().st_mtime_ns
+        server.default = "ok"  # the server is back: the same command finishes the job
+        result = run_to_end("detox", "run", str(path), "--no-progress")
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / "index" / "manifest.json").stat().st_mtime_ns == built
+        assert (tmp_path / "run" / "kda.csv").is_file()
+        assert list(read_jsonl(tmp_path / "run" / "generate.failures.jsonl")) == []

@@ -535,7 +535,7 @@ def detox_run(config_path: Path = typer.Argument(..., help="pipeline config (YAM
     opened = []
 
     def load(model):
-        opened.append(_llm(model, cache, config.concurrency))
+        opened.append(_llm(model, cache, config.concurrency, config.retries))
         return opened[-1]
 
     try:

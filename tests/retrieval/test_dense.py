@@ -117,6 +117,13 @@ def test_manifest_and_files(hybrid, model_dir):
     assert len(info["probe"]["embedding"]) == 384 and "probe" not in manifest["dense"]
 
 
+def test_searches_use_the_retriever_the_index_was_built_for(hybrid):
+    _, _, index = hybrid
+    queries = [q for q, _ in NEAR_DUPLICATES]
+    assert index.search_many(queries, k=5) == index.search_many(queries, 5, "hybrid")
+    assert index.search_many(queries, k=5) != index.search_many(queries, 5, "bm25")
+
+
 @pytest.mark.parametrize("retriever", ["dense", "hybrid"])
 def test_near_duplicates_find_their_source_first(hybrid, retriever):
     index = hybrid[2]

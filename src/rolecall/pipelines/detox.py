@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rolecall.errors import BatchFailed, ConfigError, InputFileError
 from rolecall.generate.detox import DEFAULT_NS, DetoxConfig, generate_candidates
-from rolecall.jsonl import read_jsonl
+from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.llm import LLM
 from rolecall.prompts import load_template
 from rolecall.records import Pair
@@ -113,6 +113,7 @@ class DetoxRunConfig(_Section):
     language: Literal["ko", "en"] = "ko"
     cache: str | None = None
     concurrency: int = Field(8, ge=1)
+    retries: int = Field(4, ge=0, description="tries again after a transient LLM error")
     slang: SlangSection | None = None
     sentences: SentencesSection
     generate: GenerateSection = Field(default_factory=GenerateSection)
@@ -199,15 +200,24 @@ def _stats_since(llm: LLM, before: dict) -> dict:
 
 def _finish_stage(run: RunDir, stage: str, counts: dict, llms: Sequence[LLM],
                   before: Sequence[dict]) -> None:
-    """Record the stage; a failed LLM call stops the pipeline (records kept, rerun)."""
+    """Record the stage; a failed LLM call stops the pipeline (records kept, rerun).
+
+    The failures (model, attempts, the backend's error) go to ``<stage>.failures.jsonl``,
+    rewritten by every run of the stage, and the first error is in the message.
+    """
     per_model = [_stats_since(llm, b) for llm, b in zip(llms, before)]
     stats = {key: sum(s[key] for s in per_model) for key in per_model[0]} if per_model else None
     run.record_stage(stage, counts, stats)
-    failures = stats["failures"] if stats else 0
-    if failures:
-        raise BatchFailed(f"{stage}: {failures} LLM calls failed after retries; every "
-                          f"finished record is kept in {run.path}",
-                          fix="fix the cause (see the failures above) and run the same "
+    failed = [{"model": llm.model_id, **item}
+              for llm, b in zip(llms, before)
+              for item in llm.stats.failed_items[len(b["failed_items"]):]]
+    failures_path = run.path / f"{stage}.failures.jsonl"
+    write_jsonl(failures_path, failed)
+    if failed:
+        raise BatchFailed(f"{stage}: {len(failed)} LLM calls failed after retries (first: "
+                          f"{failed[0]['error']}); every finished record is kept in "
+                          f"{run.path}, the failures are listed in {failures_path}",
+                          fix="fix the cause (server down? bad key?) and run the same "
                               "command again: it asks only for what is missing")
 
 
@@ -384,7 +394,8 @@ def _write_json(path: Path, data: dict) -> None:
 # -- the whole run -------------------------------------------------------------------------
 
 def _check_same_config(out_dir: Path, config: DetoxRunConfig) -> None:
-    """A resumed run must ask for the same data; concurrency and the cache may change."""
+    """A resumed run must ask for the same data; concurrency, retries and the cache may
+    change."""
     path = out_dir / "manifest.json"
     if not path.exists():
         return
@@ -407,7 +418,7 @@ def _check_same_config(out_dir: Path, config: DetoxRunConfig) -> None:
 
 def _fingerprint(config: DetoxRunConfig) -> dict:
     data = config.model_dump(mode="json")
-    for volatile in ("concurrency", "cache", "out"):
+    for volatile in ("concurrency", "retries", "cache", "out"):
         data.pop(volatile, None)
     return data
 

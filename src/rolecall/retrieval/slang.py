@@ -422,20 +422,22 @@ class SlangIndex:
                                  fix=REBUILD_DENSE)
         return self._dense
 
-    def search(self, query: str, k: int = 9, retriever: str = "bm25") -> list[Hit]:
+    def search(self, query: str, k: int = 9, retriever: str | None = None) -> list[Hit]:
         """The ``k`` comments most like ``query``, best first (fewer if few match)."""
         return self.search_many([query], k, retriever)[0]
 
-    def search_many(self, queries: Sequence[str], k: int = 9, retriever: str = "bm25"
+    def search_many(self, queries: Sequence[str], k: int = 9, retriever: str | None = None
                     ) -> list[list[Hit]]:
         """``search`` for each query, batched: one Kiwi call, one encoder call.
 
-        ``retriever`` is ``"bm25"`` (default), ``"dense"`` or ``"hybrid"``; the last two
-        need an index built with a dense model. Dense and hybrid give ``k`` hits whenever
+        ``retriever`` is ``"bm25"``, ``"dense"`` or ``"hybrid"`` (default: the index's
+        ``default_retriever``, the one asked for at build time); the last two need an index
+        built with a dense model. Dense and hybrid give ``k`` hits whenever
         the index has that many comments (every comment has some cosine). Dense scores may
         differ in the last float digits between a batch and a lone query (batched matrix
         products), not their order in practice.
         """
+        retriever = retriever or self.default_retriever
         _require(retriever)
         if k < 0:
             raise ConfigError(f"k must be 0 or more, got {k}")
@@ -494,11 +496,10 @@ def search_command(index_dir: Path, query: str, k: int = 9, retriever: str | Non
                    dense_model: str | None = None) -> list[Hit]:
     """``rolecall slang search``: the hits, for the CLI to print (``format_hits``).
 
-    ``retriever`` defaults to the index's own default (the one it was built for), unlike
-    ``SlangIndex.search``: a person who built a hybrid index means to search it so.
+    ``retriever`` defaults to the index's own default (the one it was built for): a person
+    who built a hybrid index means to search it so.
     """
-    index = SlangIndex.load(index_dir, dense_model)
-    return index.search(query, k, retriever or index.default_retriever)
+    return SlangIndex.load(index_dir, dense_model).search(query, k, retriever)
 
 
 def format_hits(hits: Sequence[Hit]) -> str:
