@@ -477,6 +477,8 @@ def detox_filter(
         mode: str = typer.Option("auto", help="auto, score or generate"),
         samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
         language: str = typer.Option("ko"), temperature: float = typer.Option(0.0),
+        calibrate: bool = typer.Option(False, help="score mode: divide out each label "
+                                                   "word's prior on content-free inputs"),
         consistency_template: Optional[str] = typer.Option(None),
         implicit_template: Optional[str] = typer.Option(None),
         concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
@@ -486,7 +488,8 @@ def detox_filter(
     from rolecall.rundir import RunDir
 
     section = FilterSection(models=models or [], mode=mode, samples=samples,
-                            temperature=temperature, consistency_template=consistency_template,
+                            temperature=temperature, calibrate=calibrate,
+                            consistency_template=consistency_template,
                             implicit_template=implicit_template)
     llms = [_llm(m, cache, concurrency) for m in dict.fromkeys(models or [None])]
     run = RunDir(out_dir, "detox filter", section.model_dump())

@@ -10,12 +10,12 @@ equal the uninterrupted run's, and no LLM call may be made twice.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
 import pytest
 
-from rolecall.formats.kda import read_kda_csv
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Pair
 from tests.conftest import SHARED_DATA
@@ -118,9 +118,10 @@ def test_both_filters_ran_in_order_and_the_dataset_files_agree(root):
     assert len(list(read_jsonl(ref / "verdicts_implicit.jsonl"))) == consistency["kept"]
 
     pairs = list(read_jsonl(ref / "pairs.jsonl", Pair))
-    assert len(pairs) == implicit["kept"]
-    assert [(p.neutral, p.toxic) for p in read_kda_csv(ref / "kda.csv")] == \
-        [(p.neutral, p.toxic) for p in pairs]
+    assert len(pairs) == implicit["kept"]  # may be 0: the 270M judge rarely says implicit
+    with open(ref / "kda.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows == [["neutral", "implicit"]] + [[p.neutral, p.toxic] for p in pairs]
     from rolecall.formats.parquet import read_parquet
 
     assert read_parquet(ref / "kda.parquet") == pairs

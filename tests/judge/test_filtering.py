@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 
 import pytest
@@ -34,6 +35,10 @@ def implicit_word(text: str) -> str:
 class KdaOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     scoring: bool = True
+    explicit_bias: float = 0.0  # added to "노골적" on every prompt: a label prior
+
+
+CONTENT_FREE = ("N/A", "[MASK]")
 
 
 class KdaScripted(Backend):
@@ -45,6 +50,7 @@ class KdaScripted(Backend):
     def __init__(self, location, options):
         self.model_id = "kda"
         self.supports_loglikelihood = options.scoring
+        self.bias = options.explicit_bias
         self.prompts: list[str] = []
         self._lock = threading.Lock()
 
@@ -56,6 +62,10 @@ class KdaScripted(Backend):
         wanted = consistency_word(text) if "맥락" in prompt else implicit_word(text)
         if request.kind == "score":
             logprob = -0.1 if request.score_text == f" {wanted}" else -3.0
+            if text in CONTENT_FREE:
+                logprob = -1.0  # content-free: no word preferred but for the bias
+            if request.score_text == " 노골적":
+                logprob += self.bias
             return Completion(text=request.score_text,
                               logprobs=[TokenLogprob(token="x", logprob=logprob)])
         if "??" in text:
@@ -191,3 +201,27 @@ def test_majority_ties_go_against_the_keep_label():
                      vote("explicit")], "implicit").label == "none"
     assert majority([vote("maintained"), vote("maintained"), vote("shifted")],
                     "maintained").label == "maintained"
+
+
+def test_calibration_divides_out_a_label_prior(tmp_path):
+    biased = LLM(load_backend("kda-scripted:x?explicit_bias=5"))
+    implicit = [pair(i, 0, text) for i, text in enumerate(["높으신 분들 ㅋㅋ", "평범한 문장"])]
+    _, plain = make_panels([biased])[1][0]
+    assert [plain.parse_output(p, [s[0].completion for s in biased.generate(
+        plain.format_input(p))], "m").label for p in implicit] == ["explicit", "explicit"]
+
+    _, calibrated = make_panels([biased], calibrated=True)[1][0]
+    assert calibrated.prior["노골적"] == pytest.approx(-math.log(1 + 2 * math.exp(-5)))
+    verdicts = [calibrated.parse_output(p, [s[0].completion for s in biased.generate(
+        calibrated.format_input(p))], "m") for p in implicit]
+    assert [v.label for v in verdicts] == ["implicit", "none"]
+    raw = json.loads(verdicts[0].raw_output)
+    assert raw["prior"] == pytest.approx(calibrated.prior) and "loglikelihood" in raw
+    assert sum(verdicts[0].probabilities.values()) == pytest.approx(1.0)
+
+
+def test_calibration_leaves_generate_mode_alone():
+    llm = LLM(load_backend("kda-scripted:x?scoring=false"))
+    panels = make_panels([llm], calibrated=True)
+    assert all(judge.mode == "generate" and judge.prior is None
+               for panel in panels for _, judge in panel)

@@ -2,15 +2,21 @@
 
 A base model judges by the likelihood of each label word after the prompt (one scoring
 request per word); the verdict is the most likely word and the softmax over the words is
-its probability distribution. A chat model answers JSON; a field that is missing or not one
-of the allowed values means the answer did not parse.
+its probability distribution. Small base models carry a strong prior for some label words
+whatever the input (the embedded 270M model says "노골적" for almost every K/DA candidate);
+contextual calibration (Zhao et al. 2021, "Calibrate Before Use") divides that prior out:
+the prior is the mean word distribution for content-free inputs ("N/A"), and a calibrated
+verdict takes the argmax of log p(word | input) - log p(word | content-free).
+
+A chat model answers JSON; a field that is missing or not one of the allowed values means
+the answer did not parse.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rolecall.llm import Request
 from rolecall.llm.base import Completion
@@ -20,16 +26,42 @@ def label_requests(prompt: str, words: Sequence[str]) -> list[Request]:
     return [Request(prompt=prompt, score_text=f" {word}") for word in words]
 
 
-def pick_label(words: Sequence[str], completions: Sequence[Completion]
-               ) -> tuple[str, dict[str, float], str]:
-    """(most likely word, softmax over the words, raw output as JSON)."""
-    scores = {word: c.loglikelihood for word, c in zip(words, completions)}
+def log_softmax(scores: Mapping[str, float]) -> dict[str, float]:
     top = max(scores.values())
-    weights = {word: math.exp(s - top) for word, s in scores.items()}
-    total = sum(weights.values())
-    probabilities = {word: w / total for word, w in weights.items()}
-    raw = json.dumps({"loglikelihood": scores}, ensure_ascii=False)
-    return max(scores, key=scores.get), probabilities, raw
+    log_total = top + math.log(sum(math.exp(s - top) for s in scores.values()))
+    return {word: s - log_total for word, s in scores.items()}
+
+
+def pick_label(words: Sequence[str], completions: Sequence[Completion],
+               prior: Mapping[str, float] | None = None
+               ) -> tuple[str, dict[str, float], str]:
+    """(most likely word, softmax over the words, raw output as JSON).
+
+    ``prior`` (log-probabilities of the words on content-free inputs, see
+    ``content_free_prior``) is subtracted first; the raw output keeps both.
+    """
+    scores = {word: c.loglikelihood for word, c in zip(words, completions)}
+    adjusted = {w: s - prior[w] for w, s in scores.items()} if prior else scores
+    probabilities = {word: math.exp(lp) for word, lp in log_softmax(adjusted).items()}
+    raw = {"loglikelihood": scores, **({"prior": dict(prior)} if prior else {})}
+    return max(adjusted, key=adjusted.get), probabilities, json.dumps(raw, ensure_ascii=False)
+
+
+def content_free_prior(prompts: Sequence[str], words: Sequence[str],
+                       completions: Sequence[Completion]) -> dict[str, float]:
+    """Log of the mean word distribution over content-free prompts.
+
+    ``completions`` answer ``label_requests(prompt, words)`` for each prompt in order.
+    """
+    if not prompts or len(completions) != len(prompts) * len(words):
+        raise ValueError("one completion per (content-free prompt, label word) is needed")
+    mean = dict.fromkeys(words, 0.0)
+    for number in range(len(prompts)):
+        chunk = completions[number * len(words):(number + 1) * len(words)]
+        scores = {word: c.loglikelihood for word, c in zip(words, chunk)}
+        for word, lp in log_softmax(scores).items():
+            mean[word] += math.exp(lp) / len(prompts)
+    return {word: math.log(p) for word, p in mean.items()}
 
 
 def json_answer(text: str) -> dict | None:

@@ -7,7 +7,8 @@
    (not offensive) and "explicit" (open profanity).
 
 Label words per language map to outcomes. ``score`` mode compares the words' likelihoods
-(base models); ``generate`` mode reads a JSON ``{"label": ...}`` answer (chat models).
+(base models), optionally calibrated against the model's prior for each word (``calibrate``,
+see ``labels.py``); ``generate`` mode reads a JSON ``{"label": ...}`` answer (chat models).
 Alternative templates are chosen by name (``template=``); the run manifest records their
 hashes.
 """
@@ -15,10 +16,16 @@ hashes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from rolecall.errors import ConfigError
-from rolecall.judge.labels import enum_schema, json_answer, label_requests, pick_label
+from rolecall.errors import BackendError, ConfigError
+from rolecall.judge.labels import (
+    content_free_prior,
+    enum_schema,
+    json_answer,
+    label_requests,
+    pick_label,
+)
 from rolecall.llm import LLM, Message, Request, SamplingParams
 from rolecall.llm.base import Backend, Completion
 from rolecall.prompts import Template, load_template
@@ -33,6 +40,9 @@ LABELS = {
 }
 KEEP = {"consistency": "maintained", "implicit": "implicit"}
 FILTERS = tuple(LABELS)
+# content-free inputs for calibration (Zhao et al. 2021 use "N/A", "" and "[MASK]"; an
+# empty sentence would read as a real, empty candidate here)
+CONTENT_FREE = ("N/A", "[MASK]")
 
 
 def pair_id(pair: Pair) -> str:
@@ -47,6 +57,7 @@ class PairJudge:
     words: dict[str, str]  # label word -> outcome
     temperature: float = 0.0
     constrained: bool = True
+    prior: dict[str, float] | None = field(default=None, compare=False)  # word -> log p
 
     @staticmethod
     def item_id(pair: Pair) -> str:
@@ -67,7 +78,7 @@ class PairJudge:
     def parse_output(self, pair: Pair, completions: list[Completion], model: str) -> Verdict:
         common = {"judge": self.name, "item_id": pair_id(pair), "model": model}
         if self.mode == "score":
-            word, probabilities, raw = pick_label(list(self.words), completions)
+            word, probabilities, raw = pick_label(list(self.words), completions, self.prior)
             return Verdict(label=self.words[word], raw_output=raw, parse_status="parsed",
                            probabilities={self.words[w]: p for w, p in probabilities.items()},
                            **common)
@@ -98,16 +109,39 @@ def make_pair_judge(name: str, backend: Backend, language: str = "ko", mode: str
                      constrained=bool(caps.get("json_schema")))
 
 
+def calibrate(llm: LLM, judge: PairJudge) -> PairJudge:
+    """``judge`` with its content-free prior measured on ``llm`` (score mode only).
+
+    A few scoring calls, cached like every other: a resumed run asks nothing again.
+    """
+    if judge.mode != "score":
+        return judge
+    words = list(judge.words)
+    prompts = [judge.template.render(neutral=text, toxic=text) for text in CONTENT_FREE]
+    requests = [r for prompt in prompts for r in label_requests(prompt, words)]
+    samples = [s for per_request in llm.generate(requests) for s in per_request]
+    failed = [s for s in samples if not s.ok]
+    if failed:
+        raise BackendError(f"calibrating the {judge.name} judge failed: {failed[0].error}",
+                           fix="check the judge model, or set calibrate: false")
+    prior = content_free_prior(prompts, words, [s.completion for s in samples])
+    return replace(judge, prior=prior)
+
+
 def make_panels(llms: Sequence[LLM], language: str = "ko", mode: str = "auto",
-                templates: dict[str, str | None] | None = None, temperature: float = 0.0
-                ) -> list[list[tuple[LLM, PairJudge]]]:
+                templates: dict[str, str | None] | None = None, temperature: float = 0.0,
+                calibrated: bool = False) -> list[list[tuple[LLM, PairJudge]]]:
     """One panel per filter, in K/DA's order; each judge model of ``llms`` sits on each.
 
     The judge is made per model: ``auto`` picks score or generate mode by what that
     model's backend can do, so a panel may mix a base model and a chat model.
+    ``calibrated`` measures each score-mode judge's label prior on its model first.
     """
     if not llms:
         raise ConfigError("no judge model", fix="name at least one judge model")
     templates = templates or {}
-    return [[(llm, make_pair_judge(name, llm.backend, language, mode, templates.get(name),
-                                   temperature)) for llm in llms] for name in FILTERS]
+    panels = [[(llm, make_pair_judge(name, llm.backend, language, mode, templates.get(name),
+                                     temperature)) for llm in llms] for name in FILTERS]
+    if calibrated:
+        panels = [[(llm, calibrate(llm, judge)) for llm, judge in panel] for panel in panels]
+    return panels

@@ -87,6 +87,8 @@ class FilterSection(_Section):
     mode: Literal["auto", "score", "generate"] = "auto"
     samples: int = Field(1, ge=1, description="votes per candidate and judge model")
     temperature: float = Field(0.0, ge=0)
+    calibrate: bool = Field(False, description="score mode: divide out each label word's "
+                            "prior on content-free inputs (Zhao et al. 2021)")
     consistency_template: str | None = None
     implicit_template: str | None = None
 
@@ -291,18 +293,22 @@ def filter_stage(llms: Sequence[LLM], run: RunDir, section: FilterSection, langu
     from rolecall.judge.pair_filters import make_panels
 
     pairs = read_candidates(run.path)
+    before = [llm.stats.as_dict() for llm in llms]
     panels = make_panels(llms, language, section.mode,
                          {"consistency": section.consistency_template,
-                          "implicit": section.implicit_template}, section.temperature)
+                          "implicit": section.implicit_template}, section.temperature,
+                         calibrated=section.calibrate)
     for number, llm in enumerate(llms):
         run.record_model("judge" if len(llms) == 1 else f"judge {number + 1}", llm.model_id)
     for panel in panels:
         template = panel[0][1].template
         run.record_prompt(template.name, template.source)
-    before = [llm.stats.as_dict() for llm in llms]
     report = filter_pairs(panels, pairs, run.path, section.samples, progress)
+    priors = {f"{judge.name} {llm.model_id}": {w: round(lp, 4) for w, lp in judge.prior.items()}
+              for panel in panels for llm, judge in panel if judge.prior}
     counts = {"candidates": len(pairs), "pairs": report["overall"]["kept"],
-              **{f"retention_{f['filter']}": f["retention"] for f in report["filters"]}}
+              **{f"retention_{f['filter']}": f["retention"] for f in report["filters"]},
+              **({"label_priors": priors} if priors else {})}
     _finish_stage(run, "filter", counts, llms, before)
     return report
 
