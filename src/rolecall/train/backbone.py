@@ -1,0 +1,254 @@
+"""Backbones of the dialogue models: token states for texts and text pairs.
+
+Every model of ``rolecall.train`` (out-of-bounds classifier, bi/poly-encoder retriever,
+cross-encoder reranker) is a small head over a ``Backbone``. A backbone is
+
+- ``load_backbone("/path/to/hf-model")``: any local transformers model directory (encoder
+  or decoder; ``AutoModel``), trainable by default (the GPU user's path, e.g. a copy of
+  ``klue/roberta-base``);
+- ``load_backbone("embedded")``: the embedded Gemma 3 270M (see ``llm/hf.py``), frozen by
+  default: on a CPU its hidden states are computed once per text and cached on disk
+  (``features.py``) and only the head trains (DESIGN.md: no small Korean encoder can be
+  installed offline);
+- ``tiny_backbone(texts)``: a randomly initialised 2-layer BERT with a WordPiece tokenizer
+  trained on ``texts`` on the fly, for tests.
+
+Token states are ``(hidden [B, T, H], mask [B, T])``. Pairs (``history``, ``response``) are
+assembled by hand, the same way for every tokenizer: ``[CLS] history [SEP] response [SEP]``
+(BOS/EOS where the tokenizer has no CLS/SEP), the history cut from the *left* (its end, the
+last utterance, matters most) and the response from the right, segment ids 0/1 where the
+model has segment embeddings. Nothing is ever downloaded: loads are ``local_files_only``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rolecall.errors import BackendNotInstalled, InputFileError
+
+EMBEDDED = "embedded"
+BACKBONE_DIR = "backbone"
+SOURCE_FILE = "backbone.json"
+
+
+def _torch():
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError:
+        raise BackendNotInstalled("training needs torch and transformers",
+                                  fix="pip install torch==2.13.0 'rolecall[hf]'") from None
+    return torch
+
+
+class Backbone:
+    """A transformers model and its tokenizer, with the text handling every head shares.
+
+    ``source`` names where it came from (a path, ``"embedded"`` or ``"tiny"``); a frozen
+    backbone never trains and runs under ``no_grad`` in eval mode (no dropout).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, source: str, frozen: bool):
+        self.model, self.tokenizer, self.source, self.frozen = model, tokenizer, source, frozen
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        config = model.config
+        self.hidden_size = int(getattr(config, "hidden_size", 0) or config.d_model)
+        self.has_segments = int(getattr(config, "type_vocab_size", 0) or 0) > 1
+        self.start_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None \
+            else tokenizer.bos_token_id
+        self.sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None \
+            else tokenizer.eos_token_id
+        if frozen:
+            model.eval()
+            for parameter in model.parameters():
+                parameter.requires_grad_(False)
+
+    @property
+    def identity(self) -> str:
+        """What the cached features of this backbone are keyed by."""
+        return f"{self.source}|{type(self.model).__name__}|{self.hidden_size}"
+
+    def parameters(self):
+        return self.model.parameters()
+
+    # ---- token ids ---------------------------------------------------------------------
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+
+    def _wrap(self, *segments: list[int]) -> tuple[list[int], list[int]]:
+        ids, types = [], []
+        if self.start_id is not None:
+            ids.append(self.start_id)
+            types.append(0)
+        for number, segment in enumerate(segments):
+            ids += segment
+            types += [number] * len(segment)
+            if self.sep_id is not None:
+                ids.append(self.sep_id)
+                types.append(number)
+        return ids, types
+
+    def _specials(self, segments: int) -> int:
+        return (self.start_id is not None) + segments * (self.sep_id is not None)
+
+    def batch_texts(self, texts: Sequence[str], max_length: int, side: str = "right"
+                    ) -> dict[str, Any]:
+        """Token tensors for single texts, cut to ``max_length`` from ``side``."""
+        room = max_length - self._specials(1)
+        rows = [self._wrap(_cut(ids, room, side)) for ids in self._ids(texts)]
+        return self._pad(rows)
+
+    def batch_pairs(self, firsts: Sequence[str], seconds: Sequence[str], max_length: int,
+                    second_max: int | None = None) -> dict[str, Any]:
+        """``[CLS] first [SEP] second [SEP]``: the second text keeps up to ``second_max``
+        tokens (default half the room), the first fills the rest, cut from the left."""
+        if len(firsts) != len(seconds):
+            raise ValueError("batch_pairs needs as many second texts as first texts")
+        room = max_length - self._specials(2)
+        second_max = room // 2 if second_max is None else min(second_max, room)
+        rows = []
+        for first, second in zip(self._ids(firsts), self._ids(seconds)):
+            second = second[:second_max]
+            rows.append(self._wrap(_cut(first, room - len(second), "left"), second))
+        return self._pad(rows)
+
+    def _pad(self, rows: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
+        torch = _torch()
+        width = max(1, max(len(ids) for ids, _ in rows))
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        types = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, (ids, kinds) in enumerate(rows):
+            input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
+            mask[row, :len(ids)] = 1
+            types[row, :len(ids)] = torch.tensor(kinds, dtype=torch.long)
+        batch = {"input_ids": input_ids, "attention_mask": mask}
+        if self.has_segments:
+            batch["token_type_ids"] = types
+        return batch
+
+    # ---- hidden states -----------------------------------------------------------------
+
+    def states(self, batch: dict[str, Any]) -> tuple[Any, Any]:
+        """(hidden [B, T, H], mask [B, T] bool) of a batch from ``batch_texts``/``pairs``."""
+        torch = _torch()
+        device = next(self.model.parameters()).device
+        batch = {key: value.to(device) for key, value in batch.items()}
+        with torch.set_grad_enabled(not self.frozen and torch.is_grad_enabled()):
+            output = self.model(**batch)
+        hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") \
+            else output[0]
+        return hidden.float(), batch["attention_mask"].bool()
+
+    def encode(self, texts: Sequence[str], max_length: int, side: str = "right"):
+        return self.states(self.batch_texts(texts, max_length, side))
+
+    def train(self, mode: bool = True) -> None:
+        self.model.train(mode and not self.frozen)
+
+    def to(self, device: str) -> Backbone:
+        self.model.to(device)
+        return self
+
+    # ---- saving ------------------------------------------------------------------------
+
+    def save(self, directory: Path) -> None:
+        """A trained backbone is saved whole; a frozen one that came from a path or the
+        embedded model is saved as a reference (its weights never changed)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        copy = not self.frozen or self.source == "tiny"
+        if copy:
+            self.model.save_pretrained(directory / BACKBONE_DIR)
+            self.tokenizer.save_pretrained(directory / BACKBONE_DIR)
+        (directory / SOURCE_FILE).write_text(json.dumps(
+            {"source": self.source, "frozen": self.frozen, "copied": copy}), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> Backbone:
+        path = directory / SOURCE_FILE
+        if not path.is_file():
+            raise InputFileError(directory, f"has no {SOURCE_FILE}: not a saved rolecall model",
+                                 fix="point at the directory that 'rolecall train' wrote")
+        info = json.loads(path.read_text(encoding="utf-8"))
+        if info["copied"]:
+            backbone = _from_directory(directory / BACKBONE_DIR, info["frozen"])
+            backbone.source = info["source"]
+            return backbone
+        return load_backbone(info["source"], frozen=info["frozen"])
+
+
+def _cut(ids: list[int], room: int, side: str) -> list[int]:
+    if side not in ("left", "right"):
+        raise ValueError("side is 'left' or 'right'")
+    room = max(room, 0)
+    if len(ids) <= room:
+        return ids
+    return ids[len(ids) - room:] if side == "left" else ids[:room]
+
+
+def load_backbone(name: str, frozen: bool | None = None) -> Backbone:
+    """``"embedded"`` (frozen unless told otherwise) or a local model directory (trainable
+    unless told otherwise)."""
+    if name == EMBEDDED:
+        from rolecall.llm.hf import embedded_snapshot
+
+        backbone = _from_directory(embedded_snapshot(), True if frozen is None else frozen)
+        backbone.source = EMBEDDED
+        return backbone
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        raise InputFileError(path, "no such model directory" if not path.exists()
+                             else "is not a model directory",
+                             fix="give a local transformers model directory (config.json, "
+                                 "weights, tokenizer files) or 'embedded'; nothing is "
+                                 "downloaded from a model hub")
+    backbone = _from_directory(path, False if frozen is None else frozen)
+    backbone.source = str(path.resolve())
+    return backbone
+
+
+def _from_directory(path: Path, frozen: bool) -> Backbone:
+    _torch()
+    from transformers import AutoModel, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModel.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise InputFileError(path, f"transformers cannot load this model: {exc}",
+                             fix="check that the directory holds config.json, the weights "
+                                 "and the tokenizer files") from exc
+    return Backbone(model, tokenizer, str(path), frozen)
+
+
+def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
+                  vocab_size: int = 400, max_length: int = 512, seed: int = 0,
+                  dropout: float = 0.1) -> Backbone:
+    """A random 2-layer BERT and a WordPiece tokenizer trained on ``texts`` (tests)."""
+    torch = _torch()
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    raw = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    raw.normalizer = normalizers.NFC()
+    raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    raw.train_from_iterator(list(texts), trainers.WordPieceTrainer(
+        vocab_size=vocab_size, special_tokens=specials, show_progress=False))
+    raw.post_processor = processors.BertProcessing(
+        ("[SEP]", raw.token_to_id("[SEP]")), ("[CLS]", raw.token_to_id("[CLS]")))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]",
+                                        unk_token="[UNK]", cls_token="[CLS]",
+                                        sep_token="[SEP]", mask_token="[MASK]")
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=raw.get_vocab_size(), hidden_size=hidden_size,
+                        num_hidden_layers=layers, num_attention_heads=2,
+                        intermediate_size=hidden_size * 2, max_position_embeddings=max_length,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return Backbone(BertModel(config), tokenizer, "tiny", frozen=False)

@@ -1,0 +1,122 @@
+"""Token states of a frozen backbone, computed once per input and kept on disk.
+
+A frozen backbone (the embedded Gemma on a CPU) gives the same states for the same input
+in every epoch, every run and every model trained on the same data, so ``Features`` runs
+it once per text (or text pair), in batches, and stores the states as float16 under
+``cache_dir``. Shards are written as they fill (``SHARD`` inputs each): a killed run keeps
+every finished shard and the next one computes only what is missing. A trainable backbone
+is run afresh on every call (its weights change), with gradients.
+
+Keys are SHA-256 of the backbone identity, the length limit and the input, so changing any
+of them never returns stale states.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rolecall.progress import progress_bar
+from rolecall.train.backbone import Backbone
+
+SHARD = 2048
+
+
+class Features:
+    """``texts(...)`` and ``pairs(...)`` give (hidden [B, T, H] float, mask [B, T] bool)."""
+
+    def __init__(self, backbone: Backbone, cache_dir: Path | None = None,
+                 batch_size: int = 32):
+        self.backbone, self.batch_size = backbone, batch_size
+        self.cache_dir = cache_dir if backbone.frozen else None
+        self._memory: dict[str, np.ndarray] = {}
+        self._pending: dict[str, np.ndarray] = {}
+        if self.cache_dir is not None:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            for shard in sorted(self.cache_dir.glob("shard-*.npz")):
+                with np.load(shard) as data:
+                    self._memory.update({key: data[key] for key in data.files})
+
+    def texts(self, texts: Sequence[str], max_length: int, side: str = "right"):
+        def run(chunk):
+            return self.backbone.batch_texts(chunk, max_length, side)
+        keys = [self._key("T", max_length, side, text) for text in texts]
+        return self._states(keys, list(texts), run)
+
+    def pairs(self, firsts: Sequence[str], seconds: Sequence[str], max_length: int,
+              second_max: int | None = None):
+        def run(chunk):
+            return self.backbone.batch_pairs([a for a, _ in chunk], [b for _, b in chunk],
+                                             max_length, second_max)
+        items = list(zip(firsts, seconds))
+        keys = [self._key("P", max_length, second_max, a, b) for a, b in items]
+        return self._states(keys, items, run)
+
+    def precompute(self, kind: str, items: Sequence[Any], max_length: int,
+                   progress: bool = True, **options: Any) -> None:
+        """Fill the cache for ``items`` in batches, with a progress bar (frozen only)."""
+        if self.cache_dir is None and not self.backbone.frozen:
+            return
+        step = self.batch_size * 8
+        with progress_bar(len(items), f"features ({kind})", enabled=progress) as bar:
+            for start in range(0, len(items), step):
+                chunk = items[start:start + step]
+                if kind == "texts":
+                    self.texts(chunk, max_length, **options)
+                else:
+                    self.pairs([a for a, _ in chunk], [b for _, b in chunk], max_length,
+                               **options)
+                bar(len(chunk))
+        self.flush()
+
+    def flush(self) -> None:
+        if self.cache_dir is None or not self._pending:
+            return
+        number = len(list(self.cache_dir.glob("shard-*.npz")))
+        partial = self.cache_dir / f"shard-{number:05d}.partial.npz"
+        np.savez(partial, **self._pending)
+        partial.rename(self.cache_dir / f"shard-{number:05d}.npz")  # atomic: whole or none
+        self._pending = {}
+
+    # ---- internals ---------------------------------------------------------------------
+
+    def _key(self, *parts: Any) -> str:
+        text = "\x1f".join([self.backbone.identity, *(str(p) for p in parts)])
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _states(self, keys: list[str], items: list[Any], run):
+        if not self.backbone.frozen:
+            return self.backbone.states(run(items))
+        import torch
+
+        missing = list(dict.fromkeys(k for k in keys if k not in self._memory))
+        if missing:
+            index = {key: item for key, item in zip(keys, items)}
+            for start in range(0, len(missing), self.batch_size):
+                chunk = missing[start:start + self.batch_size]
+                hidden, mask = self.backbone.states(run([index[k] for k in chunk]))
+                for row, key in enumerate(chunk):
+                    states = hidden[row][mask[row]].numpy().astype(np.float16)
+                    self._memory[key] = states
+                    if self.cache_dir is not None:
+                        self._pending[key] = states
+                if len(self._pending) >= SHARD:
+                    self.flush()
+        arrays = [self._memory[k] for k in keys]
+        width = max(1, max(len(a) for a in arrays))
+        hidden = torch.zeros((len(arrays), width, self.backbone.hidden_size))
+        mask = torch.zeros((len(arrays), width), dtype=torch.bool)
+        for row, states in enumerate(arrays):
+            hidden[row, :len(states)] = torch.from_numpy(states.astype(np.float32))
+            mask[row, :len(states)] = True
+        return hidden, mask
+
+
+def mean_pool(hidden, mask):
+    """Masked mean over tokens: [B, T, H], [B, T] -> [B, H]."""
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)

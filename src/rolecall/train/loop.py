@@ -1,0 +1,149 @@
+"""The one training loop every head uses, and how a trained model is saved and read back.
+
+A model is a torch ``nn.Module`` head plus a ``Backbone``. ``fit`` runs epochs of shuffled
+mini-batches through a loss function the model module supplies (one loss per module, see
+``losses/``); a frozen backbone contributes no parameters, a trainable one trains with its
+own, smaller learning rate. ``save_model`` writes ``model.json`` (kind, settings, metrics),
+``head.pt`` (the head's state dict) and the backbone (``backbone.py``: whole when it
+trained, a reference when frozen); ``read_model`` gives them back, so a model directory
+is ``from_pretrained``-style: everything needed to score again, identically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rolecall import __version__
+from rolecall.errors import InputFileError
+from rolecall.progress import progress_bar
+from rolecall.train.backbone import Backbone
+
+MODEL_FILE = "model.json"
+HEAD_FILE = "head.pt"
+T = TypeVar("T")
+
+
+class TrainConfig(BaseModel):
+    """Optimisation settings shared by every model (``rolecall train ... --epochs``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    epochs: int = Field(3, ge=1)
+    batch_size: int = Field(32, ge=1)
+    lr: float = Field(1e-3, gt=0, description="the head's learning rate")
+    backbone_lr: float = Field(2e-5, gt=0, description="a trainable backbone's")
+    weight_decay: float = Field(0.01, ge=0)
+    max_steps: int | None = Field(None, ge=1, description="stop after this many steps")
+    seed: int = 0
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def fit(head: Any, backbone: Backbone, items: Sequence[T],
+        loss_of: Callable[[list[T]], Any], config: TrainConfig,
+        progress: bool = True, description: str = "training") -> dict[str, Any]:
+    """Train ``head`` (and a trainable ``backbone``) on ``items``; returns the loss history.
+
+    ``loss_of(batch)`` returns a scalar tensor. Batches are shuffled with ``config.seed``;
+    the last short batch is kept (in-batch negatives then just has fewer).
+    """
+    import torch
+
+    if not items:
+        raise ValueError("nothing to train on")
+    seed_everything(config.seed)
+    groups = [{"params": [p for p in head.parameters() if p.requires_grad], "lr": config.lr}]
+    if not backbone.frozen:
+        groups.append({"params": [p for p in backbone.parameters() if p.requires_grad],
+                       "lr": config.backbone_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
+    order = list(range(len(items)))
+    rng = random.Random(config.seed)
+    steps_per_epoch = math.ceil(len(items) / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    if config.max_steps:
+        total = min(total, config.max_steps)
+    losses: list[float] = []
+    head.train()
+    backbone.train(True)
+    with progress_bar(total, description, enabled=progress) as advance:
+        while len(losses) < total:
+            rng.shuffle(order)
+            for start in range(0, len(order), config.batch_size):
+                if len(losses) >= total:
+                    break
+                batch = [items[i] for i in order[start:start + config.batch_size]]
+                loss = loss_of(batch)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(float(loss.detach()))
+                advance(1)
+    head.eval()
+    backbone.train(False)
+    return {"steps": len(losses), "first_loss": losses[0], "last_loss": losses[-1],
+            "losses": [round(x, 5) for x in losses]}
+
+
+def save_model(directory: Path, kind: str, settings: dict, head: Any, backbone: Backbone,
+               metrics: dict | None = None) -> Path:
+    import torch
+
+    directory.mkdir(parents=True, exist_ok=True)
+    backbone.save(directory)
+    torch.save(head.state_dict(), directory / HEAD_FILE)
+    info = {"kind": kind, "settings": settings, "metrics": metrics or {},
+            "rolecall": __version__}
+    (directory / MODEL_FILE).write_text(json.dumps(info, ensure_ascii=False, indent=2),
+                                        encoding="utf-8")
+    return directory
+
+
+def read_model(directory: str | Path, kind: str) -> tuple[dict, dict, Backbone]:
+    """(settings, head state dict, backbone) of a saved model of ``kind``."""
+    import torch
+
+    directory = Path(directory)
+    path = directory / MODEL_FILE
+    if not path.is_file():
+        raise InputFileError(directory, f"has no {MODEL_FILE}: not a trained rolecall model",
+                             fix=f"train one with 'rolecall train {kind} ... --out DIR'")
+    info = json.loads(path.read_text(encoding="utf-8"))
+    if info.get("kind") != kind:
+        raise InputFileError(directory, f"holds a {info.get('kind')} model, not a {kind}",
+                             fix=f"point at a directory written by 'rolecall train {kind}'")
+    if not (directory / HEAD_FILE).is_file():
+        raise InputFileError(directory, f"is missing {HEAD_FILE}",
+                             fix="the model directory is incomplete: train it again")
+    try:
+        state = torch.load(directory / HEAD_FILE, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a corrupt file
+        raise InputFileError(directory / HEAD_FILE, f"cannot be read: {exc}",
+                             fix="the file is corrupt: train the model again") from exc
+    return info["settings"], state, Backbone.load(directory)
+
+
+def write_metrics(directory: Path, metrics: dict) -> None:
+    """Add ``metrics`` to a saved model's ``model.json`` (evaluation after training)."""
+    path = directory / MODEL_FILE
+    info = json.loads(path.read_text(encoding="utf-8"))
+    info["metrics"].update(metrics)
+    path.write_text(json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8")
+
+
+class Settings(BaseModel):
+    """Base of each model's settings (what ``model.json`` stores and the head is built
+    from); unknown keys are refused so a typo never trains the wrong model."""
+
+    model_config = ConfigDict(extra="forbid")

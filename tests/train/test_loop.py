@@ -1,0 +1,56 @@
+"""The training loop and model directories, on a toy head over a tiny backbone."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rolecall.errors import InputFileError  # noqa: E402
+from rolecall.train.backbone import tiny_backbone  # noqa: E402
+from rolecall.train.features import mean_pool  # noqa: E402
+from rolecall.train.loop import TrainConfig, fit, read_model, save_model  # noqa: E402
+
+TEXTS = [("좋은 말씀 감사합니다", 0), ("나쁜 욕설 문장", 1), ("오늘 날씨 좋네요", 0),
+         ("정말 나쁜 욕", 1)] * 4
+
+
+def setup():
+    backbone = tiny_backbone([t for t, _ in TEXTS], vocab_size=100)
+    head = torch.nn.Linear(backbone.hidden_size, 2)
+
+    def loss_of(batch):
+        hidden, mask = backbone.encode([t for t, _ in batch], 16)
+        logits = head(mean_pool(hidden, mask))
+        return torch.nn.functional.cross_entropy(logits, torch.tensor([y for _, y in batch]))
+    return backbone, head, loss_of
+
+
+def test_fit_trains_head_and_backbone_and_the_loss_falls():
+    backbone, head, loss_of = setup()
+    before_head = head.weight.detach().clone()
+    before_backbone = next(backbone.parameters()).detach().clone()
+    history = fit(head, backbone, TEXTS, loss_of, TrainConfig(epochs=15, batch_size=4,
+                  lr=1e-2, backbone_lr=1e-3), progress=False)
+    assert history["steps"] == 60 and history["last_loss"] < history["first_loss"] * 0.5
+    assert not torch.equal(head.weight, before_head)
+    assert not torch.equal(next(backbone.parameters()), before_backbone)
+
+
+def test_max_steps_and_the_saved_model_reads_back(tmp_path):
+    backbone, head, loss_of = setup()
+    history = fit(head, backbone, TEXTS, loss_of, TrainConfig(max_steps=3, batch_size=4),
+                  progress=False)
+    assert history["steps"] == 3
+    save_model(tmp_path / "m", "toy", {"classes": 2}, head, backbone, {"f1": 0.5})
+    settings, state, again = read_model(tmp_path / "m", "toy")
+    assert settings == {"classes": 2} and torch.equal(state["weight"], head.weight)
+    with torch.no_grad():
+        assert torch.allclose(again.encode(["오늘"], 8)[0], backbone.encode(["오늘"], 8)[0])
+    with pytest.raises(InputFileError, match="holds a toy model, not a retriever"):
+        read_model(tmp_path / "m", "retriever")
+    (tmp_path / "m" / "head.pt").write_bytes(b"not a torch file")
+    with pytest.raises(InputFileError, match="cannot be read"):
+        read_model(tmp_path / "m", "toy")
+    with pytest.raises(InputFileError, match="not a trained rolecall model"):
+        read_model(tmp_path, "toy")
