@@ -1,0 +1,182 @@
+"""ROC curves, ROC AUC and the max-F1 threshold of the "unanswerable context" detector.
+
+The NAACL 2022 paper decides whether the retrieved response fits the context with a score,
+either the reranker's MC-dropout confidence (mean - variance of its scores under dropout)
+or the LM perplexity of the response, and flags the context *unanswerable* when the score
+passes a threshold, chosen where F1 is highest on a validation set with hard negatives
+(Appendix C, see ``validation_set``). It reports ROC AUC for the detector.
+
+Conventions here: label 1 = unanswerable (the positive class); a higher score = more likely
+unanswerable, and a context is flagged when ``score >= threshold``. Perplexity already
+points that way; MC-dropout confidence points the other way (high = the response fits), so
+negate it, or give ``UnanswerableEvaluator`` / ``flag_unanswerable``
+``higher_is_unanswerable=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from rolecall.errors import BackendNotInstalled
+from rolecall.eval.evaluator import Evaluator
+
+
+def _binary(labels: Sequence[int], scores: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Labels as 0/1 ints and scores as floats, checked: same length, both classes, no NaN."""
+    y, s = np.asarray(labels), np.asarray(scores, dtype=float)
+    if y.ndim != 1 or s.ndim != 1 or len(y) != len(s):
+        raise ValueError("labels and scores must be flat lists of the same length, got "
+                         f"shapes {y.shape} and {s.shape}")
+    if len(y) == 0:
+        raise ValueError("no labels to evaluate (labels is empty)")
+    bad = ~np.isin(y, (0, 1))
+    if bad.any():
+        raise ValueError(f"labels must be 0 or 1 (1 = positive), got {y[bad][0]!r}")
+    if np.isnan(s).any():
+        raise ValueError("scores contain NaN")
+    y = y.astype(np.int64)
+    if y.min() == y.max():
+        raise ValueError(f"only one class present in labels (all {int(y[0])}): ROC AUC and "
+                         "the F1 threshold need both positives (1) and negatives (0)")
+    return y, s
+
+
+def _cumulative_counts(y: np.ndarray, s: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each distinct score t, highest first: (t, #positives >= t, #negatives >= t)."""
+    order = np.argsort(-s, kind="stable")
+    s_sorted, y_sorted = s[order], y[order]
+    # the last index of each run of equal scores: everything up to it scores >= that score
+    last = np.flatnonzero(np.r_[s_sorted[1:] != s_sorted[:-1], True])
+    tps = np.cumsum(y_sorted)[last]
+    fps = (last + 1) - tps
+    return s_sorted[last], tps, fps
+
+
+def roc_curve(labels: Sequence[int], scores: Sequence[float]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(fpr, tpr, thresholds)``: one point per distinct score, predicting 1 for ``>= t``.
+
+    Thresholds fall from ``+inf`` (nothing flagged, the point (0, 0)) to the lowest score
+    (everything flagged, (1, 1)); like scikit-learn's ``roc_curve`` with
+    ``drop_intermediate=False``.
+    """
+    y, s = _binary(labels, scores)
+    thresholds, tps, fps = _cumulative_counts(y, s)
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    return (np.r_[0.0, fps / n_neg], np.r_[0.0, tps / n_pos], np.r_[np.inf, thresholds])
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ascending; tied values share the mean of their ranks."""
+    order = np.argsort(values, kind="stable")
+    _, first, counts = np.unique(values[order], return_index=True, return_counts=True)
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat(first + (counts + 1) / 2, counts)
+    return ranks
+
+
+def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
+    """Area under the ROC curve: P(a random positive scores above a random negative).
+
+    Computed as the Mann-Whitney U statistic over ``n_pos * n_neg``, with a tied
+    positive/negative pair counting half (average ranks). ValueError when only one class
+    is present: the area is undefined then.
+    """
+    y, s = _binary(labels, scores)
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    u = _average_ranks(s)[y == 1].sum() - n_pos * (n_pos + 1) / 2
+    return float(u / (n_pos * n_neg))
+
+
+def max_f1_threshold(labels: Sequence[int], scores: Sequence[float]
+                     ) -> tuple[float, float, float, float]:
+    """``(threshold, f1, precision, recall)`` at the threshold with the best F1.
+
+    Predicting 1 for ``score >= threshold``; the search runs over the distinct scores, and
+    of thresholds with equal F1 the larger one wins (fewer contexts flagged).
+    """
+    y, s = _binary(labels, scores)
+    thresholds, tps, fps = _cumulative_counts(y, s)
+    n_pos = int(y.sum())
+    # 2TP / (2TP + FP + FN): one division of integers, so equal F1s compare equal exactly
+    f1 = 2 * tps / (2 * tps + fps + (n_pos - tps))
+    best = int(np.argmax(f1))  # first maximum = the largest threshold (thresholds fall)
+    return (float(thresholds[best]), float(f1[best]),
+            float(tps[best] / (tps[best] + fps[best])), float(tps[best] / n_pos))
+
+
+def flag_unanswerable(scores: Sequence[float], threshold: float,
+                      higher_is_unanswerable: bool = True) -> np.ndarray:
+    """Booleans, True = unanswerable: ``score >= threshold`` (or ``<=`` if lower is)."""
+    s = np.asarray(scores, dtype=float)
+    return s >= threshold if higher_is_unanswerable else s <= threshold
+
+
+def _area(fpr: Sequence[float], tpr: Sequence[float]) -> float:
+    x, y = np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape or len(x) < 2:
+        raise ValueError("each curve needs fpr and tpr of the same length, 2 points or more")
+    return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))  # trapezoids
+
+
+def save_roc_png(curves: dict[str, tuple[Sequence[float], Sequence[float]]],
+                 path: str | Path, title: str) -> Path:
+    """Plot ROC curves ``{label: (fpr, tpr)}`` with their AUC and the chance diagonal.
+
+    Writes a PNG at ``path`` (parent folders made) and returns the path. matplotlib is an
+    optional dependency, drawn with its Agg canvas directly (no pyplot, no global backend
+    switch), so it works headless and inside a server.
+    """
+    if not curves:
+        raise ValueError("no curves to plot")
+    areas = {label: _area(fpr, tpr) for label, (fpr, tpr) in curves.items()}
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise BackendNotInstalled("plotting ROC curves needs matplotlib",
+                                  fix="pip install 'rolecall[models]'") from None
+    figure = Figure(figsize=(5, 5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for label, (fpr, tpr) in curves.items():
+        axes.plot(fpr, tpr, label=f"{label} (AUC = {areas[label]:.3f})")
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", label="chance")
+    axes.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate",
+             ylabel="true positive rate", title=title)
+    axes.legend(loc="lower right")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, format="png")
+    return out
+
+
+@dataclass
+class UnanswerableEvaluator(Evaluator):
+    """ROC AUC and the max-F1 threshold of an unanswerable-context score.
+
+    Call it as ``evaluator(labels, scores)`` with labels 1 = unanswerable, 0 = the gold
+    response fits. With ``higher_is_unanswerable=False`` (e.g. MC-dropout mean - variance,
+    where high means the response fits) the scores are negated inside, and the returned
+    ``threshold`` is back in the caller's scale: flag ``score <= threshold`` then (see
+    ``flag_unanswerable``). Returns ``roc_auc``, ``threshold``, ``f1``, ``precision`` and
+    ``recall``; primary ``"roc_auc"``.
+    """
+
+    name: str = "unanswerable"
+    higher_is_unanswerable: bool = True
+    primary_metric: ClassVar[str] = "roc_auc"
+    greater_is_better: ClassVar[bool] = True
+
+    def __call__(self, labels: Sequence[int], scores: Sequence[float]) -> dict[str, float]:
+        sign = 1.0 if self.higher_is_unanswerable else -1.0
+        oriented = sign * np.asarray(scores, dtype=float)
+        threshold, f1, precision, recall = max_f1_threshold(labels, oriented)
+        return {"roc_auc": roc_auc(labels, oriented), "threshold": sign * threshold,
+                "f1": f1, "precision": precision, "recall": recall}
