@@ -1,0 +1,197 @@
+"""The out-of-bounds classifier and the fallback question (NAACL 2022, section 4.2).
+
+The classifier reads ``[CLS] history [SEP] response [SEP]`` and says whether the system
+response breaks the role specification. The history is the whole dialogue so far
+(``data.context_text(history, max_turns=None)``, last utterance marked), cut from the
+*left* to ``max_length`` tokens by the backbone, so the turns nearest the response survive;
+the response keeps up to ``response_max`` tokens. A small head pools the token states and
+maps them to two classes, 0 = in bounds, 1 = out of bounds (the positive class of the
+metrics). Trained on the judged examples: positives are in bounds, negatives out of bounds.
+
+When a response is flagged, the bot says one of a few pre-defined questions on another
+topic instead: ``pick_fallback`` picks the one an LM finds most natural after the context
+(lowest perplexity).
+
+The pieces every pair model shares are in ``pairs.py``; LM perplexities in
+``perplexity.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from rolecall.errors import (
+    ConfigError,
+    InputFileError,
+)
+from rolecall.records import Example
+from rolecall.train.backbone import Backbone, _torch
+from rolecall.train.data import read_examples
+from rolecall.train.features import Features
+from rolecall.train.loop import TrainConfig, save_model
+from rolecall.train.pairs import (
+    Context,
+    PairSettings,
+    as_context,
+    build_head,
+    encode_pairs,
+    held_out,
+    load_head,
+    model_device,
+    resolve_backbone,
+    resolve_pool,
+    train_head,
+)
+from rolecall.train.perplexity import lm_perplexities, lm_prompt
+
+KIND = "classifier"
+IN_BOUNDS, OUT_OF_BOUNDS = 0, 1
+
+
+class ClassifierSettings(PairSettings):
+    class_weights: Literal["none", "balanced"] | tuple[float, float] = Field(
+        "none", description="cross-entropy weights (in, out); balanced: n / (2 * n_class)")
+    threshold: float = Field(0.5, gt=0.0, lt=1.0, description="P(out) that flags")
+
+
+class Classifier:
+    """A trained (or new) out-of-bounds classifier: head, backbone and settings."""
+
+    def __init__(self, head: Any, backbone: Backbone, settings: ClassifierSettings,
+                 features: Features | None = None):
+        self.head, self.backbone, self.settings, self.features = (head, backbone, settings,
+                                                                  features)
+
+    @classmethod
+    def create(cls, backbone: Backbone | str, settings: ClassifierSettings | None = None,
+               features: Features | None = None) -> Classifier:
+        backbone = resolve_backbone(backbone)
+        settings = settings or ClassifierSettings()
+        settings = settings.model_copy(update={"pool": resolve_pool(settings.pool, backbone)})
+        return cls(build_head(backbone, settings, 2), backbone, settings, features)
+
+    @classmethod
+    def load(cls, directory: str | Path, cache_dir: Path | None = None) -> Classifier:
+        settings, backbone, head, features = load_head(directory, KIND, ClassifierSettings,
+                                                       2, cache_dir)
+        return cls(head, backbone, settings, features)
+
+    def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
+        return save_model(Path(directory), KIND, self.settings.model_dump(mode="json"),
+                          self.head, self.backbone, metrics)
+
+    def predict_proba(self, contexts: Sequence[Context], responses: Sequence[str],
+                      batch_size: int = 32) -> np.ndarray:
+        """[N, 2] probabilities: column 0 in bounds, column 1 out of bounds."""
+        torch = _torch()
+        texts = [as_context(c, self.settings.max_turns) for c in contexts]
+        vectors = encode_pairs(self.backbone, self.features, texts, list(responses),
+                               self.settings, batch_size)
+        self.head.eval()
+        with torch.no_grad():
+            return torch.softmax(self.head(vectors), dim=-1).cpu().numpy()
+
+    def predict(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        """Booleans, True = out of bounds (P(out) >= the settings' threshold)."""
+        return self.predict_proba(contexts, responses)[:, OUT_OF_BOUNDS] >= \
+            self.settings.threshold
+
+    def fit(self, examples: Sequence[Example], config: TrainConfig, progress: bool = True
+            ) -> dict[str, Any]:
+        torch = _torch()
+        if self.features is None:
+            self.features = Features(self.backbone, batch_size=config.batch_size)
+        labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in examples]
+        weight = _class_weights(self.settings.class_weights, labels)
+        if weight is not None:
+            weight = torch.tensor(weight, dtype=torch.float, device=model_device(self.backbone))
+        loss = torch.nn.CrossEntropyLoss(weight=weight)
+        groups = [[(as_context(e.history, self.settings.max_turns), e.response.strip())]
+                  for e in examples]
+        return train_head(self.head, self.backbone, self.features, groups, labels,
+                          self.settings, config, lambda out, y: loss(out[:, 0], y),
+                          progress, "training classifier")
+
+    def evaluate(self, examples: Sequence[Example]) -> dict[str, float]:
+        """Accuracy, precision, recall and F1 of out-of-bounds; ROC AUC with both labels."""
+        from rolecall.eval.classification import accuracy, precision_recall_f1
+        from rolecall.eval.thresholds import roc_auc
+
+        if not examples:
+            return {}
+        labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in examples]
+        proba = self.predict_proba([e.history for e in examples],
+                                   [e.response.strip() for e in examples])[:, OUT_OF_BOUNDS]
+        predicted = (proba >= self.settings.threshold).astype(int)
+        precision, recall, f1 = precision_recall_f1(labels, predicted, OUT_OF_BOUNDS)
+        metrics = {"accuracy": accuracy(labels, predicted), "precision": precision,
+                   "recall": recall, "f1": f1}
+        if len(set(labels)) == 2:
+            metrics["roc_auc"] = roc_auc(labels, proba)
+        return metrics
+
+
+def _class_weights(option: str | tuple[float, float], labels: Sequence[int]
+                   ) -> list[float] | None:
+    if option == "none":
+        return None
+    if option == "balanced":
+        counts = [max(1, sum(1 for y in labels if y == c)) for c in (0, 1)]
+        return [len(labels) / (2 * n) for n in counts]
+    return [float(w) for w in option]
+
+
+def train_classifier(examples_path: str | Path, out_dir: str | Path,
+                     backbone: Backbone | str, settings: ClassifierSettings | None = None,
+                     config: TrainConfig | None = None, test_share: float = 0.1,
+                     progress: bool = True, cache_dir: Path | None = None
+                     ) -> dict[str, Any]:
+    """Train on an example file, evaluate on dialogues held out, save to ``out_dir``.
+
+    Returns (and writes into ``model.json``) the held-out accuracy, precision, recall, F1
+    (positive = out of bounds) and ROC AUC (absent when no dialogue fell into the held-out
+    share, or, for the AUC, when it holds one label only), plus the training loss.
+    ``cache_dir`` keeps a frozen backbone's states between runs: give every model trained
+    on the same data the same folder.
+    """
+    config = config or TrainConfig()
+    examples = read_examples(examples_path, need_negatives=True)
+    train, test = held_out(examples, test_share, config.seed, examples_path)
+    if not any(e.label == "negative" for e in train):
+        raise InputFileError(examples_path, "every negative example fell into the held-out "
+                             "share", fix="add negatives or lower the test share")
+    backbone = resolve_backbone(backbone)
+    features = Features(backbone, cache_dir, batch_size=config.batch_size)
+    model = Classifier.create(backbone, settings, features)
+    history = model.fit(train, config, progress)
+    metrics: dict[str, Any] = {
+        "train_examples": len(train), "test_examples": len(test),
+        "test_out_of_bounds": sum(e.label == "negative" for e in test),
+        "steps": history["steps"], "first_loss": history["first_loss"],
+        "last_loss": history["last_loss"], **model.evaluate(test)}
+    model.save(out_dir, metrics)
+    return metrics
+
+
+# ---- the fallback question --------------------------------------------------------------
+
+
+def pick_fallback(context: Context, questions: Sequence[str], scorer: Any
+                  ) -> tuple[str, list[float]]:
+    """The pre-defined question (on another topic) the LM finds most natural after
+    ``context``, and every question's perplexity (in the order given).
+
+    Used when the classifier flags a response: asking something else keeps the dialogue
+    going where an apology would end it; the perplexity picks the least abrupt change.
+    """
+    questions = [q.strip() for q in questions]
+    if not questions or not all(questions):
+        raise ConfigError("the fallback needs at least one non-empty question",
+                          fix="list the pre-defined questions in the bot's settings")
+    values = lm_perplexities(scorer, [lm_prompt(context)] * len(questions), questions)
+    return questions[int(np.argmin(values))], [float(v) for v in values]

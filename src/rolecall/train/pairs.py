@@ -1,0 +1,214 @@
+"""What every model over ``[CLS] context [SEP] response`` pairs shares: settings, the head,
+pooling, pair encoding (through ``Features``: cached for a frozen backbone), head training
+and loading, held-out splits. Used by ``classifier.py`` and ``reranker.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from rolecall.errors import (
+    ConfigError,
+    InputFileError,
+    describe_validation,
+)
+from rolecall.progress import progress_bar
+from rolecall.records import Example, Turn
+from rolecall.train.backbone import Backbone, _torch, load_backbone
+from rolecall.train.data import context_text, split_by
+from rolecall.train.features import Features, mean_pool
+from rolecall.train.loop import Settings, TrainConfig, fit, read_model
+
+Context = str | Sequence[Turn]
+Pool = Literal["auto", "mean", "mean+first", "mean+last"]
+
+
+class PairSettings(Settings):
+    """What a head over ``[CLS] context [SEP] response`` pairs is built from."""
+
+    max_length: int = Field(512, ge=8, description="tokens of the whole pair")
+    response_max: int = Field(128, ge=1, description="tokens kept of the response")
+    max_turns: int | None = Field(None, ge=1, description="history turns kept; None: all")
+    pool: Pool = Field("auto", description="auto: mean+last for decoders, mean+first else")
+    width: int = Field(256, ge=1, description="the head's hidden layer")
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+
+
+def resolve_backbone(backbone: Backbone | str) -> Backbone:
+    """A ``Backbone`` as given, or loaded from a path / ``"embedded"``."""
+    return backbone if isinstance(backbone, Backbone) else load_backbone(backbone)
+
+
+def resolve_pool(pool: str, backbone: Backbone) -> str:
+    """``auto`` becomes what suits the backbone: a decoder's last token has attended to
+    the whole pair (its first token has seen nothing), an encoder's CLS token is trained
+    as a summary; both are joined with the mean of the states."""
+    if pool != "auto":
+        return pool
+    config = backbone.model.config
+    decoder = bool(getattr(config, "is_decoder", False)) or \
+        backbone.tokenizer.cls_token_id is None
+    return "mean+last" if decoder else "mean+first"
+
+
+def pool_states(hidden: Any, mask: Any, pool: str) -> Any:
+    """[B, T, H] states, [B, T] mask -> [B, H] (mean) or [B, 2H] (mean and one token).
+
+    subtle: both the padded batches and the cached features put every row's tokens first,
+    so the last real token sits at ``mask.sum(1) - 1``.
+    """
+    torch = _torch()
+    mean = mean_pool(hidden, mask)
+    if pool == "mean":
+        return mean
+    if pool == "mean+first":
+        return torch.cat([mean, hidden[:, 0]], dim=-1)
+    if pool == "mean+last":
+        last = (mask.long().sum(1) - 1).clamp(min=0)
+        return torch.cat([mean, hidden[torch.arange(len(hidden), device=hidden.device), last]],
+                         dim=-1)
+    raise ValueError(f"unknown pool {pool!r}")
+
+
+def build_head(backbone: Backbone, settings: PairSettings, outputs: int) -> Any:
+    """LayerNorm -> dropout -> linear -> GELU -> dropout -> linear, on the pooled vector.
+
+    The norm matters for frozen decoders (Gemma's states run to the hundreds); the two
+    dropouts are what MC dropout samples (``unanswerable.py``).
+    """
+    nn = _torch().nn
+    size = backbone.hidden_size * (1 if settings.pool == "mean" else 2)
+    head = nn.Sequential(nn.LayerNorm(size), nn.Dropout(settings.dropout),
+                         nn.Linear(size, settings.width), nn.GELU(),
+                         nn.Dropout(settings.dropout), nn.Linear(settings.width, outputs))
+    return head.to(model_device(backbone))
+
+
+def model_device(backbone: Backbone) -> Any:
+    return next(backbone.model.parameters()).device
+
+
+def as_context(context: Context, max_turns: int | None) -> str:
+    """Context text as the models read it: a string is taken as already made."""
+    return context if isinstance(context, str) else context_text(context, max_turns)
+
+
+def encode_pairs(backbone: Backbone, features: Features | None, contexts: Sequence[str],
+                 responses: Sequence[str], settings: PairSettings, batch_size: int = 32,
+                 progress: bool = False) -> Any:
+    """Pooled pair vectors [N, P], without gradients and with the backbone in eval mode.
+
+    With ``features`` a frozen backbone's states come from (and go to) its cache; without
+    it the backbone runs directly, so a long-running server does not keep every pair's
+    states in memory.
+    """
+    torch = _torch()
+    if len(contexts) != len(responses):
+        raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses")
+    backbone.train(False)
+    device, chunks = model_device(backbone), []
+    with torch.no_grad(), progress_bar(len(contexts), "features (pairs)",
+                                       enabled=progress) as advance:
+        for start in range(0, len(contexts), batch_size):
+            firsts = list(contexts[start:start + batch_size])
+            seconds = list(responses[start:start + batch_size])
+            if features is not None:
+                hidden, mask = features.pairs(firsts, seconds, settings.max_length,
+                                              settings.response_max)
+            else:
+                hidden, mask = backbone.states(backbone.batch_pairs(
+                    firsts, seconds, settings.max_length, settings.response_max))
+            chunks.append(pool_states(hidden.to(device), mask.to(device), settings.pool))
+            advance(len(firsts))
+    if features is not None:
+        features.flush()
+    if not chunks:
+        width = backbone.hidden_size * (1 if settings.pool == "mean" else 2)
+        return torch.zeros((0, width), device=device)
+    return torch.cat(chunks)
+
+
+def train_head(head: Any, backbone: Backbone, features: Features,
+               groups: Sequence[Sequence[tuple[str, str]]], targets: Sequence[int],
+               settings: PairSettings, config: TrainConfig,
+               criterion: Callable[[Any, Any], Any], progress: bool, description: str
+               ) -> dict[str, Any]:
+    """Train ``head`` on groups of pairs (all of one size G) through ``loop.fit``.
+
+    ``criterion(outputs [B, G, O], targets [B])`` gives the loss. A frozen backbone's
+    pooled vectors are computed once up front (every epoch then costs only the head); a
+    trainable one is run on every batch, with gradients.
+    """
+    torch = _torch()
+    size = len(groups[0])
+    device = model_device(backbone)
+    target = torch.tensor(list(targets), dtype=torch.long, device=device)
+    table = None
+    if backbone.frozen:
+        flat = [pair for group in groups for pair in group]
+        table = encode_pairs(backbone, features, [c for c, _ in flat], [r for _, r in flat],
+                             settings, features.batch_size, progress)
+        table = table.view(len(groups), size, -1)
+
+    def loss_of(batch: list[int]) -> Any:
+        if table is not None:
+            vectors = table[batch]
+        else:
+            flat = [pair for i in batch for pair in groups[i]]
+            hidden, mask = features.pairs([c for c, _ in flat], [r for _, r in flat],
+                                          settings.max_length, settings.response_max)
+            vectors = pool_states(hidden, mask, settings.pool).view(len(batch), size, -1)
+        return criterion(head(vectors), target[batch])
+
+    return fit(head, backbone, list(range(len(groups))), loss_of, config, progress,
+               description)
+
+
+def load_head(directory: str | Path, kind: str, settings_type: type[PairSettings],
+              outputs: int, cache_dir: Path | None = None
+              ) -> tuple[Any, Backbone, Any, Features | None]:
+    """(settings, backbone, head, features) of a saved pair model of ``kind``."""
+    raw, state, backbone = read_model(directory, kind)
+    try:
+        settings = settings_type.model_validate(raw)
+    except ValidationError as exc:
+        raise InputFileError(Path(directory) / "model.json",
+                             f"bad settings: {describe_validation(exc, 'settings')}",
+                             fix=f"train the {kind} again with this rolecall version") from None
+    head = build_head(backbone, settings, outputs)
+    try:
+        head.load_state_dict(state)
+    except RuntimeError as exc:
+        raise InputFileError(Path(directory) / "head.pt", f"does not fit the settings: {exc}",
+                             fix=f"train the {kind} again") from None
+    head.eval()
+    features = Features(backbone, cache_dir) if cache_dir is not None else None
+    return settings, backbone, head, features
+
+
+def example_key(example: Example) -> str:
+    """What the held-out split keeps together: the dialogue, else the context itself."""
+    return example.dialogue_id or context_text(example.history, None)
+
+
+def held_out(examples: list[Example], share: float, seed: int, path: str | Path
+             ) -> tuple[list[Example], list[Example]]:
+    """(train, test) by ``example_key``; ``share == 0`` holds nothing out."""
+    if not 0 <= share < 1:
+        raise ConfigError(f"the test share must lie in [0, 1), got {share}",
+                          fix="use e.g. 0.1, or 0 to train on every example")
+    if share == 0:
+        return examples, []
+    train, test = split_by(examples, key=example_key, held_out=share, seed=seed)
+    if not train:
+        raise InputFileError(path, f"all {len(examples)} examples fell into the held-out "
+                             "share: too few dialogues", fix="add dialogues or lower the "
+                             "test share")
+    return train, test
+
+
+# ---- the classifier ---------------------------------------------------------------------

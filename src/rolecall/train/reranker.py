@@ -1,0 +1,243 @@
+"""The cross-encoder reranker (NAACL 2022, section 4.3).
+
+The retriever (a poly-encoder) proposes candidates from the unique positive system turns;
+the reranker reads each ``[CLS] context [SEP] candidate [SEP]`` pair whole, so context and
+candidate attend to each other, and gives it one score. It is trained per context on the
+gold response and ``negatives`` (7) others with softmax cross-entropy over the 8 scores,
+gold first. The negatives are drawn from the unique positive responses of the training
+split, never the gold; optionally some come from ``hard_negatives(context, gold, k)`` (the
+retriever's best candidates that are not the gold), which teaches the fine distinctions
+random ones cannot, while the random rest keeps the retriever's near-paraphrases of the
+gold (false negatives) from dominating.
+
+The negatives are drawn once per example, not per epoch: with a frozen backbone each new
+pair is a forward pass of the backbone, and a fixed set is computed once and cached.
+
+The head has dropout, so with dropout switched on the scores vary: ``mc_dropout`` samples
+them for the unanswerable-context detector (``unanswerable.py``); ``score`` is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from rolecall.errors import InputFileError
+from rolecall.records import Example
+from rolecall.train.backbone import Backbone, _torch
+from rolecall.train.data import MAX_TURNS, read_examples, unique_candidates
+from rolecall.train.features import Features
+from rolecall.train.loop import TrainConfig, save_model
+from rolecall.train.pairs import (
+    Context,
+    PairSettings,
+    as_context,
+    build_head,
+    encode_pairs,
+    held_out,
+    load_head,
+    resolve_backbone,
+    resolve_pool,
+    train_head,
+)
+
+KIND = "reranker"
+# hard_negatives(context, gold, k): up to k candidates ranked best first; may include the
+# gold (it is dropped)
+HardNegatives = Callable[[str, str, int], list[str]]
+
+
+class RerankerSettings(PairSettings):
+    max_turns: int | None = Field(MAX_TURNS, ge=1, description="history turns (paper: 10)")
+    negatives: int = Field(7, ge=1, description="negatives per example (paper: 7)")
+    hard_count: int = Field(3, ge=0, description="of them from hard_negatives, when given")
+    eval_candidates: int = Field(20, ge=2, description="K of the held-out Hits@1/K")
+
+
+def draw_negatives(context: str, gold: str, pool: Sequence[str], k: int, rng: random.Random,
+                   hard_negatives: HardNegatives | None = None, hard_count: int = 0
+                   ) -> list[str]:
+    """``k`` distinct responses other than ``gold``: first up to ``hard_count`` from
+    ``hard_negatives`` (in its order), the rest drawn at random from ``pool``."""
+    gold = gold.strip()
+    chosen: list[str] = []
+    if hard_negatives is not None and hard_count > 0:
+        for candidate in hard_negatives(context, gold, hard_count + 1):
+            candidate = candidate.strip()
+            if candidate and candidate != gold and candidate not in chosen:
+                chosen.append(candidate)
+            if len(chosen) == min(hard_count, k):
+                break
+    others = [r for r in pool if r != gold and r not in chosen]
+    chosen += rng.sample(others, min(k - len(chosen), len(others)))
+    return chosen
+
+
+class Reranker:
+    """A trained (or new) cross-encoder reranker: head, backbone and settings."""
+
+    def __init__(self, head: Any, backbone: Backbone, settings: RerankerSettings,
+                 features: Features | None = None):
+        self.head, self.backbone, self.settings, self.features = (head, backbone, settings,
+                                                                  features)
+
+    @classmethod
+    def create(cls, backbone: Backbone | str, settings: RerankerSettings | None = None,
+               features: Features | None = None) -> Reranker:
+        backbone = resolve_backbone(backbone)
+        settings = settings or RerankerSettings()
+        settings = settings.model_copy(update={"pool": resolve_pool(settings.pool, backbone)})
+        return cls(build_head(backbone, settings, 1), backbone, settings, features)
+
+    @classmethod
+    def load(cls, directory: str | Path, cache_dir: Path | None = None) -> Reranker:
+        settings, backbone, head, features = load_head(directory, KIND, RerankerSettings, 1,
+                                                       cache_dir)
+        return cls(head, backbone, settings, features)
+
+    def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
+        return save_model(Path(directory), KIND, self.settings.model_dump(mode="json"),
+                          self.head, self.backbone, metrics)
+
+    # ---- scoring ----------------------------------------------------------------------
+
+    def vectors(self, contexts: Sequence[Context], responses: Sequence[str],
+                batch_size: int = 32) -> Any:
+        """The pooled pair vectors the head reads (backbone in eval mode, no gradients)."""
+        texts = [as_context(c, self.settings.max_turns) for c in contexts]
+        return encode_pairs(self.backbone, self.features, texts,
+                            [r.strip() for r in responses], self.settings, batch_size)
+
+    def score_pairs(self, contexts: Sequence[Context], responses: Sequence[str],
+                    batch_size: int = 32) -> np.ndarray:
+        """[N] scores (logits; higher = fits better), dropout off: deterministic."""
+        torch = _torch()
+        vectors = self.vectors(contexts, responses, batch_size)
+        self.head.eval()
+        with torch.no_grad():
+            return self.head(vectors)[:, 0].cpu().numpy()
+
+    def score(self, contexts: Sequence[Context], candidates_per_context: Sequence[Sequence[str]],
+              batch_size: int = 32) -> np.ndarray:
+        """[N, K] scores of each context's candidates; rows shorter than the longest are
+        padded with ``-inf`` (ranked last, never chosen)."""
+        if len(contexts) != len(candidates_per_context):
+            raise ValueError(f"{len(contexts)} contexts but {len(candidates_per_context)} "
+                             "candidate lists")
+        flat_c = [c for c, row in zip(contexts, candidates_per_context, strict=True)
+                  for _ in row]
+        flat_r = [r for row in candidates_per_context for r in row]
+        flat = self.score_pairs(flat_c, flat_r, batch_size) if flat_r else np.zeros(0)
+        width = max((len(row) for row in candidates_per_context), default=0)
+        out = np.full((len(contexts), width), -np.inf)
+        start = 0
+        for i, row in enumerate(candidates_per_context):
+            out[i, :len(row)] = flat[start:start + len(row)]
+            start += len(row)
+        return out
+
+    def mc_dropout(self, contexts: Sequence[Context], responses: Sequence[str],
+                   passes: int = 20, seed: int = 0, batch_size: int = 32) -> np.ndarray:
+        """[N, passes] scores with the head's dropout on (the backbone stays in eval mode:
+        its states are computed once and shared by every pass).
+
+        Seeded in a forked RNG, so the samples repeat for a seed and the caller's random
+        state is left as it was.
+        """
+        torch = _torch()
+        if passes < 2:
+            raise ValueError("MC dropout needs at least 2 passes to have a variance")
+        vectors = self.vectors(contexts, responses, batch_size)
+        device = vectors.device
+        devices = [device.index or 0] if device.type == "cuda" else []
+        self.head.train()
+        try:
+            with torch.random.fork_rng(devices=devices), torch.no_grad():
+                torch.manual_seed(seed)
+                runs = [self.head(vectors)[:, 0] for _ in range(passes)]
+        finally:
+            self.head.eval()
+        return torch.stack(runs, dim=1).cpu().numpy()
+
+    # ---- training ---------------------------------------------------------------------
+
+    def fit(self, examples: Sequence[Example], config: TrainConfig,
+            hard_negatives: HardNegatives | None = None, progress: bool = True
+            ) -> dict[str, Any]:
+        """Train on the positive examples: each gold against its drawn negatives."""
+        torch = _torch()
+        if self.features is None:
+            self.features = Features(self.backbone, batch_size=config.batch_size)
+        positives = [e for e in examples if e.label == "positive"]
+        pool = unique_candidates(e.response for e in positives)
+        if len(pool) < 2:
+            raise ValueError("the reranker needs at least 2 distinct positive responses")
+        k = min(self.settings.negatives, len(pool) - 1)
+        rng = random.Random(config.seed)
+        groups = []
+        for example in positives:
+            context = as_context(example.history, self.settings.max_turns)
+            gold = example.response.strip()
+            negatives = draw_negatives(context, gold, pool, k, rng, hard_negatives,
+                                       self.settings.hard_count)
+            groups.append([(context, gold)] + [(context, n) for n in negatives])
+        loss = torch.nn.CrossEntropyLoss()
+        return train_head(self.head, self.backbone, self.features, groups,
+                          [0] * len(groups), self.settings, config,
+                          lambda out, y: loss(out[..., 0], y), progress, "training reranker")
+
+    def evaluate(self, examples: Sequence[Example], pool: Sequence[str], seed: int = 0
+                 ) -> dict[str, float]:
+        """Hits@1/K on held-out positives: each gold among K-1 random pool responses."""
+        from rolecall.eval.retrieval import HitsEvaluator
+
+        positives = [e for e in examples if e.label == "positive"]
+        K = min(self.settings.eval_candidates, len(pool))
+        if not positives or K < 2:
+            return {}
+        index = {response: i for i, response in enumerate(pool)}
+        contexts = [as_context(e.history, self.settings.max_turns) for e in positives]
+
+        def score_fn(queries: Sequence[str], rows: np.ndarray) -> np.ndarray:
+            return self.score(queries, [[pool[j] for j in row] for row in rows])
+
+        gold = [index[e.response.strip()] for e in positives]
+        return HitsEvaluator(ks=(K,), seed=seed)(score_fn, contexts, pool, gold)
+
+
+def train_reranker(examples_path: str | Path, out_dir: str | Path, backbone: Backbone | str,
+                   settings: RerankerSettings | None = None, config: TrainConfig | None = None,
+                   hard_negatives: HardNegatives | None = None, test_share: float = 0.1,
+                   progress: bool = True, cache_dir: Path | None = None) -> dict[str, Any]:
+    """Train on the positive examples of a file, evaluate Hits@1/K on held-out dialogues,
+    save to ``out_dir``; returns the metrics (also written into ``model.json``).
+
+    Negative examples are not used: a reranker only ever ranks in-bounds responses. The
+    Hits@1/K pool is every unique positive response (train and test), as at serve time.
+    """
+    config = config or TrainConfig()
+    examples = [e for e in read_examples(examples_path) if e.label == "positive"]
+    train, test = held_out(examples, test_share, config.seed, examples_path)
+    if len(unique_candidates(e.response for e in train)) < 2:
+        raise InputFileError(examples_path, "the training split has fewer than 2 distinct "
+                             "positive responses: there is nothing to rank against",
+                             fix="add dialogues, or lower the test share")
+    backbone = resolve_backbone(backbone)
+    features = Features(backbone, cache_dir, batch_size=config.batch_size)
+    model = Reranker.create(backbone, settings, features)
+    history = model.fit(train, config, hard_negatives, progress)
+    pool = unique_candidates(e.response for e in examples)
+    metrics: dict[str, Any] = {
+        "train_examples": len(train), "test_examples": len(test),
+        "negatives": min(model.settings.negatives, len(pool) - 1),
+        "hard_negatives": hard_negatives is not None, "steps": history["steps"],
+        "first_loss": history["first_loss"], "last_loss": history["last_loss"],
+        **model.evaluate(test, pool, config.seed)}
+    model.save(out_dir, metrics)
+    return metrics

@@ -1,0 +1,182 @@
+"""Unanswerable-context detection (NAACL 2022, section 4.3 and Appendix C).
+
+Retrieve-fail-Generate answers from the retrieved candidates unless the best of them does
+not fit the context; then it falls back to the generator. Two ways to tell:
+
+- **MC dropout** (``MCDropoutDetector``): the reranker scores (context, retrieved response)
+  ``passes`` times with its head's dropout on; the confidence is the mean minus the
+  variance of those scores (the paper's definition). A well-fitting response scores high
+  and steadily; low confidence means unanswerable.
+
+  Decision: each pass's logit goes through a **sigmoid** first, and the variance is the
+  population variance (``ddof=0``). Mean and variance then live on a bounded scale (mean
+  in [0, 1], variance in [0, 0.25]); on raw logits the variance is in squared logit units
+  and would swamp the mean for any uncertain pair, so "mean - variance" would mostly rank
+  by uncertainty. The sigmoid is always applied, here and only here.
+- **LM perplexity** (``PerplexityDetector``) of the retrieved response given the context
+  (``classifier.lm_perplexities``, the same prompt as the fallback question): high
+  perplexity means unanswerable.
+
+The threshold is chosen where F1 is highest on a validation set in which a share of the
+gold responses are replaced by hard negatives, the retriever's best non-gold candidates
+(``validation_items``, Appendix C); ``calibrate_detector`` reports F1, precision, recall,
+ROC AUC and the threshold, and draws the ROC curve. Labels: 1 = unanswerable. A detector
+says which way its score points (``higher_is_unanswerable``) and thresholds stay in the
+detector's own scale: MC dropout flags ``confidence <= threshold``, perplexity flags
+``perplexity >= threshold``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from rolecall.errors import ConfigError
+from rolecall.eval.thresholds import (
+    UnanswerableEvaluator,
+    flag_unanswerable,
+    roc_curve,
+    save_roc_png,
+)
+from rolecall.eval.validation_set import build_unanswerable_set
+from rolecall.train.pairs import Context
+from rolecall.train.perplexity import lm_perplexities, lm_prompt
+from rolecall.train.reranker import HardNegatives, Reranker
+
+
+def mean_minus_variance(scores: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
+    """[N, m] samples -> [N] confidences: mean - population variance of each row."""
+    samples = np.asarray(scores, dtype=float)
+    if samples.ndim != 2 or samples.shape[1] < 2:
+        raise ValueError(f"expected [N, m] samples with m >= 2, got shape {samples.shape}")
+    return samples.mean(axis=1) - samples.var(axis=1)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # = 1 / (1 + e^-x), without overflow warnings
+
+
+def mc_dropout_confidence(reranker: Reranker, contexts: Sequence[Context],
+                          responses: Sequence[str], passes: int = 20, seed: int = 0
+                          ) -> np.ndarray:
+    """[N] confidences: mean - variance of ``passes`` sigmoid reranker scores, dropout on."""
+    return mean_minus_variance(_sigmoid(reranker.mc_dropout(contexts, responses, passes,
+                                                            seed)))
+
+
+def response_perplexity(scorer: Any, contexts: Sequence[Context], responses: Sequence[str],
+                        progress: bool = False) -> np.ndarray:
+    """[N] LM perplexities of each response as the system's next turn after its context."""
+    return lm_perplexities(scorer, [lm_prompt(c) for c in contexts], responses, progress)
+
+
+class Detector(Protocol):
+    """A score per (context, response) and the direction in which it means unanswerable."""
+
+    name: ClassVar[str]
+    higher_is_unanswerable: ClassVar[bool]
+
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        ...
+
+
+@dataclass
+class MCDropoutDetector:
+    """Reranker MC-dropout confidence; low = unanswerable."""
+
+    reranker: Reranker
+    passes: int = 20
+    seed: int = 0
+    name: ClassVar[str] = "mc_dropout"
+    higher_is_unanswerable: ClassVar[bool] = False
+
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        return mc_dropout_confidence(self.reranker, contexts, responses, self.passes,
+                                     self.seed)
+
+
+@dataclass
+class PerplexityDetector:
+    """LM perplexity of the response given the context; high = unanswerable. ``scorer``
+    is an ``LLM`` (its cache makes re-calibration free) or a backend."""
+
+    scorer: Any
+    progress: bool = False
+    name: ClassVar[str] = "perplexity"
+    higher_is_unanswerable: ClassVar[bool] = True
+
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        return response_perplexity(self.scorer, contexts, responses, self.progress)
+
+
+def validation_items(pairs: Sequence[tuple[str, str]], hard_negatives: HardNegatives,
+                     share: float = 0.5, seed: int = 0, k: int = 5) -> list[dict[str, Any]]:
+    """The Appendix C validation set from (context, gold) pairs (e.g.
+    ``data.selection_pairs`` of held-out examples): ``share`` of the golds are replaced by
+    the best of ``hard_negatives(context, gold, k)`` that is not the gold (label 1,
+    unanswerable); the rest keep their gold (label 0). See ``build_unanswerable_set``."""
+
+    def hard_negative(context: str, gold: str) -> str:
+        for candidate in hard_negatives(context, gold, k):
+            if candidate.strip() and candidate.strip() != gold.strip():
+                return candidate.strip()
+        raise ConfigError(f"hard_negatives returned no candidate other than the gold for "
+                          f"the context ending {context[-60:]!r}",
+                          fix="index more candidate responses, or raise k")
+
+    return build_unanswerable_set(list(pairs), hard_negative, share, seed)
+
+
+def _calibrate(detector: Detector, items: Sequence[dict[str, Any]]
+               ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
+    labels = [int(item["label"]) for item in items]
+    if len(set(labels)) != 2:
+        raise ConfigError(f"the validation set needs both answerable (0) and unanswerable "
+                          f"(1) items; it has {len(labels)} items, labels {sorted(set(labels))}",
+                          fix="build it with validation_items and a share strictly between "
+                              "0 and 1")
+    scores = np.asarray(detector.scores([item["context"] for item in items],
+                                        [item["response"] for item in items]), dtype=float)
+    higher = detector.higher_is_unanswerable
+    result = UnanswerableEvaluator(name=detector.name, higher_is_unanswerable=higher)(
+        labels, scores)
+    fpr, tpr, _ = roc_curve(labels, scores if higher else -scores)
+    result.update({"method": detector.name, "higher_is_unanswerable": higher,
+                   "rule": f"unanswerable when score {'>=' if higher else '<='} threshold",
+                   "items": len(labels), "unanswerable": int(sum(labels))})
+    return result, (fpr, tpr)
+
+
+def calibrate_detector(detector: Detector, items: Sequence[dict[str, Any]],
+                       roc_path: str | Path | None = None) -> dict[str, Any]:
+    """Threshold at the max-F1 point of ``items`` (``validation_items``), with F1,
+    precision, recall and ROC AUC; draws the ROC curve to ``roc_path`` when given."""
+    result, curve = _calibrate(detector, items)
+    result["roc_png"] = None
+    if roc_path is not None:
+        title = f"unanswerable contexts: {detector.name}"
+        result["roc_png"] = str(save_roc_png({detector.name: curve}, roc_path, title))
+    return result
+
+
+def compare_detectors(detectors: Sequence[Detector], items: Sequence[dict[str, Any]],
+                      roc_path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """``calibrate_detector`` for each detector on the same items, their ROC curves in one
+    plot (the paper's comparison of MC dropout and perplexity)."""
+    results, curves = {}, {}
+    for detector in detectors:
+        results[detector.name], curves[detector.name] = _calibrate(detector, items)
+    if roc_path is not None:
+        save_roc_png(curves, roc_path, "unanswerable contexts")
+    return results
+
+
+def is_unanswerable(detector: Detector, contexts: Sequence[Context],
+                    responses: Sequence[str], threshold: float) -> np.ndarray:
+    """Booleans, True = unanswerable, with a threshold from ``calibrate_detector``."""
+    scores = detector.scores(contexts, responses)
+    return flag_unanswerable(scores, threshold, detector.higher_is_unanswerable)

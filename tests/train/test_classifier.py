@@ -1,0 +1,210 @@
+"""Out-of-bounds classifier on a tiny backbone; the fallback question on scripted scorers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rolecall.errors import ConfigError, InputFileError, UnsupportedCapability  # noqa: E402
+from rolecall.jsonl import write_jsonl  # noqa: E402
+from rolecall.llm import LLM, load_backend  # noqa: E402
+from rolecall.llm.base import Backend, Completion, TokenLogprob  # noqa: E402
+from rolecall.records import Example, Turn  # noqa: E402
+from rolecall.train.backbone import Backbone, tiny_backbone  # noqa: E402
+from rolecall.train.classifier import (  # noqa: E402
+    Classifier,
+    ClassifierSettings,
+    pick_fallback,
+    train_classifier,
+)
+from rolecall.train.data import LAST  # noqa: E402
+from rolecall.train.features import Features  # noqa: E402
+from rolecall.train.loop import TrainConfig, save_model  # noqa: E402
+from rolecall.train.pairs import pool_states  # noqa: E402
+from rolecall.train.perplexity import lm_prompt  # noqa: E402
+
+USERS = ["안녕하세요 반가워요", "오늘 좀 피곤해요", "밥 먹었어요", "산책 다녀왔어요"]
+GOOD = ["식사는 맛있게 하셨어요", "오늘 날씨가 좋네요", "산책은 즐거우셨어요", "푹 쉬세요"]
+BAD = ["저는 사람이라서 직접 찾아갈게요", "주소 알려 주시면 내일 만나요", "바보 같은 소리 마세요"]
+
+
+def make_examples(n: int = 24, negatives: bool = True) -> list[Example]:
+    """Dialogues of two turns; every third response is out of bounds (when asked)."""
+    examples = []
+    for i in range(n):
+        history = [Turn(role="user", text=USERS[i % 4]),
+                   Turn(role="system", text=GOOD[(i + 1) % 4]),
+                   Turn(role="user", text=USERS[(i + 2) % 4])]
+        if negatives and i % 3 == 0:
+            examples.append(Example(history=history, response=BAD[i % 3], label="negative",
+                                    category="persona", dialogue_id=f"d{i}"))
+        else:
+            examples.append(Example(history=history, response=GOOD[i % 4], label="positive",
+                                    dialogue_id=f"d{i}"))
+    return examples
+
+
+def vocabulary() -> list[str]:
+    return (USERS + GOOD + BAD + ["user: system: ▶"]) * 3
+
+
+def tiny(frozen: bool) -> Backbone:
+    backbone = tiny_backbone(vocabulary(), vocab_size=150)
+    if frozen:  # the constructor is what freezes the parameters
+        backbone = Backbone(backbone.model, backbone.tokenizer, "tiny", frozen=True)
+    return backbone
+
+
+SETTINGS = ClassifierSettings(max_length=48, response_max=16, width=16)
+CONFIG = TrainConfig(epochs=8, batch_size=8, lr=1e-2)
+
+
+def test_a_frozen_backbone_trains_only_the_head_and_the_loss_falls(tmp_path):
+    backbone = tiny(frozen=True)
+    model = Classifier.create(backbone, SETTINGS, Features(backbone, tmp_path / "cache"))
+    assert model.settings.pool == "mean+first"  # an encoder: its CLS token
+    head_before = [p.detach().clone() for p in model.head.parameters()]
+    backbone_before = next(backbone.parameters()).detach().clone()
+    history = model.fit(make_examples(), CONFIG, progress=False)
+    assert history["last_loss"] < history["first_loss"]
+    assert all(not torch.equal(a, b) for a, b in zip(head_before, model.head.parameters(),
+                                                      strict=True))
+    assert torch.equal(next(backbone.parameters()), backbone_before)
+    assert list((tmp_path / "cache").glob("shard-*.npz"))  # states kept on disk
+
+
+def test_a_trainable_backbone_trains_with_the_head():
+    backbone = tiny(frozen=False)
+    model = Classifier.create(backbone, SETTINGS.model_copy(update={"class_weights":
+                                                                    "balanced"}))
+    before = next(backbone.parameters()).detach().clone()
+    history = model.fit(make_examples(16), TrainConfig(epochs=8, batch_size=8, lr=1e-2,
+                                                       backbone_lr=1e-3), progress=False)
+    losses = history["losses"]
+    assert history["steps"] == 16 and sum(losses[-3:]) < sum(losses[:3])
+    assert not torch.equal(next(backbone.parameters()), before)
+
+
+def test_train_classifier_reports_held_out_metrics_and_reloads_identically(tmp_path):
+    path = tmp_path / "examples.jsonl"
+    examples = make_examples(30)
+    write_jsonl(path, examples)
+    metrics = train_classifier(path, tmp_path / "model", tiny(frozen=True), SETTINGS,
+                               CONFIG, test_share=0.3, progress=False)
+    assert metrics["train_examples"] + metrics["test_examples"] == 30
+    assert metrics["test_examples"] > 0
+    assert {"accuracy", "precision", "recall", "f1"} <= set(metrics)
+    assert metrics["last_loss"] < metrics["first_loss"]
+    model = Classifier.load(tmp_path / "model")
+    again = Classifier.load(tmp_path / "model")
+    contexts = [e.history for e in examples[:6]]
+    responses = [e.response for e in examples[:6]]
+    proba = model.predict_proba(contexts, responses)
+    assert proba.shape == (6, 2) and np.allclose(proba.sum(1), 1.0)
+    assert np.array_equal(proba, again.predict_proba(contexts, responses))
+    assert model.predict(contexts, responses).dtype == bool
+
+
+def test_the_model_in_memory_and_the_saved_one_agree(tmp_path):
+    backbone = tiny(frozen=False)
+    model = Classifier.create(backbone, SETTINGS)
+    model.fit(make_examples(8), TrainConfig(epochs=1, batch_size=4), progress=False)
+    model.save(tmp_path / "m", {"note": 1})
+    loaded = Classifier.load(tmp_path / "m")
+    contexts, responses = ["user: 밥 먹었어요"] * 2, ["푹 쉬세요", "바보 같은 소리 마세요"]
+    assert np.allclose(model.predict_proba(contexts, responses),
+                       loaded.predict_proba(contexts, responses), atol=1e-6)
+    assert loaded.settings == model.settings
+
+
+def test_pooling_picks_the_last_real_token():
+    hidden = torch.arange(2 * 3 * 2, dtype=torch.float).view(2, 3, 2)
+    mask = torch.tensor([[True, True, False], [True, True, True]])
+    pooled = pool_states(hidden, mask, "mean+last")
+    assert pooled[0].tolist() == [1.0, 2.0, 2.0, 3.0]  # mean of rows 0-1, then row 1
+    assert pooled[1, 2:].tolist() == [10.0, 11.0]
+    assert pool_states(hidden, mask, "mean+first")[0, 2:].tolist() == [0.0, 1.0]
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(InputFileError, match="holds no examples"):
+        train_classifier(empty, tmp_path / "m", "unused")
+    positives = tmp_path / "pos.jsonl"
+    write_jsonl(positives, make_examples(6, negatives=False))
+    with pytest.raises(InputFileError, match="no negative"):
+        train_classifier(positives, tmp_path / "m", "unused")
+    examples = tmp_path / "ex.jsonl"
+    write_jsonl(examples, make_examples(12))
+    with pytest.raises(InputFileError, match="no such model directory"):
+        train_classifier(examples, tmp_path / "m", str(tmp_path / "no-backbone"))
+    backbone = tiny(frozen=False)
+    save_model(tmp_path / "other", "reranker", {}, torch.nn.Linear(2, 1), backbone)
+    with pytest.raises(InputFileError, match="holds a reranker model, not a classifier"):
+        Classifier.load(tmp_path / "other")
+    with pytest.raises(InputFileError, match="not a trained rolecall model"):
+        Classifier.load(tmp_path)
+
+
+# ---- the fallback question ---------------------------------------------------------------
+
+
+class Scripted(Backend):
+    """Scores each text with a fixed mean logprob; records the prompts it was given."""
+
+    scheme = "scripted-ppl"
+    supports_loglikelihood = True
+    max_concurrency = 1
+
+    def __init__(self, logprobs: dict[str, float]):
+        self.model_id, self.logprobs, self.prompts = "scripted", logprobs, []
+
+    def complete(self, request, sample_index=0):
+        self.prompts.append((request.prompt, request.score_text))
+        value = self.logprobs[request.score_text.strip()]
+        tokens = [TokenLogprob(token=t, logprob=value) for t in request.score_text.split()]
+        return Completion(text=request.score_text, logprobs=tokens)
+
+
+QUESTIONS = ["요즘 잠은 잘 주무세요", "식사는 하셨어요", "오늘 기분은 어떠세요"]
+HISTORY = [Turn(role="user", text="오늘 좀 피곤해요"), Turn(role="system", text="푹 쉬세요"),
+           Turn(role="user", text="당신 주소가 어디예요")]
+
+
+def test_the_fallback_is_the_question_with_the_lowest_perplexity():
+    scorer = Scripted({"요즘 잠은 잘 주무세요": -2.0, "식사는 하셨어요": -0.5,
+                       "오늘 기분은 어떠세요": -1.0})
+    question, perplexities = pick_fallback(HISTORY, QUESTIONS, scorer)
+    assert question == "식사는 하셨어요"
+    assert perplexities == pytest.approx([math.exp(2.0), math.exp(0.5), math.exp(1.0)])
+    prompt, text = scorer.prompts[0]
+    assert prompt == ("user: 오늘 좀 피곤해요\nsystem: 푹 쉬세요\n"
+                      "user: 당신 주소가 어디예요\nsystem:")
+    assert text == " 요즘 잠은 잘 주무세요"
+
+
+def test_the_fallback_through_the_fake_backend_and_a_context_string():
+    # the fake's per-token logprobs fall with position: fewer tokens, lower perplexity
+    llm = LLM(load_backend("fake:ppl"))
+    question, perplexities = pick_fallback(f"user: 안녕\n{LAST}user: 뭐 해요", QUESTIONS, llm)
+    assert question == "식사는 하셨어요" and len(perplexities) == 3
+    assert perplexities[1] == pytest.approx(math.exp(1.05))
+    assert lm_prompt(f"user: 안녕\n{LAST}user: 뭐 해요") == "user: 안녕\nuser: 뭐 해요\nsystem:"
+
+
+def test_the_fallback_refuses_no_questions_and_non_scoring_backends():
+    with pytest.raises(ConfigError, match="at least one non-empty question"):
+        pick_fallback(HISTORY, [], Scripted({}))
+    with pytest.raises(ConfigError, match="at least one non-empty question"):
+        pick_fallback(HISTORY, ["네", "  "], Scripted({}))
+    no_scores = Scripted({})
+    no_scores.supports_loglikelihood = False
+    with pytest.raises(UnsupportedCapability, match="loglikelihood"):
+        pick_fallback(HISTORY, QUESTIONS, no_scores)
+    with pytest.raises(ConfigError, match="cannot score text"):
+        pick_fallback(HISTORY, QUESTIONS, "hf:embedded")
