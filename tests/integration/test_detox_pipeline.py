@@ -47,7 +47,8 @@ def write_config(root: Path, name: str) -> Path:
 
 
 def detox_run(config: Path) -> list[str]:
-    result = run_to_end("detox", "run", str(config), "--no-progress")
+    # ~5 minutes on a quiet 2-core machine; the limit only stops a hung run
+    result = run_to_end("detox", "run", str(config), "--no-progress", timeout=2400)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
 
@@ -138,10 +139,10 @@ def test_killed_twice_and_resumed_gives_the_same_outputs_with_no_call_repeated(r
     killed = root / "killed"
     cache = killed / "cache.sqlite"
     kill_when(rolecall("detox", "run", str(config), "--no-progress"),
-              killed / "candidates.jsonl", 30)
+              killed / "candidates.jsonl", 30, limit=1200)
     after_first = cached_calls(cache)
     kill_when(rolecall("detox", "run", str(config), "--no-progress"),
-              killed / "verdicts_consistency.jsonl", 20)
+              killed / "verdicts_consistency.jsonl", 20, limit=1200)
     after_second = cached_calls(cache)
     assert 0 < after_first < after_second
     detox_run(config)

@@ -40,7 +40,8 @@ def keyed(path: Path, *keys: str) -> dict:
 
 
 def run_stage(args: list[str], out: Path) -> dict:
-    result = run_to_end(*args, "--out", str(out), "--cache", str(out / "cache.sqlite"))
+    result = run_to_end(*args, "--out", str(out), "--cache", str(out / "cache.sqlite"),
+                        timeout=2400)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 

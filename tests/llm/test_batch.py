@@ -24,9 +24,14 @@ def rolecall(*args: str, env_extra: dict | None = None, **popen) -> subprocess.P
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
-def run_to_end(*args: str) -> subprocess.CompletedProcess:
+def run_to_end(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     process = rolecall(*args)
-    stdout, stderr = process.communicate(timeout=600)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()  # never leave a run behind to slow the tests that follow
+        process.communicate()
+        raise
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
