@@ -232,7 +232,14 @@ def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
                   dropout: float = 0.1) -> Backbone:
     """A random 2-layer BERT and a WordPiece tokenizer trained on ``texts`` (tests)."""
     torch = _torch()
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

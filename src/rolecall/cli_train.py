@@ -1,0 +1,163 @@
+"""``rolecall train ...``: the dialogue models from example files (thin commands).
+
+Each command trains one model on a JSONL file of ``Example`` records, saves it to
+``--out`` (``model.json``, the head, the backbone or a reference to it) and prints its
+metrics as JSON. ``--backbone`` is ``embedded`` (the embedded Gemma, frozen: its hidden
+states are cached under ``--features-cache`` so a second model on the same data is fast)
+or a local transformers model directory (trained whole unless ``--frozen``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from rolecall import config as settings_file
+from rolecall.errors import ConfigError, describe_validation
+
+train_app = typer.Typer(help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
+                             "classifier, retriever, reranker.", no_args_is_help=True)
+out = Console(soft_wrap=True)
+
+BACKBONE_HELP = ("'embedded' (the embedded Gemma 3 270M, frozen) or a local transformers "
+                 "model directory (trained whole unless --frozen)")
+
+
+def _frozen(backbone: str, frozen: Optional[bool]) -> bool:
+    return (backbone == "embedded") if frozen is None else frozen
+
+
+def _train_config(epochs: int, batch_size: int, lr: float, backbone_lr: float,
+                  max_steps: Optional[int], seed: int):
+    from rolecall.train.loop import TrainConfig
+
+    return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, backbone_lr=backbone_lr,
+                       max_steps=max_steps, seed=seed)
+
+
+def _settings(model_type, **values):
+    try:
+        return model_type(**values)
+    except ValidationError as exc:
+        raise ConfigError(f"bad settings: {describe_validation(exc)}",
+                          fix="see 'rolecall train --help' for each option's range") from None
+
+
+def _cache(features_cache: Optional[Path]) -> Path:
+    return features_cache or settings_file.home() / "features"
+
+
+def _print(metrics: dict) -> None:
+    out.print(json.dumps({k: v for k, v in metrics.items() if k != "losses"},
+                         ensure_ascii=False), highlight=False)
+
+
+# typer options shared by every command
+EPOCHS = typer.Option(3, min=1)
+BATCH = typer.Option(32, min=1)
+LR = typer.Option(1e-3, help="the head's learning rate")
+BACKBONE_LR = typer.Option(2e-5, help="a trainable backbone's learning rate")
+MAX_STEPS = typer.Option(None, min=1, help="stop after this many steps")
+SEED = typer.Option(0)
+FROZEN = typer.Option(None, "--frozen/--trainable", help="freeze the backbone (default: "
+                                                          "frozen for embedded only)")
+CACHE = typer.Option(None, help="where a frozen backbone's states are kept "
+                                "(default: ROLECALL_HOME/features)")
+PROGRESS = typer.Option(True)
+
+
+@train_app.command("classifier")
+def train_classifier_command(
+        examples: Path = typer.Argument(..., help="examples JSONL (positives and negatives)"),
+        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+        backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
+        frozen: Optional[bool] = FROZEN,
+        max_length: int = typer.Option(512, min=8, help="tokens of history + response; the "
+                                                        "history is cut from the left"),
+        class_weights: str = typer.Option("none", help="none or balanced"),
+        test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
+        epochs: int = EPOCHS, batch_size: int = BATCH, lr: float = LR,
+        backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
+        seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
+    """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
+    from rolecall.train.backbone import load_backbone
+    from rolecall.train.classifier import ClassifierSettings, train_classifier
+
+    settings = _settings(ClassifierSettings, max_length=max_length, class_weights=class_weights)
+    config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+    model = load_backbone(backbone, _frozen(backbone, frozen))
+    metrics = train_classifier(examples, out_dir, model, settings, config, test_share,
+                               progress, _cache(features_cache))
+    _print(metrics)
+
+
+@train_app.command("retriever")
+def train_retriever_command(
+        examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
+        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+        kind: str = typer.Option("poly", help="poly (poly-encoder) or bi (bi-encoder)"),
+        codes: int = typer.Option(16, min=1, help="poly-encoder codes"),
+        backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
+        frozen: Optional[bool] = FROZEN,
+        index: bool = typer.Option(True, help="also build the candidate index (FAISS) of "
+                                              "the unique positive responses in OUT/candidates"),
+        epochs: int = EPOCHS, batch_size: int = BATCH, lr: float = LR,
+        backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
+        seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
+    """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
+    from rolecall.retrieval.candidates import build_candidate_index
+    from rolecall.train.backbone import load_backbone
+    from rolecall.train.data import read_examples, unique_candidates
+    from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
+
+    settings = _settings(RetrieverSettings, kind=kind, codes=codes)
+    config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+    model = load_backbone(backbone, _frozen(backbone, frozen))
+    metrics = train_retriever(examples, out_dir, model, settings, config, progress,
+                              _cache(features_cache))
+    if index:
+        responses = [e.response for e in read_examples(examples) if e.label == "positive"]
+        retriever = Retriever.load(out_dir, _cache(features_cache))
+        build_candidate_index(retriever, unique_candidates(responses), out_dir / "candidates",
+                              progress=progress)
+        metrics["candidate_index"] = str(out_dir / "candidates")
+    _print(metrics)
+
+
+@train_app.command("reranker")
+def train_reranker_command(
+        examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
+        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+        negatives: int = typer.Option(7, min=1, help="negatives per example (paper: 7)"),
+        hard_negatives: Optional[Path] = typer.Option(
+            None, help="a candidate index (from 'train retriever') to mine hard negatives"),
+        backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
+        frozen: Optional[bool] = FROZEN,
+        test_share: float = typer.Option(0.1, help="dialogues held out for Hits@1/K"),
+        epochs: int = EPOCHS, batch_size: int = BATCH, lr: float = LR,
+        backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
+        seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
+    """Cross-encoder reranker: the target against random (or retriever-mined) negatives."""
+    from rolecall.train.backbone import load_backbone
+    from rolecall.train.reranker import RerankerSettings, train_reranker
+
+    settings = _settings(RerankerSettings, negatives=negatives)
+    config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+    mined = None
+    if hard_negatives is not None:
+        from rolecall.retrieval.candidates import CandidateIndex
+
+        candidate_index = CandidateIndex.load(hard_negatives)
+
+        def mined(context: str, gold: str, k: int) -> list[str]:
+            hits = candidate_index.search([context], k + 1)[0]
+            return [hit[1] for hit in hits if hit[1] != gold][:k]
+    model = load_backbone(backbone, _frozen(backbone, frozen))
+    metrics = train_reranker(examples, out_dir, model, settings, config, mined, test_share,
+                             progress, _cache(features_cache))
+    _print(metrics)

@@ -1,0 +1,113 @@
+"""The candidate index: build, search (bi and poly two-stage), reload, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("faiss")
+
+from rolecall.errors import ConfigError, InputFileError  # noqa: E402
+from rolecall.records import Turn  # noqa: E402
+from rolecall.retrieval.candidates import CandidateIndex, build_candidate_index  # noqa: E402
+from rolecall.train.backbone import Backbone, tiny_backbone  # noqa: E402
+from rolecall.train.data import context_text  # noqa: E402
+from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402
+
+TOPICS = [("날씨", "오늘 날씨가 맑아요"), ("식사", "점심은 드셨어요"), ("산책", "산책 다녀오세요"),
+          ("잠", "푹 주무셨나요"), ("약", "약은 챙겨 드셨어요"), ("병원", "병원 예약 하셨어요"),
+          ("가족", "가족분들 잘 지내시죠"), ("운동", "운동 조금 하셨어요")]
+PAIRS = [(context_text([Turn(role="user", text=f"{topic} 이야기 {n}")]), answer)
+         for n in range(3) for topic, answer in TOPICS]
+SMALL = {"dim": 32, "codes": 4, "context_max_tokens": 32, "candidate_max_tokens": 16}
+
+
+def train(kind: str, directory):
+    tiny = tiny_backbone([t for pair in PAIRS for t in pair], vocab_size=150, dropout=0.0)
+    tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
+    retriever, _ = fit_retriever(PAIRS, tiny, RetrieverSettings(kind=kind, **SMALL),
+                                 TrainConfig(epochs=20, batch_size=8, lr=1e-2),
+                                 progress=False)
+    retriever.save(directory / kind)
+    return retriever
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("models")
+    return {kind: train(kind, directory) for kind in ("bi", "poly")}
+
+
+@pytest.fixture(params=["bi", "poly"])
+def trained(request, models):
+    return models[request.param]
+
+
+def test_the_index_finds_the_gold_and_reloads_identically(trained, tmp_path):
+    answers = [a for _, a in PAIRS] + [" 오늘 날씨가 맑아요 ", ""]  # duplicates, blank
+    index = build_candidate_index(trained, answers, tmp_path / "index", progress=False)
+    assert len(index) == len(TOPICS) and index.texts == [a for _, a in TOPICS]
+    manifest = json.loads((tmp_path / "index" / "manifest.json").read_text("utf-8"))
+    assert manifest["count"] == len(TOPICS) and manifest["dim"] == SMALL["dim"]
+    assert manifest["retriever"] == str(trained.path)
+    assert len(manifest["candidates_sha256"]) == 64 and manifest["kind"] == trained.settings.kind
+    contexts = [c for c, _ in PAIRS]
+    hits = index.search(contexts, k=3)
+    assert all(len(row) == 3 for row in hits)
+    assert all(row[0][2] >= row[1][2] >= row[2][2] for row in hits)
+    top1 = np.mean([row[0][1] == gold for row, (_, gold) in zip(hits, PAIRS)])
+    assert top1 > 0.5  # chance: 1/8
+    candidate_id, text, _ = hits[0][0]
+    assert index.texts[candidate_id] == text
+    again = CandidateIndex.load(tmp_path / "index")  # the retriever from the manifest
+    assert again.search(contexts, k=3) == hits
+
+
+def test_search_scores_are_the_retrievers_scores(trained, tmp_path):
+    index = build_candidate_index(trained, [a for _, a in TOPICS], tmp_path / "i",
+                                  progress=False)
+    contexts = [c for c, _ in PAIRS[:4]]
+    direct = trained.score(contexts, [index.texts] * len(contexts))
+    for row, hits in zip(direct, index.search(contexts, k=len(TOPICS))):
+        assert sorted(row.tolist(), reverse=True) == pytest.approx([s for _, _, s in hits],
+                                                                   rel=1e-4, abs=1e-5)
+
+
+def test_poly_two_stage_with_a_shallow_first_stage(models, tmp_path):
+    poly = models["poly"]
+    index = build_candidate_index(poly, [a for _, a in TOPICS], tmp_path / "i", progress=False)
+    contexts = [c for c, _ in PAIRS]
+    exact = poly.score(contexts, [index.texts] * len(contexts))
+    first = poly.query_vectors(poly.encode_contexts(contexts)) @ index._vectors.T
+    shallow = index.search(contexts, k=2, depth=3)
+    for row, hits in enumerate(shallow):
+        kept = set(np.argsort(-first[row], kind="stable")[:3].tolist())
+        assert len(hits) == 2 and {cid for cid, _, _ in hits} <= kept
+        best = sorted(kept, key=lambda cid: -exact[row, cid])[:2]
+        assert [cid for cid, _, _ in hits] == best  # re-ranked by the full poly score
+        for cid, _, score in hits:
+            assert score == pytest.approx(exact[row, cid], rel=1e-4, abs=1e-5)
+
+
+def test_refusals(trained, tmp_path):
+    with pytest.raises(ConfigError, match="no candidate responses"):
+        build_candidate_index(trained, ["", " "], tmp_path / "empty", progress=False)
+    index = build_candidate_index(trained, [a for _, a in TOPICS], tmp_path / "i",
+                                  progress=False)
+    with pytest.raises(ConfigError, match="k must be"):
+        index.search(["x"], k=0)
+    assert index.search([], k=3) == []
+    other = Retriever.new(trained.backbone, trained.settings, seed=7)
+    with pytest.raises(InputFileError, match="another retriever"):
+        CandidateIndex.load(tmp_path / "i", retriever=other)
+    with (tmp_path / "i" / "candidates.jsonl").open("a", encoding="utf-8") as file:
+        file.write('{"id": 8, "text": "새 답"}\n')
+    with pytest.raises(InputFileError, match="SHA-256"):
+        CandidateIndex.load(tmp_path / "i")
+    (tmp_path / "i" / "manifest.json").unlink()
+    with pytest.raises(InputFileError, match="manifest.json is missing"):
+        CandidateIndex.load(tmp_path / "i")

@@ -1,0 +1,74 @@
+"""`rolecall train ...` as a user runs it: a tiny backbone directory, example files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from rolecall.jsonl import write_jsonl  # noqa: E402
+from tests.llm.test_batch import run_to_end  # noqa: E402
+from tests.train.test_classifier import make_examples, tiny  # noqa: E402
+
+FAST = ["--epochs", "2", "--batch-size", "8", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    tiny(frozen=False).save(root / "tiny")  # writes root/tiny/backbone: a transformers dir
+    write_jsonl(root / "examples.jsonl", make_examples(30))
+    return root, str(root / "tiny" / "backbone")
+
+
+def metrics_of(result) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_train_classifier_and_reranker(setup):
+    root, backbone = setup
+    common = ["--backbone", backbone, "--features-cache", str(root / "features"), *FAST]
+    metrics = metrics_of(run_to_end("train", "classifier", str(root / "examples.jsonl"),
+                                    "--out", str(root / "clf"), "--max-length", "48", *common))
+    assert {"accuracy", "f1", "first_loss", "last_loss"} <= set(metrics)
+    assert json.loads((root / "clf" / "model.json").read_text())["kind"] == "classifier"
+    metrics = metrics_of(run_to_end("train", "reranker", str(root / "examples.jsonl"),
+                                    "--out", str(root / "rr"), "--negatives", "3", *common))
+    assert any(key.startswith("hits@1/") for key in metrics)
+
+
+def test_bad_input_is_a_clear_error(setup, tmp_path):
+    root, backbone = setup
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    result = run_to_end("train", "classifier", str(empty), "--out", str(tmp_path / "m"),
+                        "--backbone", backbone, *FAST)
+    assert result.returncode == 1 and "holds no examples" in result.stderr
+    positives = tmp_path / "positives.jsonl"
+    write_jsonl(positives, make_examples(12, negatives=False))
+    result = run_to_end("train", "classifier", str(positives), "--out", str(tmp_path / "m"),
+                        "--backbone", backbone, *FAST)
+    assert result.returncode == 1 and "no negative" in result.stderr
+    result = run_to_end("train", "reranker", str(root / "examples.jsonl"), "--out",
+                        str(tmp_path / "m"), "--backbone", str(tmp_path / "nowhere"), *FAST)
+    assert result.returncode == 1 and "no such model directory" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
+    root, backbone = setup
+    common = ["--backbone", backbone, "--features-cache", str(root / "features"), *FAST]
+    metrics = metrics_of(run_to_end("train", "retriever", str(root / "examples.jsonl"),
+                                    "--out", str(root / "ret"), "--kind", "poly",
+                                    "--codes", "4", *common))
+    assert metrics["kind"] == "poly" and metrics["candidate_index"].endswith("candidates")
+    manifest = json.loads((root / "ret" / "candidates" / "manifest.json").read_text())
+    assert manifest["count"] == metrics["candidates"] == 4  # the unique positive responses
+    metrics = metrics_of(run_to_end("train", "reranker", str(root / "examples.jsonl"),
+                                    "--out", str(root / "rr-hard"), "--negatives", "3",
+                                    "--hard-negatives", str(root / "ret" / "candidates"),
+                                    *common))
+    assert any(key.startswith("hits@1/") for key in metrics)
