@@ -72,3 +72,17 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
                                     "--hard-negatives", str(root / "ret" / "candidates"),
                                     *common))
     assert any(key.startswith("hits@1/") for key in metrics)
+    roc = root / "roc.png"
+    result = run_to_end("eval", "unanswerable", str(root / "examples.jsonl"),
+                        "--reranker", str(root / "rr-hard"), "--index",
+                        str(root / "ret" / "candidates"), "--passes", "4", "-m", "fake:x",
+                        "--roc", str(roc), "--features-cache", str(root / "features"))
+    report = metrics_of(result)
+    assert report["items"] == 20 and 0 < report["unanswerable"] < 20  # 20 positives
+    for method in ("mc_dropout", "perplexity"):
+        assert 0 <= report[method]["roc_auc"] <= 1 and "threshold" in report[method]
+    assert roc.read_bytes().startswith(b"\x89PNG")
+    result = run_to_end("eval", "unanswerable", str(root / "examples.jsonl"), "--reranker",
+                        str(root / "rr-hard"), "--index", str(root / "ret" / "candidates"),
+                        "--methods", "dropout")
+    assert result.returncode == 2 and "mc-dropout, ppl or both" in result.stderr

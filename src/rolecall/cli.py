@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rolecall import config
-from rolecall.cli_train import train_app
+from rolecall.cli_train import train_app, unanswerable_command
 from rolecall.errors import ConfigError, RolecallError, describe_validation
 
 app = typer.Typer(help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",
@@ -550,9 +550,11 @@ def detox_run(config_path: Path = typer.Argument(..., help="pipeline config (YAM
             err.print(f"{llm.model_id}: {llm.stats.summary()}")
 
 
-eval_app = typer.Typer(help="Evaluation: G-Eval.", no_args_is_help=True)
+eval_app = typer.Typer(help="Evaluation: G-Eval, filter-human agreement, unanswerable "
+                                "contexts.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 app.add_typer(train_app, name="train")
+eval_app.command("unanswerable")(unanswerable_command)
 
 
 def _geval_input(path: Path, limit: Optional[int]):

@@ -161,3 +161,53 @@ def train_reranker_command(
     metrics = train_reranker(examples, out_dir, model, settings, config, mined, test_share,
                              progress, _cache(features_cache))
     _print(metrics)
+
+
+def unanswerable_command(
+        examples: Path = typer.Argument(..., help="held-out examples JSONL (positives used)"),
+        reranker_dir: Path = typer.Option(..., "--reranker", help="from 'train reranker'"),
+        index_dir: Path = typer.Option(..., "--index", help="a candidate index (from 'train "
+                                                            "retriever') for hard negatives"),
+        methods: str = typer.Option("mc-dropout,ppl", help="mc-dropout and/or ppl"),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="the LM of the ppl "
+                                            "method (default: the embedded model)"),
+        share: float = typer.Option(0.5, help="golds replaced by hard negatives (App. C)"),
+        passes: int = typer.Option(20, min=2, help="MC dropout passes"),
+        limit: Optional[int] = typer.Option(None, min=2, help="first N positives only"),
+        roc: Optional[Path] = typer.Option(None, help="save the ROC curves here (PNG)"),
+        seed: int = SEED, features_cache: Optional[Path] = CACHE):
+    """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
+    threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
+    from rolecall.llm import LLM, Cache, load_backend
+    from rolecall.retrieval.candidates import CandidateIndex
+    from rolecall.train.data import read_examples, selection_pairs
+    from rolecall.train.reranker import Reranker
+    from rolecall.train.unanswerable import (
+        MCDropoutDetector,
+        PerplexityDetector,
+        compare_detectors,
+        validation_items,
+    )
+
+    wanted = [m.strip() for m in methods.split(",") if m.strip()]
+    unknown = sorted(set(wanted) - {"mc-dropout", "ppl"})
+    if unknown or not wanted:
+        raise ConfigError(f"unknown method(s) {unknown or methods!r}",
+                          fix="use mc-dropout, ppl or both (comma-separated)")
+    pairs = selection_pairs(read_examples(examples))[:limit]
+    index = CandidateIndex.load(index_dir)
+
+    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
+        return [text for _, text, _ in index.search([context], k + 1)[0] if text != gold][:k]
+
+    items = validation_items(pairs, hard_negatives, share, seed)
+    detectors = []
+    if "mc-dropout" in wanted:
+        reranker = Reranker.load(reranker_dir, _cache(features_cache))
+        detectors.append(MCDropoutDetector(reranker, passes, seed))
+    if "ppl" in wanted:
+        scorer = LLM(load_backend(model), Cache(settings_file.cache_path()))
+        detectors.append(PerplexityDetector(scorer))
+    results = compare_detectors(detectors, items, roc)
+    _print({"items": len(items), "unanswerable": sum(i["label"] for i in items),
+            "roc_png": str(roc) if roc else None, **results})
