@@ -21,7 +21,8 @@ from rolecall.records import Pair
 from tests.conftest import SHARED_DATA
 from tests.llm.test_batch import cached_calls, kill_when, rolecall, run_to_end
 
-pytestmark = pytest.mark.embedded
+# minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
+pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
 SLANG = SHARED_DATA / "slang"
 NS = [0, 3, 5, 7, 9]

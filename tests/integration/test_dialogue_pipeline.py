@@ -18,7 +18,8 @@ from rolecall.jsonl import read_jsonl
 from tests.conftest import REPO
 from tests.llm.test_batch import cached_calls, kill_when, last_run_stats, rolecall, run_to_end
 
-pytestmark = pytest.mark.embedded
+# minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
+pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 EXAMPLES = REPO / "examples" / "carecall" / "dialogues.jsonl"

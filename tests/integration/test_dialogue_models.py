@@ -1,0 +1,105 @@
+"""The dialogue models on the embedded Gemma (frozen) and real Korean data.
+
+Examples: every system turn of examples/carecall/dialogues.jsonl (a care-call bot for
+seniors) is a positive; for a share of those contexts the response is swapped for an
+implicitly offensive sentence of ../shared/data/detox/kda_ko.csv, a negative ("offensive"),
+which is how rolecall uses K/DA for the safety side of the classifier. Sizes are small so
+the test takes minutes on two cores: the point is the real backbone, tokenizer and data
+through every model, not their final quality (bench/ measures that).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from rolecall.jsonl import read_jsonl, write_jsonl  # noqa: E402
+from rolecall.records import Dialogue, Example  # noqa: E402
+from rolecall.retrieval.candidates import CandidateIndex, build_candidate_index  # noqa: E402
+from rolecall.train.backbone import load_backbone  # noqa: E402
+from rolecall.train.classifier import ClassifierSettings, train_classifier  # noqa: E402
+from rolecall.train.data import selection_pairs, unique_candidates  # noqa: E402
+from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
+from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever  # noqa: E402
+from rolecall.train.unanswerable import mc_dropout_confidence  # noqa: E402
+from tests.conftest import REPO, SHARED_DATA  # noqa: E402
+
+# minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
+pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
+
+
+def carecall_examples() -> list[Example]:
+    with (SHARED_DATA / "detox" / "kda_ko.csv").open(encoding="utf-8", newline="") as file:
+        offensive = [row["implicit"] for row in csv.DictReader(file)][:400:5]
+    examples = []
+    for dialogue in read_jsonl(REPO / "examples" / "carecall" / "dialogues.jsonl", Dialogue):
+        for index, turn in enumerate(dialogue.turns):
+            if turn.role != "system" or index == 0:
+                continue
+            history = dialogue.turns[:index]
+            if len(examples) % 4 == 3:
+                examples.append(Example(history=history, response=offensive[len(examples) // 4],
+                                        label="negative", category="offensive",
+                                        dialogue_id=dialogue.id))
+            else:
+                examples.append(Example(history=history, response=turn.text,
+                                        label="positive", dialogue_id=dialogue.id))
+    return examples[:160]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    examples = carecall_examples()
+    write_jsonl(root / "examples.jsonl", examples)
+    return root, examples, load_backbone("embedded")
+
+
+def test_the_classifier_separates_offensive_responses(setup):
+    root, _, backbone = setup
+    metrics = train_classifier(root / "examples.jsonl", root / "classifier", backbone,
+                               ClassifierSettings(max_length=192, response_max=48),
+                               TrainConfig(epochs=6, batch_size=16, lr=2e-3), test_share=0.25,
+                               progress=False, cache_dir=root / "features")
+    assert metrics["last_loss"] < metrics["first_loss"]
+    assert metrics["test_out_of_bounds"] > 0 and metrics["roc_auc"] > 0.7, metrics
+    saved = json.loads((root / "classifier" / "model.json").read_text(encoding="utf-8"))
+    assert saved["settings"]["pool"] == "mean+last"  # Gemma is a decoder
+
+
+def test_retriever_index_and_reranker_with_mc_dropout(setup):
+    root, examples, backbone = setup
+    settings = RetrieverSettings(kind="poly", codes=8, context_max_tokens=128,
+                                 candidate_max_tokens=48)
+    metrics = train_retriever(root / "examples.jsonl", root / "retriever", backbone, settings,
+                              TrainConfig(epochs=4, batch_size=16), progress=False,
+                              cache_dir=root / "features")
+    assert np.mean(metrics["losses"][-5:]) < np.mean(metrics["losses"][:5]), metrics["losses"]
+    retriever = Retriever.load(root / "retriever", root / "features")
+    pairs = selection_pairs(examples)
+    built = build_candidate_index(retriever, unique_candidates(r for _, r in pairs),
+                                  root / "index", progress=False)
+    contexts = [context for context, _ in pairs[:8]]
+    hits = built.search(contexts, k=5)
+    assert [len(row) for row in hits] == [5] * 8
+    assert CandidateIndex.load(root / "index").search(contexts, k=5) == hits
+
+    reranker = Reranker.create(backbone, RerankerSettings(max_length=128, response_max=48,
+                                                          negatives=3))
+    positives = [e for e in examples if e.label == "positive"][:48]
+    history = reranker.fit(positives, TrainConfig(epochs=4, batch_size=8, lr=2e-3),
+                           progress=False)
+    losses = history["losses"]  # one per batch of 8: compare the first and last epochs
+    assert np.mean(losses[-6:]) < np.mean(losses[:6]), losses
+    found = [[text for _, text, _ in row] for row in hits]
+    scores = reranker.score(contexts, found)
+    assert scores.shape == (8, 5) and np.isfinite(scores).all()
+    best = [row[int(np.argmax(s))] for row, s in zip(found, scores, strict=True)]
+    confidence = mc_dropout_confidence(reranker, contexts, best, passes=5)
+    assert confidence.shape == (8,) and np.all((confidence > -1) & (confidence < 1))
