@@ -78,7 +78,10 @@ def test_train_reranker_saves_a_model_that_scores_identically(tmp_path):
     assert scores.shape == (2, 2) and scores[1, 1] == -np.inf  # a short row is padded
     assert np.array_equal(scores, again.score(contexts, candidates))
     assert np.array_equal(scores, model.score(contexts, candidates))  # dropout is off
-    assert scores[0, 0] == pytest.approx(model.score_pairs(contexts[:1], ["푹 쉬세요"])[0])
+    # a pair scored alone vs in a padded batch of two: equal up to float32 rounding in
+    # the batched matrix products (seen: 0.0110987537 vs 0.0110986792)
+    alone = model.score_pairs(contexts[:1], ["푹 쉬세요"])[0]
+    assert scores[0, 0] == pytest.approx(alone, rel=1e-4, abs=1e-6)
 
 
 def test_mc_dropout_varies_between_passes_and_repeats_for_a_seed():
