@@ -33,18 +33,16 @@ from rolecall.records import Example
 from rolecall.train.backbone import Backbone, _torch
 from rolecall.train.data import read_examples
 from rolecall.train.features import Features
-from rolecall.train.loop import TrainConfig, save_model
+from rolecall.train.loop import TrainConfig
 from rolecall.train.pairs import (
     Context,
+    PairModel,
     PairSettings,
     as_context,
-    build_head,
     encode_pairs,
     held_out,
-    load_head,
     model_device,
     resolve_backbone,
-    resolve_pool,
     train_head,
 )
 from rolecall.train.perplexity import lm_perplexities, lm_prompt
@@ -59,31 +57,12 @@ class ClassifierSettings(PairSettings):
     threshold: float = Field(0.5, gt=0.0, lt=1.0, description="P(out) that flags")
 
 
-class Classifier:
+class Classifier(PairModel):
     """A trained (or new) out-of-bounds classifier: head, backbone and settings."""
 
-    def __init__(self, head: Any, backbone: Backbone, settings: ClassifierSettings,
-                 features: Features | None = None):
-        self.head, self.backbone, self.settings, self.features = (head, backbone, settings,
-                                                                  features)
-
-    @classmethod
-    def create(cls, backbone: Backbone | str, settings: ClassifierSettings | None = None,
-               features: Features | None = None) -> Classifier:
-        backbone = resolve_backbone(backbone)
-        settings = settings or ClassifierSettings()
-        settings = settings.model_copy(update={"pool": resolve_pool(settings.pool, backbone)})
-        return cls(build_head(backbone, settings, 2), backbone, settings, features)
-
-    @classmethod
-    def load(cls, directory: str | Path, cache_dir: Path | None = None) -> Classifier:
-        settings, backbone, head, features = load_head(directory, KIND, ClassifierSettings,
-                                                       2, cache_dir)
-        return cls(head, backbone, settings, features)
-
-    def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
-        return save_model(Path(directory), KIND, self.settings.model_dump(mode="json"),
-                          self.head, self.backbone, metrics)
+    KIND = KIND
+    SETTINGS = ClassifierSettings
+    OUTPUTS = 2
 
     def predict_proba(self, contexts: Sequence[Context], responses: Sequence[str],
                       batch_size: int = 32) -> np.ndarray:

@@ -21,7 +21,7 @@ from rolecall.records import Example, Turn
 from rolecall.train.backbone import Backbone, _torch, load_backbone
 from rolecall.train.data import context_text, split_by
 from rolecall.train.features import Features, mean_pool
-from rolecall.train.loop import Settings, TrainConfig, fit, read_model
+from rolecall.train.loop import Settings, TrainConfig, fit, read_model, save_model
 
 Context = str | Sequence[Turn]
 Pool = Literal["auto", "mean", "mean+first", "mean+last"]
@@ -188,6 +188,38 @@ def load_head(directory: str | Path, kind: str, settings_type: type[PairSettings
     head.eval()
     features = Features(backbone, cache_dir) if cache_dir is not None else None
     return settings, backbone, head, features
+
+
+class PairModel:
+    """A head over pair states, its backbone and settings; subclasses name their ``KIND``,
+    ``SETTINGS`` type and number of ``OUTPUTS`` and add what they compute."""
+
+    KIND: str = ""
+    SETTINGS: type[PairSettings] = PairSettings
+    OUTPUTS: int = 1
+
+    def __init__(self, head: Any, backbone: Backbone, settings: Any,
+                 features: Features | None = None):
+        self.head, self.backbone, self.settings, self.features = (head, backbone, settings,
+                                                                  features)
+
+    @classmethod
+    def create(cls, backbone: Backbone | str, settings: Any = None,
+               features: Features | None = None):
+        backbone = resolve_backbone(backbone)
+        settings = settings or cls.SETTINGS()
+        settings = settings.model_copy(update={"pool": resolve_pool(settings.pool, backbone)})
+        return cls(build_head(backbone, settings, cls.OUTPUTS), backbone, settings, features)
+
+    @classmethod
+    def load(cls, directory: str | Path, cache_dir: Path | None = None):
+        settings, backbone, head, features = load_head(directory, cls.KIND, cls.SETTINGS,
+                                                       cls.OUTPUTS, cache_dir)
+        return cls(head, backbone, settings, features)
+
+    def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
+        return save_model(Path(directory), self.KIND, self.settings.model_dump(mode="json"),
+                          self.head, self.backbone, metrics)
 
 
 def example_key(example: Example) -> str:

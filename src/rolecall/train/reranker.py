@@ -33,17 +33,15 @@ from rolecall.records import Example
 from rolecall.train.backbone import Backbone, _torch
 from rolecall.train.data import MAX_TURNS, read_examples, unique_candidates
 from rolecall.train.features import Features
-from rolecall.train.loop import TrainConfig, save_model
+from rolecall.train.loop import TrainConfig
 from rolecall.train.pairs import (
     Context,
+    PairModel,
     PairSettings,
     as_context,
-    build_head,
     encode_pairs,
     held_out,
-    load_head,
     resolve_backbone,
-    resolve_pool,
     train_head,
 )
 
@@ -79,31 +77,12 @@ def draw_negatives(context: str, gold: str, pool: Sequence[str], k: int, rng: ra
     return chosen
 
 
-class Reranker:
+class Reranker(PairModel):
     """A trained (or new) cross-encoder reranker: head, backbone and settings."""
 
-    def __init__(self, head: Any, backbone: Backbone, settings: RerankerSettings,
-                 features: Features | None = None):
-        self.head, self.backbone, self.settings, self.features = (head, backbone, settings,
-                                                                  features)
-
-    @classmethod
-    def create(cls, backbone: Backbone | str, settings: RerankerSettings | None = None,
-               features: Features | None = None) -> Reranker:
-        backbone = resolve_backbone(backbone)
-        settings = settings or RerankerSettings()
-        settings = settings.model_copy(update={"pool": resolve_pool(settings.pool, backbone)})
-        return cls(build_head(backbone, settings, 1), backbone, settings, features)
-
-    @classmethod
-    def load(cls, directory: str | Path, cache_dir: Path | None = None) -> Reranker:
-        settings, backbone, head, features = load_head(directory, KIND, RerankerSettings, 1,
-                                                       cache_dir)
-        return cls(head, backbone, settings, features)
-
-    def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
-        return save_model(Path(directory), KIND, self.settings.model_dump(mode="json"),
-                          self.head, self.backbone, metrics)
+    KIND = KIND
+    SETTINGS = RerankerSettings
+    OUTPUTS = 1
 
     # ---- scoring ----------------------------------------------------------------------
 
