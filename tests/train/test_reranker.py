@@ -1,4 +1,5 @@
-"""Cross-encoder reranker on a tiny backbone: negatives, training, scoring, MC dropout."""
+"""The reranker on a tiny backbone, both interactions (pairs through the backbone, a
+cross-attention head over separate states): negatives, training, scoring, MC dropout."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from rolecall.train.reranker import (  # noqa: E402
 )
 from tests.train.test_classifier import make_examples, tiny  # noqa: E402
 
-SETTINGS = RerankerSettings(max_length=48, response_max=16, width=16, negatives=3)
+SETTINGS = RerankerSettings(max_length=48, response_max=16, width=16, negatives=3,
+                            context_max_tokens=40, candidate_max_tokens=16, dim=16, heads=2)
+INTERACTIONS = pytest.mark.parametrize("interaction", ["joint", "attention"])
 CONFIG = TrainConfig(epochs=6, batch_size=4, lr=1e-2)
 POOL = ["가", "나", "다", "라", "마", "바"]
 
@@ -43,11 +46,13 @@ def test_negatives_never_hold_the_gold_and_take_hard_ones_first():
     assert len(draw_negatives("ctx", "다", ["다", "가"], 7, rng)) == 1  # a small pool
 
 
-def test_training_changes_the_head_and_the_loss_falls(tmp_path):
+@INTERACTIONS
+def test_training_changes_the_head_and_the_loss_falls(tmp_path, interaction):
     backbone = tiny(frozen=True)
     # subtle: a random tiny BERT's pair states differ little between candidates; its CLS
     # state and dropout drown that signal, the mean without dropout keeps it
-    settings = SETTINGS.model_copy(update={"pool": "mean", "dropout": 0.0, "width": 32})
+    settings = SETTINGS.model_copy(update={"pool": "mean", "dropout": 0.0, "width": 32,
+                                           "interaction": interaction})
     model = Reranker.create(backbone, settings, Features(backbone, tmp_path / "cache"))
     before = [p.detach().clone() for p in model.head.parameters()]
     history = model.fit(make_examples(24), TrainConfig(epochs=15, batch_size=4, lr=1e-2),
@@ -58,7 +63,13 @@ def test_training_changes_the_head_and_the_loss_falls(tmp_path):
     assert all(not torch.equal(a, b) for a, b in zip(before, model.head.parameters(), strict=True))
 
 
-def test_train_reranker_saves_a_model_that_scores_identically(tmp_path):
+def test_auto_interaction_follows_the_backbone():
+    assert Reranker.create(tiny(frozen=True), SETTINGS).settings.interaction == "attention"
+    assert Reranker.create(tiny(frozen=False), SETTINGS).settings.interaction == "joint"
+
+
+@INTERACTIONS
+def test_train_reranker_saves_a_model_that_scores_identically(tmp_path, interaction):
     path = tmp_path / "examples.jsonl"
     write_jsonl(path, make_examples(30))
     calls = []
@@ -67,11 +78,13 @@ def test_train_reranker_saves_a_model_that_scores_identically(tmp_path):
         calls.append(k)
         return ["푹 쉬세요", "오늘 날씨가 좋네요"]
 
-    metrics = train_reranker(path, tmp_path / "model", tiny(frozen=True), SETTINGS, CONFIG,
+    settings = SETTINGS.model_copy(update={"interaction": interaction})
+    metrics = train_reranker(path, tmp_path / "model", tiny(frozen=True), settings, CONFIG,
                              hard_negatives=hard, test_share=0.3, progress=False)
     assert calls and metrics["hard_negatives"] and metrics["negatives"] == 3
     assert metrics["test_examples"] > 0 and "hits@1/4" in metrics  # a pool of 4 responses
     model, again = Reranker.load(tmp_path / "model"), Reranker.load(tmp_path / "model")
+    assert model.settings.interaction == interaction
     contexts = ["user: 밥 먹었어요", "user: 오늘 좀 피곤해요"]
     candidates = [["푹 쉬세요", "식사는 맛있게 하셨어요"], ["푹 쉬세요"]]
     scores = model.score(contexts, candidates)
@@ -84,8 +97,10 @@ def test_train_reranker_saves_a_model_that_scores_identically(tmp_path):
     assert scores[0, 0] == pytest.approx(alone, rel=1e-4, abs=1e-6)
 
 
-def test_mc_dropout_varies_between_passes_and_repeats_for_a_seed():
-    model = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(update={"dropout": 0.3}))
+@INTERACTIONS
+def test_mc_dropout_varies_between_passes_and_repeats_for_a_seed(interaction):
+    model = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(
+        update={"dropout": 0.3, "interaction": interaction}))
     contexts, responses = ["user: 밥 먹었어요"] * 2, ["푹 쉬세요", "바보 같은 소리 마세요"]
     state = torch.random.get_rng_state()
     samples = model.mc_dropout(contexts, responses, passes=8, seed=1)
@@ -97,6 +112,22 @@ def test_mc_dropout_varies_between_passes_and_repeats_for_a_seed():
     assert not model.head.training  # dropout is off again afterwards
     plain = model.score_pairs(contexts, responses)
     assert np.array_equal(plain, model.score_pairs(contexts, responses))
+
+
+def test_scores_from_context_states_match_the_pair_scores():
+    model = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(
+        update={"interaction": "attention", "dropout": 0.3}))
+    context, responses = "user: 밥 먹었어요", ["푹 쉬세요", "식사는 맛있게 하셨어요", "네"]
+    states = model.backbone.encode([context], SETTINGS.context_max_tokens, "left")
+    pairs = model.score_pairs([context] * 3, responses)
+    assert np.allclose(model.score_states(states, responses), pairs, rtol=1e-4, atol=1e-6)
+    samples = model.score_states(states, responses, passes=6, seed=3)
+    assert samples.shape == (3, 6) and samples.std(axis=1).min() > 0
+    assert np.array_equal(samples, model.score_states(states, responses, passes=6, seed=3))
+    joint = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(
+        update={"interaction": "joint"}))
+    with pytest.raises(ValueError, match="only an attention reranker"):
+        joint.score_states(states, responses)
 
 
 def test_bad_inputs_are_clear_errors(tmp_path):

@@ -135,7 +135,14 @@ class CandidateIndex:
             raise ConfigError(f"k must be 1 or more, got {k}")
         if not contexts:
             return []
-        encoded = self.retriever.encode_contexts(contexts)
+        return self.search_encoded(self.retriever.encode_contexts(contexts), k, depth)
+
+    def search_encoded(self, encoded, k: int = 10, depth: int | None = None
+                       ) -> list[list[tuple[int, str, float]]]:
+        """``search`` for contexts already encoded by the retriever (``encode_contexts``
+        or ``contexts_from_states``: one backbone pass shared with the reranker)."""
+        if k < 1:
+            raise ConfigError(f"k must be 1 or more, got {k}")
         queries = self.retriever.query_vectors(encoded)
         if self.manifest["kind"] == "bi":
             fetch = min(len(self), k + 16)  # a little slack so ties at the cut sort stably

@@ -169,9 +169,10 @@ def train_head(head: Any, backbone: Backbone, features: Features,
 
 
 def load_head(directory: str | Path, kind: str, settings_type: type[PairSettings],
-              outputs: int, cache_dir: Path | None = None
+              make_head: Callable[[Backbone, Any], Any], cache_dir: Path | None = None
               ) -> tuple[Any, Backbone, Any, Features | None]:
-    """(settings, backbone, head, features) of a saved pair model of ``kind``."""
+    """(settings, backbone, head, features) of a saved pair model of ``kind``;
+    ``make_head(backbone, settings)`` builds the head the saved weights go into."""
     raw, state, backbone = read_model(directory, kind)
     try:
         settings = settings_type.model_validate(raw)
@@ -179,7 +180,7 @@ def load_head(directory: str | Path, kind: str, settings_type: type[PairSettings
         raise InputFileError(Path(directory) / "model.json",
                              f"bad settings: {describe_validation(exc, 'settings')}",
                              fix=f"train the {kind} again with this rolecall version") from None
-    head = build_head(backbone, settings, outputs)
+    head = make_head(backbone, settings)
     try:
         head.load_state_dict(state)
     except RuntimeError as exc:
@@ -204,17 +205,25 @@ class PairModel:
                                                                   features)
 
     @classmethod
+    def resolve(cls, settings: Any, backbone: Backbone) -> Any:
+        """The settings with every ``auto`` choice made for this backbone."""
+        return settings.model_copy(update={"pool": resolve_pool(settings.pool, backbone)})
+
+    @classmethod
+    def make_head(cls, backbone: Backbone, settings: Any) -> Any:
+        return build_head(backbone, settings, cls.OUTPUTS)
+
+    @classmethod
     def create(cls, backbone: Backbone | str, settings: Any = None,
                features: Features | None = None):
         backbone = resolve_backbone(backbone)
-        settings = settings or cls.SETTINGS()
-        settings = settings.model_copy(update={"pool": resolve_pool(settings.pool, backbone)})
-        return cls(build_head(backbone, settings, cls.OUTPUTS), backbone, settings, features)
+        settings = cls.resolve(settings or cls.SETTINGS(), backbone)
+        return cls(cls.make_head(backbone, settings), backbone, settings, features)
 
     @classmethod
     def load(cls, directory: str | Path, cache_dir: Path | None = None):
         settings, backbone, head, features = load_head(directory, cls.KIND, cls.SETTINGS,
-                                                       cls.OUTPUTS, cache_dir)
+                                                       cls.make_head, cache_dir)
         return cls(head, backbone, settings, features)
 
     def save(self, directory: str | Path, metrics: dict | None = None) -> Path:

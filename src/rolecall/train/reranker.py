@@ -1,8 +1,11 @@
-"""The cross-encoder reranker (NAACL 2022, section 4.3).
+"""The reranker (NAACL 2022, section 4.3).
 
 The retriever (a poly-encoder) proposes candidates from the unique positive system turns;
-the reranker reads each ``[CLS] context [SEP] candidate [SEP]`` pair whole, so context and
-candidate attend to each other, and gives it one score. It is trained per context on the
+the reranker lets context and candidate attend to each other and gives each pair one
+score: either through the backbone, reading each ``[CLS] context [SEP] candidate [SEP]``
+pair whole (``joint``, the paper's cross-encoder), or in a cross-attention head over their
+separately computed states (``attention``, ``cross_attention.py``: what makes a frozen
+backbone on a CPU fast enough for a live turn). It is trained per context on the
 gold response and ``negatives`` (7) others with softmax cross-entropy over the 8 scores,
 gold first. The negatives are drawn from the unique positive responses of the training
 split, never the gold; optionally some come from ``hard_negatives(context, gold, k)`` (the
@@ -10,8 +13,8 @@ retriever's best candidates that are not the gold), which teaches the fine disti
 random ones cannot, while the random rest keeps the retriever's near-paraphrases of the
 gold (false negatives) from dominating.
 
-The negatives are drawn once per example, not per epoch: with a frozen backbone each new
-pair is a forward pass of the backbone, and a fixed set is computed once and cached.
+The negatives are drawn once per example, not per epoch: with a frozen joint backbone each
+new pair is a forward pass of the backbone, and a fixed set is computed once and cached.
 
 The head has dropout, so with dropout switched on the scores vary: ``mc_dropout`` samples
 them for the unanswerable-context detector (``unanswerable.py``); ``score`` is
@@ -23,7 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -33,7 +36,7 @@ from rolecall.records import Example
 from rolecall.train.backbone import Backbone, _torch
 from rolecall.train.data import MAX_TURNS, read_examples, unique_candidates
 from rolecall.train.features import Features
-from rolecall.train.loop import TrainConfig
+from rolecall.train.loop import TrainConfig, fit
 from rolecall.train.pairs import (
     Context,
     PairModel,
@@ -41,6 +44,7 @@ from rolecall.train.pairs import (
     as_context,
     encode_pairs,
     held_out,
+    model_device,
     resolve_backbone,
     train_head,
 )
@@ -52,6 +56,17 @@ HardNegatives = Callable[[str, str, int], list[str]]
 
 
 class RerankerSettings(PairSettings):
+    interaction: Literal["auto", "joint", "attention"] = Field(
+        "auto", description="joint: each pair through the backbone (cross-encoder); "
+        "attention: separate states joined in a cross-attention head; auto: attention for "
+        "a frozen backbone, joint for a trainable one")
+    context_max_tokens: int = Field(256, ge=4, description="attention: context cut from "
+                                    "the left (the retriever's default, so one pass serves "
+                                    "both)")
+    candidate_max_tokens: int = Field(64, ge=4, description="attention: candidates cut "
+                                      "from the right")
+    dim: int = Field(256, ge=1, description="attention: width of the token projections")
+    heads: int = Field(4, ge=1, description="attention: heads of the cross-attention")
     max_turns: int | None = Field(MAX_TURNS, ge=1, description="history turns (paper: 10)")
     negatives: int = Field(7, ge=1, description="negatives per example (paper: 7)")
     hard_count: int = Field(3, ge=0, description="of them from hard_negatives, when given")
@@ -78,29 +93,110 @@ def draw_negatives(context: str, gold: str, pool: Sequence[str], k: int, rng: ra
 
 
 class Reranker(PairModel):
-    """A trained (or new) cross-encoder reranker: head, backbone and settings."""
+    """A trained (or new) reranker: head, backbone and settings.
+
+    Two ways for context and candidate to meet (``settings.interaction``): ``joint``, the
+    cross-encoder proper, reads each pair whole through the backbone (one backbone pass
+    per candidate: the GPU user's path with a trainable backbone); ``attention`` takes
+    their states computed separately and joins them in a cross-attention head
+    (``cross_attention.py``: one context pass per turn, candidate states cached, a few
+    milliseconds per turn on a CPU). ``auto`` picks ``attention`` for a frozen backbone,
+    ``joint`` for a trainable one.
+    """
 
     KIND = KIND
     SETTINGS = RerankerSettings
     OUTPUTS = 1
 
-    # ---- scoring ----------------------------------------------------------------------
+    @classmethod
+    def resolve(cls, settings: RerankerSettings, backbone: Backbone) -> RerankerSettings:
+        settings = super().resolve(settings, backbone)
+        if settings.interaction == "auto":
+            chosen = "attention" if backbone.frozen else "joint"
+            settings = settings.model_copy(update={"interaction": chosen})
+        return settings
+
+    @classmethod
+    def make_head(cls, backbone: Backbone, settings: RerankerSettings) -> Any:
+        if settings.interaction != "attention":
+            return super().make_head(backbone, settings)
+        from rolecall.train.cross_attention import CrossAttentionHead
+
+        head = CrossAttentionHead(backbone.hidden_size, settings.dim, settings.heads,
+                                  settings.width, settings.dropout)
+        return head.to(model_device(backbone))
+
+    @property
+    def joint(self) -> bool:
+        return self.settings.interaction != "attention"
+
+    # ---- what the head reads -----------------------------------------------------------
 
     def vectors(self, contexts: Sequence[Context], responses: Sequence[str],
                 batch_size: int = 32) -> Any:
-        """The pooled pair vectors the head reads (backbone in eval mode, no gradients)."""
+        """The pooled pair vectors a joint head reads (backbone in eval mode, no grad)."""
         texts = [as_context(c, self.settings.max_turns) for c in contexts]
         return encode_pairs(self.backbone, self.features, texts,
                             [r.strip() for r in responses], self.settings, batch_size)
 
+    def text_states(self, texts: Sequence[str], candidates: bool) -> tuple[Any, Any]:
+        """Backbone states of contexts (cut from the left) or candidates (from the right),
+        from the features cache when there is one, else straight from the backbone."""
+        s = self.settings
+        length, side = ((s.candidate_max_tokens, "right") if candidates
+                        else (s.context_max_tokens, "left"))
+        if self.features is not None:
+            return self.features.texts(list(texts), length, side)
+        return self.backbone.encode(list(texts), length, side)
+
+    def _inputs(self, contexts: Sequence[Context], responses: Sequence[str],
+                batch_size: int):
+        """Head inputs for pairs, chunk by chunk, without gradients."""
+        torch = _torch()
+        if self.joint:
+            yield (self.vectors(contexts, responses, batch_size),)
+            return
+        texts = [as_context(c, self.settings.max_turns) for c in contexts]
+        self.backbone.train(False)
+        with torch.no_grad():
+            for start in range(0, len(texts), batch_size):
+                chunk = slice(start, start + batch_size)
+                yield (*self.text_states(texts[chunk], False),
+                       *self.text_states([r.strip() for r in responses[chunk]], True))
+        if self.features is not None:
+            self.features.flush()
+
+    def _run(self, inputs: Any, passes: int | None, seed: int) -> Any:
+        """[N] logits with dropout off (``passes`` None), else [N, passes] with it on,
+        seeded in a forked RNG so the caller's random state is left as it was."""
+        torch = _torch()
+        if passes is None:
+            self.head.eval()
+            with torch.no_grad():
+                return torch.cat([self.head(*part)[:, 0] for part in inputs])
+        device = model_device(self.backbone)
+        devices = [device.index or 0] if device.type == "cuda" else []
+        self.head.train()
+        try:
+            with torch.random.fork_rng(devices=devices), torch.no_grad():
+                torch.manual_seed(seed)
+                runs = [torch.stack([self.head(*part)[:, 0] for _ in range(passes)], dim=1)
+                        for part in inputs]
+        finally:
+            self.head.eval()
+        return torch.cat(runs)
+
+    # ---- scoring ----------------------------------------------------------------------
+
     def score_pairs(self, contexts: Sequence[Context], responses: Sequence[str],
                     batch_size: int = 32) -> np.ndarray:
         """[N] scores (logits; higher = fits better), dropout off: deterministic."""
-        torch = _torch()
-        vectors = self.vectors(contexts, responses, batch_size)
-        self.head.eval()
-        with torch.no_grad():
-            return self.head(vectors)[:, 0].cpu().numpy()
+        if len(contexts) != len(responses):
+            raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses")
+        if not responses:
+            return np.zeros(0, dtype=np.float32)
+        inputs = list(self._inputs(contexts, responses, batch_size))
+        return self._run(inputs, None, 0).cpu().numpy()
 
     def score(self, contexts: Sequence[Context], candidates_per_context: Sequence[Sequence[str]],
               batch_size: int = 32) -> np.ndarray:
@@ -112,7 +208,7 @@ class Reranker(PairModel):
         flat_c = [c for c, row in zip(contexts, candidates_per_context, strict=True)
                   for _ in row]
         flat_r = [r for row in candidates_per_context for r in row]
-        flat = self.score_pairs(flat_c, flat_r, batch_size) if flat_r else np.zeros(0)
+        flat = self.score_pairs(flat_c, flat_r, batch_size)
         width = max((len(row) for row in candidates_per_context), default=0)
         out = np.full((len(contexts), width), -np.inf)
         start = 0
@@ -124,25 +220,31 @@ class Reranker(PairModel):
     def mc_dropout(self, contexts: Sequence[Context], responses: Sequence[str],
                    passes: int = 20, seed: int = 0, batch_size: int = 32) -> np.ndarray:
         """[N, passes] scores with the head's dropout on (the backbone stays in eval mode:
-        its states are computed once and shared by every pass).
-
-        Seeded in a forked RNG, so the samples repeat for a seed and the caller's random
-        state is left as it was.
-        """
-        torch = _torch()
+        its states are computed once and shared by every pass); repeatable for a seed."""
         if passes < 2:
             raise ValueError("MC dropout needs at least 2 passes to have a variance")
-        vectors = self.vectors(contexts, responses, batch_size)
-        device = vectors.device
-        devices = [device.index or 0] if device.type == "cuda" else []
-        self.head.train()
-        try:
-            with torch.random.fork_rng(devices=devices), torch.no_grad():
-                torch.manual_seed(seed)
-                runs = [self.head(vectors)[:, 0] for _ in range(passes)]
-        finally:
-            self.head.eval()
-        return torch.stack(runs, dim=1).cpu().numpy()
+        inputs = list(self._inputs(contexts, responses, batch_size))
+        return self._run(inputs, passes, seed).cpu().numpy()
+
+    def score_states(self, context_states: tuple[Any, Any], responses: Sequence[str],
+                     passes: int | None = None, seed: int = 0) -> np.ndarray:
+        """One context's candidates scored from its backbone states ``(hidden [1, T, H],
+        mask [1, T])``, as the retriever got them (``attention`` only): [K] logits, or
+        [K, passes] MC-dropout samples with ``passes``."""
+        if self.joint:
+            raise ValueError("a joint reranker reads each pair whole through the backbone; "
+                             "only an attention reranker scores from context states")
+        if passes is not None and passes < 2:
+            raise ValueError("MC dropout needs at least 2 passes to have a variance")
+        if not responses:
+            return np.zeros((0,) if passes is None else (0, passes), dtype=np.float32)
+        torch = _torch()
+        device = model_device(self.backbone)
+        with torch.no_grad():
+            candidates = self.text_states([r.strip() for r in responses], True)
+        inputs = [(*(part.to(device) for part in context_states),
+                   *(part.to(device) for part in candidates))]
+        return self._run(inputs, passes, seed).cpu().numpy()
 
     # ---- training ---------------------------------------------------------------------
 
@@ -167,9 +269,38 @@ class Reranker(PairModel):
                                        self.settings.hard_count)
             groups.append([(context, gold)] + [(context, n) for n in negatives])
         loss = torch.nn.CrossEntropyLoss()
-        return train_head(self.head, self.backbone, self.features, groups,
-                          [0] * len(groups), self.settings, config,
-                          lambda out, y: loss(out[..., 0], y), progress, "training reranker")
+        if self.joint:
+            return train_head(self.head, self.backbone, self.features, groups,
+                              [0] * len(groups), self.settings, config,
+                              lambda out, y: loss(out[..., 0], y), progress,
+                              "training reranker")
+        return self._fit_attention(groups, loss, config, progress)
+
+    def _fit_attention(self, groups: list[list[tuple[str, str]]], loss: Any,
+                       config: TrainConfig, progress: bool) -> dict[str, Any]:
+        """Each group's context states once, its candidates' states, G logits, softmax
+        cross-entropy with the gold first. A frozen backbone's states are cached first."""
+        torch = _torch()
+        s, size = self.settings, len(groups[0])
+        if self.backbone.frozen:
+            self.features.precompute("texts", list(dict.fromkeys(g[0][0] for g in groups)),
+                                     s.context_max_tokens, progress, side="left")
+            self.features.precompute("texts", list(dict.fromkeys(r for g in groups
+                                                                 for _, r in g)),
+                                     s.candidate_max_tokens, progress, side="right")
+        device = model_device(self.backbone)
+
+        def loss_of(batch: list[int]) -> Any:
+            contexts = self.text_states([groups[i][0][0] for i in batch], False)
+            candidates = self.text_states([r for i in batch for _, r in groups[i]], True)
+            parts = [part.to(device) for part in (*contexts, *candidates)]
+            logits = self.head(*parts)[:, 0].view(len(batch), size)
+            return loss(logits, torch.zeros(len(batch), dtype=torch.long, device=device))
+
+        history = fit(self.head, self.backbone, list(range(len(groups))), loss_of, config,
+                      progress, "training reranker")
+        self.features.flush()
+        return history
 
     def evaluate(self, examples: Sequence[Example], pool: Sequence[str], seed: int = 0
                  ) -> dict[str, float]:

@@ -217,6 +217,20 @@ class Retriever:
         """Context vectors: [n, dim] (bi) or [n, codes, dim] (poly), a torch tensor."""
         return self._encode(texts, False, progress)
 
+    def context_states(self, texts: Sequence[str]):
+        """Backbone states of contexts as this retriever cuts them, straight from the
+        backbone (never cached: a live turn's context is new)."""
+        self.backbone.train(False)
+        with torch.no_grad():
+            return self.backbone.encode(list(texts), self.settings.context_max_tokens, "left")
+
+    def contexts_from_states(self, hidden, mask):
+        """Context vectors from backbone states (``context_states``), as ``encode_contexts``
+        gives them."""
+        self.head.eval()
+        with torch.no_grad():
+            return self.head.contexts(hidden, mask)
+
     def encode_candidates(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Candidate vectors [n, dim], float32, contiguous (ready for FAISS)."""
         vectors = self._encode(texts, True, progress)

@@ -64,8 +64,12 @@ def mc_dropout_confidence(reranker: Reranker, contexts: Sequence[Context],
                           responses: Sequence[str], passes: int = 20, seed: int = 0
                           ) -> np.ndarray:
     """[N] confidences: mean - variance of ``passes`` sigmoid reranker scores, dropout on."""
-    return mean_minus_variance(_sigmoid(reranker.mc_dropout(contexts, responses, passes,
-                                                            seed)))
+    return sigmoid_confidence(reranker.mc_dropout(contexts, responses, passes, seed))
+
+
+def sigmoid_confidence(logits: np.ndarray) -> np.ndarray:
+    """[N, m] MC-dropout logits -> [N] confidences (mean - variance of their sigmoids)."""
+    return mean_minus_variance(_sigmoid(logits))
 
 
 def response_perplexity(scorer: Any, contexts: Sequence[Context], responses: Sequence[str],

@@ -1,0 +1,123 @@
+"""Response selection for one live turn: retrieve, rerank, and (optionally) MC dropout.
+
+What the Retrieve-fail-Generate bot does per user turn (NAACL 2022 §4.3): the retriever
+finds the ``k`` best of the bot's candidate responses (``candidates.py``), the reranker
+orders them, and the best one's MC-dropout confidence (``train/unanswerable.py``) says
+whether to answer with it or fall back to the generator.
+
+The context is run through the backbone **once**: with an ``attention`` reranker that
+shares the retriever's backbone and cuts the context the same way (``max_turns`` and
+``context_max_tokens``; the defaults agree), the same states feed the retriever's context
+head and the reranker's cross-attention head. The candidates' states come from the
+reranker's features cache, filled for every indexed candidate by ``prepare`` (once, like
+the index itself). A ``joint`` reranker reads each (context, candidate) pair whole, one
+backbone pass per candidate: correct, but far slower on a CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rolecall.records import Turn
+from rolecall.retrieval.candidates import CandidateIndex
+from rolecall.train.features import Features
+from rolecall.train.pairs import as_context
+from rolecall.train.reranker import Reranker
+from rolecall.train.unanswerable import sigmoid_confidence
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One candidate for the turn: its index id and text, the retriever's score, the
+    reranker's (None without a reranker)."""
+
+    candidate_id: int
+    text: str
+    retrieval_score: float
+    rerank_score: float | None = None
+
+
+@dataclass(frozen=True)
+class Turnout:
+    """The ranked candidates of one turn, best first, and the best one's MC-dropout
+    confidence (mean - variance of its sigmoid scores; None when not asked for)."""
+
+    ranked: list[Selection]
+    confidence: float | None = None
+
+    @property
+    def best(self) -> Selection:
+        return self.ranked[0]
+
+
+class ResponseSelector:
+    """A candidate index (with its retriever) and optionally a reranker, for live turns."""
+
+    def __init__(self, index: CandidateIndex, reranker: Reranker | None = None, k: int = 10):
+        if k < 1:
+            raise ValueError(f"k must be 1 or more, got {k}")
+        self.index, self.reranker, self.k = index, reranker, k
+        self.retriever = index.retriever
+        self.shared = reranker is not None and _shares_context_pass(self.retriever, reranker)
+
+    def prepare(self, progress: bool = True) -> None:
+        """Compute the reranker's states of every indexed candidate now (a frozen backbone
+        only), so that no turn pays for them; kept in memory, and on disk when the
+        reranker's features have a cache directory."""
+        reranker = self.reranker
+        if reranker is None or reranker.joint or not reranker.backbone.frozen:
+            return
+        if reranker.features is None:
+            reranker.features = Features(reranker.backbone)
+        reranker.features.precompute("texts", self.index.texts,
+                                     reranker.settings.candidate_max_tokens, progress,
+                                     side="right")
+
+    def retrieve(self, context: str | Sequence[Turn], k: int | None = None
+                 ) -> list[Selection]:
+        """The retriever's ``k`` best candidates for one context, best first."""
+        text = as_context(context, self.retriever.settings.max_turns)
+        encoded = self.retriever.contexts_from_states(*self.retriever.context_states([text]))
+        return [Selection(i, t, s) for i, t, s in
+                self.index.search_encoded(encoded, k or self.k)[0]]
+
+    def select(self, context: str | Sequence[Turn], mc_passes: int = 0, seed: int = 0
+               ) -> Turnout:
+        """Retrieve ``k``, rerank them (when there is a reranker), best first; with
+        ``mc_passes`` (>= 2) also the best one's MC-dropout confidence."""
+        text = as_context(context, self.retriever.settings.max_turns)
+        states = self.retriever.context_states([text])
+        encoded = self.retriever.contexts_from_states(*states)
+        found = [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded,
+                                                                             self.k)[0]]
+        if self.reranker is None:
+            return Turnout(found)
+        responses = [s.text for s in found]
+        if self.shared:
+            scores = self.reranker.score_states(states, responses)
+        else:
+            scores = self.reranker.score_pairs([text] * len(found), responses)
+        order = np.lexsort((np.arange(len(found)), -scores))
+        ranked = [Selection(found[i].candidate_id, found[i].text, found[i].retrieval_score,
+                            float(scores[i])) for i in order]
+        if mc_passes < 2:
+            return Turnout(ranked)
+        best = [ranked[0].text]
+        if self.shared:
+            samples = self.reranker.score_states(states, best, mc_passes, seed)
+        else:
+            samples = self.reranker.mc_dropout([text], best, mc_passes, seed)
+        confidence = sigmoid_confidence(samples)[0]
+        return Turnout(ranked, float(confidence))
+
+
+def _shares_context_pass(retriever, reranker: Reranker) -> bool:
+    """Whether the retriever's context states are exactly what the reranker would read."""
+    r, s = retriever.settings, reranker.settings
+    a, b = retriever.backbone, reranker.backbone
+    same = a is b or (a.frozen and b.frozen and a.identity == b.identity)
+    return (not reranker.joint and same and r.max_turns == s.max_turns
+            and r.context_max_tokens == s.context_max_tokens)

@@ -1,0 +1,85 @@
+"""Response selection for a live turn: one backbone pass shared by retriever and reranker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("faiss")
+
+from rolecall.records import Example, Turn  # noqa: E402
+from rolecall.retrieval.candidates import build_candidate_index  # noqa: E402
+from rolecall.retrieval.selection import ResponseSelector  # noqa: E402
+from rolecall.train.backbone import Backbone, tiny_backbone  # noqa: E402
+from rolecall.train.data import context_text  # noqa: E402
+from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
+from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
+from rolecall.train.unanswerable import mc_dropout_confidence  # noqa: E402
+from tests.retrieval.test_candidates import PAIRS, TOPICS  # noqa: E402
+
+RERANK = RerankerSettings(interaction="attention", context_max_tokens=32,
+                          candidate_max_tokens=16, dim=16, heads=2, width=16, negatives=3,
+                          dropout=0.2)
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    tiny = tiny_backbone([t for pair in PAIRS for t in pair], vocab_size=150, dropout=0.0)
+    tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
+    retriever, _ = fit_retriever(PAIRS, tiny, RetrieverSettings(
+        kind="poly", dim=32, codes=4, context_max_tokens=32, candidate_max_tokens=16),
+        TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False)
+    index = build_candidate_index(retriever, [a for _, a in TOPICS],
+                                  tmp_path_factory.mktemp("index"), progress=False)
+    reranker = Reranker.create(tiny, RERANK)
+    examples = [Example(history=[Turn(role="user", text=f"{topic} 이야기 {n}")],
+                        response=answer, label="positive")
+                for n in range(3) for topic, answer in TOPICS]
+    reranker.fit(examples, TrainConfig(epochs=5, batch_size=4, lr=1e-2), progress=False)
+    return index, reranker
+
+
+def count_backbone_passes(backbone: Backbone) -> list[int]:
+    calls = []
+    backbone.model.register_forward_hook(lambda *_: calls.append(1))
+    return calls
+
+
+def test_one_backbone_pass_per_turn_and_the_same_answer_as_the_parts(parts):
+    index, reranker = parts
+    selector = ResponseSelector(index, reranker, k=5)
+    assert selector.shared
+    selector.prepare(progress=False)  # every candidate's states, once
+    calls = count_backbone_passes(reranker.backbone)
+    context = [Turn(role="user", text="식사 이야기 1")]
+    turn = selector.select(context, mc_passes=6, seed=2)
+    assert len(calls) == 1  # the context, once, for retriever, reranker and MC dropout
+    text = context_text(context)
+    found = index.search([text], k=5)[0]
+    assert sorted(s.candidate_id for s in turn.ranked) == sorted(i for i, _, _ in found)
+    scores = reranker.score([text], [[t for _, t, _ in found]])[0]
+    expected = [found[i][1] for i in np.argsort(-scores, kind="stable")]
+    assert [s.text for s in turn.ranked] == expected
+    assert [s.rerank_score for s in turn.ranked] == pytest.approx(sorted(scores)[::-1],
+                                                                  rel=1e-4, abs=1e-6)
+    alone = mc_dropout_confidence(reranker, [text], [turn.best.text], passes=6, seed=2)[0]
+    assert turn.confidence == pytest.approx(alone, rel=1e-4, abs=1e-6)
+    assert selector.retrieve(context) == [s for s in ResponseSelector(index, k=5).select(
+        context).ranked]
+
+
+def test_a_reranker_that_cuts_the_context_otherwise_reads_pairs(parts):
+    index, reranker = parts
+    other = Reranker(reranker.head, reranker.backbone,
+                     reranker.settings.model_copy(update={"context_max_tokens": 24}))
+    selector = ResponseSelector(index, other, k=4)
+    assert not selector.shared
+    shared = ResponseSelector(index, reranker, k=4)
+    context = context_text([Turn(role="user", text="산책 이야기 2")])  # short: both cuts
+    # keep all of it
+    assert [s.text for s in selector.select(context).ranked] == \
+        [s.text for s in shared.select(context).ranked]
+    with pytest.raises(ValueError, match="k must be 1 or more"):
+        ResponseSelector(index, reranker, k=0)
