@@ -19,11 +19,15 @@ Models, all scored on the very same candidates:
 - a bi-encoder and a poly-encoder (``train/retriever.py``) trained with in-batch
   negatives on the training pairs, over the backbone named in the output: by default the
   embedded Gemma 3 270M, frozen, its hidden states cached under ``--cache-dir`` (the
-  first run computes ~20k texts on a CPU, with progress bars; later runs read the cache).
+  first run computes ~20k texts on a CPU, with progress bars; later runs read the cache);
+- the reranker (``train/reranker.py``, the default ``attention`` interaction for a frozen
+  backbone) trained on the same pairs against 7 random negatives each, scoring the same
+  K candidates (a reranker normally only sees the retriever's top few; here it ranks the
+  same random K, so its numbers compare with the retrievers').
 
 Usage: python bench/retrieval_quality.py [--backbone embedded|PATH] [--limit N]
        [--epochs 5] [--batch-size 32] [--lr 1e-3] [--cache-dir runs/bench-features]
-       [--kinds bi,poly] [--seed 0]
+       [--kinds bi,poly,reranker] [--seed 0]
 The last line printed is a JSON object with every number.
 """
 
@@ -41,11 +45,13 @@ import numpy as np
 import torch
 
 from rolecall.eval.retrieval import HitsEvaluator
-from rolecall.records import Turn
+from rolecall.records import Example, Turn
 from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
 from rolecall.train.backbone import EMBEDDED, load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
+from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig
+from rolecall.train.reranker import Reranker, RerankerSettings
 from rolecall.train.retriever import RetrieverSettings, fit_retriever
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,6 +113,29 @@ def train_and_score(kind: str, backbone, train_pairs, contexts, pool, gold, eval
             "last_loss": round(history["last_loss"], 4)}
 
 
+def rerank_and_score(backbone, train, contexts, pool, gold, evaluator, args) -> dict:
+    """Train a reranker on the training pairs; its Hits@1/K on the held-out part."""
+    started = time.perf_counter()
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                         seed=args.seed)
+    features = Features(backbone, args.cache_dir if backbone.frozen else None,
+                        batch_size=args.batch_size)
+    reranker = Reranker.create(backbone, RerankerSettings(), features)
+    examples = [Example(history=[Turn(role="user", text=q)], response=a, label="positive")
+                for q, a in train]
+    history = reranker.fit(examples, config, progress=True)
+    trained = time.perf_counter() - started
+
+    def score(queries, index):
+        return reranker.score(queries, [[pool[j] for j in row] for row in index], 256)
+
+    return {**evaluator(score, contexts, pool, gold), "train_seconds": round(trained, 1),
+            "seconds": round(time.perf_counter() - started, 1), "steps": history["steps"],
+            "interaction": reranker.settings.interaction,
+            "first_loss": round(history["first_loss"], 4),
+            "last_loss": round(history["last_loss"], 4)}
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backbone", default=EMBEDDED)
@@ -117,7 +146,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features")
-    parser.add_argument("--kinds", default="bi,poly")
+    parser.add_argument("--kinds", default="bi,poly,reranker")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=DATA)
     return parser.parse_args()
@@ -150,6 +179,10 @@ def main() -> None:
     train_pairs = [(context(q), a) for q, a in train]
     contexts = [context(q) for q, _ in test]
     for kind in args.kinds.split(","):
+        if kind == "reranker":
+            scored = rerank_and_score(backbone, train, contexts, pool, gold, evaluator, args)
+            results[f"reranker ({scored['interaction']})"] = scored
+            continue
         results[f"{kind}-encoder"] = train_and_score(kind, backbone, train_pairs, contexts,
                                                      pool, gold, evaluator, args)
 

@@ -1,28 +1,36 @@
 """Latency of response selection on this CPU: retrieve, then rerank, then check answerability.
 
-What a bot does per user turn (NAACL 2022, section 4.3), timed one turn at a time:
+What a bot does per user turn (NAACL 2022, section 4.3), timed one turn at a time through
+``rolecall.retrieval.selection.ResponseSelector``:
 
-1. **retrieve**: encode the context with the poly-encoder, FAISS top-``depth`` over the
-   candidate index, re-score them with the full poly attention, keep the top ``k``;
-2. **rerank**: the cross-encoder scores the ``k`` (context, candidate) pairs;
+1. **retrieve**: run the context through the backbone once, the poly-encoder's context
+   head, FAISS top-``depth`` over the candidate index, re-score them with the full poly
+   attention, keep the top ``k``;
+2. **rerank**: the reranker scores the ``k`` candidates. With the default ``attention``
+   interaction it reads the *same* context states (no second backbone pass) and the
+   candidates' states, computed once for the whole index (``prepare``, like the index);
+   ``--interaction joint`` times the cross-encoder proper (one backbone pass per pair);
 3. **MC dropout** (optional): ``passes`` reranker-head passes with dropout on, for the
-   best candidate's confidence (mean - variance); the backbone states of that pair, made
-   by the rerank step, are reused (kept in memory), as a bot would;
+   best candidate's confidence (mean - variance), from the same states;
 4. **PPL** (the other detector): the LM perplexity of the best candidate given the context,
    on the embedded model through llama.cpp (``llamacpp:embedded`` scoring).
 
 Candidates: the unique answers of ../shared/data/neutral/chatbot_data.csv, then KorSTS
 sentences up to 10,000. Models: a poly-encoder and a reranker trained briefly on
 chatbot Q->A pairs over the backbone named (default: the embedded Gemma 3 270M, frozen;
-states of the candidates are cached under --cache-dir, contexts are always new, so each
-query pays its backbone passes). Queries: held-out questions, never seen in training.
+training states are cached under --cache-dir). Every timed turn runs its context through
+the backbone afresh (the selector never caches contexts). Queries: held-out questions,
+never seen in training. Quality next to speed: on the timed queries, how often the
+selected answer is the gold one (top-1 over all 10,000 candidates), poly-encoder alone vs
+retrieve + rerank.
 
 Baseline in the same run: BM25 on Kiwi morphemes over the same candidates (what a system
 without neural selection would pay per turn); ratios are printed against it, and p50/p95
 of every part. Target: retrieve + rerank p50 < 150 ms.
 
 Usage: python bench/selection_latency.py [--queries 100] [--k 10] [--passes 10]
-       [--backbone embedded|PATH] [--cache-dir runs/bench-features]
+       [--interaction attention|joint] [--backbone embedded|PATH]
+       [--cache-dir runs/bench-features]
 """
 
 from __future__ import annotations
@@ -41,14 +49,14 @@ import torch
 from rolecall.llm import LLM, load_backend
 from rolecall.records import Example, Turn
 from rolecall.retrieval.candidates import build_candidate_index
+from rolecall.retrieval.selection import ResponseSelector
 from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
 from rolecall.train.backbone import EMBEDDED, load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
-from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig
 from rolecall.train.reranker import Reranker, RerankerSettings
 from rolecall.train.retriever import RetrieverSettings, fit_retriever
-from rolecall.train.unanswerable import mc_dropout_confidence, response_perplexity
+from rolecall.train.unanswerable import response_perplexity
 
 ROOT = Path(__file__).resolve().parents[1]
 NEUTRAL = ROOT.parent / "shared" / "data" / "neutral"
@@ -87,11 +95,14 @@ def context(question: str) -> str:
 
 
 def train_models(backbone, train_pairs, args):
+    """A poly-encoder and a reranker on (question, answer) pairs."""
     config = TrainConfig(epochs=1, batch_size=32, max_steps=args.steps, seed=0)
-    retriever, _ = fit_retriever(train_pairs, backbone, RetrieverSettings(kind="poly"),
-                                 config, progress=True, cache_dir=args.cache_dir)
-    reranker = Reranker.create(backbone, RerankerSettings(max_length=128, response_max=48),
-                               Features(backbone, args.cache_dir))  # training pairs cached
+    retriever, _ = fit_retriever([(context(q), a) for q, a in train_pairs], backbone,
+                                 RetrieverSettings(kind="poly"), config, progress=True,
+                                 cache_dir=args.cache_dir)
+    settings = RerankerSettings(interaction=args.interaction, max_length=128,
+                                response_max=48)
+    reranker = Reranker.create(backbone, settings, retriever.features)  # one cache in memory
     examples = [Example(history=[Turn(role="user", text=q)], response=a, label="positive")
                 for q, a in train_pairs[:args.rerank_examples]]
     reranker.fit(examples, TrainConfig(epochs=1, batch_size=16, seed=0), progress=True)
@@ -116,7 +127,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--k", type=int, default=10, help="candidates the reranker scores")
     parser.add_argument("--passes", type=int, default=10, help="MC dropout passes")
     parser.add_argument("--steps", type=int, default=300, help="retriever training steps")
-    parser.add_argument("--rerank-examples", type=int, default=100)
+    parser.add_argument("--rerank-examples", type=int, default=5000,
+                        help="training examples of the reranker (joint: each one is 8 "
+                        "backbone passes; use ~100)")
+    parser.add_argument("--interaction", default="attention", choices=["attention", "joint"])
     parser.add_argument("--backbone", default=EMBEDDED)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features")
     return parser.parse_args()
@@ -128,54 +142,46 @@ def main() -> None:
     pairs, candidates = read_data()
     assert len(candidates) == MIN_CANDIDATES, len(candidates)
     train, test = split_by(pairs, key=lambda pair: pair[0], held_out=0.1, seed=0)
-    # three disjoint query sets: a frozen backbone's states are kept in memory once
-    # computed, so a query timed twice would skip its backbone pass the second time
-    held_out = [context(q) for q, _ in test]
-    if len(held_out) < 3 * args.queries + 3:
+    held_out = [(context(q), a) for q, a in test][:args.queries]
+    if len(held_out) < args.queries:
         raise SystemExit(f"only {len(held_out)} held-out questions: lower --queries")
-    queries, others = held_out[:args.queries], held_out[args.queries:2 * args.queries]
-    warm = held_out[-3:]
-    print(f"{len(candidates):,} candidates; {len(queries)} held-out queries per part",
+    queries = [q for q, _ in held_out]
+    warm = [context(q) for q, _ in train[:3]]
+    print(f"{len(candidates):,} candidates; {len(queries)} held-out queries",
           flush=True)
 
     backbone = load_backbone(args.backbone)
-    retriever, reranker = train_models(backbone, [(context(q), a) for q, a in train], args)
+    retriever, reranker = train_models(backbone, train, args)
+    if reranker.joint:  # pairs straight through the backbone, never from the cache
+        reranker.features = None
     index = build_candidate_index(retriever, candidates, args.cache_dir / "latency-index")
-    # from here on, every query pays its backbone passes: the on-disk cache holds the
-    # held-out questions too (bench/retrieval_quality.py computed them)
-    retriever.features = Features(backbone)
-    reranker.features = Features(backbone)
+    selector = ResponseSelector(index, reranker, k=args.k)
+    selector.prepare()  # the candidates' reranker states: once, like the index
     scorer = LLM(load_backend("llamacpp:embedded"))
-
-    def retrieve(query: str) -> list[str]:
-        return [text for _, text, _ in index.search([query], args.k)[0]]
-
-    def retrieve_rerank(query: str) -> str:
-        found = retrieve(query)
-        scores = reranker.score([query], [found])[0]
-        return found[int(np.argmax(scores))]
 
     bm25 = bm25_search(candidates)
     for query in warm:  # warm-up: lazy imports, first-call allocations
-        retrieve_rerank(query)
+        selector.select(query, mc_passes=args.passes)
         bm25(query, args.k)
     results = {}
     bm25_times, _ = timed(lambda q: bm25(q, args.k), queries)
     results["bm25 top-k (baseline)"] = percentiles(bm25_times)
-    times, _ = timed(retrieve, others)
+    times, retrieved = timed(selector.retrieve, queries)
     results["retrieve (poly-encoder + FAISS)"] = percentiles(times)
-    times, best = timed(retrieve_rerank, queries)
+    times, turns = timed(selector.select, queries)
     results["retrieve + rerank"] = percentiles(times)
-    selection = times
-    times, _ = timed(lambda q: mc_dropout_confidence(
-        reranker, [q], [best[queries.index(q)]], passes=args.passes), queries)
-    results[f"MC dropout alone ({args.passes} passes)"] = percentiles(times)
-    results["retrieve + rerank + MC dropout"] = percentiles(
-        [a + b for a, b in zip(selection, times, strict=True)])
-    times, _ = timed(lambda q: response_perplexity(scorer, [q], [best[queries.index(q)]]),
-                     queries)
+    times, _ = timed(lambda q: selector.select(q, mc_passes=args.passes), queries)
+    results[f"retrieve + rerank + MC dropout ({args.passes})"] = percentiles(times)
+    best = {q: turn.best.text for q, turn in zip(queries, turns, strict=True)}
+    times, _ = timed(lambda q: response_perplexity(scorer, [q], [best[q]]), queries)
     results["PPL of the best (llamacpp:embedded)"] = percentiles(times)
 
+    gold = [a for _, a in held_out]
+    quality = {
+        "poly top-1 = gold": np.mean([r[0].text == g for r, g in zip(retrieved, gold)]),
+        f"gold in poly top-{args.k}": np.mean([any(s.text == g for s in r)
+                                              for r, g in zip(retrieved, gold)]),
+        "rerank top-1 = gold": np.mean([t.best.text == g for t, g in zip(turns, gold)])}
     base = results["bm25 top-k (baseline)"]["p50_ms"]
     print(f"\n{'part':40s}{'p50 ms':>10s}{'p95 ms':>10s}{'p50 / bm25':>12s}")
     for name, value in results.items():
@@ -183,10 +189,17 @@ def main() -> None:
               f"{value['p50_ms'] / base:12.1f}")
     p50 = results["retrieve + rerank"]["p50_ms"]
     print(f"retrieve + rerank p50 = {p50:.1f} ms (target < 150 ms), k = {args.k}, "
-          f"backbone {backbone.source} ({'frozen' if backbone.frozen else 'trainable'})")
+          f"backbone {backbone.source} ({'frozen' if backbone.frozen else 'trainable'}), "
+          f"reranker {reranker.settings.interaction}, one context pass per turn: "
+          f"{selector.shared}")
+    for name, value in quality.items():
+        print(f"{name:40s}{value:10.3f}")
     print(json.dumps({"bench": "selection_latency", "candidates": len(candidates),
                       "queries": len(queries), "k": args.k, "passes": args.passes,
-                      "backbone": backbone.source, "results": results}, ensure_ascii=False))
+                      "interaction": reranker.settings.interaction,
+                      "backbone": backbone.source, "results": results,
+                      "quality": {k: round(float(v), 4) for k, v in quality.items()}},
+                     ensure_ascii=False))
 
 
 if __name__ == "__main__":

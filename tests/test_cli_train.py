@@ -56,6 +56,11 @@ def test_bad_input_is_a_clear_error(setup, tmp_path):
                         str(tmp_path / "m"), "--backbone", str(tmp_path / "nowhere"), *FAST)
     assert result.returncode == 1 and "no such model directory" in result.stderr
     assert "Traceback" not in result.stderr
+    result = run_to_end("train", "reranker", str(root / "examples.jsonl"), "--out",
+                        str(tmp_path / "m"), "--backbone", backbone, "--interaction", "both",
+                        *FAST)
+    assert result.returncode == 2 and "interaction" in result.stderr
+    assert "joint" in result.stderr
 
 
 def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
@@ -70,8 +75,10 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
     metrics = metrics_of(run_to_end("train", "reranker", str(root / "examples.jsonl"),
                                     "--out", str(root / "rr-hard"), "--negatives", "3",
                                     "--hard-negatives", str(root / "ret" / "candidates"),
-                                    *common))
+                                    "--interaction", "attention", *common))
     assert any(key.startswith("hits@1/") for key in metrics)
+    saved = json.loads((root / "rr-hard" / "model.json").read_text(encoding="utf-8"))
+    assert saved["settings"]["interaction"] == "attention"  # with a trainable backbone
     roc = root / "roc.png"
     result = run_to_end("eval", "unanswerable", str(root / "examples.jsonl"),
                         "--reranker", str(root / "rr-hard"), "--index",

@@ -134,6 +134,10 @@ def train_reranker_command(
         examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
         out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
         negatives: int = typer.Option(7, min=1, help="negatives per example (paper: 7)"),
+        interaction: str = typer.Option(
+            "auto", help="joint: each pair through the backbone (cross-encoder); attention: "
+            "a cross-attention head over separately computed states (fast on a CPU); auto: "
+            "attention for a frozen backbone, joint for a trainable one"),
         hard_negatives: Optional[Path] = typer.Option(
             None, help="a candidate index (from 'train retriever') to mine hard negatives"),
         backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
@@ -142,11 +146,11 @@ def train_reranker_command(
         epochs: int = EPOCHS, batch_size: int = BATCH, lr: float = LR,
         backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
         seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
-    """Cross-encoder reranker: the target against random (or retriever-mined) negatives."""
+    """Reranker: the target against random (or retriever-mined) negatives."""
     from rolecall.train.backbone import load_backbone
     from rolecall.train.reranker import RerankerSettings, train_reranker
 
-    settings = _settings(RerankerSettings, negatives=negatives)
+    settings = _settings(RerankerSettings, negatives=negatives, interaction=interaction)
     config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     mined = None
     if hard_negatives is not None:

@@ -21,9 +21,11 @@ pytest.importorskip("torch")
 from rolecall.jsonl import read_jsonl, write_jsonl  # noqa: E402
 from rolecall.records import Dialogue, Example  # noqa: E402
 from rolecall.retrieval.candidates import CandidateIndex, build_candidate_index  # noqa: E402
+from rolecall.retrieval.selection import ResponseSelector  # noqa: E402
 from rolecall.train.backbone import load_backbone  # noqa: E402
 from rolecall.train.classifier import ClassifierSettings, train_classifier  # noqa: E402
 from rolecall.train.data import selection_pairs, unique_candidates  # noqa: E402
+from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever  # noqa: E402
@@ -90,8 +92,12 @@ def test_retriever_index_and_reranker_with_mc_dropout(setup):
     assert [len(row) for row in hits] == [5] * 8
     assert CandidateIndex.load(root / "index").search(contexts, k=5) == hits
 
-    reranker = Reranker.create(backbone, RerankerSettings(max_length=128, response_max=48,
-                                                          negatives=3))
+    # the default for a frozen backbone: a cross-attention head over separate states, cut
+    # like the retriever's so that a live turn runs the context through Gemma once
+    reranker = Reranker.create(backbone, RerankerSettings(
+        context_max_tokens=128, candidate_max_tokens=48, negatives=3),
+        Features(backbone, root / "features"))
+    assert reranker.settings.interaction == "attention"
     positives = [e for e in examples if e.label == "positive"][:48]
     history = reranker.fit(positives, TrainConfig(epochs=4, batch_size=8, lr=2e-3),
                            progress=False)
@@ -103,3 +109,18 @@ def test_retriever_index_and_reranker_with_mc_dropout(setup):
     best = [row[int(np.argmax(s))] for row, s in zip(found, scores, strict=True)]
     confidence = mc_dropout_confidence(reranker, contexts, best, passes=5)
     assert confidence.shape == (8,) and np.all((confidence > -1) & (confidence < 1))
+
+    selector = ResponseSelector(built, reranker, k=5)
+    assert selector.shared
+    selector.prepare(progress=False)
+    turn = selector.select(contexts[0], mc_passes=5)
+    # the selector's context states are float32 straight from Gemma, the cached ones
+    # float16: near-ties may order differently, scores agree to the cache's rounding
+    texts = [s.text for s in turn.ranked]
+    assert len(texts) == 5 and len(set(texts) & set(found[0])) >= 4
+    cached = dict(zip(found[0], scores[0], strict=True))
+    for selection in turn.ranked:
+        if selection.text in cached:
+            assert selection.rerank_score == pytest.approx(cached[selection.text], abs=0.05)
+    alone = mc_dropout_confidence(reranker, contexts[:1], [turn.best.text], passes=5)[0]
+    assert turn.confidence == pytest.approx(alone, abs=0.01)

@@ -95,6 +95,11 @@ def test_train_reranker_saves_a_model_that_scores_identically(tmp_path, interact
     # the batched matrix products (seen: 0.0110987537 vs 0.0110986792)
     alone = model.score_pairs(contexts[:1], ["푹 쉬세요"])[0]
     assert scores[0, 0] == pytest.approx(alone, rel=1e-4, abs=1e-6)
+    rows = [["푹 쉬세요", "식사는 맛있게 하셨어요"], ["네", "푹 쉬세요"]] * 3  # equal widths:
+    grouped = model.score(contexts * 3, rows, batch_size=4)  # attention reads each context
+    flat = model.score_pairs([c for c in contexts * 3 for _ in range(2)],  # once per row
+                             [r for row in rows for r in row])
+    assert np.allclose(grouped.ravel(), flat, rtol=1e-4, atol=1e-6)
 
 
 @INTERACTIONS

@@ -205,6 +205,9 @@ class Reranker(PairModel):
         if len(contexts) != len(candidates_per_context):
             raise ValueError(f"{len(contexts)} contexts but {len(candidates_per_context)} "
                              "candidate lists")
+        widths = {len(row) for row in candidates_per_context}
+        if not self.joint and len(widths) == 1 and 0 not in widths:
+            return self._score_groups(contexts, candidates_per_context, batch_size)
         flat_c = [c for c, row in zip(contexts, candidates_per_context, strict=True)
                   for _ in row]
         flat_r = [r for row in candidates_per_context for r in row]
@@ -216,6 +219,28 @@ class Reranker(PairModel):
             out[i, :len(row)] = flat[start:start + len(row)]
             start += len(row)
         return out
+
+    def _score_groups(self, contexts: Sequence[Context], rows: Sequence[Sequence[str]],
+                      batch_size: int) -> np.ndarray:
+        """``score`` for an attention head with K candidates per context: each context's
+        states are read and projected once for its K candidates, not once per pair."""
+        torch = _torch()
+        texts = [as_context(c, self.settings.max_turns) for c in contexts]
+        per_chunk = max(1, batch_size // len(rows[0]))
+        device, parts = model_device(self.backbone), []
+        self.backbone.train(False)
+        self.head.eval()
+        with torch.no_grad():
+            for start in range(0, len(texts), per_chunk):
+                chunk = slice(start, start + per_chunk)
+                states = (*self.text_states(texts[chunk], False),
+                          *self.text_states([r.strip() for row in rows[chunk] for r in row],
+                                            True))
+                logits = self.head(*(part.to(device) for part in states))[:, 0]
+                parts.append(logits.view(-1, len(rows[0])).cpu())
+        if self.features is not None:
+            self.features.flush()
+        return torch.cat(parts).double().numpy()
 
     def mc_dropout(self, contexts: Sequence[Context], responses: Sequence[str],
                    passes: int = 20, seed: int = 0, batch_size: int = 32) -> np.ndarray:
