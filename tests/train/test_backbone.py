@@ -90,3 +90,23 @@ def test_frozen_features_are_computed_once_and_kept_on_disk(tmp_path):
     assert calls == [] and torch.equal(again_hidden, hidden[:4])
     again.pairs(["가 나"], ["오늘"], 16)
     assert calls == [1]  # pairs are their own inputs
+    assert len(again._memory) == 5  # only what was asked for was read from disk
+
+
+def test_a_shard_half_written_by_a_killed_run_is_dropped(tmp_path):
+    backbone = tiny_backbone(TEXTS * 3, vocab_size=120)
+    backbone.frozen = True
+    backbone.train(False)
+    features = Features(backbone, tmp_path / "features")
+    features.texts(TEXTS[:2], 16)
+    features.flush()
+    broken = tmp_path / "features" / "shard-00001.partial.npz"
+    broken.write_bytes(b"PK\x03\x04 cut short")
+    again = Features(backbone, tmp_path / "features")
+    assert not broken.exists()
+    again.texts(TEXTS, 16)
+    again.flush()
+    names = sorted(p.name for p in (tmp_path / "features").glob("shard-*.npz"))
+    assert names == ["shard-00000.npz", "shard-00001.npz"]
+    hidden, _ = Features(backbone, tmp_path / "features").texts(TEXTS, 16)
+    assert hidden.shape[0] == len(TEXTS)

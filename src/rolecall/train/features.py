@@ -4,7 +4,9 @@ A frozen backbone (the embedded Gemma on a CPU) gives the same states for the sa
 in every epoch, every run and every model trained on the same data, so ``Features`` runs
 it once per text (or text pair), in batches, and stores the states as float16 under
 ``cache_dir``. Shards are written as they fill (``SHARD`` inputs each): a killed run keeps
-every finished shard and the next one computes only what is missing. A trainable backbone
+every finished shard (a shard half written is dropped) and the next one computes only what
+is missing. Opening a cache reads only the shards' directories; an input's states are read
+when first asked for, so a cache of many inputs costs memory only for those used. A trainable backbone
 is run afresh on every call (its weights change), with gradients.
 
 Keys are SHA-256 of the backbone identity, the length limit and the input, so changing any
@@ -24,6 +26,7 @@ from rolecall.progress import progress_bar
 from rolecall.train.backbone import Backbone
 
 SHARD = 2048
+PARTIAL = ".partial.npz"
 
 
 class Features:
@@ -35,11 +38,17 @@ class Features:
         self.cache_dir = cache_dir if backbone.frozen else None
         self._memory: dict[str, np.ndarray] = {}
         self._pending: dict[str, np.ndarray] = {}
+        # key -> its shard, opened lazily: only the zip directory is read here, an input's
+        # states when first asked for, so a large cache costs memory only for what is used
+        self._on_disk: dict[str, Any] = {}
         if self.cache_dir is not None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             for shard in sorted(self.cache_dir.glob("shard-*.npz")):
-                with np.load(shard) as data:
-                    self._memory.update({key: data[key] for key in data.files})
+                if shard.name.endswith(PARTIAL):  # a run killed while writing it
+                    shard.unlink(missing_ok=True)
+                    continue
+                data = np.load(shard)
+                self._on_disk.update(dict.fromkeys(data.files, data))
 
     def texts(self, texts: Sequence[str], max_length: int, side: str = "right"):
         def run(chunk):
@@ -76,8 +85,10 @@ class Features:
     def flush(self) -> None:
         if self.cache_dir is None or not self._pending:
             return
-        number = len(list(self.cache_dir.glob("shard-*.npz")))
-        partial = self.cache_dir / f"shard-{number:05d}.partial.npz"
+        taken = [int(p.name[6:11]) for p in self.cache_dir.glob("shard-*.npz")
+                 if not p.name.endswith(PARTIAL) and p.name[6:11].isdigit()]
+        number = max(taken, default=-1) + 1
+        partial = self.cache_dir / f"shard-{number:05d}{PARTIAL}"
         np.savez(partial, **self._pending)
         partial.rename(self.cache_dir / f"shard-{number:05d}.npz")  # atomic: whole or none
         self._pending = {}
@@ -88,12 +99,18 @@ class Features:
         text = "\x1f".join([self.backbone.identity, *(str(p) for p in parts)])
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+    def _stored(self, key: str) -> np.ndarray:
+        if key not in self._memory:
+            self._memory[key] = self._on_disk.pop(key)[key]
+        return self._memory[key]
+
     def _states(self, keys: list[str], items: list[Any], run):
         if not self.backbone.frozen:
             return self.backbone.states(run(items))
         import torch
 
-        missing = list(dict.fromkeys(k for k in keys if k not in self._memory))
+        missing = list(dict.fromkeys(k for k in keys if k not in self._memory
+                                     and k not in self._on_disk))
         if missing:
             index = {key: item for key, item in zip(keys, items)}
             for start in range(0, len(missing), self.batch_size):
@@ -106,7 +123,7 @@ class Features:
                         self._pending[key] = states
                 if len(self._pending) >= SHARD:
                     self.flush()
-        arrays = [self._memory[k] for k in keys]
+        arrays = [self._stored(k) for k in keys]
         width = max(1, max(len(a) for a in arrays))
         hidden = torch.zeros((len(arrays), width, self.backbone.hidden_size))
         mask = torch.zeros((len(arrays), width), dtype=torch.bool)
