@@ -4,5 +4,6 @@ from rolecall.train.losses.in_batch_negatives import (
     InBatchNegativesLoss,
     duplicate_mask,
 )
+from rolecall.train.losses.unlikelihood import MleUnlikelihoodLoss
 
-__all__ = ["InBatchNegativesLoss", "duplicate_mask"]
+__all__ = ["InBatchNegativesLoss", "MleUnlikelihoodLoss", "duplicate_mask"]
