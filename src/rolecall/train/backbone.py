@@ -227,11 +227,8 @@ def _from_directory(path: Path, frozen: bool) -> Backbone:
     return Backbone(model, tokenizer, str(path), frozen)
 
 
-def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
-                  vocab_size: int = 400, max_length: int = 512, seed: int = 0,
-                  dropout: float = 0.1) -> Backbone:
-    """A random 2-layer BERT and a WordPiece tokenizer trained on ``texts`` (tests)."""
-    torch = _torch()
+def tiny_tokenizer(texts: Sequence[str], vocab_size: int = 400) -> Any:
+    """A WordPiece tokenizer (BERT specials, NFC) trained on ``texts`` (tests)."""
     from tokenizers import (
         Tokenizer,
         models,
@@ -240,7 +237,7 @@ def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
         processors,
         trainers,
     )
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     raw = Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -250,11 +247,21 @@ def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
         vocab_size=vocab_size, special_tokens=specials, show_progress=False))
     raw.post_processor = processors.BertProcessing(
         ("[SEP]", raw.token_to_id("[SEP]")), ("[CLS]", raw.token_to_id("[CLS]")))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]",
-                                        unk_token="[UNK]", cls_token="[CLS]",
-                                        sep_token="[SEP]", mask_token="[MASK]")
+    return PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]",
+                                   unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+
+
+def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
+                  vocab_size: int = 400, max_length: int = 512, seed: int = 0,
+                  dropout: float = 0.1) -> Backbone:
+    """A random 2-layer BERT and a WordPiece tokenizer trained on ``texts`` (tests)."""
+    torch = _torch()
+    from transformers import BertConfig, BertModel
+
+    tokenizer = tiny_tokenizer(texts, vocab_size)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=raw.get_vocab_size(), hidden_size=hidden_size,
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden_size,
                         num_hidden_layers=layers, num_attention_heads=2,
                         intermediate_size=hidden_size * 2, max_position_embeddings=max_length,
                         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)

@@ -6,8 +6,8 @@ it once per text (or text pair), in batches, and stores the states as float16 un
 ``cache_dir``. Shards are written as they fill (``SHARD`` inputs each): a killed run keeps
 every finished shard (a shard half written is dropped) and the next one computes only what
 is missing. Opening a cache reads only the shards' directories; an input's states are read
-when first asked for, so a cache of many inputs costs memory only for those used. A trainable backbone
-is run afresh on every call (its weights change), with gradients.
+when first asked for, so a cache of many inputs costs memory only for those used. A
+trainable backbone is run afresh on every call (its weights change), with gradients.
 
 Keys are SHA-256 of the backbone identity, the length limit and the input, so changing any
 of them never returns stale states.

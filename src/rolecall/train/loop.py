@@ -50,10 +50,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def fit(head: Any, backbone: Backbone, items: Sequence[T],
+def fit(head: Any, backbone: Backbone | None, items: Sequence[T],
         loss_of: Callable[[list[T]], Any], config: TrainConfig,
         progress: bool = True, description: str = "training") -> dict[str, Any]:
     """Train ``head`` (and a trainable ``backbone``) on ``items``; returns the loss history.
+
+    ``head`` is any module whose trainable parameters are to learn at ``config.lr`` (a
+    LoRA-wrapped LM has only its adapters trainable); ``backbone`` may be None.
 
     ``loss_of(batch)`` returns a scalar tensor. Batches are shuffled with ``config.seed``;
     the last short batch is kept (in-batch negatives then just has fewer).
@@ -64,7 +67,7 @@ def fit(head: Any, backbone: Backbone, items: Sequence[T],
         raise ValueError("nothing to train on")
     seed_everything(config.seed)
     groups = [{"params": [p for p in head.parameters() if p.requires_grad], "lr": config.lr}]
-    if not backbone.frozen:
+    if backbone is not None and not backbone.frozen:
         groups.append({"params": [p for p in backbone.parameters() if p.requires_grad],
                        "lr": config.backbone_lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
@@ -76,7 +79,8 @@ def fit(head: Any, backbone: Backbone, items: Sequence[T],
         total = min(total, config.max_steps)
     losses: list[float] = []
     head.train()
-    backbone.train(True)
+    if backbone is not None:
+        backbone.train(True)
     with progress_bar(total, description, enabled=progress) as advance:
         while len(losses) < total:
             rng.shuffle(order)
@@ -91,7 +95,8 @@ def fit(head: Any, backbone: Backbone, items: Sequence[T],
                 losses.append(float(loss.detach()))
                 advance(1)
     head.eval()
-    backbone.train(False)
+    if backbone is not None:
+        backbone.train(False)
     return {"steps": len(losses), "first_loss": losses[0], "last_loss": losses[-1],
             "losses": [round(x, 5) for x in losses]}
 
