@@ -93,3 +93,25 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
                         str(root / "rr-hard"), "--index", str(root / "ret" / "candidates"),
                         "--methods", "dropout")
     assert result.returncode == 2 and "mc-dropout, ppl or both" in result.stderr
+
+
+def test_train_generator_on_a_saved_tiny_base(tmp_path):
+    pytest.importorskip("peft")
+    from rolecall.train.generator import tiny_causal_lm
+    from tests.train.test_classifier import BAD, GOOD, USERS
+
+    model, tokenizer = tiny_causal_lm(USERS + GOOD + BAD)
+    model.save_pretrained(tmp_path / "base")
+    tokenizer.save_pretrained(tmp_path / "base")
+    write_jsonl(tmp_path / "examples.jsonl", make_examples(30))
+    metrics = metrics_of(run_to_end(
+        "train", "generator", str(tmp_path / "examples.jsonl"), "--out", str(tmp_path / "gen"),
+        "--base", str(tmp_path / "base"), "--lora-r", "4", "--max-length", "64",
+        "--epochs", "3", "--lr", "1e-2", "--test-share", "0.3", "--no-progress"))
+    assert metrics["test_examples"] > 0 and metrics["alpha"] == 1.0
+    assert metrics["ppl_positive"] < metrics["base_ppl_positive"]
+    saved = json.loads((tmp_path / "gen" / "model.json").read_text(encoding="utf-8"))
+    assert saved["kind"] == "generator" and saved["settings"]["base"] == str(tmp_path / "base")
+    result = run_to_end("train", "generator", str(tmp_path / "examples.jsonl"), "--out",
+                        str(tmp_path / "g2"), "--base", str(tmp_path / "nowhere"))
+    assert result.returncode == 1 and "no such model directory" in result.stderr

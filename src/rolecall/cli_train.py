@@ -21,7 +21,8 @@ from rolecall import config as settings_file
 from rolecall.errors import ConfigError, describe_validation
 
 train_app = typer.Typer(help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
-                             "classifier, retriever, reranker.", no_args_is_help=True)
+                             "classifier, retriever, reranker, generator.",
+                        no_args_is_help=True)
 out = Console(soft_wrap=True)
 
 BACKBONE_HELP = ("'embedded' (the embedded Gemma 3 270M, frozen) or a local transformers "
@@ -215,3 +216,29 @@ def unanswerable_command(
     results = compare_detectors(detectors, items, roc)
     _print({"items": len(items), "unanswerable": sum(i["label"] for i in items),
             "roc_png": str(roc) if roc else None, **results})
+
+
+@train_app.command("generator")
+def train_generator_command(
+        examples: Path = typer.Argument(..., help="examples JSONL (positives; negatives for "
+                                                  "the unlikelihood term)"),
+        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+        base: str = typer.Option("embedded", help="'embedded' (Gemma 3 270M through "
+                                 "transformers) or a local causal LM directory"),
+        alpha: float = typer.Option(1.0, min=0.0, help="weight of the unlikelihood term on "
+                                    "negatives; 0 trains by MLE alone"),
+        lora_r: int = typer.Option(8, min=1), lora_alpha: int = typer.Option(16, min=1),
+        target_modules: str = typer.Option("all-linear", help="LoRA targets: all-linear or "
+                                           "module names, comma-separated"),
+        max_length: int = typer.Option(384, min=16, help="prompt + response tokens"),
+        test_share: float = typer.Option(0.1, help="dialogues held out for perplexity"),
+        epochs: int = typer.Option(1, min=1), batch_size: int = typer.Option(8, min=1),
+        lr: float = typer.Option(2e-4, help="the adapters' learning rate"),
+        max_steps: Optional[int] = MAX_STEPS, seed: int = SEED, progress: bool = PROGRESS):
+    """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""
+    from rolecall.train.generator import GeneratorSettings, train_generator
+
+    settings = _settings(GeneratorSettings, alpha=alpha, lora_r=lora_r, lora_alpha=lora_alpha,
+                         target_modules=target_modules, max_length=max_length)
+    config = _train_config(epochs, batch_size, lr, 2e-5, max_steps, seed)
+    _print(train_generator(examples, out_dir, base, settings, config, test_share, progress))

@@ -343,3 +343,35 @@ def _clone_peft(model: Any) -> Any:
     import copy
 
     return copy.deepcopy(model)
+
+
+def train_generator(examples_path: str | Path, out_dir: str | Path,
+                    base: str | tuple[Any, Any] = EMBEDDED,
+                    settings: GeneratorSettings | None = None,
+                    config: TrainConfig | None = None, test_share: float = 0.1,
+                    progress: bool = True) -> dict[str, Any]:
+    """Train on an examples file (positives by MLE, negatives by UL), report perplexity on
+    held-out dialogues before and after, save to ``out_dir``; returns the metrics."""
+    from rolecall.train.data import read_examples
+    from rolecall.train.pairs import held_out
+
+    config = config or TrainConfig(epochs=1, batch_size=8, lr=2e-4)
+    settings = settings or GeneratorSettings()
+    if isinstance(base, str):
+        where = base if base == EMBEDDED else str(Path(base).expanduser().resolve())
+        settings = settings.model_copy(update={"base": where})
+    examples = read_examples(examples_path)
+    train, test = held_out(examples, test_share, config.seed, examples_path)
+    generator = Generator.create(base, settings, config.seed)
+    before = generator.perplexity(test, progress=progress) if test else {}
+    history = generator.fit(train, config, progress)
+    after = generator.perplexity(test, progress=progress) if test else {}
+    metrics: dict[str, Any] = {
+        "train_examples": len(train), "test_examples": len(test),
+        "alpha": generator.settings.alpha, "steps": history["steps"],
+        "first_loss": round(history["first_loss"], 5),
+        "last_loss": round(history["last_loss"], 5),
+        **{f"base_{key}": round(value, 4) for key, value in before.items()},
+        **{key: round(value, 4) for key, value in after.items()}}
+    generator.save(out_dir, metrics)
+    return metrics
