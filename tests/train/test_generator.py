@@ -20,7 +20,7 @@ from rolecall.train.generator import (  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from tests.train.test_classifier import BAD, GOOD, USERS, make_examples  # noqa: E402
 
-SETTINGS = GeneratorSettings(lora_r=4, lora_alpha=8, lora_dropout=0.0, max_length=64,
+SETTINGS = GeneratorSettings(base="tiny", lora_r=4, lora_alpha=8, lora_dropout=0.0, max_length=64,
                              response_max=16)
 
 

@@ -104,14 +104,13 @@ class Generator:
     def create(cls, base: str | tuple[Any, Any] = EMBEDDED,
                settings: GeneratorSettings | None = None, seed: int = 0) -> Generator:
         """New LoRA adapters (seeded) on ``base``: a name for ``load_base`` or a loaded
-        ``(model, tokenizer)``."""
+        ``(model, tokenizer)``, which ``settings.base`` must then name (``"tiny"`` for a
+        test model: it is saved with the adapters)."""
         torch = _torch()
         from peft import LoraConfig, get_peft_model
 
         settings = settings or GeneratorSettings()
         model, tokenizer = load_base(base) if isinstance(base, str) else base
-        if not isinstance(base, str) and settings.base == EMBEDDED:
-            settings = settings.model_copy(update={"base": TINY})
         targets = settings.target_modules
         config = LoraConfig(task_type="CAUSAL_LM", r=settings.lora_r,
                             lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,

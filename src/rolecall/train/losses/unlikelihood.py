@@ -65,7 +65,7 @@ class MleUnlikelihoodLoss(nn.Module):
         negative = negative.bool()
         zero = log_p.new_zeros(())
         mle = -log_p[~negative].mean() if (~negative).any() else zero
-        if negative.any():
+        if negative.any() and self.alpha > 0:  # alpha 0 is plain MLE: no UL work at all
             complement = -torch.expm1(log_p[negative].clamp(max=0.0))
             ul = -torch.log(complement.clamp(min=self.min_complement)).mean()
         else:
