@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rolecall import config
+from rolecall.cli_chat import chat_command
 from rolecall.cli_train import train_app, unanswerable_command
 from rolecall.errors import ConfigError, RolecallError, describe_validation
 
@@ -554,6 +555,7 @@ eval_app = typer.Typer(help="Evaluation: G-Eval, filter-human agreement, unanswe
                                 "contexts.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 app.add_typer(train_app, name="train")
+app.command("chat")(chat_command)
 eval_app.command("unanswerable")(unanswerable_command)
 
 

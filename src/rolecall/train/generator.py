@@ -153,8 +153,13 @@ class Generator:
     def batch(self, examples: Sequence[Example]) -> dict[str, Any]:
         """Right-padded ``input_ids``, ``attention_mask``, ``labels`` (-100 on prompt and
         padding) and ``negative`` [B] flags."""
+        return self._batch_rows([(self.prompt(e.history), e.response, e.label == "negative")
+                                 for e in examples])
+
+    def _batch_rows(self, items: Sequence[tuple[str, str, bool]]) -> dict[str, Any]:
+        """``batch`` from (prompt, response, negative) triples."""
         torch = _torch()
-        rows = [self._row(self.prompt(e.history), e.response) for e in examples]
+        rows = [self._row(prompt, response) for prompt, response, _ in items]
         width = max(len(ids) for ids, _ in rows)
         ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -163,7 +168,7 @@ class Generator:
             ids[row, :len(tokens)] = torch.tensor(tokens)
             mask[row, :len(tokens)] = 1
             labels[row, prompt_length:len(tokens)] = torch.tensor(tokens[prompt_length:])
-        negative = torch.tensor([e.label == "negative" for e in examples])
+        negative = torch.tensor([flag for _, _, flag in items], dtype=torch.bool)
         return {"input_ids": ids, "attention_mask": mask, "labels": labels,
                 "negative": negative}
 
@@ -223,6 +228,30 @@ class Generator:
                for label, (total, count) in totals.items() if count}
         if "ppl_positive" in out and "ppl_negative" in out:
             out["ppl_ratio"] = out["ppl_negative"] / out["ppl_positive"]
+        return out
+
+    def response_perplexities(self, histories: Sequence[Sequence[Turn] | str],
+                              responses: Sequence[str], batch_size: int = 8) -> list[float]:
+        """Perplexity of each response as the next system turn after its history (the
+        fallback question is the one with the lowest)."""
+        torch = _torch()
+        if len(histories) != len(responses):
+            raise ValueError(f"{len(histories)} histories but {len(responses)} responses")
+        out: list[float] = []
+        self.model.eval()
+        with torch.no_grad():
+            for start in range(0, len(responses), batch_size):
+                chunk = range(start, min(start + batch_size, len(responses)))
+                batch = self._batch_rows([(self.prompt(histories[i]), responses[i], False)
+                                          for i in chunk])
+                positions, _, _ = next_token_targets(batch["labels"], batch["negative"])
+                logits, targets, _ = self._logits(batch)
+                nll = -torch.log_softmax(logits.float(), -1).gather(
+                    -1, targets.unsqueeze(-1)).squeeze(-1)
+                rows = positions.nonzero()[:, 0].to(nll.device)
+                total = torch.zeros(len(chunk), device=nll.device).index_add_(0, rows, nll)
+                count = torch.bincount(rows, minlength=len(chunk)).clamp(min=1)
+                out += torch.exp(total / count).tolist()
         return out
 
     def generate(self, histories: Sequence[Sequence[Turn] | str], max_new_tokens: int = 48,

@@ -1,0 +1,1 @@
+"""Serving a trained bot: the Retrieve-fail-Generate pipeline (``bot.py``)."""

@@ -1,0 +1,218 @@
+"""The Retrieve-fail-Generate bot (NAACL 2022, sections 4.3-4.5), one reply at a time.
+
+Per user turn:
+
+1. **retrieve**: the retriever's top ``k`` candidates, reordered by the reranker
+   (``retrieval/selection.py``: one backbone pass for the context);
+2. **fail?**: the best candidate's MC-dropout confidence (mean - variance of the reranker's
+   sigmoid scores over ``mc_passes`` passes) at or below ``unanswerable_threshold`` means
+   no candidate fits: the context is unanswerable by retrieval;
+3. **generate**: then the generator (LoRA, MLE + unlikelihood) writes the reply;
+4. **guard**: the out-of-bounds classifier reads the reply; when it flags it, the bot says
+   the pre-defined question on another topic the LM finds most natural after the context
+   (lowest perplexity, scored by the generator).
+
+Every reply carries its provenance: the path taken (``retrieved``, ``generated`` or
+``fallback``), each stage's scores and the thresholds they were compared with, and the
+latency of each stage and of the whole turn.
+
+A bot directory holds the models, each optional but at least one way to answer::
+
+    MODELS_DIR/bot.json          thresholds, k, passes, fallback questions (all optional)
+    MODELS_DIR/retriever/        rolecall train retriever (its candidates/ index inside)
+    MODELS_DIR/reranker/         rolecall train reranker
+    MODELS_DIR/generator/        rolecall train generator
+    MODELS_DIR/classifier/       rolecall train classifier
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rolecall.errors import ConfigError, InputFileError, describe_validation
+from rolecall.records import Turn
+
+BOT_FILE = "bot.json"
+FALLBACK_QUESTIONS = ["요즘 즐겨 보시는 프로그램 있으세요?", "오늘 식사는 잘 챙겨 드셨어요?",
+                      "요즘 날씨가 어떤가요?", "최근에 산책은 다녀오셨어요?"]
+
+
+class BotSettings(BaseModel):
+    """``bot.json``: how the parts are joined."""
+
+    model_config = ConfigDict(extra="forbid")
+    k: int = Field(10, ge=1, description="candidates retrieved and reranked")
+    unanswerable_threshold: float | None = Field(
+        None, description="MC-dropout confidence at or below which retrieval fails (from "
+        "'rolecall eval unanswerable'); None: retrieval never fails")
+    mc_passes: int = Field(10, ge=2, description="MC dropout passes")
+    guard: bool = Field(True, description="let the classifier guard every reply")
+    fallback_questions: list[str] = Field(default_factory=lambda: list(FALLBACK_QUESTIONS),
+                                          min_length=1)
+    max_new_tokens: int = Field(48, ge=1, description="the generator's reply length")
+    temperature: float = Field(0.0, ge=0.0, description="the generator's; 0 = greedy")
+
+
+@dataclass
+class Reply:
+    """What the bot says and why."""
+
+    text: str
+    path: Literal["retrieved", "generated", "fallback"]
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    latency_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Bot:
+    """The loaded parts; ``reply(history)`` answers the last user turn."""
+
+    def __init__(self, settings: BotSettings | None = None, selector: Any = None,
+                 generator: Any = None, classifier: Any = None):
+        if selector is None and generator is None:
+            raise ConfigError("a bot needs a retriever with its candidate index or a "
+                              "generator", fix="train one: rolecall train retriever / "
+                              "rolecall train generator")
+        self.settings = settings or BotSettings()
+        self.selector, self.generator, self.classifier = selector, generator, classifier
+
+    @classmethod
+    def load(cls, directory: str | Path, progress: bool = False) -> Bot:
+        """The bot in ``directory`` (see the module docstring); what is absent is skipped,
+        what is present but broken is an error naming the part."""
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise InputFileError(directory, "no such bot directory",
+                                 fix="give the directory holding retriever/, reranker/, "
+                                     "generator/ and classifier/")
+        settings = _read_settings(directory / BOT_FILE)
+        selector = generator = classifier = None
+        if (directory / "retriever").exists():
+            from rolecall.retrieval.candidates import CandidateIndex
+            from rolecall.retrieval.selection import ResponseSelector
+            from rolecall.train.retriever import Retriever
+
+            index_dir = directory / "retriever" / "candidates"
+            if not index_dir.exists():
+                raise InputFileError(directory / "retriever", "has no candidates/ index",
+                                     fix="train it with 'rolecall train retriever' (it "
+                                         "builds the index) or copy the index there")
+            index = CandidateIndex.load(index_dir, Retriever.load(directory / "retriever"))
+            reranker = None
+            if (directory / "reranker").exists():
+                from rolecall.train.reranker import Reranker
+
+                reranker = Reranker.load(directory / "reranker")
+            selector = ResponseSelector(index, reranker, k=settings.k)
+            selector.prepare(progress)
+        if (directory / "generator").exists():
+            from rolecall.train.generator import Generator
+
+            generator = Generator.load(directory / "generator")
+        if (directory / "classifier").exists():
+            from rolecall.train.classifier import Classifier
+
+            classifier = Classifier.load(directory / "classifier")
+        if selector is None and generator is None:
+            raise InputFileError(directory, "holds neither retriever/ nor generator/",
+                                 fix="train at least one: rolecall train retriever EXAMPLES "
+                                     f"--out {directory}/retriever")
+        return cls(settings, selector, generator, classifier)
+
+    # ---- one turn ----------------------------------------------------------------------
+
+    def reply(self, history: Sequence[Turn]) -> Reply:
+        """The bot's next turn after ``history`` (its last turn is the user's)."""
+        started = time.perf_counter()
+        history = list(history)
+        stages: list[dict[str, Any]] = []
+        text, path = None, "retrieved"
+        if self.selector is not None:
+            text = self._retrieve(history, stages)
+        if text is None:
+            text, path = self._generate(history, stages)
+        if self.settings.guard and self.classifier is not None:
+            guarded = self._guard(history, text, stages)
+            if guarded is not None:
+                text, path = guarded, "fallback"
+        return Reply(text, path, stages, _ms(started))
+
+    def _retrieve(self, history: list[Turn], stages: list[dict]) -> str | None:
+        """The best candidate, or None when retrieval fails and a generator can answer."""
+        started = time.perf_counter()
+        threshold = self.settings.unanswerable_threshold
+        check = threshold is not None and self.selector.reranker is not None
+        turn = self.selector.select(history, mc_passes=self.settings.mc_passes if check else 0)
+        answerable = not check or turn.confidence > threshold
+        stage = {"stage": "retrieve", "best": turn.best.text,
+                 "candidates": [{"text": s.text, "retrieval_score": round(s.retrieval_score, 4),
+                                 "rerank_score": None if s.rerank_score is None
+                                 else round(s.rerank_score, 4)} for s in turn.ranked[:3]],
+                 "confidence": None if turn.confidence is None else round(turn.confidence, 4),
+                 "threshold": threshold, "answerable": answerable}
+        if not answerable and self.generator is None:
+            stage["note"] = "unanswerable, but there is no generator: the best candidate"
+            answerable = True
+        stage["ms"] = _ms(started)
+        stages.append(stage)
+        return turn.best.text if answerable else None
+
+    def _generate(self, history: list[Turn], stages: list[dict]) -> tuple[str, str]:
+        started = time.perf_counter()
+        text = self.generator.generate([history], self.settings.max_new_tokens,
+                                       self.settings.temperature)[0]
+        stages.append({"stage": "generate", "text": text,
+                       "alpha": self.generator.settings.alpha, "ms": _ms(started)})
+        return text, "generated"
+
+    def _guard(self, history: list[Turn], text: str, stages: list[dict]) -> str | None:
+        """The fallback question when the classifier flags ``text``, else None."""
+        started = time.perf_counter()
+        threshold = self.classifier.settings.threshold
+        p_out = float(self.classifier.predict_proba([history], [text])[0, 1])
+        stage: dict[str, Any] = {"stage": "guard", "p_out_of_bounds": round(p_out, 4),
+                                 "threshold": threshold, "flagged": p_out >= threshold}
+        question = None
+        if stage["flagged"]:
+            questions = self.settings.fallback_questions
+            if self.generator is not None:
+                values = self.generator.response_perplexities([history] * len(questions),
+                                                              questions)
+                best = min(range(len(questions)), key=values.__getitem__)
+                stage["perplexities"] = [round(v, 3) for v in values]
+            else:
+                best = 0  # no LM to rank them: the first, as configured
+            question = questions[best]
+            stage["fallback"] = question
+        stage["ms"] = _ms(started)
+        stages.append(stage)
+        return question
+
+
+def _ms(started: float) -> float:
+    return round(1000 * (time.perf_counter() - started), 2)
+
+
+def _read_settings(path: Path) -> BotSettings:
+    if not path.is_file():
+        return BotSettings()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, f"is not valid JSON: {exc}",
+                             fix="fix the file or delete it to use the defaults") from None
+    try:
+        return BotSettings.model_validate(raw)
+    except ValidationError as exc:
+        raise InputFileError(path, f"bad settings: {describe_validation(exc)}",
+                             fix="see BotSettings in rolecall/serve/bot.py for each key") \
+            from None

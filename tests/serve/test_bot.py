@@ -1,0 +1,161 @@
+"""The Retrieve-fail-Generate bot on tiny models: routing, guard, provenance, `rolecall chat`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("faiss")
+pytest.importorskip("peft")
+
+from rolecall.errors import ConfigError, InputFileError  # noqa: E402
+from rolecall.records import Example, Turn  # noqa: E402
+from rolecall.retrieval.candidates import build_candidate_index  # noqa: E402
+from rolecall.serve.bot import Bot, BotSettings  # noqa: E402
+from rolecall.train.backbone import Backbone, tiny_backbone  # noqa: E402
+from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
+from rolecall.train.data import context_text  # noqa: E402
+from rolecall.train.generator import Generator, GeneratorSettings, tiny_causal_lm  # noqa: E402
+from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
+from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
+from tests.llm.test_batch import run_to_end  # noqa: E402
+from tests.retrieval.test_candidates import TOPICS  # noqa: E402
+
+USER_LINES = [f"{topic} 이야기 {n}" for n in range(3) for topic, _ in TOPICS]
+BAD = ["주소 알려 주시면 내일 찾아갈게요", "바보 같은 소리 마세요"]
+
+
+def examples() -> list[Example]:
+    out = []
+    for n in range(3):
+        for number, (topic, answer) in enumerate(TOPICS):
+            history = [Turn(role="user", text=f"{topic} 이야기 {n}")]
+            out.append(Example(history=history, response=answer, label="positive"))
+            if number % 2:
+                out.append(Example(history=history, response=BAD[number % 2 == 1 and n % 2],
+                                   label="negative", category="persona"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def bot_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bot")
+    data = examples()
+    texts = [t.text for e in data for t in e.history] + [e.response for e in data]
+    tiny = tiny_backbone(texts + ["user: system: ▶"], vocab_size=150, dropout=0.0)
+    tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
+    pairs = [(context_text(e.history), e.response) for e in data if e.label == "positive"]
+    retriever, _ = fit_retriever(pairs, tiny, RetrieverSettings(
+        kind="poly", dim=32, codes=4, context_max_tokens=32, candidate_max_tokens=16),
+        TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False)
+    retriever.save(root / "retriever")
+    build_candidate_index(retriever, [r for _, r in pairs], root / "retriever" / "candidates",
+                          progress=False)
+    reranker = Reranker.create(tiny, RerankerSettings(
+        context_max_tokens=32, candidate_max_tokens=16, dim=16, heads=2, width=16,
+        negatives=3, dropout=0.1))
+    reranker.fit(data, TrainConfig(epochs=20, batch_size=4, lr=1e-2), progress=False)
+    reranker.save(root / "reranker")
+    generator = Generator.create(tiny_causal_lm(texts), GeneratorSettings(
+        base="tiny", lora_r=4, lora_alpha=8, max_length=64, response_max=16))
+    generator.fit(data, TrainConfig(epochs=3, batch_size=4, lr=1e-2), progress=False)
+    generator.save(root / "generator")
+    classifier = Classifier.create(tiny, ClassifierSettings(max_length=48, width=16))
+    classifier.fit(data, TrainConfig(epochs=3, batch_size=8, lr=1e-2), progress=False)
+    classifier.save(root / "classifier")
+    return root
+
+
+def test_the_bot_routes_by_confidence_and_tells_how(bot_dir):
+    bot = Bot.load(bot_dir)
+    assert bot.selector.shared and bot.selector.reranker is not None
+    history = [Turn(role="user", text=USER_LINES[0])]
+    reply = bot.reply(history)  # no threshold: retrieval never fails
+    assert reply.path in ("retrieved", "fallback") and reply.latency_ms > 0
+    retrieve = reply.stages[0]
+    assert retrieve["stage"] == "retrieve" and retrieve["answerable"]
+    assert retrieve["threshold"] is None and len(retrieve["candidates"]) == 3
+
+    turn = bot.selector.select(history, mc_passes=bot.settings.mc_passes)
+    bot.settings = BotSettings(unanswerable_threshold=turn.confidence + 1e-6, guard=False)
+    reply = bot.reply(history)
+    assert reply.path == "generated" and [s["stage"] for s in reply.stages] == \
+        ["retrieve", "generate"]
+    assert reply.stages[0]["answerable"] is False
+    assert reply.text == bot.generator.generate([history])[0]
+    bot.settings = BotSettings(unanswerable_threshold=turn.confidence - 1e-3, guard=False)
+    reply = bot.reply(history)
+    assert reply.path == "retrieved" and reply.text == turn.best.text
+
+
+def test_the_guard_swaps_a_flagged_reply_for_the_most_natural_question(bot_dir):
+    bot = Bot.load(bot_dir)
+    bot.classifier.settings = bot.classifier.settings.model_copy(update={"threshold": 1e-6})
+    history = [Turn(role="user", text=USER_LINES[1])]
+    reply = bot.reply(history)
+    guard = reply.stages[-1]
+    assert reply.path == "fallback" and guard["flagged"] and guard["threshold"] == 1e-6
+    questions = bot.settings.fallback_questions
+    values = bot.generator.response_perplexities([history] * len(questions), questions)
+    assert reply.text == questions[values.index(min(values))] == guard["fallback"]
+    assert guard["perplexities"] == [round(v, 3) for v in values]
+
+
+def pick_script(bot: Bot) -> tuple[list[str], float]:
+    """Two user lines and a threshold such that the first turn is answered by retrieval
+    and the second falls back to the generator (as ``rolecall chat`` will replay them)."""
+    passes = bot.settings.mc_passes
+    first = max(USER_LINES, key=lambda line: bot.selector.select(
+        [Turn(role="user", text=line)], mc_passes=passes).confidence)
+    turn = bot.selector.select([Turn(role="user", text=first)], mc_passes=passes)
+    for line in USER_LINES:
+        history = [Turn(role="user", text=first), Turn(role="system", text=turn.best.text),
+                   Turn(role="user", text=line)]
+        second = bot.selector.select(history, mc_passes=passes).confidence
+        if second < turn.confidence - 1e-6:
+            return [first, line], (turn.confidence + second) / 2
+    pytest.fail("no second line is less confidently answered than the first")
+
+
+def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):
+    threshold_bot = Bot.load(bot_dir)
+    lines, threshold = pick_script(threshold_bot)
+    (bot_dir / "bot.json").write_text(json.dumps({"unanswerable_threshold": threshold,
+                                                  "guard": False}), encoding="utf-8")
+    try:
+        script = tmp_path / "script.txt"
+        script.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+        result = run_to_end("chat", str(bot_dir), "--script", str(script), "--no-progress")
+        assert result.returncode == 0, result.stderr
+        replies = [json.loads(line) for line in result.stdout.splitlines()]
+        assert [r["path"] for r in replies] == ["retrieved", "generated"]
+        assert [r["user"] for r in replies] == lines
+        assert replies[1]["stages"][0]["threshold"] == pytest.approx(threshold)
+        assert all(r["latency_ms"] > 0 for r in replies)
+    finally:
+        (bot_dir / "bot.json").unlink()
+
+
+def test_broken_bot_directories_are_clear_errors(bot_dir, tmp_path):
+    with pytest.raises(InputFileError, match="neither retriever/ nor generator/"):
+        Bot.load(tmp_path)
+    with pytest.raises(ConfigError, match="needs a retriever"):
+        Bot()
+    (tmp_path / "retriever").mkdir()
+    with pytest.raises(InputFileError, match="no candidates/ index"):
+        Bot.load(tmp_path)
+    (tmp_path / "bot.json").write_text("{\"k\": 0}", encoding="utf-8")
+    with pytest.raises(InputFileError, match="bad settings"):
+        Bot.load(tmp_path)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    import shutil
+
+    shutil.copytree(bot_dir / "generator", broken / "generator")
+    next((broken / "generator" / "adapter").glob("adapter_model.*")).write_bytes(b"junk")
+    result = run_to_end("chat", str(broken), "--script", "-", "--no-progress")
+    assert result.returncode == 1 and "adapter cannot be loaded" in result.stderr
+    assert "Traceback" not in result.stderr
