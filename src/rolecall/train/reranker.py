@@ -13,8 +13,12 @@ retriever's best candidates that are not the gold), which teaches the fine disti
 random ones cannot, while the random rest keeps the retriever's near-paraphrases of the
 gold (false negatives) from dominating.
 
-The negatives are drawn once per example, not per epoch: with a frozen joint backbone each
-new pair is a forward pass of the backbone, and a fixed set is computed once and cached.
+With ``joint`` the negatives are drawn once per example, not per epoch: with a frozen
+backbone each new pair is a forward pass of the backbone, and a fixed set is computed once
+and cached. With ``attention`` a candidate's states are its own, whatever the context, so
+the random negatives are drawn afresh at every step (the hard ones stay): the head sees
+many more negatives for the same cost (on chatbot_data, 7 fixed ones left it far below
+the poly-encoder).
 
 The head has dropout, so with dropout switched on the scores vary: ``mc_dropout`` samples
 them for the unanswerable-context detector (``unanswerable.py``); ``score`` is
@@ -71,6 +75,17 @@ class RerankerSettings(PairSettings):
     negatives: int = Field(7, ge=1, description="negatives per example (paper: 7)")
     hard_count: int = Field(3, ge=0, description="of them from hard_negatives, when given")
     eval_candidates: int = Field(20, ge=2, description="K of the held-out Hits@1/K")
+
+
+def _random_others(pool: Sequence[str], taken: set[str], count: int, rng: random.Random
+                   ) -> list[str]:
+    """``count`` distinct pool texts outside ``taken`` (by rejection: the pool is large)."""
+    chosen: list[str] = []
+    while len(chosen) < count:
+        text = pool[rng.randrange(len(pool))]
+        if text not in taken and text not in chosen:
+            chosen.append(text)
+    return chosen
 
 
 def draw_negatives(context: str, gold: str, pool: Sequence[str], k: int, rng: random.Random,
@@ -286,6 +301,16 @@ class Reranker(PairModel):
             raise ValueError("the reranker needs at least 2 distinct positive responses")
         k = min(self.settings.negatives, len(pool) - 1)
         rng = random.Random(config.seed)
+        loss = torch.nn.CrossEntropyLoss()
+        if not self.joint:
+            items = []
+            for example in positives:
+                context = as_context(example.history, self.settings.max_turns)
+                gold = example.response.strip()
+                hard = draw_negatives(context, gold, [], min(self.settings.hard_count, k), rng,
+                                      hard_negatives, self.settings.hard_count)
+                items.append((context, gold, hard))
+            return self._fit_attention(items, pool, k, loss, config, progress)
         groups = []
         for example in positives:
             context = as_context(example.history, self.settings.max_turns)
@@ -293,37 +318,40 @@ class Reranker(PairModel):
             negatives = draw_negatives(context, gold, pool, k, rng, hard_negatives,
                                        self.settings.hard_count)
             groups.append([(context, gold)] + [(context, n) for n in negatives])
-        loss = torch.nn.CrossEntropyLoss()
-        if self.joint:
-            return train_head(self.head, self.backbone, self.features, groups,
-                              [0] * len(groups), self.settings, config,
-                              lambda out, y: loss(out[..., 0], y), progress,
-                              "training reranker")
-        return self._fit_attention(groups, loss, config, progress)
+        return train_head(self.head, self.backbone, self.features, groups, [0] * len(groups),
+                          self.settings, config, lambda out, y: loss(out[..., 0], y),
+                          progress, "training reranker")
 
-    def _fit_attention(self, groups: list[list[tuple[str, str]]], loss: Any,
-                       config: TrainConfig, progress: bool) -> dict[str, Any]:
-        """Each group's context states once, its candidates' states, G logits, softmax
-        cross-entropy with the gold first. A frozen backbone's states are cached first."""
+    def _fit_attention(self, items: list[tuple[str, str, list[str]]], pool: list[str], k: int,
+                       loss: Any, config: TrainConfig, progress: bool) -> dict[str, Any]:
+        """Each context against its gold, its hard negatives and random others drawn afresh
+        at every step (candidate states are per text, so a new negative costs nothing);
+        softmax cross-entropy with the gold first. A frozen backbone's states are cached
+        first."""
         torch = _torch()
-        s, size = self.settings, len(groups[0])
+        s = self.settings
         if self.backbone.frozen:
-            self.features.precompute("texts", list(dict.fromkeys(g[0][0] for g in groups)),
+            self.features.precompute("texts", list(dict.fromkeys(c for c, _, _ in items)),
                                      s.context_max_tokens, progress, side="left")
-            self.features.precompute("texts", list(dict.fromkeys(r for g in groups
-                                                                 for _, r in g)),
-                                     s.candidate_max_tokens, progress, side="right")
+            self.features.precompute("texts", list(dict.fromkeys(
+                [*pool, *(h for _, _, hard in items for h in hard)])),
+                s.candidate_max_tokens, progress, side="right")
         device = model_device(self.backbone)
+        rng = random.Random(config.seed + 1)
 
-        def loss_of(batch: list[int]) -> Any:
-            contexts = self.text_states([groups[i][0][0] for i in batch], False)
-            candidates = self.text_states([r for i in batch for _, r in groups[i]], True)
-            parts = [part.to(device) for part in (*contexts, *candidates)]
-            logits = self.head(*parts)[:, 0].view(len(batch), size)
+        def loss_of(batch: list[tuple[str, str, list[str]]]) -> Any:
+            candidates = []
+            for _, gold, hard in batch:
+                candidates += [gold, *hard, *_random_others(pool, {gold, *hard},
+                                                            k - len(hard), rng)]
+            contexts = self.text_states([c for c, _, _ in batch], False)
+            states = self.text_states(candidates, True)
+            parts = [part.to(device) for part in (*contexts, *states)]
+            logits = self.head(*parts)[:, 0].view(len(batch), k + 1)
             return loss(logits, torch.zeros(len(batch), dtype=torch.long, device=device))
 
-        history = fit(self.head, self.backbone, list(range(len(groups))), loss_of, config,
-                      progress, "training reranker")
+        history = fit(self.head, self.backbone, items, loss_of, config, progress,
+                      "training reranker")
         self.features.flush()
         return history
 
