@@ -94,6 +94,9 @@ def load_base(name: str) -> tuple[Any, Any]:
 class Generator:
     """A LoRA-wrapped causal LM, its tokenizer and settings: trains, scores, generates."""
 
+    KIND = KIND
+    SETTINGS: type[GeneratorSettings] = GeneratorSettings
+
     def __init__(self, model: Any, tokenizer: Any, settings: GeneratorSettings):
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         if tokenizer.pad_token_id is None:
@@ -258,10 +261,24 @@ class Generator:
                  temperature: float = 0.0, seed: int = 0) -> list[str]:
         """The next system turn for each history (greedy unless ``temperature`` > 0),
         cut at the first newline."""
+        return self.complete([self.prompt(h) for h in histories], max_new_tokens,
+                             temperature, seed)
+
+    def complete(self, prompts: Sequence[str], max_new_tokens: int = 48,
+                 temperature: float = 0.0, seed: int = 0, batch_size: int = 8) -> list[str]:
+        """The continuation of each prompt up to its first newline."""
+        out: list[str] = []
+        for start in range(0, len(prompts), batch_size):
+            out += self._complete(prompts[start:start + batch_size], max_new_tokens,
+                                  temperature, seed)
+        return out
+
+    def _complete(self, prompts: Sequence[str], max_new_tokens: int, temperature: float,
+                  seed: int) -> list[str]:
         torch = _torch()
         tok = self.tokenizer
         room = self.settings.max_length - max_new_tokens - 1
-        rows = [self._prompt_ids(self.prompt(h), room) for h in histories]
+        rows = [self._prompt_ids(prompt, room) for prompt in prompts]
         width = max(len(ids) for ids in rows)
         ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -290,7 +307,7 @@ class Generator:
         if self.settings.base == TINY:  # a test base exists nowhere else
             _clone_peft(self.model).unload().save_pretrained(directory / BASE_DIR)
             self.tokenizer.save_pretrained(directory / BASE_DIR)
-        info = {"kind": KIND, "settings": self.settings.model_dump(mode="json"),
+        info = {"kind": self.KIND, "settings": self.settings.model_dump(mode="json"),
                 "metrics": metrics or {}, "rolecall": __version__}
         (directory / MODEL_FILE).write_text(json.dumps(info, ensure_ascii=False, indent=2),
                                             encoding="utf-8")
@@ -302,7 +319,7 @@ class Generator:
         from peft import PeftModel
 
         directory = Path(directory)
-        settings = _read_settings(directory)
+        settings = _read_settings(directory, cls.KIND, cls.SETTINGS)
         adapter = directory / ADAPTER_DIR
         if not (adapter / "adapter_config.json").is_file():
             raise InputFileError(directory, f"has no {ADAPTER_DIR}/adapter_config.json",
@@ -346,21 +363,22 @@ class Generator:
         return self.settings.base
 
 
-def _read_settings(directory: Path) -> GeneratorSettings:
+def _read_settings(directory: Path, kind: str, settings_type: type[GeneratorSettings]
+                   ) -> GeneratorSettings:
     path = directory / MODEL_FILE
     if not path.is_file():
         raise InputFileError(directory, f"has no {MODEL_FILE}: not a trained rolecall model",
-                             fix="train one with 'rolecall train generator ... --out DIR'")
+                             fix=f"train one with 'rolecall train {kind} ... --out DIR'")
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputFileError(path, f"is not valid JSON: {exc}",
                              fix="train the generator again") from None
-    if info.get("kind") != KIND:
-        raise InputFileError(directory, f"holds a {info.get('kind')} model, not a {KIND}",
-                             fix="point at a directory written by 'rolecall train generator'")
+    if info.get("kind") != kind:
+        raise InputFileError(directory, f"holds a {info.get('kind')} model, not a {kind}",
+                             fix=f"point at a directory written by 'rolecall train {kind}'")
     try:
-        return GeneratorSettings.model_validate(info["settings"])
+        return settings_type.model_validate(info["settings"])
     except ValidationError as exc:
         raise InputFileError(path, f"bad settings: {describe_validation(exc, 'settings')}",
                              fix="train the generator again with this rolecall version") \
