@@ -18,6 +18,8 @@ from rich.markup import escape
 
 from rolecall import config
 from rolecall.cli_chat import chat_command
+from rolecall.cli_detox_model import rewrite_command as detox_rewrite_command
+from rolecall.cli_detox_model import train_command as detox_train_command
 from rolecall.cli_train import train_app, unanswerable_command
 from rolecall.errors import ConfigError, RolecallError, describe_validation
 
@@ -420,8 +422,11 @@ def slang_search(
 
 
 detox_app = typer.Typer(help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
-                             "export).", no_args_is_help=True)
+                             "export), and the detox model (train, rewrite).",
+                        no_args_is_help=True)
 app.add_typer(detox_app, name="detox")
+detox_app.command("train")(detox_train_command)
+detox_app.command("rewrite")(detox_rewrite_command)
 
 
 @detox_app.command("generate")

@@ -242,3 +242,39 @@ def train_generator_command(
                          target_modules=target_modules, max_length=max_length)
     config = _train_config(epochs, batch_size, lr, 2e-5, max_steps, seed)
     _print(train_generator(examples, out_dir, base, settings, config, test_share, progress))
+
+
+@train_app.command("export")
+def export_command(
+        model_dir: Path = typer.Argument(..., help="a generator or detox model directory"),
+        target: Path = typer.Argument(..., help="new directory to write"),
+        adapter: bool = typer.Option(False, "--adapter/--merged", help="the LoRA adapter "
+                                     "with its base named, or merged weights (default)")):
+    """Export a generator or detox model for transformers / vLLM: merged weights (a plain
+    model directory) or the LoRA adapter with its base model's path."""
+    from rolecall.train.detox_model import DetoxModel
+    from rolecall.train.generator import KIND, Generator
+
+    kind = _model_kind(model_dir)
+    model_type = Generator if kind == KIND else DetoxModel
+    model = model_type.load(model_dir)
+    written = model.export(target, merged=not adapter)
+    _print({"kind": kind, "export": "adapter" if adapter else "merged", "path": str(written),
+            "base": model.base_path()})
+
+
+def _model_kind(model_dir: Path) -> str:
+    from rolecall.errors import InputFileError
+
+    path = model_dir / "model.json"
+    try:
+        kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
+    except (OSError, json.JSONDecodeError):
+        raise InputFileError(model_dir, "has no readable model.json: not a trained model",
+                             fix="point at a directory from 'rolecall train generator' or "
+                                 "'rolecall detox train'") from None
+    if kind not in ("generator", "detox"):
+        raise InputFileError(model_dir, f"holds a {kind} model: only generator and detox "
+                             "models are exported", fix="the selection models (classifier, "
+                             "retriever, reranker) are used from their directories")
+    return kind

@@ -1,0 +1,63 @@
+"""`rolecall detox train / rewrite` and `rolecall train export` on a tiny saved base."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from rolecall.formats.kda import write_kda_csv  # noqa: E402
+from rolecall.records import Pair  # noqa: E402
+from tests.llm.test_batch import run_to_end  # noqa: E402
+from tests.test_cli_train import metrics_of  # noqa: E402
+from tests.train.test_detox_model import PAIRS  # noqa: E402
+
+
+def test_train_rewrite_and_export(tmp_path):
+    from rolecall.train.generator import tiny_causal_lm
+
+    texts = [p.neutral for p in PAIRS] + [p.toxic for p in PAIRS] + ["원문: 중립:"]
+    model, tokenizer = tiny_causal_lm(texts)
+    model.save_pretrained(tmp_path / "base")
+    tokenizer.save_pretrained(tmp_path / "base")
+    pairs = PAIRS * 3 + [Pair(neutral="내일 봬요", toxic="내일 보든가 말든가")]
+    write_kda_csv(tmp_path / "pairs.csv", pairs)
+    metrics = metrics_of(run_to_end(
+        "detox", "train", str(tmp_path / "pairs.csv"), "--out", str(tmp_path / "detox"),
+        "--base", str(tmp_path / "base"), "--epochs", "4", "--lr", "1e-2",
+        "--test-share", "0.3", "--no-progress"))
+    assert metrics["test_pairs"] > 0 and 0 <= metrics["chrf"] <= 100
+    assert metrics["last_loss"] < metrics["first_loss"]
+    source = tmp_path / "input.txt"
+    source.write_text(f"{PAIRS[0].toxic}\n\n{PAIRS[1].toxic}\n", encoding="utf-8")
+    result = run_to_end("detox", "rewrite", str(tmp_path / "detox"), str(source), "--jsonl")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["input"] for r in rows] == [PAIRS[0].toxic, PAIRS[1].toxic]
+    assert all(isinstance(r["output"], str) for r in rows)
+
+    exported = metrics_of(run_to_end("train", "export", str(tmp_path / "detox"),
+                                     str(tmp_path / "merged")))
+    assert exported["kind"] == "detox" and exported["export"] == "merged"
+    assert (tmp_path / "merged" / "config.json").is_file()
+    exported = metrics_of(run_to_end("train", "export", str(tmp_path / "detox"),
+                                     str(tmp_path / "adapter"), "--adapter"))
+    adapter = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text("utf-8"))
+    assert adapter["base_model_name_or_path"] == str((tmp_path / "base").resolve())
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    result = run_to_end("detox", "rewrite", str(tmp_path / "nowhere"), "-")
+    assert result.returncode == 1 and "model.json" in result.stderr
+    (tmp_path / "model.json").write_text(json.dumps({"kind": "reranker"}), encoding="utf-8")
+    result = run_to_end("train", "export", str(tmp_path), str(tmp_path / "out"))
+    assert result.returncode == 1 and "only generator and detox" in result.stderr
+    empty = tmp_path / "empty.csv"
+    empty.write_text("neutral,implicit\n", encoding="utf-8")
+    result = run_to_end("detox", "train", str(empty), "--out", str(tmp_path / "m"),
+                        "--base", str(tmp_path))
+    assert result.returncode == 1 and "has no pairs" in result.stderr
+    assert "Traceback" not in result.stderr
