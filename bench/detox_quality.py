@@ -1,0 +1,131 @@
+"""How well the detox model rewrites implicitly offensive Korean: chrF and offensive rate.
+
+Data: ../shared/data/detox/kda_ko.csv (``neutral,implicit``), split by neutral sentence
+(10% held out; a held-out sentence's rewrites were never trained on). The detox model
+(``train/detox_model.py``: embedded Gemma 3 270M + LoRA, instruction tuning implicit ->
+neutral, greedy decoding) trains on ``--train-pairs`` training pairs and rewrites
+``--test-pairs`` held-out implicit sentences.
+
+Measured on the same held-out inputs, next to two baselines from the same run:
+
+- **copy**: the input unchanged;
+- **lexicon**: the input with every word removed that contains an entry (2+ characters) of
+  ../shared/data/lexicon/korean_bad_words.txt (explicit profanity only, by design of K/DA
+  the implicit kind mostly survives it);
+- the references themselves (the neutral sentences), for the classifier's floor.
+
+Metrics: chrF against the neutral references (``eval/overlap.py``), and the offensive rate,
+the share flagged by an offensiveness classifier trained in the same run
+(``eval/offensiveness.py``: BEEP! labeled train, Curse-detection, and the K/DA pairs of the
+*training* split, ``--per-source`` of each; frozen Gemma features, cached under
+``--cache-dir``); its accuracy and F1 on BEEP! dev (../shared/data/eval) are printed too.
+
+Usage: python bench/detox_quality.py [--train-pairs 300] [--test-pairs 100] [--epochs 2]
+       [--lr 2e-4] [--batch-size 4] [--per-source 1500] [--cache-dir runs/bench-features]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from rolecall.eval.offensiveness import beep_examples, offensive_rate, offensiveness_examples
+from rolecall.eval.overlap import chrf
+from rolecall.formats.kda import read_kda_csv
+from rolecall.train.backbone import load_backbone
+from rolecall.train.classifier import Classifier, ClassifierSettings
+from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
+from rolecall.train.features import Features
+from rolecall.train.loop import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def lexicon_baseline(texts: list[str]) -> list[str]:
+    words = [w.strip() for w in (DATA / "lexicon" / "korean_bad_words.txt")
+             .read_text(encoding="utf-8").splitlines() if len(w.strip()) >= 2]
+
+    def clean(text: str) -> str:
+        return " ".join(t for t in text.split() if not any(w in t for w in words))
+    return [clean(t) for t in texts]
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train-pairs", type=int, default=300)
+    parser.add_argument("--test-pairs", type=int, default=100)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--lr", type=float, default=2e-4)
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--per-source", type=int, default=1500)
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
+    torch.set_num_threads(2)
+    pairs = read_kda_csv(DATA / "detox" / "kda_ko.csv")
+    train, test = split_pairs(pairs, 0.1, args.seed)
+    test = test[:args.test_pairs]
+    print(f"K/DA: {len(pairs)} pairs -> train {len(train)}, held-out {len(test)} used; "
+          f"detox model on the first {args.train_pairs} training pairs", flush=True)
+
+    # the judge: an offensiveness classifier on frozen Gemma features
+    started = time.perf_counter()
+    backbone = load_backbone("embedded")
+    examples = offensiveness_examples(DATA, train, args.per_source, args.seed)
+    classifier = Classifier.create(backbone, ClassifierSettings(max_length=128,
+                                                                response_max=120),
+                                   Features(backbone, args.cache_dir))
+    classifier.fit(examples, TrainConfig(epochs=5, batch_size=32, lr=1e-3, seed=args.seed))
+    dev = beep_examples(DATA / "eval" / "beep_labeled_dev.tsv")
+    judge = {"train_examples": len(examples),
+             **{f"beep_dev_{k}": round(v, 3) for k, v in classifier.evaluate(dev).items()},
+             "seconds": round(time.perf_counter() - started, 1)}
+    print(f"offensiveness classifier: {judge}", flush=True)
+
+    # the detox model
+    started = time.perf_counter()
+    model = DetoxModel.create("embedded", DetoxSettings(max_length=192, response_max=96),
+                              args.seed)
+    history = model.fit_pairs(train[:args.train_pairs], TrainConfig(
+        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed))
+    trained = time.perf_counter() - started
+    inputs, references = [p.toxic for p in test], [p.neutral for p in test]
+    started = time.perf_counter()
+    rewrites = model.rewrite(inputs)
+    rewrite_seconds = time.perf_counter() - started
+
+    systems = {"input (copy)": inputs, "lexicon deletion": lexicon_baseline(inputs),
+               "detox model": rewrites, "reference (neutral)": references}
+    results = {name: {"chrf": round(chrf(outputs, references), 2),
+                      "offensive_rate": round(offensive_rate(classifier, outputs), 3)}
+               for name, outputs in systems.items()}
+    print(f"\n{'system':24s}{'chrF':>8s}{'offensive':>12s}")
+    for name, row in results.items():
+        print(f"{name:24s}{row['chrf']:8.2f}{row['offensive_rate']:12.3f}")
+    before = results["input (copy)"]["offensive_rate"]
+    after = results["detox model"]["offensive_rate"]
+    print(f"detox outputs less offensive than the inputs: {'yes' if after < before else 'NO'}"
+          f" ({before:.3f} -> {after:.3f})")
+    for source, output in list(zip(inputs, rewrites))[:5]:
+        print(f"  {source}\n  -> {output}")
+    print(json.dumps({"bench": "detox_quality", "train_pairs": args.train_pairs,
+                      "test_pairs": len(test), "epochs": args.epochs, "lr": args.lr,
+                      "batch_size": args.batch_size, "steps": history["steps"],
+                      "first_loss": round(history["first_loss"], 4),
+                      "last_loss": round(history["last_loss"], 4),
+                      "train_seconds": round(trained, 1),
+                      "rewrite_seconds": round(rewrite_seconds, 1), "judge": judge,
+                      "results": results}, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
