@@ -10,7 +10,6 @@ thresholds and latency, for tests and for logs.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -18,7 +17,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rolecall.errors import InputFileError
 from rolecall.records import Turn
 
 out = Console(soft_wrap=True)
@@ -37,21 +35,6 @@ def summary(reply) -> str:
     return " · ".join(parts)
 
 
-def _script_lines(script: Path) -> list[str]:
-    if str(script) == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = script.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputFileError(script, "no such file",
-                                 fix="give a text file with one user turn per line") from None
-        except UnicodeDecodeError:
-            raise InputFileError(script, "is not UTF-8 text",
-                                 fix="save it as UTF-8 (iconv -f cp949 -t utf-8)") from None
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
 def chat_command(
         models_dir: Path = typer.Argument(..., help="the bot directory: retriever/, "
                                           "reranker/, generator/, classifier/, bot.json"),
@@ -59,12 +42,13 @@ def chat_command(
                                               "stdin); prints one JSON reply per turn"),
         progress: bool = typer.Option(True, help="progress bars while loading")):
     """Chat with a Retrieve-fail-Generate bot; every reply shows how it was made."""
+    from rolecall.retrieval.clean import input_lines
     from rolecall.serve.bot import Bot
 
     bot = Bot.load(models_dir, progress=progress)
     history: list[Turn] = []
     if script is not None:
-        for line in _script_lines(script):
+        for line in input_lines(script):
             history.append(Turn(role="user", text=line))
             reply = bot.reply(history)
             history.append(Turn(role="system", text=reply.text))

@@ -9,7 +9,6 @@ or stdin and writes one neutral rewrite a line (or JSONL with ``--jsonl``).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -68,21 +67,11 @@ def rewrite_command(
         jsonl: bool = typer.Option(False, help="JSON lines {input, output} instead of text"),
         max_new_tokens: int = typer.Option(64, min=1)):
     """Rewrite offensive sentences as neutral ones (greedy), one per input line."""
+    from rolecall.retrieval.clean import input_lines
     from rolecall.train.detox_model import DetoxModel
 
     model = DetoxModel.load(model_dir)
-    if str(source) == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = source.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputFileError(source, "no such file",
-                                 fix="give a text file, one sentence a line, or '-'") from None
-        except UnicodeDecodeError:
-            raise InputFileError(source, "is not UTF-8 text",
-                                 fix="convert it: iconv -f cp949 -t utf-8") from None
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = input_lines(source)
     for line, rewrite in zip(lines, model.rewrite(lines, max_new_tokens), strict=True):
         print(json.dumps({"input": line, "output": rewrite}, ensure_ascii=False) if jsonl
               else rewrite, flush=True)

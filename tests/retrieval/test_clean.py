@@ -227,3 +227,16 @@ def test_the_real_corpora_read_cleanly():
     assert neutral[0][0] == "chatbot_data.csv:2" and len(neutral) > 10_000
     curse = read_corpus(SHARED_DATA / "slang" / "curse_detection.txt", 1, "|")
     assert len(curse) == 5_825
+
+
+def test_input_lines_are_stripped_non_blank_lines_of_a_checked_file(tmp_path, monkeypatch):
+    from rolecall.retrieval.clean import input_lines
+
+    path = tmp_path / "turns.txt"
+    path.write_bytes("\ufeff 안녕하세요 \n\n밥 먹었어요\r\n".encode())
+    assert input_lines(path) == ["안녕하세요", "밥 먹었어요"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("가\n \n나\n"))
+    assert input_lines("-") == ["가", "나"]
+    path.write_bytes("안녕".encode("cp949"))
+    with pytest.raises(InputFileError, match="iconv"):
+        input_lines(path)

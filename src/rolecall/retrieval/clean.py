@@ -263,6 +263,15 @@ def _nul_error(path: Path, data: bytes, text: str, encoding: str) -> InputFileEr
                               f"{_quote(path)} > {_quote(path, '.clean')}")
 
 
+def input_lines(source: str | Path) -> list[str]:
+    """The non-blank lines, stripped, of a text file (``read_text_file``'s checks) or of
+    stdin for ``-``: what the line-per-item commands (chat scripts, rewrites) read."""
+    import sys
+
+    text = sys.stdin.read() if str(source) == "-" else read_text_file(source)
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def read_text_file(path: str | Path, encoding: str = "utf-8") -> str:
     """The text of a file, or an ``InputFileError`` that names the problem and the fix.
 
