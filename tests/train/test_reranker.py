@@ -57,8 +57,10 @@ def test_training_changes_the_head_and_the_loss_falls(tmp_path, interaction):
     before = [p.detach().clone() for p in model.head.parameters()]
     history = model.fit(make_examples(24), TrainConfig(epochs=15, batch_size=4, lr=1e-2),
                         progress=False)
+    # epoch means: with attention the random negatives change every step, so single
+    # steps are noisy (16 positives, batch 4: 4 steps an epoch)
     losses = history["losses"]
-    assert sum(losses[-3:]) < 0.8 * sum(losses[:3])
+    assert np.mean(losses[-4:]) < 0.8 * np.mean(losses[:4]), losses
     assert list((tmp_path / "cache").glob("shard-*.npz"))
     assert all(not torch.equal(a, b) for a, b in zip(before, model.head.parameters(), strict=True))
 
