@@ -35,6 +35,7 @@ class DetoxModel(Generator):
     """``rewrite(texts)``: neutral versions of offensive sentences."""
 
     KIND = KIND
+    COMMAND = "rolecall detox train"
     SETTINGS = DetoxSettings
 
     @classmethod

@@ -34,7 +34,7 @@ from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
 from rolecall.train.backbone import EMBEDDED, _torch
 from rolecall.train.data import MAX_TURNS
-from rolecall.train.loop import MODEL_FILE, Settings, TrainConfig, fit
+from rolecall.train.loop import MODEL_FILE, Settings, TrainConfig, fit, read_info
 from rolecall.train.losses import MleUnlikelihoodLoss
 from rolecall.train.losses.unlikelihood import IGNORE, next_token_targets
 from rolecall.train.perplexity import lm_prompt
@@ -95,6 +95,7 @@ class Generator:
     """A LoRA-wrapped causal LM, its tokenizer and settings: trains, scores, generates."""
 
     KIND = KIND
+    COMMAND = "rolecall train generator"
     SETTINGS: type[GeneratorSettings] = GeneratorSettings
 
     def __init__(self, model: Any, tokenizer: Any, settings: GeneratorSettings):
@@ -319,14 +320,13 @@ class Generator:
         from peft import PeftModel
 
         directory = Path(directory)
-        settings = _read_settings(directory, cls.KIND, cls.SETTINGS)
+        settings = _read_settings(directory, cls.KIND, cls.COMMAND, cls.SETTINGS)
         adapter = directory / ADAPTER_DIR
         if not (adapter / "adapter_config.json").is_file():
             raise InputFileError(directory, f"has no {ADAPTER_DIR}/adapter_config.json",
                                  fix="the model directory is incomplete: train it again")
-        base = directory / BASE_DIR if settings.base == TINY else None
-        model, tokenizer = (load_base(str(base)) if base is not None
-                            else load_base(settings.base))
+        model, tokenizer = load_base(str(directory / BASE_DIR) if settings.base == TINY
+                                     else settings.base)
         try:
             wrapped = PeftModel.from_pretrained(model, adapter)
         except Exception as exc:  # safetensors and peft raise many kinds for a bad file
@@ -363,25 +363,15 @@ class Generator:
         return self.settings.base
 
 
-def _read_settings(directory: Path, kind: str, settings_type: type[GeneratorSettings]
-                   ) -> GeneratorSettings:
-    path = directory / MODEL_FILE
-    if not path.is_file():
-        raise InputFileError(directory, f"has no {MODEL_FILE}: not a trained rolecall model",
-                             fix=f"train one with 'rolecall train {kind} ... --out DIR'")
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputFileError(path, f"is not valid JSON: {exc}",
-                             fix="train the generator again") from None
-    if info.get("kind") != kind:
-        raise InputFileError(directory, f"holds a {info.get('kind')} model, not a {kind}",
-                             fix=f"point at a directory written by 'rolecall train {kind}'")
+def _read_settings(directory: Path, kind: str, command: str,
+                   settings_type: type[GeneratorSettings]) -> GeneratorSettings:
+    info = read_info(directory, kind, command)
     try:
         return settings_type.model_validate(info["settings"])
     except ValidationError as exc:
-        raise InputFileError(path, f"bad settings: {describe_validation(exc, 'settings')}",
-                             fix="train the generator again with this rolecall version") \
+        raise InputFileError(directory / MODEL_FILE, "bad settings: "
+                             f"{describe_validation(exc, 'settings')}",
+                             fix=f"train it again ({command}) with this rolecall version") \
             from None
 
 

@@ -115,19 +115,31 @@ def save_model(directory: Path, kind: str, settings: dict, head: Any, backbone: 
     return directory
 
 
+def read_info(directory: Path, kind: str, command: str | None = None) -> dict:
+    """``model.json`` of a saved model, checked to be of ``kind`` (made by ``command``,
+    default ``rolecall train KIND``)."""
+    command = command or f"rolecall train {kind}"
+    path = directory / MODEL_FILE
+    if not path.is_file():
+        raise InputFileError(directory, f"has no {MODEL_FILE}: not a trained rolecall model",
+                             fix=f"train one with '{command} ... --out DIR'")
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, f"is not valid JSON: {exc}",
+                             fix=f"train the {kind} again") from None
+    if info.get("kind") != kind:
+        raise InputFileError(directory, f"holds a {info.get('kind')} model, not a {kind}",
+                             fix=f"point at a directory written by '{command}'")
+    return info
+
+
 def read_model(directory: str | Path, kind: str) -> tuple[dict, dict, Backbone]:
     """(settings, head state dict, backbone) of a saved model of ``kind``."""
     import torch
 
     directory = Path(directory)
-    path = directory / MODEL_FILE
-    if not path.is_file():
-        raise InputFileError(directory, f"has no {MODEL_FILE}: not a trained rolecall model",
-                             fix=f"train one with 'rolecall train {kind} ... --out DIR'")
-    info = json.loads(path.read_text(encoding="utf-8"))
-    if info.get("kind") != kind:
-        raise InputFileError(directory, f"holds a {info.get('kind')} model, not a {kind}",
-                             fix=f"point at a directory written by 'rolecall train {kind}'")
+    info = read_info(directory, kind)
     if not (directory / HEAD_FILE).is_file():
         raise InputFileError(directory, f"is missing {HEAD_FILE}",
                              fix="the model directory is incomplete: train it again")
