@@ -241,18 +241,18 @@ class Reranker(PairModel):
         states are read and projected once for its K candidates, not once per pair."""
         torch = _torch()
         texts = [as_context(c, self.settings.max_turns) for c in contexts]
-        per_chunk = max(1, batch_size // len(rows[0]))
+        width = len(rows[0])
+        per_chunk = max(1, batch_size // width)
         device, parts = model_device(self.backbone), []
         self.backbone.train(False)
-        self.head.eval()
         with torch.no_grad():
-            for start in range(0, len(texts), per_chunk):
+            for start in range(0, len(texts), per_chunk):  # states of one chunk at a time
                 chunk = slice(start, start + per_chunk)
                 states = (*self.text_states(texts[chunk], False),
                           *self.text_states([r.strip() for row in rows[chunk] for r in row],
                                             True))
-                logits = self.head(*(part.to(device) for part in states))[:, 0]
-                parts.append(logits.view(-1, len(rows[0])).cpu())
+                inputs = [tuple(part.to(device) for part in states)]
+                parts.append(self._run(inputs, None, 0).view(-1, width).cpu())
         if self.features is not None:
             self.features.flush()
         return torch.cat(parts).double().numpy()
