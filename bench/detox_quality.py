@@ -1,4 +1,4 @@
-"""How well the detox model rewrites implicitly offensive Korean: chrF and offensive rate.
+"""How well the detox model rewrites implicitly offensive Korean: chrF, BLEU, offensive rate.
 
 Data: ../shared/data/detox/kda_ko.csv (``neutral,implicit``), split by neutral sentence
 (10% held out; a held-out sentence's rewrites were never trained on). The detox model
@@ -14,7 +14,7 @@ Measured on the same held-out inputs, next to two baselines from the same run:
   the implicit kind mostly survives it);
 - the references themselves (the neutral sentences), for the classifier's floor.
 
-Metrics: chrF against the neutral references (``eval/overlap.py``), and the offensive rate,
+Metrics: chrF and BLEU against the neutral references (``eval/overlap.py``), and the offensive rate,
 the share flagged by an offensiveness classifier trained in the same run
 (``eval/offensiveness.py``: BEEP! labeled train, Curse-detection, and the K/DA pairs of the
 *training* split, ``--per-source`` of each; frozen Gemma features, cached under
@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from rolecall.eval.offensiveness import beep_examples, offensive_rate, offensiveness_examples
-from rolecall.eval.overlap import chrf
+from rolecall.eval.overlap import bleu, chrf
 from rolecall.formats.kda import read_kda_csv
 from rolecall.train.backbone import load_backbone
 from rolecall.train.classifier import Classifier, ClassifierSettings
@@ -106,11 +106,12 @@ def main() -> None:
     systems = {"input (copy)": inputs, "lexicon deletion": lexicon_baseline(inputs),
                "detox model": rewrites, "reference (neutral)": references}
     results = {name: {"chrf": round(chrf(outputs, references), 2),
+                      "bleu": round(bleu(outputs, references), 2),
                       "offensive_rate": round(offensive_rate(classifier, outputs), 3)}
                for name, outputs in systems.items()}
-    print(f"\n{'system':24s}{'chrF':>8s}{'offensive':>12s}")
+    print(f"\n{'system':24s}{'chrF':>8s}{'BLEU':>8s}{'offensive':>12s}")
     for name, row in results.items():
-        print(f"{name:24s}{row['chrf']:8.2f}{row['offensive_rate']:12.3f}")
+        print(f"{name:24s}{row['chrf']:8.2f}{row['bleu']:8.2f}{row['offensive_rate']:12.3f}")
     before = results["input (copy)"]["offensive_rate"]
     after = results["detox model"]["offensive_rate"]
     print(f"detox outputs less offensive than the inputs: {'yes' if after < before else 'NO'}"

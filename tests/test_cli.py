@@ -131,6 +131,15 @@ def test_geval_command_compares_datasets(tmp_path):
                                                   "fluency"}
     assert "consistency" not in report[str(sentences)]["summary"]  # no pairs, no consistency
     assert report[str(pairs)]["summary"]["overall"]["mode"] == "score"
+    rewrites = tmp_path / "rewrites.jsonl"  # what 'rolecall detox rewrite --jsonl' writes
+    rewrites.write_text(json.dumps({"input": "회의 취소라니 또 땡땡이네", "output": "회의가 "
+                                    "취소됐네요.", "reference": "회의가 취소됐어요."},
+                                   ensure_ascii=False) + "\n", encoding="utf-8")
+    result = run_to_end("eval", "geval", str(rewrites), "-m", "fake:x", "--json",
+                        "--no-progress", "--criteria", "consistency,fluency")
+    report = json.loads(result.stdout)[str(rewrites)]
+    assert report["summary"]["consistency"]["scored"] == 1  # the output against the reference
+    assert [item["criterion"] for item in report["items"]] == ["consistency", "fluency"]
 
 
 def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):

@@ -18,7 +18,9 @@ from rich.markup import escape
 
 from rolecall import config
 from rolecall.cli_chat import chat_command
+from rolecall.cli_detox_model import offensiveness_data_command
 from rolecall.cli_detox_model import rewrite_command as detox_rewrite_command
+from rolecall.cli_detox_model import score_command as detox_score_command
 from rolecall.cli_detox_model import train_command as detox_train_command
 from rolecall.cli_train import train_app, unanswerable_command
 from rolecall.errors import ConfigError, RolecallError, describe_validation
@@ -427,6 +429,8 @@ detox_app = typer.Typer(help="K/DA: neutral -> implicitly offensive pairs (gener
 app.add_typer(detox_app, name="detox")
 detox_app.command("train")(detox_train_command)
 detox_app.command("rewrite")(detox_rewrite_command)
+detox_app.command("score")(detox_score_command)
+detox_app.command("offensiveness-data")(offensiveness_data_command)
 
 
 @detox_app.command("generate")
@@ -565,7 +569,9 @@ eval_app.command("unanswerable")(unanswerable_command)
 
 
 def _geval_input(path: Path, limit: Optional[int]):
-    """(texts, neutrals or None): K/DA CSV or Pair JSONL give pairs; other files sentences."""
+    """(texts, neutrals or None): K/DA CSV or Pair JSONL give pairs, the JSONL of 'detox
+    rewrite' its outputs (against the reference, else the input); other files sentences."""
+    from rolecall.cli_detox_model import read_rewrites
     from rolecall.formats.kda import read_kda_csv
     from rolecall.jsonl import read_jsonl
     from rolecall.records import Pair
@@ -573,6 +579,9 @@ def _geval_input(path: Path, limit: Optional[int]):
 
     if path.suffix == ".csv":
         pairs = read_kda_csv(path)
+    elif path.suffix == ".jsonl" and "output" in next(read_jsonl(path), {}):
+        rows = read_rewrites(path)[:limit] if limit else read_rewrites(path)
+        return [r["output"] for r in rows], [r.get("reference", r["input"]) for r in rows]
     elif path.suffix == ".jsonl":
         pairs = list(read_jsonl(path, Pair))
     else:

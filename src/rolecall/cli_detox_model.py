@@ -1,9 +1,13 @@
-"""``rolecall detox train`` and ``rolecall detox rewrite``: the detoxification model.
+"""``rolecall detox train / rewrite / score / offensiveness-data``: the detox model.
 
 ``train`` fine-tunes LoRA adapters offensive -> neutral on a K/DA CSV (``neutral,implicit``),
-holds out a share of the neutral sentences and reports the loss and the held-out chrF of
-greedy rewrites against the references. ``rewrite`` reads one sentence a line from a file
-or stdin and writes one neutral rewrite a line (or JSONL with ``--jsonl``).
+holds out a share of the neutral sentences and reports the loss and the held-out chrF and
+BLEU of greedy rewrites against the references. ``rewrite`` reads one sentence a line from a
+file or stdin and writes one neutral rewrite a line (or JSONL with ``--jsonl``); given a K/DA
+CSV it rewrites the implicit sentences and keeps the neutral ones as references. ``score``
+measures such a JSONL: chrF and BLEU against the references (next to copying the input) and
+the offensive rate before and after by an offensiveness classifier, which
+``offensiveness-data`` + ``rolecall train classifier`` build from the shared corpora.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ def train_command(
         seed: int = typer.Option(0), progress: bool = typer.Option(True)):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
     from rolecall.cli_train import _settings
-    from rolecall.eval.overlap import chrf
     from rolecall.formats.kda import read_kda_csv
     from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
     from rolecall.train.loop import TrainConfig
@@ -54,24 +57,114 @@ def train_command(
                "last_loss": round(history["last_loss"], 4)}
     if test:
         rewrites = model.rewrite([p.toxic for p in test])
-        metrics["chrf"] = round(chrf(rewrites, [p.neutral for p in test]), 2)
-        metrics["chrf_copy_input"] = round(chrf([p.toxic for p in test],
-                                                [p.neutral for p in test]), 2)
+        inputs, references = [p.toxic for p in test], [p.neutral for p in test]
+        metrics |= _overlap(inputs, rewrites, references)
     model.save(out_dir, metrics)
     out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
 
 
+def _overlap(inputs: list[str], outputs: list[str], references: list[str]) -> dict:
+    from rolecall.eval.overlap import bleu, chrf
+
+    return {"chrf": round(chrf(outputs, references), 2),
+            "bleu": round(bleu(outputs, references), 2),
+            "chrf_copy_input": round(chrf(inputs, references), 2),
+            "bleu_copy_input": round(bleu(inputs, references), 2)}
+
+
 def rewrite_command(
         model_dir: Path = typer.Argument(..., help="from 'rolecall detox train'"),
-        source: Path = typer.Argument(Path("-"), help="one sentence a line; '-' = stdin"),
-        jsonl: bool = typer.Option(False, help="JSON lines {input, output} instead of text"),
+        source: Path = typer.Argument(Path("-"), help="one sentence a line ('-' = stdin), or "
+                                                      "a K/DA CSV (neutral,implicit)"),
+        jsonl: bool = typer.Option(False, help="JSON lines {input, output[, reference]} "
+                                               "instead of text (always on for a CSV)"),
+        limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
         max_new_tokens: int = typer.Option(64, min=1)):
     """Rewrite offensive sentences as neutral ones (greedy), one per input line."""
+    from rolecall.formats.kda import read_kda_csv
     from rolecall.retrieval.clean import input_lines
     from rolecall.train.detox_model import DetoxModel
 
     model = DetoxModel.load(model_dir)
-    lines = input_lines(source)
-    for line, rewrite in zip(lines, model.rewrite(lines, max_new_tokens), strict=True):
-        print(json.dumps({"input": line, "output": rewrite}, ensure_ascii=False) if jsonl
-              else rewrite, flush=True)
+    if source.suffix == ".csv":
+        pairs = read_kda_csv(source)[:limit]
+        lines, references, jsonl = [p.toxic for p in pairs], [p.neutral for p in pairs], True
+    else:
+        lines, references = input_lines(source)[:limit], None
+    for i, rewrite in enumerate(model.rewrite(lines, max_new_tokens)):
+        row = {"input": lines[i], "output": rewrite}
+        if references is not None:
+            row["reference"] = references[i]
+        print(json.dumps(row, ensure_ascii=False) if jsonl else rewrite, flush=True)
+
+
+def read_rewrites(path: Path) -> list[dict]:
+    """Rows of a ``rewrite --jsonl`` file: ``input`` and ``output`` (text), ``reference``
+    optional but then on every row."""
+    from rolecall.jsonl import read_jsonl
+
+    rows = list(read_jsonl(path))
+    for number, row in enumerate(rows, 1):
+        if not (isinstance(row, dict) and isinstance(row.get("input"), str)
+                and isinstance(row.get("output"), str)):
+            raise InputFileError(path, f"line {number} is not {{\"input\": text, \"output\": "
+                                 "text}", fix="score the JSONL of 'rolecall detox rewrite'")
+    if not rows:
+        raise InputFileError(path, "holds no rewrites",
+                             fix="write it with 'rolecall detox rewrite MODEL FILE --jsonl'")
+    with_reference = sum(isinstance(r.get("reference"), str) for r in rows)
+    if 0 < with_reference < len(rows):
+        raise InputFileError(path, f"only {with_reference} of {len(rows)} rows have a "
+                             "reference", fix="give every row a reference, or none")
+    return rows
+
+
+def score_command(
+        rewrites: Path = typer.Argument(..., help="JSONL from 'rolecall detox rewrite'"),
+        judge: Optional[Path] = typer.Option(None, help="an offensiveness classifier "
+                                                        "('rolecall train classifier' on "
+                                                        "'rolecall detox offensiveness-data')"),
+        features_cache: Optional[Path] = typer.Option(None, help="states of a frozen "
+                                                                 "backbone kept here")):
+    """Score rewrites: chrF and BLEU against the references, offensive rate before/after."""
+    from rolecall.eval.offensiveness import offensive_rate
+
+    rows = read_rewrites(rewrites)
+    inputs, outputs = [r["input"] for r in rows], [r["output"] for r in rows]
+    metrics: dict = {"rewrites": len(rows)}
+    if "reference" in rows[0]:
+        metrics |= _overlap(inputs, outputs, [r["reference"] for r in rows])
+    if judge is not None:
+        from rolecall.train.classifier import Classifier
+
+        classifier = Classifier.load(judge, features_cache)
+        before, after = offensive_rate(classifier, inputs), offensive_rate(classifier, outputs)
+        metrics |= {"offensive_rate_input": round(before, 3),
+                    "offensive_rate_output": round(after, 3)}
+    out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
+
+
+def offensiveness_data_command(
+        data_dir: Path = typer.Argument(..., help="the shared corpora (slang/"
+                                                  "beep_labeled_train.tsv, slang/"
+                                                  "curse_detection.txt, detox/kda_ko.csv)"),
+        out_file: Path = typer.Option(..., "--out", "-o", help="examples JSONL to write"),
+        kda_holdout: float = typer.Option(0.1, min=0.0, max=0.9,
+                                          help="K/DA neutral sentences kept out (the same "
+                                               "split as 'detox train --test-share')"),
+        per_source: Optional[int] = typer.Option(None, min=1, help="at most N per corpus"),
+        seed: int = typer.Option(0, help="as given to 'detox train'")):
+    """Examples for an offensiveness classifier from BEEP!, Curse-detection and K/DA."""
+    from rolecall.eval.offensiveness import offensiveness_examples
+    from rolecall.formats.kda import read_kda_csv
+    from rolecall.jsonl import write_jsonl
+    from rolecall.train.detox_model import split_pairs
+
+    pairs = read_kda_csv(data_dir / "detox" / "kda_ko.csv")
+    train = split_pairs(pairs, kda_holdout, seed)[0] if kda_holdout > 0 else pairs
+    examples = offensiveness_examples(data_dir, train, per_source, seed)
+    write_jsonl(out_file, examples)
+    offensive = sum(e.label == "negative" for e in examples)
+    out.print(json.dumps({"examples": len(examples), "offensive": offensive,
+                          "kda_pairs_used": len(train), "out": str(out_file)},
+                         ensure_ascii=False), highlight=False)

@@ -1,10 +1,12 @@
-"""chrF against values computed by hand."""
+"""chrF and BLEU against values computed by hand."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from rolecall.eval.overlap import chrf, chrf_statistics
+from rolecall.eval.overlap import bleu, bleu_tokens, chrf, chrf_statistics
 
 
 def test_identical_and_disjoint_texts():
@@ -31,3 +33,26 @@ def test_statistics_are_summed_over_the_corpus_before_scoring():
     assert corpus == pytest.approx(75.0)
     with pytest.raises(ValueError, match="references"):
         chrf(["a"], [])
+
+
+def test_bleu_by_hand():
+    # matches per order: 5/6, 3/5, 2/4, 1/3; equal lengths -> no brevity penalty
+    expected = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
+    assert bleu(["the cat sat on the mat"], ["the cat sat on a mat"]) == pytest.approx(expected)
+    assert bleu(["오늘 날씨 정말 좋다"], ["오늘 날씨 정말 좋다"]) == pytest.approx(100.0)
+    assert bleu([], []) == 0.0 and bleu([""], ["가 나"]) == 0.0
+
+
+def test_bleu_smooths_an_order_without_matches_and_penalises_brevity():
+    # 4-grams: 0 of 1 -> 1 / (2 x 1)
+    assert bleu(["a b c d"], ["a b c e"]) == pytest.approx(100 * (3 / 4 * 2 / 3 * 1 / 2 * 1 / 2)
+                                                           ** 0.25)
+    assert bleu(["a b c d"], ["a b c d e f"]) == pytest.approx(100 * math.exp(1 - 6 / 4))
+    # too short for 4-grams anywhere in the corpus
+    assert bleu(["a b"], ["a b"]) == 0.0
+    with pytest.raises(ValueError, match="references"):
+        bleu(["a"], [])
+
+
+def test_bleu_splits_punctuation_off():
+    assert bleu_tokens("안녕, 친구!  잘 지내?") == ["안녕", ",", "친구", "!", "잘", "지내", "?"]

@@ -17,11 +17,14 @@ texts the classifier flags.
 from __future__ import annotations
 
 import csv
+import io
 import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from rolecall.errors import InputFileError
 from rolecall.records import Example, Pair
+from rolecall.retrieval.clean import read_text_file
 
 OFFENSIVE = "offensive"
 
@@ -34,15 +37,19 @@ def _example(text: str, offensive: bool, source: str) -> Example:
 
 
 def beep_examples(path: Path) -> list[Example]:
-    with path.open(encoding="utf-8", newline="") as file:
-        rows = list(csv.DictReader(file, delimiter="\t", quoting=csv.QUOTE_NONE))
+    reader = csv.DictReader(io.StringIO(read_text_file(path), newline=""), delimiter="\t",
+                            quoting=csv.QUOTE_NONE)
+    if not {"comments", "hate"} <= set(reader.fieldnames or []):
+        raise InputFileError(path, f"has columns {reader.fieldnames}, not BEEP!'s",
+                             fix="give the labeled BEEP! TSV (columns comments, hate, ...)")
+    rows = list(reader)
     return [_example(row["comments"].strip(), row["hate"].strip() != "none", "beep")
             for row in rows if (row.get("comments") or "").strip()]
 
 
 def curse_examples(path: Path) -> list[Example]:
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_text_file(path).splitlines():
         text, _, label = line.rpartition("|")
         if text.strip() and label.strip() in ("0", "1"):
             out.append(_example(text.strip(), label.strip() == "1", "curse"))
