@@ -18,6 +18,9 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import tests.fakes  # noqa: E402,F401  registers the 'fake:' backend
 
+# postgres_url / db_url: a real PostgreSQL server started by the tests (tests/postgres.py)
+pytest_plugins = ["tests.postgres"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 

@@ -83,13 +83,13 @@ def test_upgrade_creates_every_table_from_empty_and_is_idempotent(db_url):
     try:
         assert current_revision(engine) is None
         assert inspect(engine).get_table_names() == []
-        assert upgrade(db_url) == head_revision() == "0001"
+        assert upgrade(db_url) == head_revision() == "0002"
         tables = set(inspect(engine).get_table_names())
         assert tables == set(Base.metadata.tables) | {"rolecall_alembic_version"}
         assert tables >= {"users", "projects", "items", "assignments", "annotations",
                           "chat_sessions", "chat_turns"}  # fmt: skip
-        assert upgrade(db_url) == "0001"  # second run: a no-op, not an error
-        assert upgrade(engine) == "0001"
+        assert upgrade(db_url) == "0002"  # second run: a no-op, not an error
+        assert upgrade(engine) == "0002"
         assert set(inspect(engine).get_table_names()) == tables
     finally:
         engine.dispose()
@@ -109,19 +109,19 @@ def test_downgrade_to_empty_and_back(engine):
         command.downgrade(alembic_config(conn), "base")
     assert current_revision(engine) is None
     assert set(inspect(engine).get_table_names()) <= {"rolecall_alembic_version"}
-    assert upgrade(engine) == "0001"
+    assert upgrade(engine) == "0002"
 
 
 def test_db_upgrade_command_says_what_happened(db_url):
     first = db_upgrade_command(db_url)
-    assert "upgraded from an empty database to revision 0001" in first
+    assert "upgraded from an empty database to revision 0002" in first
     assert "\n" not in first
-    assert "already at revision 0001" in db_upgrade_command(db_url)
+    assert "already at revision 0002" in db_upgrade_command(db_url)
 
 
 def test_in_memory_sqlite_migrates_through_the_engine():
     engine = connect("sqlite://")
-    assert upgrade(engine) == "0001"
+    assert upgrade(engine) == "0002"
     with session(engine) as s:
         s.add(User(username="u", password_hash="h"))
     with session(engine) as s:

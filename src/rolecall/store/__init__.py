@@ -31,10 +31,12 @@ from rolecall.store.models import (
     Item,
     ItemKind,
     Project,
+    ProjectMember,
     Role,
     Speaker,
     TurnStatus,
     User,
+    WebSession,
 )
 
 __all__ = [
@@ -47,10 +49,12 @@ __all__ = [
     "Item",
     "ItemKind",
     "Project",
+    "ProjectMember",
     "Role",
     "Speaker",
     "TurnStatus",
     "User",
+    "WebSession",
     "alembic_config",
     "connect",
     "current_revision",

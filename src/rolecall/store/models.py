@@ -234,6 +234,7 @@ class ChatSession(Base):
         ForeignKey("users.id", ondelete="SET NULL"), index=True
     )
     created: Mapped[datetime] = mapped_column(default=utcnow)
+    saved: Mapped[datetime | None] = mapped_column(default=None)  # "Save dialogue" pressed
 
     turns: Mapped[list[ChatTurn]] = relationship(
         back_populates="session", order_by="ChatTurn.index, ChatTurn.id", passive_deletes=True
@@ -276,7 +277,39 @@ class ChatTurn(Base):
     replaced_by: Mapped[int | None] = mapped_column(
         ForeignKey("chat_turns.id", ondelete="SET NULL")
     )
+    # a bot turn's provenance: path taken (retrieved / generated / fallback / llm), scores
+    provenance: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     created: Mapped[datetime] = mapped_column(default=utcnow)
 
     session: Mapped[ChatSession] = relationship(back_populates="turns")
     replacement: Mapped[ChatTurn | None] = relationship(remote_side=[id])
+
+
+class WebSession(Base):
+    """A login: the cookie holds a random token, the table only its SHA-256 (a leaked
+    database does not log anyone in); ``csrf_token`` must come with every write."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"),
+                                         index=True)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+    expires: Mapped[datetime]
+
+    user: Mapped[User] = relationship()
+
+
+class ProjectMember(Base):
+    """``user_id`` works on ``project_id`` (chats with its bot, sees its queue)."""
+
+    __tablename__ = "project_members"
+    __table_args__ = (UniqueConstraint("project_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"),
+                                         index=True)
+    created: Mapped[datetime] = mapped_column(default=utcnow)

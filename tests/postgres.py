@@ -1,4 +1,4 @@
-"""Every store test runs twice: on SQLite and on a real PostgreSQL server.
+"""Fixtures for tests that run twice: on SQLite and on a real PostgreSQL server.
 
 The PostgreSQL server is started once per test session in a temporary directory
 (``initdb`` + ``pg_ctl``, trust authentication, 127.0.0.1 on a free port, fsync off) and
