@@ -104,6 +104,22 @@ def test_the_guard_swaps_a_flagged_reply_for_the_most_natural_question(bot_dir):
     assert guard["perplexities"] == [round(v, 3) for v in values]
 
 
+def test_rejected_replies_are_not_offered_again(bot_dir):
+    bot = Bot.load(bot_dir)
+    bot.settings = BotSettings(guard=False)
+    history = [Turn(role="user", text=USER_LINES[2])]
+    ranked = [s.text for s in bot.selector.select(history).ranked]
+    first = bot.reply(history)
+    second = bot.reply(history, exclude={first.text})
+    assert first.text == ranked[0] and second.text == ranked[1] and second.path == "retrieved"
+    assert second.stages[0]["excluded"] == 1
+    # every candidate rejected: the generator answers, sampling away from a rejected reply
+    greedy = bot.generator.generate([history])[0]
+    third = bot.reply(history, exclude=set(ranked) | {greedy})
+    assert third.path == "generated" and third.stages[-1]["tries"] >= 2
+    assert third.stages[-1]["temperature"] == 0.8
+
+
 def pick_script(bot: Bot) -> tuple[list[str], float]:
     """Two user lines and a threshold such that the first turn is answered by retrieval
     and the second falls back to the generator (as ``rolecall chat`` will replay them)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +40,7 @@ from rolecall.errors import ConfigError, InputFileError, describe_validation
 from rolecall.records import Turn
 
 BOT_FILE = "bot.json"
+REGENERATE_TRIES = 4  # samples drawn when a person rejected the generator's reply
 FALLBACK_QUESTIONS = ["요즘 즐겨 보시는 프로그램 있으세요?", "오늘 식사는 잘 챙겨 드셨어요?",
                       "요즘 날씨가 어떤가요?", "최근에 산책은 다녀오셨어요?"]
 
@@ -130,30 +131,39 @@ class Bot:
 
     # ---- one turn ----------------------------------------------------------------------
 
-    def reply(self, history: Sequence[Turn]) -> Reply:
-        """The bot's next turn after ``history`` (its last turn is the user's)."""
+    def reply(self, history: Sequence[Turn], exclude: Collection[str] = ()) -> Reply:
+        """The bot's next turn after ``history`` (its last turn is the user's).
+
+        ``exclude``: replies a person rejected at this point (the web app's Fix); the bot
+        answers with the best candidate not among them, else generates (sampling when the
+        greedy reply was rejected)."""
         started = time.perf_counter()
-        history = list(history)
+        history, exclude = list(history), set(exclude)
         stages: list[dict[str, Any]] = []
         text, path = None, "retrieved"
         if self.selector is not None:
-            text = self._retrieve(history, stages)
+            text = self._retrieve(history, stages, exclude)
         if text is None:
-            text, path = self._generate(history, stages)
+            text, path = self._generate(history, stages, exclude)
         if self.settings.guard and self.classifier is not None:
             guarded = self._guard(history, text, stages)
             if guarded is not None:
                 text, path = guarded, "fallback"
         return Reply(text, path, stages, _ms(started))
 
-    def _retrieve(self, history: list[Turn], stages: list[dict]) -> str | None:
+    def _retrieve(self, history: list[Turn], stages: list[dict], exclude: set[str]
+                  ) -> str | None:
         """The best candidate, or None when retrieval fails and a generator can answer."""
         started = time.perf_counter()
         threshold = self.settings.unanswerable_threshold
         check = threshold is not None and self.selector.reranker is not None
         turn = self.selector.select(history, mc_passes=self.settings.mc_passes if check else 0)
         answerable = not check or turn.confidence > threshold
-        stage = {"stage": "retrieve", "best": turn.best.text,
+        allowed = [s for s in turn.ranked if s.text not in exclude]
+        best = allowed[0] if allowed else turn.best
+        if not allowed:
+            answerable = False
+        stage = {"stage": "retrieve", "best": best.text, "excluded": len(exclude),
                  "candidates": [{"text": s.text, "retrieval_score": round(s.retrieval_score, 4),
                                  "rerank_score": None if s.rerank_score is None
                                  else round(s.rerank_score, 4)} for s in turn.ranked[:3]],
@@ -164,14 +174,24 @@ class Bot:
             answerable = True
         stage["ms"] = _ms(started)
         stages.append(stage)
-        return turn.best.text if answerable else None
+        return best.text if answerable else None
 
-    def _generate(self, history: list[Turn], stages: list[dict]) -> tuple[str, str]:
+    def _generate(self, history: list[Turn], stages: list[dict], exclude: set[str]
+                  ) -> tuple[str, str]:
+        """The generator's reply; sampled (up to ``REGENERATE_TRIES`` times) when the
+        reply at the configured temperature was rejected before."""
         started = time.perf_counter()
-        text = self.generator.generate([history], self.settings.max_new_tokens,
-                                       self.settings.temperature)[0]
-        stages.append({"stage": "generate", "text": text,
-                       "alpha": self.generator.settings.alpha, "ms": _ms(started)})
+        temperature, tries = self.settings.temperature, 0
+        while True:
+            text = self.generator.generate([history], self.settings.max_new_tokens,
+                                           temperature)[0]
+            tries += 1
+            if text not in exclude or tries > REGENERATE_TRIES:
+                break
+            temperature = max(temperature, 0.8)
+        stages.append({"stage": "generate", "text": text, "tries": tries,
+                       "temperature": temperature, "alpha": self.generator.settings.alpha,
+                       "ms": _ms(started)})
         return text, "generated"
 
     def _guard(self, history: list[Turn], text: str, stages: list[dict]) -> str | None:
