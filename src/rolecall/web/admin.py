@@ -1,0 +1,90 @@
+"""Admin pages: accounts, projects (role spec + bot), members."""
+
+from __future__ import annotations
+
+import yaml
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import RedirectResponse
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rolecall.errors import describe_validation
+from rolecall.store import Project, ProjectMember, Role, User, WebSession
+from rolecall.web.auth import add_user
+from rolecall.web.deps import Refused, admin, admin_writer, database, page
+from rolecall.web.settings import BotConfig, ProjectSettings
+
+router = APIRouter()
+MAX_SPEC = 100_000  # characters of a role spec
+
+
+@router.get("/admin")
+def overview(request: Request, _login: WebSession = Depends(admin),
+             db: Session = Depends(database)):
+    users = db.scalars(select(User).order_by(User.username)).all()
+    projects = db.scalars(select(Project).order_by(Project.name)).all()
+    members = {p.id: [u.username for u in db.scalars(
+        select(User).join(ProjectMember, ProjectMember.user_id == User.id)
+        .where(ProjectMember.project_id == p.id).order_by(User.username))]
+        for p in projects}
+    return page(request, "admin.html", users=users, projects=projects, members=members)
+
+
+@router.post("/admin/users")
+def create_user(username: str = Form(..., max_length=64),
+                password: str = Form(..., max_length=256),
+                role: Role = Form(Role.ANNOTATOR), _login: WebSession = Depends(admin_writer),
+                db: Session = Depends(database)):
+    add_user(db, username, password, role)
+    return RedirectResponse("/admin", status_code=303)
+
+
+def project_settings(spec_yaml: str, bot: BotConfig, show_judge: bool) -> ProjectSettings:
+    try:
+        spec = yaml.safe_load(spec_yaml)
+    except yaml.YAMLError as exc:
+        raise Refused(422, f"the role spec is not valid YAML: {exc}") from None
+    try:
+        return ProjectSettings(spec=spec, bot=bot, show_judge=show_judge)
+    except ValidationError as exc:
+        raise Refused(422, f"bad role spec: {describe_validation(exc)} (see "
+                           "examples/carecall/spec.yaml)") from None
+
+
+@router.post("/admin/projects")
+def create_project(name: str = Form(..., min_length=1, max_length=128),
+                   spec: str = Form(..., max_length=MAX_SPEC),
+                   bot_kind: str = Form("llm", pattern="^(llm|models)$"),
+                   bot_model: str = Form("", max_length=512),
+                   bot_path: str = Form("", max_length=1024),
+                   show_judge: bool = Form(False),
+                   _login: WebSession = Depends(admin_writer),
+                   db: Session = Depends(database)):
+    name = name.strip()
+    if db.scalar(select(Project).where(Project.name == name)) is not None:
+        raise Refused(409, f"a project named {name!r} exists")
+    try:
+        bot = BotConfig(kind=bot_kind, model=bot_model.strip() or None,
+                        path=bot_path.strip() or None)
+    except ValidationError as exc:
+        raise Refused(422, f"bad bot: {describe_validation(exc)}") from None
+    settings = project_settings(spec, bot, show_judge)
+    project = Project(name=name, settings=settings.model_dump(mode="json"))
+    db.add(project)
+    db.flush()
+    return RedirectResponse("/admin", status_code=303)
+
+
+@router.post("/admin/projects/{project_id}/members")
+def add_member(project_id: int, username: str = Form(..., max_length=64),
+               _login: WebSession = Depends(admin_writer), db: Session = Depends(database)):
+    project = db.get(Project, project_id)
+    user = db.scalar(select(User).where(User.username == username.strip()))
+    if project is None or user is None:
+        raise Refused(404, "no such project or user")
+    exists = db.scalar(select(ProjectMember).where(ProjectMember.project_id == project.id,
+                                                   ProjectMember.user_id == user.id))
+    if exists is None:
+        db.add(ProjectMember(project_id=project.id, user_id=user.id))
+    return RedirectResponse("/admin", status_code=303)

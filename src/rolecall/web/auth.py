@@ -1,0 +1,111 @@
+"""Accounts and logins: scrypt password hashes, server-side sessions, CSRF tokens.
+
+- Passwords: ``scrypt`` (stdlib ``hashlib``; n=2^14, r=8, p=1, 16-byte salt), stored as
+  ``scrypt$n$r$p$salt$hash`` (base64); checked in constant time.
+- Sessions: the ``rolecall_session`` cookie (HttpOnly, SameSite=Lax) holds a random
+  token; the ``web_sessions`` table keeps its SHA-256 and an expiry, so logging out or
+  deleting the row ends the login at once.
+- CSRF: every session has its own random token; every form that writes carries it in the
+  ``csrf`` field, and a write without the right one is refused (403). The login form,
+  before any session exists, uses a double-submit cookie.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from rolecall.store import Role, User, WebSession
+
+SESSION_COOKIE = "rolecall_session"
+LOGIN_COOKIE = "rolecall_login_csrf"
+SESSION_HOURS = 12
+_SCRYPT = {"n": 2 ** 14, "r": 8, "p": 1}
+MIN_PASSWORD = 8
+
+
+def hash_password(password: str) -> str:
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, dklen=32, **_SCRYPT)
+    return "scrypt${n}${r}${p}${salt}${digest}".format(
+        **_SCRYPT, salt=base64.b64encode(salt).decode(),
+        digest=base64.b64encode(digest).decode())
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(digest)
+        actual = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt),
+                                n=int(n), r=int(r), p=int(p), dklen=len(expected))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(actual, expected)
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def add_user(db: Session, username: str, password: str, role: Role = Role.ANNOTATOR) -> User:
+    """A new account; the caller commits. Refuses short passwords and taken names."""
+    from rolecall.errors import ConfigError
+
+    username = username.strip()
+    if not username or len(username) > 64 or any(c.isspace() for c in username):
+        raise ConfigError(f"bad user name {username!r}",
+                          fix="use 1-64 characters without spaces")
+    if len(password) < MIN_PASSWORD:
+        raise ConfigError("the password is too short",
+                          fix=f"use at least {MIN_PASSWORD} characters")
+    if db.scalar(select(User).where(User.username == username)) is not None:
+        raise ConfigError(f"the user name {username!r} is taken", fix="pick another name")
+    user = User(username=username, password_hash=hash_password(password), role=role)
+    db.add(user)
+    db.flush()
+    return user
+
+
+def authenticate(db: Session, username: str, password: str) -> User | None:
+    user = db.scalar(select(User).where(User.username == username.strip()))
+    if user is None:
+        verify_password(password, hash_password("timing"))  # as slow as a real check
+        return None
+    return user if verify_password(password, user.password_hash) else None
+
+
+def open_session(db: Session, user: User) -> str:
+    """A new login for ``user``; returns the cookie's token (only its hash is stored)."""
+    token = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
+    db.execute(delete(WebSession).where(WebSession.expires < now))
+    db.add(WebSession(token_hash=_token_hash(token), csrf_token=secrets.token_urlsafe(32),
+                      user_id=user.id, expires=now + timedelta(hours=SESSION_HOURS)))
+    db.flush()
+    return token
+
+
+def find_session(db: Session, token: str | None) -> WebSession | None:
+    if not token or len(token) > 128:
+        return None
+    login = db.scalar(select(WebSession).where(WebSession.token_hash == _token_hash(token)))
+    if login is None or login.expires <= datetime.now(UTC):
+        return None
+    return login
+
+
+def close_session(db: Session, token: str | None) -> None:
+    if token:
+        db.execute(delete(WebSession).where(WebSession.token_hash == _token_hash(token)))
+
+
+def csrf_matches(expected: str | None, given: str | None) -> bool:
+    return bool(expected) and bool(given) and hmac.compare_digest(expected, given)

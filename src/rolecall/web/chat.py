@@ -1,0 +1,180 @@
+"""Chat with Fix (NAACL 2022, section 3.3 and Figure 6).
+
+A person chats with the project's bot. **Fix** on the latest bot turn asks for the error
+category (from the role spec), keeps the rejected turn as a negative example (status
+``fixed``, its category, the full context before it) and replaces it with a regenerated
+alternative at the same position; repeatable until the reply is good. **Save dialogue**
+marks the live turns ``saved``: positives. Every bot turn records the bot's version and
+its provenance.
+
+The user's message is committed before the bot is asked: a bot that fails (a dead LLM
+server, a broken model directory) shows an error and loses nothing; "Ask the bot again"
+retries.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import RedirectResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rolecall.records import Turn
+from rolecall.store import ChatSession, ChatTurn, Project, Speaker, TurnStatus, WebSession
+from rolecall.web.bots import bot_for
+from rolecall.web.deps import MAX_TEXT, Refused, database, logged_in, page, writer
+from rolecall.web.login import visible_projects
+from rolecall.web.settings import ProjectSettings, parse_settings
+
+router = APIRouter()
+
+
+def project_of(db: Session, login: WebSession, project_id: int) -> Project:
+    for project in visible_projects(db, login):
+        if project.id == project_id:
+            return project
+    raise Refused(404, "no such project")
+
+
+def chat_of(db: Session, login: WebSession, chat_id: int) -> ChatSession:
+    """The person's own chat; another person's is 'not found', like a missing one."""
+    chat = db.get(ChatSession, chat_id)
+    if chat is None or chat.user_id != login.user_id:
+        raise Refused(404, "no such chat")
+    return chat
+
+
+def live_turns(chat: ChatSession) -> list[ChatTurn]:
+    return sorted((t for t in chat.turns if t.status != TurnStatus.FIXED),
+                  key=lambda t: t.index)
+
+
+def as_history(turns: list[ChatTurn]) -> list[Turn]:
+    return [Turn(role="system" if t.role == Speaker.BOT else "user", text=t.text)
+            for t in turns]
+
+
+def _settings(chat: ChatSession, db: Session) -> ProjectSettings:
+    return parse_settings(db.get(Project, chat.project_id).settings)
+
+
+def _bot_turn(chat: ChatSession, db: Session, index: int, exclude: set[str]) -> ChatTurn:
+    settings = _settings(chat, db)
+    history = as_history([t for t in live_turns(chat) if t.index < index])
+    bot = bot_for(settings.bot, settings.spec)
+    answer = bot.reply(history, exclude)
+    turn = ChatTurn(session_id=chat.id, index=index, role=Speaker.BOT, text=answer.text,
+                    bot_version=bot.version, provenance=answer.provenance)
+    db.add(turn)
+    db.flush()
+    return turn
+
+
+def _open(chat: ChatSession) -> None:
+    if chat.saved is not None:
+        raise Refused(409, "this dialogue is saved and closed: start a new chat")
+
+
+@router.get("/projects/{project_id}/chat")
+def chats(request: Request, project_id: int, login: WebSession = Depends(logged_in),
+          db: Session = Depends(database)):
+    project = project_of(db, login, project_id)
+    mine = db.scalars(select(ChatSession).where(ChatSession.project_id == project.id,
+                                                ChatSession.user_id == login.user_id)
+                      .order_by(ChatSession.id.desc())).all()
+    return page(request, "chats.html", project=project, chats=mine)
+
+
+@router.post("/projects/{project_id}/chats")
+def new_chat(project_id: int, login: WebSession = Depends(writer),
+             db: Session = Depends(database)):
+    project = project_of(db, login, project_id)
+    parse_settings(project.settings)  # a project without a usable spec cannot chat
+    chat = ChatSession(project_id=project.id, user_id=login.user_id)
+    db.add(chat)
+    db.flush()
+    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+
+
+@router.get("/chats/{chat_id}")
+def show_chat(request: Request, chat_id: int, login: WebSession = Depends(logged_in),
+              db: Session = Depends(database)):
+    chat = chat_of(db, login, chat_id)
+    turns = live_turns(chat)
+    rejected: dict[int, list[ChatTurn]] = {}
+    for turn in chat.turns:
+        if turn.status == TurnStatus.FIXED:
+            rejected.setdefault(turn.index, []).append(turn)
+    last_bot = max((t.index for t in turns if t.role == Speaker.BOT), default=None)
+    return page(request, "chat.html", chat=chat, project=db.get(Project, chat.project_id),
+                turns=turns, rejected=rejected, last_bot=last_bot,
+                waiting=bool(turns) and turns[-1].role == Speaker.USER,
+                categories=_settings(chat, db).error_categories, max_text=MAX_TEXT)
+
+
+@router.post("/chats/{chat_id}/message")
+def send(chat_id: int, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
+         login: WebSession = Depends(writer), db: Session = Depends(database)):
+    chat = chat_of(db, login, chat_id)
+    _open(chat)
+    text = text.strip()
+    if not text:
+        raise Refused(422, "the message is empty")
+    turns = live_turns(chat)
+    if turns and turns[-1].role == Speaker.USER:
+        raise Refused(409, "the bot has not answered your last message yet: ask it again")
+    db.add(ChatTurn(session_id=chat.id, index=len(turns), role=Speaker.USER, text=text))
+    db.commit()  # the message is kept even if the bot fails next
+    db.refresh(chat)
+    _bot_turn(chat, db, len(turns) + 1, set())
+    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+
+
+@router.post("/chats/{chat_id}/reply")
+def ask_again(chat_id: int, login: WebSession = Depends(writer),
+              db: Session = Depends(database)):
+    chat = chat_of(db, login, chat_id)
+    _open(chat)
+    turns = live_turns(chat)
+    if not turns or turns[-1].role != Speaker.USER:
+        raise Refused(409, "there is no message waiting for the bot")
+    _bot_turn(chat, db, len(turns), set())
+    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+
+
+@router.post("/chats/{chat_id}/turns/{turn_id}/fix")
+def fix(chat_id: int, turn_id: int, category: str = Form(..., max_length=64),
+        login: WebSession = Depends(writer), db: Session = Depends(database)):
+    chat = chat_of(db, login, chat_id)
+    _open(chat)
+    categories = _settings(chat, db).error_categories
+    if category not in categories:
+        raise Refused(422, f"unknown error category {category!r}; the role spec has "
+                           f"{', '.join(categories)}")
+    turns = live_turns(chat)
+    turn = next((t for t in turns if t.id == turn_id), None)
+    if turn is None or turn.role != Speaker.BOT:
+        raise Refused(404, "no such bot turn in this chat")
+    if turn.index != max(t.index for t in turns if t.role == Speaker.BOT):
+        raise Refused(409, "only the latest bot turn can be fixed")
+    turn.status, turn.error_category = TurnStatus.FIXED, category
+    db.flush()  # the partial unique index: the position is free once the turn is fixed
+    exclude = {t.text for t in chat.turns if t.index == turn.index}
+    replacement = _bot_turn(chat, db, turn.index, exclude)
+    turn.replaced_by = replacement.id
+    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+
+
+@router.post("/chats/{chat_id}/save")
+def save(chat_id: int, login: WebSession = Depends(writer), db: Session = Depends(database)):
+    chat = chat_of(db, login, chat_id)
+    _open(chat)
+    turns = live_turns(chat)
+    if not any(t.role == Speaker.BOT for t in turns):
+        raise Refused(409, "nothing to save yet: chat first")
+    for turn in turns:
+        turn.status = TurnStatus.SAVED
+    chat.saved = datetime.now(UTC)
+    return RedirectResponse(f"/chats/{chat.id}", status_code=303)

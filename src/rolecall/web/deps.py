@@ -1,0 +1,83 @@
+"""What every route depends on: a database session, the login, the CSRF check, pages.
+
+Routes declare ``login: WebSession = Depends(logged_in)`` to read and
+``login: WebSession = Depends(writer)`` to write (login + CSRF token from the form); an
+admin-only route uses ``admin`` / ``admin_writer``. Nothing is served to a request
+without a valid login, except the login page itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, Form, Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.orm import Session
+
+from rolecall.store import Role, WebSession
+from rolecall.web.auth import SESSION_COOKIE, csrf_matches, find_session
+
+TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
+                        autoescape=select_autoescape(["html"]), trim_blocks=True,
+                        lstrip_blocks=True)
+MAX_TEXT = 2000  # characters of one chat message or free-text field
+
+
+class NotLoggedIn(Exception):
+    """No valid login: pages redirect to /login, other requests get 401."""
+
+
+class Refused(Exception):
+    """A request that must not change anything: status code and a message for the user."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def database(request: Request) -> Iterator[Session]:
+    """One session per request: committed when the route returns, rolled back on error."""
+    with Session(request.app.state.engine, expire_on_commit=False) as db:
+        try:
+            yield db
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+
+
+def logged_in(request: Request, db: Session = Depends(database)) -> WebSession:
+    login = find_session(db, request.cookies.get(SESSION_COOKIE))
+    if login is None:
+        raise NotLoggedIn()
+    request.state.login = login
+    return login
+
+
+def writer(csrf: str = Form("", max_length=128),
+           login: WebSession = Depends(logged_in)) -> WebSession:
+    if not csrf_matches(login.csrf_token, csrf):
+        raise Refused(403, "the form's security token is missing or stale: reload the page "
+                           "and submit again")
+    return login
+
+
+def admin(login: WebSession = Depends(logged_in)) -> WebSession:
+    if login.user.role != Role.ADMIN:
+        raise Refused(403, "only an admin may do this")
+    return login
+
+
+def admin_writer(login: WebSession = Depends(writer)) -> WebSession:
+    return admin(login)
+
+
+def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+    """A rendered page; the template sees the login (``me``) and its CSRF token."""
+    login = getattr(request.state, "login", None)
+    html = TEMPLATES.get_template(template).render(
+        me=login.user if login else None, csrf=login.csrf_token if login else "", **values)
+    return HTMLResponse(html, status_code=status)

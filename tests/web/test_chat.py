@@ -1,0 +1,64 @@
+"""Chat with Fix and Save through the app's routes; export of the feedback."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from rolecall.store import ChatTurn, TurnStatus, session
+from tests.web.conftest import client_for, csrf_of
+
+
+def start_chat(client, project_id: int) -> str:
+    page = client.get(f"/projects/{project_id}/chat")
+    assert page.status_code == 200
+    response = client.post(f"/projects/{project_id}/chats", data={"csrf": csrf_of(page.text)})
+    assert response.status_code == 303
+    return response.headers["location"]
+
+
+def post(client, url: str, chat_url: str, **data) -> object:
+    token = csrf_of(client.get(chat_url).text)
+    return client.post(url, data={"csrf": token, **data})
+
+
+def test_chat_fix_twice_save_and_export(site):
+    engine, project_id = site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    assert post(client, f"{chat}/message", chat, text="안녕하세요").status_code == 303
+    assert post(client, f"{chat}/message", chat, text="오늘 병원에 다녀왔어요").status_code == 303
+    with session(engine) as db:
+        turns = db.scalars(select(ChatTurn).order_by(ChatTurn.id)).all()
+        assert [(t.index, t.role) for t in turns] == [(0, "user"), (1, "bot"), (2, "user"),
+                                                      (3, "bot")]
+        assert all(t.bot_version.startswith("llm:fake:fake-web:") for t in turns if t.role == "bot")
+        last = turns[-1]
+    seen = {last.text}
+    for category in ("not sensible", "not safe"):
+        response = post(client, f"{chat}/turns/{last.id}/fix", chat, category=category)
+        assert response.status_code == 303, response.text
+        with session(engine) as db:
+            live = db.scalars(select(ChatTurn).where(ChatTurn.index == 3,
+                                                     ChatTurn.status != "fixed")).one()
+            fixed = db.get(ChatTurn, last.id)
+            assert fixed.status == TurnStatus.FIXED and fixed.error_category == category
+            assert fixed.replaced_by == live.id and live.text not in seen
+            seen.add(live.text)
+            last = live
+    assert post(client, f"{chat}/save", chat).status_code == 303
+    page = client.get(chat).text
+    assert "(saved)" in page and 'id="send"' not in page
+
+    admin = client_for(engine, "admin")
+    exported = admin.get(f"/projects/{project_id}/export/examples.jsonl")
+    assert exported.status_code == 200
+    rows = [json.loads(line) for line in exported.text.splitlines()]
+    negatives = [r for r in rows if r["label"] == "negative"]
+    positives = [r for r in rows if r["label"] == "positive"]
+    assert [r["category"] for r in negatives] == ["not sensible", "not safe"]
+    assert len(positives) == 2 and positives[1]["response"] == last.text
+    assert all(r["dialogue_id"] == f"chat-{chat.rsplit('/', 1)[1]}" for r in rows)
+    assert [t["text"] for t in negatives[0]["history"]] == ["안녕하세요", positives[0]["response"],
+                                                            "오늘 병원에 다녀왔어요"]
