@@ -9,6 +9,7 @@ without a valid login, except the login page itself.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,13 @@ TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templat
                         autoescape=select_autoescape(["html"]), trim_blocks=True,
                         lstrip_blocks=True)
 MAX_TEXT = 2000  # characters of one chat message or free-text field
+
+
+@dataclass(frozen=True)
+class Viewer:
+    username: str
+    role: str
+    csrf: str
 
 
 class NotLoggedIn(Exception):
@@ -53,7 +61,10 @@ def logged_in(request: Request, db: Session = Depends(database)) -> WebSession:
     login = find_session(db, request.cookies.get(SESSION_COOKIE))
     if login is None:
         raise NotLoggedIn()
-    request.state.login = login
+    # plain values for the page header: error pages render after a rollback has expired
+    # the ORM objects
+    request.state.viewer = Viewer(login.user.username, login.user.role.value,
+                                  login.csrf_token)
     return login
 
 
@@ -77,7 +88,7 @@ def admin_writer(login: WebSession = Depends(writer)) -> WebSession:
 
 def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
     """A rendered page; the template sees the login (``me``) and its CSRF token."""
-    login = getattr(request.state, "login", None)
+    viewer = getattr(request.state, "viewer", None)
     html = TEMPLATES.get_template(template).render(
-        me=login.user if login else None, csrf=login.csrf_token if login else "", **values)
+        me=viewer, csrf=viewer.csrf if viewer else "", **values)
     return HTMLResponse(html, status_code=status)

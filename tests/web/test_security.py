@@ -1,0 +1,156 @@
+"""Every route refuses strangers; annotators cannot reach each other's work; writes need
+the CSRF token; oversized or malformed input is a 4xx that changes nothing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from rolecall.store import ChatSession, ChatTurn, Project, User, session
+from rolecall.web.app import routers
+from rolecall.web.auth import hash_password, verify_password
+from tests.web.conftest import PASSWORD, client_for, csrf_of
+from tests.web.test_chat import post, start_chat
+
+PUBLIC = {("GET", "/login"), ("POST", "/login")}
+
+
+def all_routes() -> list[tuple[str, str]]:
+    return sorted((method, route.path) for router in routers() for route in router.routes
+                  for method in route.methods)
+
+
+def concrete(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "1", path)
+
+
+def counts(engine) -> tuple[int, ...]:
+    with session(engine) as db:
+        return tuple(db.scalar(select(func.count()).select_from(table))
+                     for table in (User, Project, ChatSession, ChatTurn))
+
+
+def test_passwords_are_salted_scrypt_hashes():
+    stored = hash_password(PASSWORD)
+    assert stored.startswith("scrypt$") and PASSWORD not in stored
+    assert stored != hash_password(PASSWORD)  # a fresh salt each time
+    assert verify_password(PASSWORD, stored) and not verify_password("wrong password", stored)
+    assert not verify_password(PASSWORD, "plain$text")
+
+
+def test_every_route_refuses_a_request_without_login(site):
+    engine, _ = site
+    client = client_for(engine)
+    before = counts(engine)
+    routes = all_routes()
+    assert len(routes) >= 12
+    for method, path in routes:
+        if (method, path) in PUBLIC:
+            continue
+        response = client.request(method, concrete(path), data={"csrf": "x", "text": "x"})
+        if method == "GET":
+            assert response.status_code == 303, path
+            assert response.headers["location"].startswith("/login"), path
+        else:
+            assert response.status_code == 401, (method, path)
+    client.cookies.set("rolecall_session", "forged-token")
+    assert client.get("/").status_code == 303
+    assert counts(engine) == before
+
+
+def test_a_wrong_password_and_a_login_without_its_token_are_refused(site):
+    engine, _ = site
+    client = client_for(engine)
+    token = csrf_of(client.get("/login").text)
+    response = client.post("/login", data={"username": "ann1", "password": "nope-nope",
+                                           "csrf": token})
+    assert response.status_code == 401 and "wrong user name or password" in response.text
+    response = client.post("/login", data={"username": "ann1", "password": PASSWORD,
+                                           "csrf": "guess"})
+    assert response.status_code == 403 and "rolecall_session" not in response.cookies
+    response = client.post("/login", data={"username": "ann1", "password": PASSWORD,
+                                           "csrf": csrf_of(client.get("/login").text),
+                                           "next": "//evil.example/"})
+    assert response.status_code == 303 and response.headers["location"] == "/"
+
+
+def test_writes_without_a_valid_csrf_token_are_refused(site):
+    engine, project_id = site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    before = counts(engine)
+    for data in ({"text": "안녕"}, {"text": "안녕", "csrf": "forged"}):
+        response = client.post(f"{chat}/message", data=data)
+        assert response.status_code == 403 and "security token" in response.text
+    assert client.post(f"/projects/{project_id}/chats", data={}).status_code == 403
+    assert counts(engine) == before
+    # a token of another login does not work either
+    other = client_for(engine, "ann2")
+    foreign = csrf_of(other.get(f"/projects/{project_id}/chat").text)
+    assert client.post(f"{chat}/message", data={"csrf": foreign, "text": "x"}).status_code == 403
+
+
+def test_annotators_cannot_see_or_change_each_others_chats(site):
+    engine, project_id = site
+    owner = client_for(engine, "ann1")
+    chat = start_chat(owner, project_id)
+    assert post(owner, f"{chat}/message", chat, text="제 이야기예요").status_code == 303
+    before = counts(engine)
+    intruder = client_for(engine, "ann2")
+    token = csrf_of(intruder.get(f"/projects/{project_id}/chat").text)
+    page = intruder.get(chat)
+    assert page.status_code == 404 and "제 이야기예요" not in page.text
+    for action in ("message", "save", "reply"):
+        response = intruder.post(f"{chat}/{action}", data={"csrf": token, "text": "침입"})
+        assert response.status_code == 404, action
+    with session(engine) as db:
+        bot_turn = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot")).first()
+    response = intruder.post(f"{chat}/turns/{bot_turn.id}/fix",
+                             data={"csrf": token, "category": "not safe"})
+    assert response.status_code == 404
+    assert counts(engine) == before
+    # not a member: the project is invisible; not an admin: no admin pages, no export
+    outsider = client_for(engine, "ann3")
+    assert outsider.get(f"/projects/{project_id}/chat").status_code == 404
+    assert outsider.get("/admin").status_code == 403
+    assert outsider.get(f"/projects/{project_id}/export/examples.jsonl").status_code == 403
+
+
+def test_oversized_and_malformed_input_is_refused_and_changes_nothing(site):
+    engine, project_id = site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    token = csrf_of(client.get(chat).text)
+    before = counts(engine)
+    response = client.post(f"{chat}/message", data={"csrf": token, "text": "가" * 2001})
+    assert response.status_code == 422
+    response = client.post(f"{chat}/message", data={"csrf": token, "text": "   "})
+    assert response.status_code == 422
+    response = client.post(f"{chat}/message", content=b"x" * 1_100_000,
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 413
+    response = client.post(f"{chat}/turns/999999/fix", data={"csrf": token,
+                                                             "category": "not safe"})
+    assert response.status_code == 404
+    assert client.get("/chats/not-a-number").status_code == 422
+    assert counts(engine) == before
+    admin = client_for(engine, "admin")
+    token = csrf_of(admin.get("/admin").text)
+    for spec in ("name: [unclosed", "name: x\noutline: y\ncategories: []"):
+        response = admin.post("/admin/projects", data={"csrf": token, "name": "bad",
+                                                       "spec": spec})
+        assert response.status_code == 422 and "spec" in response.text
+    response = admin.post("/admin/users", data={"csrf": token, "username": "short",
+                                                "password": "1234"})
+    assert response.status_code == 400 and "too short" in response.text
+    assert counts(engine) == before
+
+
+@pytest.mark.parametrize("path", ["/login", "/"])
+def test_pages_carry_security_headers(site, path):
+    engine, _ = site
+    response = client_for(engine, "ann1").get(path)
+    assert response.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
