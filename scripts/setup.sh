@@ -19,6 +19,18 @@ if [ -z "$PYTHON" ]; then
 fi
 [ -n "$PYTHON" ] || { echo "rolecall needs Python >= 3.11 (set PYTHON=/path/to/python)" >&2; exit 1; }
 
+# The browser tests drive Debian's Chromium (never a browser downloaded by a test tool);
+# Korean text in their screenshots needs a Korean font.
+if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi nanum; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium and fonts-nanum for the browser tests..." >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq chromium fonts-nanum >/dev/null
+  else
+    echo "note: the browser tests need chromium (sudo apt-get install chromium fonts-nanum)" >&2
+  fi
+fi
+
 stamp=.venv/.rolecall-setup
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

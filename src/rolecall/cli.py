@@ -19,6 +19,7 @@ from rich.markup import escape
 from rolecall import config
 from rolecall.cli_chat import chat_command
 from rolecall.cli_detox_model import offensiveness_data_command
+from rolecall.cli_web import serve_command, web_app
 from rolecall.cli_detox_model import rewrite_command as detox_rewrite_command
 from rolecall.cli_detox_model import score_command as detox_score_command
 from rolecall.cli_detox_model import train_command as detox_train_command
@@ -565,6 +566,8 @@ eval_app = typer.Typer(help="Evaluation: G-Eval, filter-human agreement, unanswe
 app.add_typer(eval_app, name="eval")
 app.add_typer(train_app, name="train")
 app.command("chat")(chat_command)
+app.command("serve")(serve_command)
+app.add_typer(web_app, name="web")
 eval_app.command("unanswerable")(unanswerable_command)
 
 

@@ -1,0 +1,131 @@
+"""``rolecall serve`` and ``rolecall web ...``: run the web app, manage its accounts and
+projects from the shell, export its feedback.
+
+The first admin has to come from the shell (``rolecall web add-user NAME --admin``); the
+rest can be done on the admin page. Passwords are read from a prompt (hidden) or from
+stdin with ``--password-stdin``, never from the command line (it would land in the shell
+history and the process list).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from rolecall.errors import ConfigError
+
+web_app = typer.Typer(help="The web app's accounts, projects and exports.",
+                      no_args_is_help=True)
+out = Console(soft_wrap=True)
+DB_HELP = "database URL (default: SQLite in ROLECALL_HOME, or ROLECALL_DATABASE_URL)"
+
+
+def _engine(url: Optional[str]):
+    from rolecall.store import connect, upgrade
+
+    engine = connect(url)
+    upgrade(engine)
+    return engine
+
+
+def serve_command(host: str = typer.Option("127.0.0.1", help="0.0.0.0 to listen on every "
+                                                             "interface (put TLS in front)"),
+                  port: int = typer.Option(8000, min=1, max=65535),
+                  db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+    """Start the web app: chat with Fix, annotation, export."""
+    import uvicorn
+
+    from rolecall.store import safe_url
+    from rolecall.web import create_app
+
+    engine = _engine(db)
+    out.print(f"rolecall web app on http://{host}:{port} (database {safe_url(engine.url)})")
+    uvicorn.run(create_app(engine), host=host, port=port, log_level="warning")
+
+
+@web_app.command("add-user")
+def add_user_command(username: str = typer.Argument(...),
+                     admin: bool = typer.Option(False, "--admin", help="an admin account"),
+                     password_stdin: bool = typer.Option(False, help="read the password "
+                                                                     "from stdin"),
+                     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+    """Create an account (the first admin comes from here)."""
+    from rolecall.store import Role, session
+    from rolecall.web.auth import add_user
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    with session(_engine(db)) as s:
+        user = add_user(s, username, password, Role.ADMIN if admin else Role.ANNOTATOR)
+        out.print(json.dumps({"user": user.username, "role": user.role.value}))
+
+
+@web_app.command("add-project")
+def add_project_command(name: str = typer.Argument(...),
+                        spec: Path = typer.Option(..., help="role spec YAML"),
+                        model: Optional[str] = typer.Option(None, "--model", "-m",
+                                                            help="an LLM prompted with the "
+                                                                 "spec (default model if "
+                                                                 "neither this nor --bot)"),
+                        bot: Optional[Path] = typer.Option(None, help="a Retrieve-fail-"
+                                                                      "Generate bot "
+                                                                      "directory"),
+                        member: list[str] = typer.Option([], help="user names (repeat)"),
+                        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+    """Create a project whose people chat with its bot."""
+    from sqlalchemy import select
+
+    from rolecall.spec import load_role_spec
+    from rolecall.store import Project, ProjectMember, User, session
+    from rolecall.web.settings import BotConfig, ProjectSettings
+
+    if model and bot:
+        raise ConfigError("give --model or --bot, not both",
+                          fix="--model for an LLM prompted with the spec, --bot for trained "
+                              "models")
+    config = (BotConfig(kind="models", path=str(bot.expanduser().resolve())) if bot
+              else BotConfig(model=model))
+    settings = ProjectSettings(spec=load_role_spec(spec), bot=config)
+    with session(_engine(db)) as s:
+        if s.scalar(select(Project).where(Project.name == name)) is not None:
+            raise ConfigError(f"a project named {name!r} exists", fix="pick another name")
+        project = Project(name=name, settings=settings.model_dump(mode="json"))
+        s.add(project)
+        s.flush()
+        for username in member:
+            user = s.scalar(select(User).where(User.username == username))
+            if user is None:
+                raise ConfigError(f"no user {username!r}",
+                                  fix=f"create it first: rolecall web add-user {username}")
+            s.add(ProjectMember(project_id=project.id, user_id=user.id))
+        out.print(json.dumps({"project": project.name, "id": project.id,
+                              "members": member}, ensure_ascii=False))
+
+
+@web_app.command("export")
+def export_command(project: str = typer.Argument(..., help="project name"),
+                   out_file: Path = typer.Option(..., "--out", "-o",
+                                                 help="examples JSONL to write"),
+                   db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+    """Chat feedback -> training examples (Fix -> negatives, saved dialogues -> positives)."""
+    from sqlalchemy import select
+
+    from rolecall.store import Project, session
+    from rolecall.web.export import chat_examples, examples_jsonl
+
+    with session(_engine(db)) as s:
+        found = s.scalar(select(Project).where(Project.name == project))
+        if found is None:
+            raise ConfigError(f"no project {project!r}", fix="see the admin page for names")
+        examples = chat_examples(s, found.id)
+    out_file.write_text(examples_jsonl(examples), encoding="utf-8")
+    out.print(json.dumps({"examples": len(examples),
+                          "negatives": sum(e.label == "negative" for e in examples),
+                          "out": str(out_file)}))
