@@ -1,0 +1,65 @@
+"""`rolecall web add-user / add-project / export` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from sqlalchemy import select  # noqa: E402
+
+from rolecall.store import ChatSession, ChatTurn, Project, User, connect, session  # noqa: E402
+from tests.llm.test_batch import rolecall, run_to_end  # noqa: E402
+from tests.web.conftest import REPO  # noqa: E402
+
+SPEC = str(REPO / "examples" / "carecall" / "spec.yaml")
+
+
+def add_user(url: str, name: str, password: str, *extra: str):
+    process = rolecall("web", "add-user", name, "--password-stdin", "--db", url, *extra,
+                       stdin=__import__("subprocess").PIPE)
+    stdout, stderr = process.communicate(password + "\n", timeout=120)
+    return process.returncode, stdout, stderr
+
+
+def test_accounts_projects_and_export_from_the_shell(tmp_path):
+    url = f"sqlite:///{tmp_path / 'web.sqlite'}"
+    code, stdout, stderr = add_user(url, "boss", "long enough password", "--admin")
+    assert code == 0, stderr
+    assert json.loads(stdout) == {"user": "boss", "role": "admin"}
+    assert add_user(url, "ann", "long enough password")[0] == 0
+    code, _, stderr = add_user(url, "ann", "another password")
+    assert code == 2 and "taken" in stderr
+    code, _, stderr = add_user(url, "bob", "short")
+    assert code == 2 and "too short" in stderr and "Traceback" not in stderr
+
+    made = run_to_end("web", "add-project", "carecall", "--spec", SPEC, "-m", "fake:x",
+                      "--member", "ann", "--db", url)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["members"] == ["ann"]
+    result = run_to_end("web", "add-project", "other", "--spec", SPEC, "--member", "nobody",
+                        "--db", url)
+    assert result.returncode == 2 and "no user 'nobody'" in result.stderr
+    engine = connect(url)
+    with session(engine) as db:
+        assert db.scalar(select(Project).where(Project.name == "other")) is None  # rolled back
+        project = db.scalar(select(Project).where(Project.name == "carecall"))
+        user = db.scalar(select(User).where(User.username == "ann"))
+        assert user.password_hash.startswith("scrypt$")
+        chat = ChatSession(project_id=project.id, user_id=user.id)
+        db.add(chat)
+        db.flush()
+        db.add_all([ChatTurn(session_id=chat.id, index=0, role="user", text="안녕하세요"),
+                    ChatTurn(session_id=chat.id, index=1, role="bot", text="반가워요",
+                             status="fixed", error_category="style")])
+    engine.dispose()
+    exported = run_to_end("web", "export", "carecall", "--out", str(tmp_path / "ex.jsonl"),
+                          "--db", url)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout)["negatives"] == 1
+    row = json.loads((tmp_path / "ex.jsonl").read_text(encoding="utf-8"))
+    assert (row["label"], row["category"], row["response"]) == ("negative", "style", "반가워요")
+    result = run_to_end("web", "export", "missing", "--out", str(tmp_path / "x"), "--db", url)
+    assert result.returncode == 2 and "no project" in result.stderr
