@@ -30,7 +30,8 @@ def test_chat_and_fix_with_the_embedded_model(tmp_path):
                                                             max_tokens=40))
     admin = client_for(engine, "admin")  # admins see every project
     chat = start_chat(admin, project_id)
-    assert post(admin, f"{chat}/message", chat, text="안녕하세요, 오늘 날씨가 좋네요.").status_code == 303
+    greeting = "안녕하세요, 오늘 날씨가 좋네요."
+    assert post(admin, f"{chat}/message", chat, text=greeting).status_code == 303
     with session(engine) as db:
         first = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot")).one()
     assert first.text.strip() and first.bot_version.startswith("llm:")

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from rolecall.errors import describe_validation
 from rolecall.store import Project, ProjectMember, Role, User, WebSession
 from rolecall.web.auth import add_user
-from rolecall.web.deps import Refused, admin, admin_writer, database, page
+from rolecall.web.deps import DB, Refused, admin, admin_writer, page
 from rolecall.web.settings import BotConfig, ProjectSettings
 
 router = APIRouter()
@@ -21,7 +21,7 @@ MAX_SPEC = 100_000  # characters of a role spec
 
 @router.get("/admin")
 def overview(request: Request, _login: WebSession = Depends(admin),
-             db: Session = Depends(database)):
+             db: Session = DB):
     users = db.scalars(select(User).order_by(User.username)).all()
     projects = db.scalars(select(Project).order_by(Project.name)).all()
     members = {p.id: [u.username for u in db.scalars(
@@ -35,7 +35,7 @@ def overview(request: Request, _login: WebSession = Depends(admin),
 def create_user(username: str = Form(..., max_length=64),
                 password: str = Form(..., max_length=256),
                 role: Role = Form(Role.ANNOTATOR), _login: WebSession = Depends(admin_writer),
-                db: Session = Depends(database)):
+                db: Session = DB):
     add_user(db, username, password, role)
     return RedirectResponse("/admin", status_code=303)
 
@@ -60,7 +60,7 @@ def create_project(name: str = Form(..., min_length=1, max_length=128),
                    bot_path: str = Form("", max_length=1024),
                    show_judge: bool = Form(False),
                    _login: WebSession = Depends(admin_writer),
-                   db: Session = Depends(database)):
+                   db: Session = DB):
     name = name.strip()
     if db.scalar(select(Project).where(Project.name == name)) is not None:
         raise Refused(409, f"a project named {name!r} exists")
@@ -78,7 +78,7 @@ def create_project(name: str = Form(..., min_length=1, max_length=128),
 
 @router.post("/admin/projects/{project_id}/members")
 def add_member(project_id: int, username: str = Form(..., max_length=64),
-               _login: WebSession = Depends(admin_writer), db: Session = Depends(database)):
+               _login: WebSession = Depends(admin_writer), db: Session = DB):
     project = db.get(Project, project_id)
     user = db.scalar(select(User).where(User.username == username.strip()))
     if project is None or user is None:

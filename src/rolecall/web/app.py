@@ -1,7 +1,8 @@
 """``create_app(engine)``: the FastAPI app of ``rolecall serve``.
 
 Parts (one router each): ``login.py`` (log in / out, home), ``chat.py`` (chat with Fix and
-Save), ``admin.py`` (accounts, projects, members), ``export.py`` (feedback -> training
+Save), ``annotate.py`` (labelling queues: dialogues, K/DA pairs; uploads in ``items.py``),
+``admin.py`` (accounts, projects, members), ``export.py`` (feedback -> training
 examples). Shared dependencies (database session, login, CSRF) are in ``deps.py``; the
 accounts and sessions themselves in ``auth.py``; the bots behind the chat in ``bots.py``.
 
@@ -59,9 +60,9 @@ class Guard:
 
 
 def routers() -> list:
-    from rolecall.web import admin, chat, export, login
+    from rolecall.web import admin, annotate, chat, export, login
 
-    return [login.router, chat.router, admin.router, export.router]
+    return [login.router, chat.router, annotate.router, admin.router, export.router]
 
 
 def create_app(engine: Engine, max_body: int = MAX_BODY) -> FastAPI:

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from rolecall.records import Turn
 from rolecall.store import ChatSession, ChatTurn, Project, Speaker, TurnStatus, WebSession
 from rolecall.web.bots import bot_for
-from rolecall.web.deps import MAX_TEXT, Refused, database, logged_in, page, writer
+from rolecall.web.deps import DB, MAX_TEXT, Refused, logged_in, page, writer
 from rolecall.web.login import visible_projects
 from rolecall.web.settings import ProjectSettings, parse_settings
 
@@ -79,7 +79,7 @@ def _open(chat: ChatSession) -> None:
 
 @router.get("/projects/{project_id}/chat")
 def chats(request: Request, project_id: int, login: WebSession = Depends(logged_in),
-          db: Session = Depends(database)):
+          db: Session = DB):
     project = project_of(db, login, project_id)
     mine = db.scalars(select(ChatSession).where(ChatSession.project_id == project.id,
                                                 ChatSession.user_id == login.user_id)
@@ -89,7 +89,7 @@ def chats(request: Request, project_id: int, login: WebSession = Depends(logged_
 
 @router.post("/projects/{project_id}/chats")
 def new_chat(project_id: int, login: WebSession = Depends(writer),
-             db: Session = Depends(database)):
+             db: Session = DB):
     project = project_of(db, login, project_id)
     parse_settings(project.settings)  # a project without a usable spec cannot chat
     chat = ChatSession(project_id=project.id, user_id=login.user_id)
@@ -100,7 +100,7 @@ def new_chat(project_id: int, login: WebSession = Depends(writer),
 
 @router.get("/chats/{chat_id}")
 def show_chat(request: Request, chat_id: int, login: WebSession = Depends(logged_in),
-              db: Session = Depends(database)):
+              db: Session = DB):
     chat = chat_of(db, login, chat_id)
     turns = live_turns(chat)
     rejected: dict[int, list[ChatTurn]] = {}
@@ -116,7 +116,7 @@ def show_chat(request: Request, chat_id: int, login: WebSession = Depends(logged
 
 @router.post("/chats/{chat_id}/message")
 def send(chat_id: int, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
-         login: WebSession = Depends(writer), db: Session = Depends(database)):
+         login: WebSession = Depends(writer), db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     text = text.strip()
@@ -134,7 +134,7 @@ def send(chat_id: int, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
 
 @router.post("/chats/{chat_id}/reply")
 def ask_again(chat_id: int, login: WebSession = Depends(writer),
-              db: Session = Depends(database)):
+              db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     turns = live_turns(chat)
@@ -146,7 +146,7 @@ def ask_again(chat_id: int, login: WebSession = Depends(writer),
 
 @router.post("/chats/{chat_id}/turns/{turn_id}/fix")
 def fix(chat_id: int, turn_id: int, category: str = Form(..., max_length=64),
-        login: WebSession = Depends(writer), db: Session = Depends(database)):
+        login: WebSession = Depends(writer), db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     categories = _settings(chat, db).error_categories
@@ -168,7 +168,7 @@ def fix(chat_id: int, turn_id: int, category: str = Form(..., max_length=64),
 
 
 @router.post("/chats/{chat_id}/save")
-def save(chat_id: int, login: WebSession = Depends(writer), db: Session = Depends(database)):
+def save(chat_id: int, login: WebSession = Depends(writer), db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     turns = live_turns(chat)

@@ -57,7 +57,13 @@ def database(request: Request) -> Iterator[Session]:
             raise
 
 
-def logged_in(request: Request, db: Session = Depends(database)) -> WebSession:
+# committed when the route function returns, *before* the response is sent: a browser
+# following the redirect of a write must see the write (FastAPI's default runs a yield
+# dependency's exit after the response)
+DB = Depends(database, scope="function")
+
+
+def logged_in(request: Request, db: Session = DB) -> WebSession:
     login = find_session(db, request.cookies.get(SESSION_COOKIE))
     if login is None:
         raise NotLoggedIn()

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from rolecall.records import Example
 from rolecall.store import ChatSession, Project, Speaker, TurnStatus, WebSession
 from rolecall.web.chat import as_history, live_turns
-from rolecall.web.deps import Refused, admin, database
+from rolecall.web.deps import DB, Refused, admin
 
 router = APIRouter()
 
@@ -51,7 +51,7 @@ def examples_jsonl(examples: list[Example]) -> str:
 
 @router.get("/projects/{project_id}/export/examples.jsonl")
 def export_examples(project_id: int, _login: WebSession = Depends(admin),
-                    db: Session = Depends(database)):
+                    db: Session = DB):
     project = db.get(Project, project_id)
     if project is None:
         raise Refused(404, "no such project")

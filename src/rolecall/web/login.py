@@ -10,9 +10,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.store import Project, ProjectMember, Role, WebSession
-from rolecall.web.auth import (LOGIN_COOKIE, SESSION_COOKIE, SESSION_HOURS, authenticate,
-                               close_session, csrf_matches, open_session)
-from rolecall.web.deps import Refused, database, logged_in, page, writer
+from rolecall.web.auth import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    SESSION_HOURS,
+    authenticate,
+    close_session,
+    csrf_matches,
+    open_session,
+)
+from rolecall.web.deps import DB, Refused, logged_in, page, writer
 
 router = APIRouter()
 
@@ -33,7 +40,7 @@ def login_form(request: Request, next: str = "/"):
 @router.post("/login")
 def login(request: Request, username: str = Form(..., max_length=64),
           password: str = Form(..., max_length=256), csrf: str = Form("", max_length=128),
-          next: str = Form("/", max_length=512), db: Session = Depends(database)):
+          next: str = Form("/", max_length=512), db: Session = DB):
     if not csrf_matches(request.cookies.get(LOGIN_COOKIE), csrf):
         raise Refused(403, "the login form expired: reload the page and log in again")
     user = authenticate(db, username, password)
@@ -53,7 +60,7 @@ def login(request: Request, username: str = Form(..., max_length=64),
 
 @router.post("/logout")
 def logout(request: Request, _login: WebSession = Depends(writer),
-           db: Session = Depends(database)):
+           db: Session = DB):
     close_session(db, request.cookies.get(SESSION_COOKIE))
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
@@ -71,5 +78,5 @@ def visible_projects(db: Session, login: WebSession) -> list[Project]:
 
 @router.get("/")
 def home(request: Request, login: WebSession = Depends(logged_in),
-         db: Session = Depends(database)):
+         db: Session = DB):
     return page(request, "home.html", projects=visible_projects(db, login))

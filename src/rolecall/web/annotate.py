@@ -1,0 +1,129 @@
+"""Labelling queues: dialogues (first out-of-bounds turn) and K/DA pairs.
+
+An annotator sees only the items assigned to them and only their own labels; the time
+from showing an item to its label is recorded (``seconds_spent``); re-labelling updates
+the one row (item, annotator, kind). Offensive text of a pair stays folded until the
+annotator opens it. The LLM judge's verdict on a dialogue is shown only when the
+project's ``show_judge`` setting says so.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import RedirectResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rolecall.store import Annotation, Assignment, Item, ItemKind, WebSession
+from rolecall.web.chat import project_of
+from rolecall.web.deps import DB, Refused, admin_writer, logged_in, page, writer
+from rolecall.web.items import LABEL_KIND, add_items, parse_upload
+from rolecall.web.settings import parse_settings
+
+router = APIRouter()
+MAX_UPLOAD = 900_000  # bytes (the app refuses bodies over 1 MB anyway)
+MAX_SECONDS = 3600.0
+
+
+def queue(db: Session, login: WebSession, project_id: int) -> list[Item]:
+    """The person's assigned items in the project that they have not labelled yet."""
+    labelled = select(Annotation.item_id).where(Annotation.user_id == login.user_id)
+    return list(db.scalars(
+        select(Item).join(Assignment, Assignment.item_id == Item.id)
+        .where(Assignment.user_id == login.user_id, Item.project_id == project_id,
+               Item.id.not_in(labelled)).order_by(Item.id)))
+
+
+def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
+    item = db.get(Item, item_id)
+    mine = item is not None and db.scalar(select(Assignment).where(
+        Assignment.item_id == item.id, Assignment.user_id == login.user_id))
+    if not mine or item.kind not in LABEL_KIND:
+        raise Refused(404, "no such item in your queue")
+    return item
+
+
+@router.post("/admin/projects/{project_id}/items")
+async def upload(project_id: int, kind: ItemKind = Form(...),
+                 per_item: int = Form(1, ge=1, le=10), file: UploadFile = File(...),
+                 login: WebSession = Depends(admin_writer), db: Session = DB):
+    project_of(db, login, project_id)
+    if kind not in LABEL_KIND:
+        raise Refused(422, f"items of kind {kind.value} are not uploaded here")
+    data = await file.read(MAX_UPLOAD + 1)
+    if len(data) > MAX_UPLOAD:
+        raise Refused(413, f"the file is over {MAX_UPLOAD} bytes: split it")
+    rows = parse_upload(kind, file.filename or "upload", data)
+    add_items(db, project_id, kind, rows, per_item)
+    return RedirectResponse("/admin", status_code=303)
+
+
+@router.get("/projects/{project_id}/queue")
+def show_queue(request: Request, project_id: int, login: WebSession = Depends(logged_in),
+               db: Session = DB):
+    project = project_of(db, login, project_id)
+    return page(request, "queue.html", project=project, items=queue(db, login, project.id))
+
+
+@router.get("/items/{item_id}")
+def show_item(request: Request, item_id: int, login: WebSession = Depends(logged_in),
+              db: Session = DB):
+    item = assigned_item(db, login, item_id)
+    settings = parse_settings(item.project.settings)
+    mine = db.scalar(select(Annotation).where(Annotation.item_id == item.id,
+                                              Annotation.user_id == login.user_id))
+    return page(request, f"label_{item.kind.value}.html", item=item, payload=item.payload,
+                mine=mine.payload if mine else None, shown_at=time.time(),
+                categories=settings.error_categories, show_judge=settings.show_judge)
+
+
+def _seconds(shown_at: float) -> float | None:
+    spent = time.time() - shown_at
+    return round(spent, 2) if 0 <= spent <= MAX_SECONDS else None
+
+
+def _dialogue_label(item: Item, first_oob: str, category: str, categories: list[str]) -> dict:
+    if first_oob == "none":
+        return {"first_oob": None, "category": None}
+    turns = item.payload["turns"]
+    if not first_oob.isdigit() or int(first_oob) >= len(turns) or \
+            turns[int(first_oob)]["role"] != "system":
+        raise Refused(422, "pick a system turn of this dialogue, or none")
+    if category not in categories:
+        raise Refused(422, f"pick the error category ({', '.join(categories)})")
+    return {"first_oob": int(first_oob), "category": category}
+
+
+def _pair_label(consistent: str, offensive: str) -> dict:
+    if consistent not in ("yes", "no") or offensive not in ("yes", "no"):
+        raise Refused(422, "answer both questions with yes or no")
+    return {"consistent": consistent == "yes", "offensive": offensive == "yes"}
+
+
+@router.post("/items/{item_id}/label")
+def label(item_id: int, shown_at: float = Form(...),
+          first_oob: str = Form("", max_length=8), category: str = Form("", max_length=64),
+          consistent: str = Form("", max_length=3), offensive: str = Form("", max_length=3),
+          login: WebSession = Depends(writer), db: Session = DB):
+    item = assigned_item(db, login, item_id)
+    if item.kind == ItemKind.DIALOGUE:
+        categories = parse_settings(item.project.settings).error_categories
+        payload = _dialogue_label(item, first_oob, category, categories)
+    else:
+        payload = _pair_label(consistent, offensive)
+    kind = LABEL_KIND[item.kind]
+    mine = db.scalar(select(Annotation).where(Annotation.item_id == item.id,
+                                              Annotation.user_id == login.user_id,
+                                              Annotation.kind == kind))
+    if mine is None:
+        db.add(Annotation(item_id=item.id, user_id=login.user_id, kind=kind, payload=payload,
+                          seconds_spent=_seconds(shown_at)))
+    else:
+        mine.payload, mine.seconds_spent = payload, _seconds(shown_at)
+    db.flush()
+    following = queue(db, login, item.project_id)
+    target = f"/items/{following[0].id}" if following else \
+        f"/projects/{item.project_id}/queue"
+    return RedirectResponse(target, status_code=303)

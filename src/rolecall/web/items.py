@@ -1,0 +1,72 @@
+"""Items to label: uploaded files -> ``items`` rows, assigned to annotators.
+
+Two kinds here (NAACL 2022 section 3.3, K/DA's human checks):
+
+- ``dialogue``: a generated dialogue (rolecall ``Dialogue`` JSONL); the annotator marks the
+  first out-of-bounds system turn, or none, and its category;
+- ``pair``: a K/DA pair (CSV ``neutral,implicit``); the annotator answers the two filters'
+  questions: does the rewrite keep the content (consistency), is it implicitly offensive.
+
+Each item goes to ``per_item`` project members, round-robin, so that several annotators
+label every item and agreement can be computed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rolecall.errors import ConfigError, RolecallError
+from rolecall.records import Dialogue
+from rolecall.store import Assignment, Item, ItemKind, ProjectMember, Role, User
+
+LABEL_KIND = {ItemKind.DIALOGUE: "oob", ItemKind.PAIR: "pair"}  # annotations.kind
+MAX_ITEMS = 5000  # per upload
+
+
+def parse_upload(kind: ItemKind, name: str, data: bytes) -> list[tuple[dict, str]]:
+    """(payload, source) per record of an uploaded file, with the readers' clear errors."""
+    from rolecall.formats.kda import read_kda_csv
+    from rolecall.jsonl import read_jsonl
+
+    suffix = ".csv" if kind == ItemKind.PAIR else ".jsonl"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"upload{suffix}"
+        path.write_bytes(data)
+        try:
+            if kind == ItemKind.PAIR:
+                rows = [(p.model_dump(mode="json"), f"{name}:{i + 2}")
+                        for i, p in enumerate(read_kda_csv(path))]
+            else:
+                rows = [(d.model_dump(mode="json"), f"{name}:{d.id}")
+                        for d in read_jsonl(path, Dialogue)]
+        except RolecallError as exc:  # name the uploaded file, not the temporary copy
+            raise ConfigError(exc.message.replace(str(path), name), fix=exc.fix) from None
+    if not rows:
+        raise ConfigError(f"{name} holds no records", fix="upload a file with at least one")
+    if len(rows) > MAX_ITEMS:
+        raise ConfigError(f"{name} holds {len(rows)} records, more than {MAX_ITEMS}",
+                          fix="split it into several uploads")
+    return rows
+
+
+def add_items(db: Session, project_id: int, kind: ItemKind, rows: list[tuple[dict, str]],
+              per_item: int) -> int:
+    """Store the items and assign each to ``per_item`` annotators of the project."""
+    members = list(db.scalars(
+        select(User.id).join(ProjectMember, ProjectMember.user_id == User.id)
+        .where(ProjectMember.project_id == project_id, User.role == Role.ANNOTATOR)
+        .order_by(User.id)))
+    if len(members) < per_item:
+        raise ConfigError(f"the project has {len(members)} annotators, fewer than the "
+                          f"{per_item} asked per item", fix="add members first")
+    for number, (payload, source) in enumerate(rows):
+        item = Item(project_id=project_id, kind=kind, payload=payload, source=source)
+        db.add(item)
+        db.flush()
+        for j in range(per_item):
+            db.add(Assignment(item_id=item.id, user_id=members[(number + j) % len(members)]))
+    return len(rows)

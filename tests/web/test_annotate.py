@@ -1,0 +1,115 @@
+"""Uploading items, labelling queues for dialogues and K/DA pairs, isolation of labels."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import func, select
+
+from rolecall.store import Annotation, Assignment, Item, session
+from tests.web.conftest import client_for, csrf_of
+
+DIALOGUES = [{"id": f"d{n}", "turns": [
+    {"role": "system", "text": "안녕하세요, 식사는 하셨어요?"},
+    {"role": "user", "text": "네, 먹었어요."},
+    {"role": "system", "text": "주소 좀 알려 주시겠어요?", "out_of_bounds": True,
+     "category": "policy violation"}]} for n in range(2)]
+PAIRS_CSV = "neutral,implicit\n회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네\n"
+
+
+def upload(client, project_id: int, kind: str, name: str, body: str, per_item: int):
+    token = csrf_of(client.get("/admin").text)
+    return client.post(f"/admin/projects/{project_id}/items",
+                       data={"csrf": token, "kind": kind, "per_item": str(per_item)},
+                       files={"file": (name, body.encode("utf-8"))})
+
+
+def label(client, item_id: int, **answer):
+    page = client.get(f"/items/{item_id}")
+    assert page.status_code == 200
+    shown_at = page.text.split('name="shown_at" value="')[1].split('"')[0]
+    return client.post(f"/items/{item_id}/label",
+                       data={"csrf": csrf_of(page.text), "shown_at": shown_at, **answer})
+
+
+def test_upload_assign_and_label(site):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    jsonl = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DIALOGUES)
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 1).status_code == 303
+    with session(engine) as db:
+        assert db.scalar(select(func.count()).select_from(Item)) == 3
+        assert db.scalar(select(func.count()).select_from(Assignment)) == 5  # 2 x 2 + 1
+    ann1, ann2 = client_for(engine, "ann1"), client_for(engine, "ann2")
+    queue = ann1.get(f"/projects/{project_id}/queue").text
+    first = int(queue.split('id="start"')[0].rsplit('href="/items/', 1)[1].split('"')[0])
+    page = ann1.get(f"/items/{first}").text
+    assert "주소 좀 알려 주시겠어요?" in page and "judge:" not in page  # judge hidden
+    response = label(ann1, first, first_oob="2", category="policy violation")
+    assert response.status_code == 303 and response.headers["location"].startswith("/items/")
+    response = label(ann2, first, first_oob="none")
+    assert response.status_code == 303
+    with session(engine) as db:
+        rows = db.scalars(select(Annotation).order_by(Annotation.id)).all()
+        assert [(r.kind, r.payload) for r in rows] == [
+            ("oob", {"first_oob": 2, "category": "policy violation"}),
+            ("oob", {"first_oob": None, "category": None})]
+        assert all(r.seconds_spent is not None and r.seconds_spent >= 0 for r in rows)
+    # ann2 does not see ann1's label: its own page shows its own choice only
+    page = ann2.get(f"/items/{first}").text
+    assert 'value="none" checked' in page and 'value="2" checked' not in page
+    # re-labelling updates the one row
+    assert label(ann1, first, first_oob="0", category="style").status_code == 303
+    with session(engine) as db:
+        assert db.scalar(select(func.count()).select_from(Annotation)) == 2
+
+
+def test_pairs_are_masked_and_labels_validated(site):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
+    ann1 = client_for(engine, "ann1")
+    with session(engine) as db:
+        item_id = db.scalars(select(Item.id)).one()
+    page = ann1.get(f"/items/{item_id}").text
+    assert '<details id="reveal">' in page  # folded until the annotator opens it
+    assert label(ann1, item_id, consistent="maybe", offensive="yes").status_code == 422
+    assert label(ann1, item_id, consistent="yes", offensive="yes").status_code == 303
+    with session(engine) as db:
+        assert db.scalars(select(Annotation.payload)).one() == {"consistent": True,
+                                                                "offensive": True}
+
+
+def test_uploads_and_items_refuse_bad_input_and_strangers(site):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    response = upload(admin, project_id, "dialogue", "bad.jsonl", '{"id": "x"}\n', 1)
+    assert response.status_code == 400 and "bad.jsonl:1: not a valid Dialogue" in response.text
+    response = upload(admin, project_id, "pair", "bad.csv", "a,b\n1,2\n", 1)
+    assert response.status_code == 400
+    response = upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 3)  # 2 annotators
+    assert response.status_code == 400 and "fewer than" in response.text
+    with session(engine) as db:
+        assert db.scalar(select(func.count()).select_from(Item)) == 0
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
+    with session(engine) as db:
+        item_id = db.scalars(select(Item.id)).one()
+        owner = db.scalars(select(Assignment.user_id)).one()
+    others = [name for name in ("ann1", "ann2", "ann3")
+              if name != {2: "ann1", 3: "ann2"}.get(owner)]
+    for name in others:  # not assigned: the item does not exist for them
+        client = client_for(engine, name)
+        assert client.get(f"/items/{item_id}").status_code == 404
+    owner_client = client_for(engine, {2: "ann1", 3: "ann2"}[owner])
+    assert label(owner_client, item_id, first_oob="1", category="style").status_code == 422
+    assert label(owner_client, item_id, first_oob="2", category="made up").status_code == 422
+    annotator = client_for(engine, "ann1")
+    token = csrf_of(annotator.get("/").text)
+    response = annotator.post(f"/admin/projects/{project_id}/items",
+                              data={"csrf": token, "kind": "pair"},
+                              files={"file": ("kda.csv", PAIRS_CSV.encode())})
+    assert response.status_code == 403
+    with session(engine) as db:
+        assert db.scalar(select(func.count()).select_from(Annotation)) == 0
