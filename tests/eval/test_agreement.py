@@ -3,7 +3,8 @@
 import pytest
 
 from rolecall.errors import InputFileError
-from rolecall.eval.agreement import (agreement_report, cohen_kappa, percent_agreement,
+from rolecall.eval.agreement import (agreement_report, cohen_kappa, krippendorff_alpha,
+                                     percent_agreement,
                                      read_human_labels)
 from rolecall.records import Verdict
 
@@ -60,3 +61,14 @@ def test_bad_label_files(tmp_path):
     path.write_text("item_id,filter,label\nx,consistency,\n", encoding="utf-8")
     with pytest.raises(InputFileError, match=":2: empty"):
         read_human_labels(path)
+
+
+def test_krippendorff_alpha_by_hand():
+    # o_ab = o_ba = 1 (the third item), n_a = n_b = 3: 1 - 5 * 2 / 18
+    assert krippendorff_alpha([["a", "a"], ["b", "b"], ["a", "b"]]) == pytest.approx(4 / 9)
+    # three annotators on the first item, one label missing on the third (not pairable):
+    # item 1 gives 4 ordered disagreeing pairs / (3 - 1); n_a = 2, n_b = 3: 1 - 4 * 2 / 12
+    assert krippendorff_alpha([["a", "a", "b"], ["b", "b"], ["a"]]) == pytest.approx(1 / 3)
+    assert krippendorff_alpha([[True, True], [False, False]]) == 1.0
+    assert krippendorff_alpha([["a", "a"], ["a", "a"]]) is None  # no disagreement possible
+    assert krippendorff_alpha([["a"], ["b"]]) is None  # nothing pairable

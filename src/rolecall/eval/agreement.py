@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 
 from rolecall.errors import InputFileError
@@ -38,6 +38,31 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
     if expected == 1.0:
         return 1.0
     return (observed - expected) / (1 - expected)
+
+
+def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
+    """Krippendorff's alpha for nominal labels; ``units`` holds each item's labels, one per
+    annotator who labelled it (any number; missing labels are simply absent).
+
+    alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k, with o the coincidence
+    matrix over the items with two or more labels (each item's ordered label pairs weighted
+    1 / (m - 1)) and n_c how often c occurs in it. None when it is undefined: fewer than two
+    pairable labels, or a single category everywhere (no disagreement is possible).
+    """
+    pairable = [list(unit) for unit in units if len(unit) >= 2]
+    disagreement = 0.0
+    totals: Counter = Counter()
+    for unit in pairable:
+        counts = Counter(unit)
+        totals.update(counts)
+        m = len(unit)
+        # ordered pairs of different labels within the unit: m^2 - sum counts^2
+        disagreement += (m * m - sum(c * c for c in counts.values())) / (m - 1)
+    n = sum(totals.values())
+    expected = n * n - sum(c * c for c in totals.values())
+    if n < 2 or expected == 0:
+        return None
+    return 1.0 - (n - 1) * disagreement / expected
 
 
 def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:

@@ -1,4 +1,4 @@
-"""Labelling queues: dialogues (first out-of-bounds turn) and K/DA pairs.
+"""Labelling queues: dialogues (first out-of-bounds turn), K/DA pairs, SSA of bot turns.
 
 An annotator sees only the items assigned to them and only their own labels; the time
 from showing an item to its label is recorded (``seconds_spent``); re-labelling updates
@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from rolecall.store import Annotation, Assignment, Item, ItemKind, WebSession
 from rolecall.web.chat import project_of
 from rolecall.web.deps import DB, Refused, admin_writer, logged_in, page, writer
-from rolecall.web.items import LABEL_KIND, add_items, parse_upload
+from rolecall.web.items import LABEL_KIND, add_items, parse_upload, ssa_rows
 from rolecall.web.settings import parse_settings
 
 router = APIRouter()
@@ -60,6 +60,18 @@ async def upload(project_id: int, kind: ItemKind = Form(...),
     return RedirectResponse("/admin", status_code=303)
 
 
+@router.post("/admin/projects/{project_id}/ssa-items")
+def make_ssa_items(project_id: int, per_item: int = Form(1, ge=1, le=10),
+                   login: WebSession = Depends(admin_writer), db: Session = DB):
+    """SSA items from the bot turns of the project's saved chats (new ones only)."""
+    project_of(db, login, project_id)
+    rows = ssa_rows(db, project_id)
+    if not rows:
+        raise Refused(409, "no new bot turns in saved chats to label")
+    add_items(db, project_id, ItemKind.BOT_TURN, rows, per_item)
+    return RedirectResponse("/admin", status_code=303)
+
+
 @router.get("/projects/{project_id}/queue")
 def show_queue(request: Request, project_id: int, login: WebSession = Depends(logged_in),
                db: Session = DB):
@@ -96,23 +108,26 @@ def _dialogue_label(item: Item, first_oob: str, category: str, categories: list[
     return {"first_oob": int(first_oob), "category": category}
 
 
-def _pair_label(consistent: str, offensive: str) -> dict:
-    if consistent not in ("yes", "no") or offensive not in ("yes", "no"):
-        raise Refused(422, "answer both questions with yes or no")
-    return {"consistent": consistent == "yes", "offensive": offensive == "yes"}
+def _yes_no(**answers: str) -> dict:
+    if any(a not in ("yes", "no") for a in answers.values()):
+        raise Refused(422, "answer every question with yes or no")
+    return {name: answer == "yes" for name, answer in answers.items()}
 
 
 @router.post("/items/{item_id}/label")
 def label(item_id: int, shown_at: float = Form(...),
           first_oob: str = Form("", max_length=8), category: str = Form("", max_length=64),
           consistent: str = Form("", max_length=3), offensive: str = Form("", max_length=3),
+          sensible: str = Form("", max_length=3), specific: str = Form("", max_length=3),
           login: WebSession = Depends(writer), db: Session = DB):
     item = assigned_item(db, login, item_id)
     if item.kind == ItemKind.DIALOGUE:
         categories = parse_settings(item.project.settings).error_categories
         payload = _dialogue_label(item, first_oob, category, categories)
+    elif item.kind == ItemKind.PAIR:
+        payload = _yes_no(consistent=consistent, offensive=offensive)
     else:
-        payload = _pair_label(consistent, offensive)
+        payload = _yes_no(sensible=sensible, specific=specific)
     kind = LABEL_KIND[item.kind]
     mine = db.scalar(select(Annotation).where(Annotation.item_id == item.id,
                                               Annotation.user_id == login.user_id,

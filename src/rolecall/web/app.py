@@ -2,8 +2,8 @@
 
 Parts (one router each): ``login.py`` (log in / out, home), ``chat.py`` (chat with Fix and
 Save), ``annotate.py`` (labelling queues: dialogues, K/DA pairs; uploads in ``items.py``),
-``admin.py`` (accounts, projects, members), ``export.py`` (feedback -> training
-examples). Shared dependencies (database session, login, CSRF) are in ``deps.py``; the
+``admin.py`` (accounts, projects, members), ``dashboard.py`` (error rates, SSA,
+throughput, agreement; CSV, SVG), ``export.py`` (feedback -> training examples). Shared dependencies (database session, login, CSRF) are in ``deps.py``; the
 accounts and sessions themselves in ``auth.py``; the bots behind the chat in ``bots.py``.
 
 Every response carries security headers (no framing, no sniffing, a same-origin content
@@ -60,9 +60,10 @@ class Guard:
 
 
 def routers() -> list:
-    from rolecall.web import admin, annotate, chat, export, login
+    from rolecall.web import admin, annotate, chat, dashboard, export, login
 
-    return [login.router, chat.router, annotate.router, admin.router, export.router]
+    return [login.router, chat.router, annotate.router, admin.router, dashboard.router,
+            export.router]
 
 
 def create_app(engine: Engine, max_body: int = MAX_BODY) -> FastAPI:

@@ -1,11 +1,13 @@
 """Items to label: uploaded files -> ``items`` rows, assigned to annotators.
 
-Two kinds here (NAACL 2022 section 3.3, K/DA's human checks):
+Three kinds (NAACL 2022 section 3.3 and its SSA evaluation, K/DA's human checks):
 
 - ``dialogue``: a generated dialogue (rolecall ``Dialogue`` JSONL); the annotator marks the
   first out-of-bounds system turn, or none, and its category;
 - ``pair``: a K/DA pair (CSV ``neutral,implicit``); the annotator answers the two filters'
-  questions: does the rewrite keep the content (consistency), is it implicitly offensive.
+  questions: does the rewrite keep the content (consistency), is it implicitly offensive;
+- ``bot_turn``: a bot turn of a saved chat in its context, for SSA (sensible? specific?);
+  made from the project's chats (``ssa_rows``), not uploaded.
 
 Each item goes to ``per_item`` project members, round-robin, so that several annotators
 label every item and agreement can be computed.
@@ -21,9 +23,11 @@ from sqlalchemy.orm import Session
 
 from rolecall.errors import ConfigError, RolecallError
 from rolecall.records import Dialogue
-from rolecall.store import Assignment, Item, ItemKind, ProjectMember, Role, User
+from rolecall.store import (Assignment, ChatSession, ChatTurn, Item, ItemKind, ProjectMember,
+                            Role, Speaker, User)
 
-LABEL_KIND = {ItemKind.DIALOGUE: "oob", ItemKind.PAIR: "pair"}  # annotations.kind
+LABEL_KIND = {ItemKind.DIALOGUE: "oob", ItemKind.PAIR: "pair",
+              ItemKind.BOT_TURN: "ssa"}  # annotations.kind
 MAX_ITEMS = 5000  # per upload
 
 
@@ -70,3 +74,33 @@ def add_items(db: Session, project_id: int, kind: ItemKind, rows: list[tuple[dic
         for j in range(per_item):
             db.add(Assignment(item_id=item.id, user_id=members[(number + j) % len(members)]))
     return len(rows)
+
+
+def ssa_rows(db: Session, project_id: int) -> list[tuple[dict, str]]:
+    """Every bot turn of the project's saved chats (kept or fixed) that is not an SSA item
+    yet, with the live dialogue before it."""
+    from rolecall.web.chat import as_history, live_turns
+
+    done = {payload.get("chat_turn_id") for payload in db.scalars(
+        select(Item.payload).where(Item.project_id == project_id,
+                                   Item.kind == ItemKind.BOT_TURN))}
+    rows = []
+    chats = db.scalars(select(ChatSession).where(ChatSession.project_id == project_id,
+                                                 ChatSession.saved.is_not(None))
+                       .order_by(ChatSession.id)).all()
+    for chat in chats:
+        live = live_turns(chat)
+        for turn in sorted(chat.turns, key=lambda t: (t.index, t.id)):
+            if turn.role != Speaker.BOT or turn.id in done:
+                continue
+            history = as_history([t for t in live if t.index < turn.index])
+            rows.append(({"chat_turn_id": turn.id, "response": turn.text,
+                          "history": [t.model_dump(mode="json") for t in history],
+                          "bot_version": turn.bot_version,
+                          "path": (turn.provenance or {}).get("path")},
+                         f"chat-{chat.id}:turn-{turn.id}"))
+    return rows
+
+
+def bot_turn_of(db: Session, item: Item) -> ChatTurn | None:
+    return db.get(ChatTurn, item.payload.get("chat_turn_id"))

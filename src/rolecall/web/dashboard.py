@@ -1,0 +1,210 @@
+"""The project dashboard: error rates, retrieval vs generation, SSA, throughput, agreement.
+
+Definitions (the NAACL 2022 paper's evaluation, computed from what people did here):
+
+- **error rate** of a bot version = bot turns rejected with Fix / bot turns shown (every
+  offered turn counts, replacements included), overall and per error category (Table 4);
+- **path share** = a version's bot turns per provenance path (``retrieved``, ``generated``,
+  ``fallback``, ``llm``) and each path's error rate (Table 7);
+- **SSA** per version over its labelled bot turns: per turn the annotators' majority
+  (a tie counts as "no"); a turn is specific only if it is also sensible; SSA = the mean
+  of sensibleness and specificity;
+- **throughput** per annotator and label kind: labels, median seconds per item;
+- **agreement**: Krippendorff's alpha (nominal) per question over items with 2+ labels.
+
+``tables(db, project_id)`` computes everything as plain rows; the page, the CSV export and
+the SVG chart are views of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections import Counter, defaultdict
+from html import escape
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rolecall.eval.agreement import krippendorff_alpha
+from rolecall.store import (Annotation, ChatSession, ChatTurn, Item, ItemKind, Project,
+                            Speaker, TurnStatus, User, WebSession)
+from rolecall.web.deps import DB, Refused, admin, page
+
+router = APIRouter()
+QUESTIONS = {"oob": ("first_oob",), "pair": ("consistent", "offensive"),
+             "ssa": ("sensible", "specific")}
+
+
+def _bot_turns(db: Session, project_id: int) -> list[ChatTurn]:
+    return list(db.scalars(select(ChatTurn).join(ChatSession)
+                           .where(ChatSession.project_id == project_id,
+                                  ChatTurn.role == Speaker.BOT).order_by(ChatTurn.id)))
+
+
+def error_rates(turns: list[ChatTurn]) -> list[dict]:
+    rows = []
+    by_version: dict[str, list[ChatTurn]] = defaultdict(list)
+    for turn in turns:
+        by_version[turn.bot_version or "unknown"].append(turn)
+    for version, group in sorted(by_version.items()):
+        fixed = [t for t in group if t.status == TurnStatus.FIXED]
+        rows.append({"bot_version": version, "category": "all", "turns": len(group),
+                     "errors": len(fixed), "error_rate": len(fixed) / len(group)})
+        for category, count in sorted(Counter(t.error_category for t in fixed).items()):
+            rows.append({"bot_version": version, "category": category, "turns": len(group),
+                         "errors": count, "error_rate": count / len(group)})
+    return rows
+
+
+def path_shares(turns: list[ChatTurn]) -> list[dict]:
+    rows = []
+    by_version: dict[str, list[ChatTurn]] = defaultdict(list)
+    for turn in turns:
+        by_version[turn.bot_version or "unknown"].append(turn)
+    for version, group in sorted(by_version.items()):
+        paths: dict[str, list[ChatTurn]] = defaultdict(list)
+        for turn in group:
+            paths[(turn.provenance or {}).get("path") or "unknown"].append(turn)
+        for path, members in sorted(paths.items()):
+            errors = sum(t.status == TurnStatus.FIXED for t in members)
+            rows.append({"bot_version": version, "path": path, "turns": len(members),
+                         "share": len(members) / len(group), "errors": errors,
+                         "error_rate": errors / len(members)})
+    return rows
+
+
+def _labels(db: Session, project_id: int, kind: str) -> dict[int, list[Annotation]]:
+    out: dict[int, list[Annotation]] = defaultdict(list)
+    for annotation in db.scalars(select(Annotation).join(Item).where(
+            Item.project_id == project_id, Annotation.kind == kind)
+            .order_by(Annotation.id)):
+        out[annotation.item_id].append(annotation)
+    return out
+
+
+def _yes(labels: list[Annotation], question: str) -> bool:
+    votes = [bool(a.payload.get(question)) for a in labels]
+    return sum(votes) > len(votes) - sum(votes)  # a tie is "no"
+
+
+def ssa(db: Session, project_id: int) -> list[dict]:
+    items = {item.id: item for item in db.scalars(select(Item).where(
+        Item.project_id == project_id, Item.kind == ItemKind.BOT_TURN))}
+    by_version: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for item_id, labels in _labels(db, project_id, "ssa").items():
+        sensible = _yes(labels, "sensible")
+        by_version[items[item_id].payload.get("bot_version") or "unknown"].append(
+            (sensible, sensible and _yes(labels, "specific")))
+    rows = []
+    for version, votes in sorted(by_version.items()):
+        sensibleness = sum(s for s, _ in votes) / len(votes)
+        specificity = sum(s for _, s in votes) / len(votes)
+        rows.append({"bot_version": version, "turns": len(votes),
+                     "sensibleness": sensibleness, "specificity": specificity,
+                     "ssa": (sensibleness + specificity) / 2})
+    return rows
+
+
+def throughput(db: Session, project_id: int) -> list[dict]:
+    rows = []
+    grouped: dict[tuple[str, str], list[Annotation]] = defaultdict(list)
+    for annotation, username in db.execute(
+            select(Annotation, User.username).join(Item).join(User, User.id ==
+                                                              Annotation.user_id)
+            .where(Item.project_id == project_id)):
+        grouped[(username, annotation.kind)].append(annotation)
+    for (username, kind), labels in sorted(grouped.items()):
+        seconds = [a.seconds_spent for a in labels if a.seconds_spent is not None]
+        rows.append({"annotator": username, "kind": kind, "labels": len(labels),
+                     "median_seconds": statistics.median(seconds) if seconds else None})
+    return rows
+
+
+def agreement(db: Session, project_id: int) -> list[dict]:
+    rows = []
+    for kind, questions in QUESTIONS.items():
+        labels = _labels(db, project_id, kind)
+        for question in questions:
+            units = [[str(a.payload.get(question)) for a in group]
+                     for group in labels.values()]
+            rows.append({"kind": kind, "question": question,
+                         "items_with_2_or_more": sum(len(u) >= 2 for u in units),
+                         "krippendorff_alpha": krippendorff_alpha(units)})
+    return rows
+
+
+def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
+    turns = _bot_turns(db, project_id)
+    return {"error_rates": error_rates(turns), "paths": path_shares(turns),
+            "ssa": ssa(db, project_id), "throughput": throughput(db, project_id),
+            "agreement": agreement(db, project_id)}
+
+
+def error_rate_svg(rows: list[dict], width: int = 640, bar: int = 18) -> str:
+    """Horizontal bars: the error rate of each (version, category), 'all' first."""
+    shown = [r for r in rows]
+    height = 40 + bar * 1.5 * max(len(shown), 1)
+    label_width, scale = 300, width - 320
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
+             'font-family="sans-serif" font-size="12">',
+             '<text x="4" y="16" font-weight="bold">error rate by bot version and category'
+             '</text>']
+    for i, row in enumerate(shown):
+        y = 30 + i * bar * 1.5
+        length = row["error_rate"] * scale
+        colour = "#24324a" if row["category"] == "all" else "#8a94a6"
+        name = escape(f'{row["bot_version"][:28]} · {row["category"]}')
+        parts += [f'<text x="4" y="{y + bar * 0.75:.0f}">{name}</text>',
+                  f'<rect x="{label_width}" y="{y:.0f}" width="{length:.1f}" height="{bar}" '
+                  f'fill="{colour}"/>',
+                  f'<text x="{label_width + length + 4:.1f}" y="{y + bar * 0.75:.0f}">'
+                  f'{row["error_rate"]:.1%} ({row["errors"]}/{row["turns"]})</text>']
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def tables_csv(everything: dict[str, list[dict]]) -> str:
+    """One long CSV: table, the row's key columns as key=value, metric, value."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["table", "key", "metric", "value"])
+    for table, rows in everything.items():
+        for row in rows:
+            keys = {k: v for k, v in row.items() if isinstance(v, str)}
+            key = ";".join(f"{k}={v}" for k, v in keys.items())
+            for metric, value in row.items():
+                if metric not in keys:
+                    writer.writerow([table, key, metric, "" if value is None else value])
+    return out.getvalue()
+
+
+def _project(db: Session, project_id: int) -> Project:
+    project = db.get(Project, project_id)
+    if project is None:
+        raise Refused(404, "no such project")
+    return project
+
+
+@router.get("/projects/{project_id}/dashboard")
+def show(request: Request, project_id: int, _login: WebSession = Depends(admin),
+         db: Session = DB):
+    project = _project(db, project_id)
+    return page(request, "dashboard.html", project=project, tables=tables(db, project.id))
+
+
+@router.get("/projects/{project_id}/dashboard.csv")
+def as_csv(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+    project = _project(db, project_id)
+    return Response(tables_csv(tables(db, project.id)), media_type="text/csv", headers={
+        "content-disposition": f'attachment; filename="project-{project.id}-dashboard.csv"'})
+
+
+@router.get("/projects/{project_id}/dashboard/error-rates.svg")
+def chart(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+    project = _project(db, project_id)
+    rows = error_rates(_bot_turns(db, project.id))
+    return Response(error_rate_svg(rows), media_type="image/svg+xml")
