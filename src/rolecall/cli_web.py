@@ -113,19 +113,28 @@ def add_project_command(name: str = typer.Argument(...),
 def export_command(project: str = typer.Argument(..., help="project name"),
                    out_file: Path = typer.Option(..., "--out", "-o",
                                                  help="examples JSONL to write"),
+                   pairs: Optional[Path] = typer.Option(None, help="also write the approved "
+                                                                   "K/DA pairs (CSV)"),
                    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
-    """Chat feedback -> training examples (Fix -> negatives, saved dialogues -> positives)."""
+    """Feedback and labels -> training data: examples JSONL (Fix -> negatives, saved chats
+    -> positives, labelled dialogues split at their first out-of-bounds turn) and the pairs
+    annotators approved as K/DA CSV."""
     from sqlalchemy import select
 
     from rolecall.store import Project, session
-    from rolecall.web.export import chat_examples, examples_jsonl
+    from rolecall.web.export import approved_pairs, examples_jsonl, pairs_csv, project_examples
 
     with session(_engine(db)) as s:
         found = s.scalar(select(Project).where(Project.name == project))
         if found is None:
             raise ConfigError(f"no project {project!r}", fix="see the admin page for names")
-        examples = chat_examples(s, found.id)
+        examples = project_examples(s, found.id)
+        approved = approved_pairs(s, found.id) if pairs else []
     out_file.write_text(examples_jsonl(examples), encoding="utf-8")
-    out.print(json.dumps({"examples": len(examples),
-                          "negatives": sum(e.label == "negative" for e in examples),
-                          "out": str(out_file)}))
+    summary = {"examples": len(examples),
+               "negatives": sum(e.label == "negative" for e in examples),
+               "out": str(out_file)}
+    if pairs:
+        pairs.write_text(pairs_csv(approved), encoding="utf-8")
+        summary |= {"pairs": len(approved), "pairs_out": str(pairs)}
+    out.print(json.dumps(summary, ensure_ascii=False))

@@ -64,6 +64,24 @@ def test_upload_assign_and_label(site):
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Annotation)) == 2
 
+    # export: the tie between turn 0 (ann1) and none (ann2) goes to the turn: one negative
+    rows = [json.loads(line) for line in
+            admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()]
+    assert [(r["label"], r["category"], r["response"], r["dialogue_id"]) for r in rows] == [
+        ("negative", "style", "안녕하세요, 식사는 하셨어요?", DIALOGUES[0]["id"])]
+    with session(engine) as db:  # both annotators have both dialogues (2 per item)
+        second = db.scalars(select(Item.id).where(Item.kind == "dialogue", Item.id != first)
+                            ).one()
+    for client in (ann1, ann2):
+        assert label(client, second, first_oob="2", category="policy violation"
+                     ).status_code == 303
+    rows = [json.loads(line) for line in
+            admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()]
+    assert [(r["label"], r["category"]) for r in rows[1:]] == [
+        ("positive", None), ("negative", "policy violation")]
+    assert [t["text"] for t in rows[2]["history"]] == ["안녕하세요, 식사는 하셨어요?",
+                                                       "네, 먹었어요."]
+
 
 def test_pairs_are_masked_and_labels_validated(site):
     engine, project_id = site
@@ -79,6 +97,14 @@ def test_pairs_are_masked_and_labels_validated(site):
     with session(engine) as db:
         assert db.scalars(select(Annotation.payload)).one() == {"consistent": True,
                                                                 "offensive": True}
+    # ann1 yes, ann2 not offensive: a tie, not approved; ann2 changing to yes approves it
+    ann2 = client_for(engine, "ann2")
+    assert label(ann2, item_id, consistent="yes", offensive="no").status_code == 303
+    assert admin.get(f"/projects/{project_id}/export/pairs.csv").text.splitlines() == [
+        "neutral,implicit"]
+    assert label(ann2, item_id, consistent="yes", offensive="yes").status_code == 303
+    assert admin.get(f"/projects/{project_id}/export/pairs.csv").text.splitlines()[1:] == [
+        "회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네"]
 
 
 def test_uploads_and_items_refuse_bad_input_and_strangers(site):

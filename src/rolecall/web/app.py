@@ -1,10 +1,12 @@
 """``create_app(engine)``: the FastAPI app of ``rolecall serve``.
 
 Parts (one router each): ``login.py`` (log in / out, home), ``chat.py`` (chat with Fix and
-Save), ``annotate.py`` (labelling queues: dialogues, K/DA pairs; uploads in ``items.py``),
-``admin.py`` (accounts, projects, members), ``dashboard.py`` (error rates, SSA,
-throughput, agreement; CSV, SVG), ``export.py`` (feedback -> training examples). Shared dependencies (database session, login, CSRF) are in ``deps.py``; the
-accounts and sessions themselves in ``auth.py``; the bots behind the chat in ``bots.py``.
+Save), ``annotate.py`` (labelling queues: dialogues, K/DA pairs, SSA; uploads and SSA items
+in ``items.py``), ``admin.py`` (accounts, projects, members), ``dashboard.py`` (error
+rates, SSA, throughput, agreement; CSV, SVG), ``export.py`` (feedback and labels ->
+training data). Shared dependencies (database session, login, CSRF) are in ``deps.py``;
+the accounts and sessions themselves in ``auth.py``; the bots behind the chat in
+``bots.py``.
 
 Every response carries security headers (no framing, no sniffing, a same-origin content
 policy); request bodies over ``max_body`` bytes are refused with 413 before they are read.

@@ -30,8 +30,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.eval.agreement import krippendorff_alpha
-from rolecall.store import (Annotation, ChatSession, ChatTurn, Item, ItemKind, Project,
-                            Speaker, TurnStatus, User, WebSession)
+from rolecall.store import (
+    Annotation,
+    ChatSession,
+    ChatTurn,
+    Item,
+    ItemKind,
+    Project,
+    Speaker,
+    TurnStatus,
+    User,
+    WebSession,
+)
 from rolecall.web.deps import DB, Refused, admin, page
 
 router = APIRouter()

@@ -1,24 +1,43 @@
-"""Feedback -> training examples, in the JSONL the ``rolecall train`` commands read.
+"""Feedback and annotations -> training data, in the formats the commands read.
 
-From the chats of a project:
+Examples JSONL (``rolecall train classifier/retriever/reranker/generator``):
 
-- every bot turn rejected with Fix -> a **negative** example: its error category and the
-  dialogue up to it (saved or not: the rejection itself is the label);
-- every bot turn of a saved dialogue -> a **positive** example with the dialogue up to it.
+- chats: every bot turn rejected with Fix -> a **negative** example with its error
+  category and the dialogue up to it (saved or not: the rejection itself is the label);
+  every bot turn of a saved dialogue -> a **positive** one. ``dialogue_id`` = ``chat-<id>``;
+  unsaved dialogues give no positives (nobody vouched for them);
+- labelled dialogues: the annotators' majority first out-of-bounds turn (a tie goes to the
+  earliest turn named: the cautious choice) and its majority category, then the paper's
+  first-out-of-bounds split (``rolecall/examples.py``): positives before it, one negative.
 
-``dialogue_id`` is ``chat-<id>``, so the held-out splits of the training commands keep a
-dialogue's examples together. Unsaved dialogues give no positives (nobody vouched for them).
+K/DA CSV (``rolecall detox train``): the labelled pairs that the annotators' majority
+found both consistent and implicitly offensive (a tie is "no").
 """
 
 from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rolecall.records import Example
-from rolecall.store import ChatSession, Project, Speaker, TurnStatus, WebSession
+from rolecall.examples import examples_from_dialogue
+from rolecall.formats.kda import COLUMNS
+from rolecall.records import Dialogue, Example, Pair
+from rolecall.store import (
+    Annotation,
+    ChatSession,
+    Item,
+    ItemKind,
+    Project,
+    Speaker,
+    TurnStatus,
+    WebSession,
+)
 from rolecall.web.chat import as_history, live_turns
 from rolecall.web.deps import DB, Refused, admin
 
@@ -45,6 +64,67 @@ def chat_examples(db: Session, project_id: int) -> list[Example]:
     return examples
 
 
+def _labelled(db: Session, project_id: int, kind: ItemKind, label_kind: str
+              ) -> list[tuple[Item, list[dict]]]:
+    items = db.scalars(select(Item).where(Item.project_id == project_id, Item.kind == kind)
+                       .order_by(Item.id)).all()
+    labels: dict[int, list[dict]] = {}
+    for annotation in db.scalars(select(Annotation).where(
+            Annotation.kind == label_kind, Annotation.item_id.in_([i.id for i in items]))
+            .order_by(Annotation.id)):
+        labels.setdefault(annotation.item_id, []).append(annotation.payload)
+    return [(item, labels[item.id]) for item in items if item.id in labels]
+
+
+def majority_first_oob(labels: list[dict]) -> tuple[int | None, str | None]:
+    counts = Counter(label["first_oob"] for label in labels)
+    top = max(counts.values())
+    named = sorted(turn for turn, n in counts.items() if n == top and turn is not None)
+    if not named:
+        return None, None
+    turn = named[0]
+    categories = Counter(label["category"] for label in labels if label["first_oob"] == turn)
+    best = max(categories.values())
+    return turn, sorted(c for c, n in categories.items() if n == best)[0]
+
+
+def dialogue_examples(db: Session, project_id: int) -> list[Example]:
+    examples = []
+    for item, labels in _labelled(db, project_id, ItemKind.DIALOGUE, "oob"):
+        first, category = majority_first_oob(labels)
+        dialogue = Dialogue.model_validate(item.payload)
+        turns = []
+        for index, turn in enumerate(dialogue.turns):
+            judged = None if turn.role != "system" else (
+                index == first if first is None or index <= first else None)
+            turns.append(turn.model_copy(update={
+                "out_of_bounds": judged, "category": category if index == first else None}))
+        examples += examples_from_dialogue(dialogue.model_copy(update={"turns": turns}))
+    return examples
+
+
+def approved_pairs(db: Session, project_id: int) -> list[Pair]:
+    def yes(labels: list[dict], question: str) -> bool:
+        votes = sum(bool(label[question]) for label in labels)
+        return votes > len(labels) - votes
+
+    return [Pair.model_validate(item.payload)
+            for item, labels in _labelled(db, project_id, ItemKind.PAIR, "pair")
+            if yes(labels, "consistent") and yes(labels, "offensive")]
+
+
+def pairs_csv(pairs: list[Pair]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(COLUMNS)
+    writer.writerows((p.neutral, p.toxic) for p in pairs)
+    return out.getvalue()
+
+
+def project_examples(db: Session, project_id: int) -> list[Example]:
+    return chat_examples(db, project_id) + dialogue_examples(db, project_id)
+
+
 def examples_jsonl(examples: list[Example]) -> str:
     return "".join(e.model_dump_json() + "\n" for e in examples)
 
@@ -55,7 +135,17 @@ def export_examples(project_id: int, _login: WebSession = Depends(admin),
     project = db.get(Project, project_id)
     if project is None:
         raise Refused(404, "no such project")
-    return Response(examples_jsonl(chat_examples(db, project.id)),
+    return Response(examples_jsonl(project_examples(db, project.id)),
                     media_type="application/x-ndjson", headers={
                         "content-disposition":
                             f'attachment; filename="project-{project.id}-examples.jsonl"'})
+
+
+@router.get("/projects/{project_id}/export/pairs.csv")
+def export_pairs(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+    project = db.get(Project, project_id)
+    if project is None:
+        raise Refused(404, "no such project")
+    return Response(pairs_csv(approved_pairs(db, project.id)), media_type="text/csv",
+                    headers={"content-disposition":
+                             f'attachment; filename="project-{project.id}-pairs.csv"'})

@@ -23,8 +23,17 @@ from sqlalchemy.orm import Session
 
 from rolecall.errors import ConfigError, RolecallError
 from rolecall.records import Dialogue
-from rolecall.store import (Assignment, ChatSession, ChatTurn, Item, ItemKind, ProjectMember,
-                            Role, Speaker, User)
+from rolecall.store import (
+    Assignment,
+    ChatSession,
+    ChatTurn,
+    Item,
+    ItemKind,
+    ProjectMember,
+    Role,
+    Speaker,
+    User,
+)
 
 LABEL_KIND = {ItemKind.DIALOGUE: "oob", ItemKind.PAIR: "pair",
               ItemKind.BOT_TURN: "ssa"}  # annotations.kind
