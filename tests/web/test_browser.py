@@ -63,3 +63,88 @@ def test_chat_fix_save_and_export_in_a_browser(site, request):
         ("negative", "wrong persona", rejected[1], context),
         ("positive", None, final, context)]
     assert len(list(shots.folder.glob("*.png"))) == shots.count == 7
+
+
+def test_upload_annotate_review_ssa_and_dashboard_in_a_browser(site, request, tmp_path):
+    """The admin uploads a generated dialogue and a K/DA pair and makes SSA items of a saved
+    chat; an annotator labels all three kinds; the dashboard shows the chat's error rate."""
+    from tests.web.test_annotate import DIALOGUES, PAIRS_CSV
+
+    engine, project_id = site
+    backend = request.node.callspec.params["db_url"]
+    shots = Shots(f"label-{backend}")
+    dialogues = tmp_path / "generated.jsonl"
+    dialogues.write_text(json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    pairs = tmp_path / "kda.csv"
+    pairs.write_text(PAIRS_CSV, encoding="utf-8")
+    with serving(create_app(engine)) as base, browser() as chromium:
+        ann = chromium.new_page(viewport={"width": 1100, "height": 800})
+        log_in(ann, base, "ann1", PASSWORD)
+        ann.goto(f"{base}/projects/{project_id}/chat")
+        submit(ann, "#new-chat")
+        ann.fill("#message", "오늘 산책을 다녀왔어요")
+        submit(ann, "#send")
+        ann.select_option("select[name=category]", "style")
+        submit(ann, ".fix-button")
+        submit(ann, "#save")  # 2 bot turns shown, 1 fixed: error rate 50%
+
+        admin = chromium.new_page(viewport={"width": 1100, "height": 800})
+        log_in(admin, base, "admin", PASSWORD)
+        admin.goto(f"{base}/admin")
+        uploads = admin.locator(f"form[action='/admin/projects/{project_id}/items']")
+        for kind, path in (("dialogue", dialogues), ("pair", pairs)):
+            uploads.locator("select[name=kind]").select_option(kind)
+            uploads.locator("input[name=file]").set_input_files(str(path))
+            uploads.locator("input[name=per_item]").fill("2")
+            submit(admin, f"form[action='/admin/projects/{project_id}/items'] button")
+        admin.fill(f"form[action='/admin/projects/{project_id}/ssa-items'] "
+                   "input[name=per_item]", "2")
+        submit(admin, ".make-ssa")
+        shots.take(admin, "admin-after-uploads")
+
+        ann.goto(f"{base}/projects/{project_id}/queue")
+        assert ann.inner_text("#remaining").startswith("4 to label")
+        shots.take(ann, "queue")
+        submit(ann, "#start")
+        answered = []
+        while "/items/" in ann.url:
+            heading = ann.inner_text("h2")
+            if heading.startswith("dialogue"):
+                ann.check("input[name=first_oob][value='2']")
+                ann.select_option("select[name=category]", "policy violation")
+                shots.take(ann, "label-dialogue")
+                answered.append("dialogue")
+            elif heading.startswith("pair"):
+                assert not ann.is_visible(".toxic")  # masked until revealed
+                ann.click("#reveal summary")
+                assert ann.is_visible(".toxic")
+                ann.check("input[name=consistent][value=yes]")
+                ann.check("input[name=offensive][value=yes]")
+                shots.take(ann, "label-pair")
+                answered.append("pair")
+            else:
+                ann.check("input[name=sensible][value=yes]")
+                ann.check("input[name=specific][value=no]")
+                shots.take(ann, "label-ssa")
+                answered.append("ssa")
+            submit(ann, "#submit-label")
+        assert sorted(answered) == ["dialogue", "pair", "ssa", "ssa"]
+        assert ann.locator("#done").count() == 1
+
+        admin.goto(f"{base}/projects/{project_id}/dashboard")
+        first_row = admin.locator("#error-rates tr").nth(1)
+        assert first_row.locator("td").nth(1).inner_text() == "all"
+        assert first_row.locator(".rate").inner_text() == "50.0%"
+        shots.take(admin, "dashboard")
+        ssa_cells = admin.locator("#ssa tr").nth(1).locator("td")
+        assert ssa_cells.nth(2).inner_text() == "100.0%"  # sensible
+        assert ssa_cells.nth(3).inner_text() == "0.0%"  # specific
+        exported = admin.request.get(f"{base}/projects/{project_id}/export/examples.jsonl")
+        rows = [json.loads(line) for line in exported.text().splitlines()]
+        approved = admin.request.get(f"{base}/projects/{project_id}/export/pairs.csv").text()
+    # chat: 1 negative (style) + 1 positive; the dialogue: 1 positive, then its negative
+    assert [(r["label"], r["category"]) for r in rows] == [
+        ("negative", "style"), ("positive", None), ("positive", None),
+        ("negative", "policy violation")]
+    assert approved.splitlines()[1:] == ["회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네"]
+    assert shots.count == 7
