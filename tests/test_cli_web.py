@@ -56,10 +56,14 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
                              status="fixed", error_category="style")])
     engine.dispose()
     exported = run_to_end("web", "export", "carecall", "--out", str(tmp_path / "ex.jsonl"),
-                          "--db", url)
+                          "--pairs", str(tmp_path / "pairs.csv"), "--pair-labels",
+                          str(tmp_path / "labels.csv"), "--db", url)
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout)["negatives"] == 1
     row = json.loads((tmp_path / "ex.jsonl").read_text(encoding="utf-8"))
     assert (row["label"], row["category"], row["response"]) == ("negative", "style", "반가워요")
+    assert (tmp_path / "pairs.csv").read_text(encoding="utf-8") == "neutral,implicit\n"
+    assert (tmp_path / "labels.csv").read_text(encoding="utf-8").startswith(
+        "item_id,filter,label,annotator")
     result = run_to_end("web", "export", "missing", "--out", str(tmp_path / "x"), "--db", url)
     assert result.returncode == 2 and "no project" in result.stderr

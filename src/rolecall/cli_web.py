@@ -115,6 +115,9 @@ def export_command(project: str = typer.Argument(..., help="project name"),
                                                  help="examples JSONL to write"),
                    pairs: Optional[Path] = typer.Option(None, help="also write the approved "
                                                                    "K/DA pairs (CSV)"),
+                   pair_labels: Optional[Path] = typer.Option(
+                       None, help="also write every pair label for 'rolecall eval agreement "
+                                  "--labels' (CSV)"),
                    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
     """Feedback and labels -> training data: examples JSONL (Fix -> negatives, saved chats
     -> positives, labelled dialogues split at their first out-of-bounds turn) and the pairs
@@ -122,7 +125,13 @@ def export_command(project: str = typer.Argument(..., help="project name"),
     from sqlalchemy import select
 
     from rolecall.store import Project, session
-    from rolecall.web.export import approved_pairs, examples_jsonl, pairs_csv, project_examples
+    from rolecall.web.export import (
+        approved_pairs,
+        examples_jsonl,
+        pair_labels_csv,
+        pairs_csv,
+        project_examples,
+    )
 
     with session(_engine(db)) as s:
         found = s.scalar(select(Project).where(Project.name == project))
@@ -130,6 +139,7 @@ def export_command(project: str = typer.Argument(..., help="project name"),
             raise ConfigError(f"no project {project!r}", fix="see the admin page for names")
         examples = project_examples(s, found.id)
         approved = approved_pairs(s, found.id) if pairs else []
+        labels = pair_labels_csv(s, found.id) if pair_labels else ""
     out_file.write_text(examples_jsonl(examples), encoding="utf-8")
     summary = {"examples": len(examples),
                "negatives": sum(e.label == "negative" for e in examples),
@@ -137,4 +147,7 @@ def export_command(project: str = typer.Argument(..., help="project name"),
     if pairs:
         pairs.write_text(pairs_csv(approved), encoding="utf-8")
         summary |= {"pairs": len(approved), "pairs_out": str(pairs)}
+    if pair_labels:
+        pair_labels.write_text(labels, encoding="utf-8")
+        summary["pair_labels_out"] = str(pair_labels)
     out.print(json.dumps(summary, ensure_ascii=False))

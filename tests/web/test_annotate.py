@@ -6,7 +6,7 @@ import json
 
 from sqlalchemy import func, select
 
-from rolecall.store import Annotation, Assignment, Item, session
+from rolecall.store import Annotation, Assignment, Item, Project, session
 from tests.web.conftest import client_for, csrf_of
 
 DIALOGUES = [{"id": f"d{n}", "turns": [
@@ -83,6 +83,20 @@ def test_upload_assign_and_label(site):
                                                        "네, 먹었어요."]
 
 
+def test_the_judge_verdict_is_shown_only_when_the_project_says_so(site):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
+    with session(engine) as db:
+        item_id = db.scalars(select(Item.id)).one()
+        project = db.get(Project, project_id)
+        assert "judge:" not in client_for(engine, "ann1").get(f"/items/{item_id}").text
+        project.settings = {**project.settings, "show_judge": True}
+    page = client_for(engine, "ann1").get(f"/items/{item_id}").text
+    assert "judge: out of bounds (policy violation)" in page
+
+
 def test_pairs_are_masked_and_labels_validated(site):
     engine, project_id = site
     admin = client_for(engine, "admin")
@@ -105,6 +119,41 @@ def test_pairs_are_masked_and_labels_validated(site):
     assert label(ann2, item_id, consistent="yes", offensive="yes").status_code == 303
     assert admin.get(f"/projects/{project_id}/export/pairs.csv").text.splitlines()[1:] == [
         "회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네"]
+
+
+def test_pair_labels_export_feeds_the_filter_agreement(site, tmp_path):
+    """Pairs uploaded from a detox run keep its ids; the labels export is what
+    'rolecall eval agreement --labels' reads, in the filters' label words."""
+    from rolecall.eval.agreement import agreement_report, read_human_labels
+    from rolecall.records import Verdict
+
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    run_pairs = [{"neutral": "회의가 취소됐어요.", "toxic": "회의 또 땡땡이네",
+                  "provenance": {"candidate_id": "c1"}},
+                 {"neutral": "주식이 떨어졌어요.", "toxic": "개미들 곡소리 나겠네",
+                  "provenance": {"candidate_id": "c2"}}]
+    jsonl = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in run_pairs)
+    assert upload(admin, project_id, "pair", "pairs.jsonl", jsonl, 2).status_code == 303
+    with session(engine) as db:
+        ids = db.scalars(select(Item.id).order_by(Item.id)).all()
+    answers = {"ann1": [("yes", "yes"), ("no", "yes")], "ann2": [("yes", "no"), ("no", "yes")]}
+    for name, per_item in answers.items():
+        client = client_for(engine, name)
+        for item_id, (consistent, offensive) in zip(ids, per_item, strict=True):
+            assert label(client, item_id, consistent=consistent,
+                         offensive=offensive).status_code == 303
+    exported = admin.get(f"/projects/{project_id}/export/pair-labels.csv")
+    (tmp_path / "labels.csv").write_text(exported.text, encoding="utf-8")
+    human = read_human_labels(tmp_path / "labels.csv")
+    assert human["consistency"] == {"c1": {"ann1": "maintained", "ann2": "maintained"},
+                                    "c2": {"ann1": "shifted", "ann2": "shifted"}}
+    assert human["implicit"]["c1"] == {"ann1": "implicit", "ann2": "none"}
+    verdicts = {"consistency": [Verdict(judge="j", item_id=i, label="maintained",
+                                        raw_output="x", parse_status="parsed")
+                                for i in ("c1", "c2")]}
+    report = agreement_report(verdicts, human)
+    assert report["consistency"]["majority_vote"]["agreement"] == 0.5
 
 
 def test_uploads_and_items_refuse_bad_input_and_strangers(site):

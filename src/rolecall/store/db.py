@@ -114,6 +114,9 @@ def connect(url: str | None = None) -> Engine:
     return engine
 
 
+SQLITE_BUSY_MS = 30_000
+
+
 def _sqlite_engine(url: URL) -> Engine:
     path = url.database or ""
     if path and path != ":memory:" and not path.startswith("file:"):
@@ -141,6 +144,9 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.execute("PRAGMA journal_mode = WAL")  # an in-memory database answers "memory"
+    # concurrent writers (the web app under load) wait for the write lock instead of
+    # failing with "database is locked" after the driver's 5 s
+    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_MS}")
     cursor.close()
 
 

@@ -27,13 +27,21 @@ MAX_UPLOAD = 900_000  # bytes (the app refuses bodies over 1 MB anyway)
 MAX_SECONDS = 3600.0
 
 
+def _queue_query(login: WebSession, project_id: int, what):
+    labelled = select(Annotation.item_id).where(Annotation.user_id == login.user_id)
+    return (select(what).join(Assignment, Assignment.item_id == Item.id)
+            .where(Assignment.user_id == login.user_id, Item.project_id == project_id,
+                   Item.id.not_in(labelled)).order_by(Item.id))
+
+
 def queue(db: Session, login: WebSession, project_id: int) -> list[Item]:
     """The person's assigned items in the project that they have not labelled yet."""
-    labelled = select(Annotation.item_id).where(Annotation.user_id == login.user_id)
-    return list(db.scalars(
-        select(Item).join(Assignment, Assignment.item_id == Item.id)
-        .where(Assignment.user_id == login.user_id, Item.project_id == project_id,
-               Item.id.not_in(labelled)).order_by(Item.id)))
+    return list(db.scalars(_queue_query(login, project_id, Item)))
+
+
+def next_item(db: Session, login: WebSession, project_id: int) -> int | None:
+    """The first item of the queue (one id: this runs while a label's write is open)."""
+    return db.scalar(_queue_query(login, project_id, Item.id).limit(1))
 
 
 def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
@@ -138,7 +146,6 @@ def label(item_id: int, shown_at: float = Form(...),
     else:
         mine.payload, mine.seconds_spent = payload, _seconds(shown_at)
     db.flush()
-    following = queue(db, login, item.project_id)
-    target = f"/items/{following[0].id}" if following else \
-        f"/projects/{item.project_id}/queue"
+    following = next_item(db, login, item.project_id)
+    target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)

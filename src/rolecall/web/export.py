@@ -11,7 +11,8 @@ Examples JSONL (``rolecall train classifier/retriever/reranker/generator``):
   first-out-of-bounds split (``rolecall/examples.py``): positives before it, one negative.
 
 K/DA CSV (``rolecall detox train``): the labelled pairs that the annotators' majority
-found both consistent and implicitly offensive (a tie is "no").
+found both consistent and implicitly offensive (a tie is "no"). Pair labels CSV
+(``rolecall eval agreement --labels``): every annotator's answers in the filters' words.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from rolecall.store import (
     Project,
     Speaker,
     TurnStatus,
+    User,
     WebSession,
 )
 from rolecall.web.chat import as_history, live_turns
@@ -113,6 +115,30 @@ def approved_pairs(db: Session, project_id: int) -> list[Pair]:
             if yes(labels, "consistent") and yes(labels, "offensive")]
 
 
+def pair_labels_csv(db: Session, project_id: int) -> str:
+    """The annotators' pair labels as ``rolecall eval agreement --labels`` reads them
+    (item_id, filter, label, annotator), in the filters' own label words, so that the
+    filter-human agreement of a detox run can be computed."""
+    from rolecall.judge.pair_filters import pair_id
+
+    usernames = dict(db.execute(select(User.id, User.username)).all())
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["item_id", "filter", "label", "annotator"])
+    for item in db.scalars(select(Item).where(Item.project_id == project_id,
+                                              Item.kind == ItemKind.PAIR).order_by(Item.id)):
+        item_id = pair_id(Pair.model_validate(item.payload))
+        for annotation in db.scalars(select(Annotation).where(
+                Annotation.item_id == item.id, Annotation.kind == "pair")
+                .order_by(Annotation.id)):
+            name = usernames[annotation.user_id]
+            writer.writerow([item_id, "consistency", "maintained"
+                             if annotation.payload["consistent"] else "shifted", name])
+            writer.writerow([item_id, "implicit", "implicit"
+                             if annotation.payload["offensive"] else "none", name])
+    return out.getvalue()
+
+
 def pairs_csv(pairs: list[Pair]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
@@ -149,3 +175,13 @@ def export_pairs(project_id: int, _login: WebSession = Depends(admin), db: Sessi
     return Response(pairs_csv(approved_pairs(db, project.id)), media_type="text/csv",
                     headers={"content-disposition":
                              f'attachment; filename="project-{project.id}-pairs.csv"'})
+
+
+@router.get("/projects/{project_id}/export/pair-labels.csv")
+def export_pair_labels(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+    project = db.get(Project, project_id)
+    if project is None:
+        raise Refused(404, "no such project")
+    return Response(pair_labels_csv(db, project.id), media_type="text/csv",
+                    headers={"content-disposition":
+                             f'attachment; filename="project-{project.id}-pair-labels.csv"'})

@@ -4,7 +4,8 @@ Three kinds (NAACL 2022 section 3.3 and its SSA evaluation, K/DA's human checks)
 
 - ``dialogue``: a generated dialogue (rolecall ``Dialogue`` JSONL); the annotator marks the
   first out-of-bounds system turn, or none, and its category;
-- ``pair``: a K/DA pair (CSV ``neutral,implicit``); the annotator answers the two filters'
+- ``pair``: a K/DA pair (CSV ``neutral,implicit``, or the ``pairs.jsonl`` of a detox run,
+  whose ids match the run's filter verdicts); the annotator answers the two filters'
   questions: does the rewrite keep the content (consistency), is it implicitly offensive;
 - ``bot_turn``: a bot turn of a saved chat in its context, for SSA (sensible? specific?);
   made from the project's chats (``ssa_rows``), not uploaded.
@@ -22,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.errors import ConfigError, RolecallError
-from rolecall.records import Dialogue
+from rolecall.records import Dialogue, Pair
 from rolecall.store import (
     Assignment,
     ChatSession,
@@ -45,12 +46,16 @@ def parse_upload(kind: ItemKind, name: str, data: bytes) -> list[tuple[dict, str
     from rolecall.formats.kda import read_kda_csv
     from rolecall.jsonl import read_jsonl
 
-    suffix = ".csv" if kind == ItemKind.PAIR else ".jsonl"
+    pair_jsonl = kind == ItemKind.PAIR and name.lower().endswith(".jsonl")
+    suffix = ".csv" if kind == ItemKind.PAIR and not pair_jsonl else ".jsonl"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"upload{suffix}"
         path.write_bytes(data)
         try:
-            if kind == ItemKind.PAIR:
+            if pair_jsonl:  # a detox run's pairs.jsonl: keeps the ids its verdicts use
+                rows = [(p.model_dump(mode="json"), f"{name}:{i + 1}")
+                        for i, p in enumerate(read_jsonl(path, Pair))]
+            elif kind == ItemKind.PAIR:
                 rows = [(p.model_dump(mode="json"), f"{name}:{i + 2}")
                         for i, p in enumerate(read_kda_csv(path))]
             else:
