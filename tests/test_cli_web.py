@@ -67,3 +67,30 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
         "item_id,filter,label,annotator")
     result = run_to_end("web", "export", "missing", "--out", str(tmp_path / "x"), "--db", url)
     assert result.returncode == 2 and "no project" in result.stderr
+
+
+def test_rolecall_serve_answers_on_loopback(tmp_path):
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"sqlite:///{tmp_path / 'web.sqlite'}"
+    server = rolecall("serve", "--port", str(port), "--db", url)
+    try:
+        deadline, answer = time.monotonic() + 60, None
+        while answer is None and time.monotonic() < deadline:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/", follow_redirects=False)
+            except httpx.TransportError:
+                assert server.poll() is None, server.communicate()[1]
+                time.sleep(0.2)
+        assert answer is not None, "rolecall serve did not answer within 60 s"
+        assert answer.status_code == 303 and answer.headers["location"].startswith("/login")
+        assert "log in" in httpx.get(f"http://127.0.0.1:{port}/login").text
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
