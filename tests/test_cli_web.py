@@ -39,6 +39,8 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
                       "--member", "ann", "--db", url)
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["members"] == ["ann"]
+    result = run_to_end("web", "add-project", "carecall", "--spec", SPEC, "--db", url)
+    assert result.returncode == 2 and "exists" in result.stderr
     result = run_to_end("web", "add-project", "other", "--spec", SPEC, "--member", "nobody",
                         "--db", url)
     assert result.returncode == 2 and "no user 'nobody'" in result.stderr

@@ -83,7 +83,8 @@ def add_project_command(name: str = typer.Argument(...),
     from sqlalchemy import select
 
     from rolecall.spec import load_role_spec
-    from rolecall.store import Project, ProjectMember, User, session
+    from rolecall.store import ProjectMember, User, session
+    from rolecall.web.admin import add_project
     from rolecall.web.settings import BotConfig, ProjectSettings
 
     if model and bot:
@@ -94,11 +95,7 @@ def add_project_command(name: str = typer.Argument(...),
               else BotConfig(model=model))
     settings = ProjectSettings(spec=load_role_spec(spec), bot=config)
     with session(_engine(db)) as s:
-        if s.scalar(select(Project).where(Project.name == name)) is not None:
-            raise ConfigError(f"a project named {name!r} exists", fix="pick another name")
-        project = Project(name=name, settings=settings.model_dump(mode="json"))
-        s.add(project)
-        s.flush()
+        project = add_project(s, name, settings)
         for username in member:
             user = s.scalar(select(User).where(User.username == username))
             if user is None:

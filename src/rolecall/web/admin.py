@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rolecall.errors import describe_validation
+from rolecall.errors import ConfigError, describe_validation
 from rolecall.store import Project, ProjectMember, Role, User, WebSession
 from rolecall.web.auth import add_user
 from rolecall.web.deps import DB, Refused, admin, admin_writer, page
@@ -52,6 +52,17 @@ def project_settings(spec_yaml: str, bot: BotConfig, show_judge: bool) -> Projec
                            "examples/carecall/spec.yaml)") from None
 
 
+def add_project(db: Session, name: str, settings: ProjectSettings) -> Project:
+    """A new project (the caller commits); a taken name is an error."""
+    name = name.strip()
+    if db.scalar(select(Project).where(Project.name == name)) is not None:
+        raise ConfigError(f"a project named {name!r} exists", fix="pick another name")
+    project = Project(name=name, settings=settings.model_dump(mode="json"))
+    db.add(project)
+    db.flush()
+    return project
+
+
 @router.post("/admin/projects")
 def create_project(name: str = Form(..., min_length=1, max_length=128),
                    spec: str = Form(..., max_length=MAX_SPEC),
@@ -61,18 +72,12 @@ def create_project(name: str = Form(..., min_length=1, max_length=128),
                    show_judge: bool = Form(False),
                    _login: WebSession = Depends(admin_writer),
                    db: Session = DB):
-    name = name.strip()
-    if db.scalar(select(Project).where(Project.name == name)) is not None:
-        raise Refused(409, f"a project named {name!r} exists")
     try:
         bot = BotConfig(kind=bot_kind, model=bot_model.strip() or None,
                         path=bot_path.strip() or None)
     except ValidationError as exc:
         raise Refused(422, f"bad bot: {describe_validation(exc)}") from None
-    settings = project_settings(spec, bot, show_judge)
-    project = Project(name=name, settings=settings.model_dump(mode="json"))
-    db.add(project)
-    db.flush()
+    add_project(db, name, project_settings(spec, bot, show_judge))
     return RedirectResponse("/admin", status_code=303)
 
 

@@ -36,13 +36,12 @@ from rolecall.store import (
     ChatTurn,
     Item,
     ItemKind,
-    Project,
     Speaker,
     TurnStatus,
     User,
     WebSession,
 )
-from rolecall.web.deps import DB, Refused, admin, page
+from rolecall.web.deps import DB, admin, page, project_or_404
 
 router = APIRouter()
 QUESTIONS = {"oob": ("first_oob",), "pair": ("consistent", "offensive"),
@@ -156,14 +155,13 @@ def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
 
 def error_rate_svg(rows: list[dict], width: int = 640, bar: int = 18) -> str:
     """Horizontal bars: the error rate of each (version, category), 'all' first."""
-    shown = [r for r in rows]
-    height = 40 + bar * 1.5 * max(len(shown), 1)
+    height = 40 + bar * 1.5 * max(len(rows), 1)
     label_width, scale = 300, width - 320
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
              'font-family="sans-serif" font-size="12">',
              '<text x="4" y="16" font-weight="bold">error rate by bot version and category'
              '</text>']
-    for i, row in enumerate(shown):
+    for i, row in enumerate(rows):
         y = 30 + i * bar * 1.5
         length = row["error_rate"] * scale
         colour = "#24324a" if row["category"] == "all" else "#8a94a6"
@@ -192,29 +190,22 @@ def tables_csv(everything: dict[str, list[dict]]) -> str:
     return out.getvalue()
 
 
-def _project(db: Session, project_id: int) -> Project:
-    project = db.get(Project, project_id)
-    if project is None:
-        raise Refused(404, "no such project")
-    return project
-
-
 @router.get("/projects/{project_id}/dashboard")
 def show(request: Request, project_id: int, _login: WebSession = Depends(admin),
          db: Session = DB):
-    project = _project(db, project_id)
+    project = project_or_404(db, project_id)
     return page(request, "dashboard.html", project=project, tables=tables(db, project.id))
 
 
 @router.get("/projects/{project_id}/dashboard.csv")
 def as_csv(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
-    project = _project(db, project_id)
+    project = project_or_404(db, project_id)
     return Response(tables_csv(tables(db, project.id)), media_type="text/csv", headers={
         "content-disposition": f'attachment; filename="project-{project.id}-dashboard.csv"'})
 
 
 @router.get("/projects/{project_id}/dashboard/error-rates.svg")
 def chart(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
-    project = _project(db, project_id)
+    project = project_or_404(db, project_id)
     rows = error_rates(_bot_turns(db, project.id))
     return Response(error_rate_svg(rows), media_type="image/svg+xml")

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.orm import Session
 
-from rolecall.store import Role, WebSession
+from rolecall.store import Project, Role, WebSession
 from rolecall.web.auth import SESSION_COOKIE, csrf_matches, find_session
 
 TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
@@ -90,6 +90,14 @@ def admin(login: WebSession = Depends(logged_in)) -> WebSession:
 
 def admin_writer(login: WebSession = Depends(writer)) -> WebSession:
     return admin(login)
+
+
+def project_or_404(db: Session, project_id: int) -> Project:
+    """A project by id for an admin route (admins see every project)."""
+    project = db.get(Project, project_id)
+    if project is None:
+        raise Refused(404, "no such project")
+    return project
 
 
 def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:

@@ -34,14 +34,13 @@ from rolecall.store import (
     ChatSession,
     Item,
     ItemKind,
-    Project,
     Speaker,
     TurnStatus,
     User,
     WebSession,
 )
 from rolecall.web.chat import as_history, live_turns
-from rolecall.web.deps import DB, Refused, admin
+from rolecall.web.deps import DB, admin, project_or_404
 
 router = APIRouter()
 
@@ -158,9 +157,7 @@ def examples_jsonl(examples: list[Example]) -> str:
 @router.get("/projects/{project_id}/export/examples.jsonl")
 def export_examples(project_id: int, _login: WebSession = Depends(admin),
                     db: Session = DB):
-    project = db.get(Project, project_id)
-    if project is None:
-        raise Refused(404, "no such project")
+    project = project_or_404(db, project_id)
     return Response(examples_jsonl(project_examples(db, project.id)),
                     media_type="application/x-ndjson", headers={
                         "content-disposition":
@@ -169,9 +166,7 @@ def export_examples(project_id: int, _login: WebSession = Depends(admin),
 
 @router.get("/projects/{project_id}/export/pairs.csv")
 def export_pairs(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
-    project = db.get(Project, project_id)
-    if project is None:
-        raise Refused(404, "no such project")
+    project = project_or_404(db, project_id)
     return Response(pairs_csv(approved_pairs(db, project.id)), media_type="text/csv",
                     headers={"content-disposition":
                              f'attachment; filename="project-{project.id}-pairs.csv"'})
@@ -179,9 +174,7 @@ def export_pairs(project_id: int, _login: WebSession = Depends(admin), db: Sessi
 
 @router.get("/projects/{project_id}/export/pair-labels.csv")
 def export_pair_labels(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
-    project = db.get(Project, project_id)
-    if project is None:
-        raise Refused(404, "no such project")
+    project = project_or_404(db, project_id)
     return Response(pair_labels_csv(db, project.id), media_type="text/csv",
                     headers={"content-disposition":
                              f'attachment; filename="project-{project.id}-pair-labels.csv"'})
