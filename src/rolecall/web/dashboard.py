@@ -54,12 +54,16 @@ def _bot_turns(db: Session, project_id: int) -> list[ChatTurn]:
                                   ChatTurn.role == Speaker.BOT).order_by(ChatTurn.id)))
 
 
+def _by_version(turns: list[ChatTurn]) -> list[tuple[str, list[ChatTurn]]]:
+    groups: dict[str, list[ChatTurn]] = defaultdict(list)
+    for turn in turns:
+        groups[turn.bot_version or "unknown"].append(turn)
+    return sorted(groups.items())
+
+
 def error_rates(turns: list[ChatTurn]) -> list[dict]:
     rows = []
-    by_version: dict[str, list[ChatTurn]] = defaultdict(list)
-    for turn in turns:
-        by_version[turn.bot_version or "unknown"].append(turn)
-    for version, group in sorted(by_version.items()):
+    for version, group in _by_version(turns):
         fixed = [t for t in group if t.status == TurnStatus.FIXED]
         rows.append({"bot_version": version, "category": "all", "turns": len(group),
                      "errors": len(fixed), "error_rate": len(fixed) / len(group)})
@@ -71,10 +75,7 @@ def error_rates(turns: list[ChatTurn]) -> list[dict]:
 
 def path_shares(turns: list[ChatTurn]) -> list[dict]:
     rows = []
-    by_version: dict[str, list[ChatTurn]] = defaultdict(list)
-    for turn in turns:
-        by_version[turn.bot_version or "unknown"].append(turn)
-    for version, group in sorted(by_version.items()):
+    for version, group in _by_version(turns):
         paths: dict[str, list[ChatTurn]] = defaultdict(list)
         for turn in group:
             paths[(turn.provenance or {}).get("path") or "unknown"].append(turn)
