@@ -179,6 +179,12 @@ def test_uploads_and_items_refuse_bad_input_and_strangers(site):
         assert client.get(f"/items/{item_id}").status_code == 404
     owner_client = client_for(engine, {2: "ann1", 3: "ann2"}[owner])
     assert label(owner_client, item_id, first_oob="1", category="style").status_code == 422
+    page = owner_client.get(f"/items/{item_id}").text
+    for forged in ("1.0.abc", "not-a-time", page.split('name="shown_at" value="')[1]
+                   .split('"')[0].replace(".", "0.", 1)):  # another start, same signature
+        response = owner_client.post(f"/items/{item_id}/label", data={
+            "csrf": csrf_of(page), "shown_at": forged, "first_oob": "none"})
+        assert response.status_code == 422 and "start time" in response.text
     assert label(owner_client, item_id, first_oob="2", category="made up").status_code == 422
     annotator = client_for(engine, "ann1")
     token = csrf_of(annotator.get("/").text)

@@ -9,6 +9,8 @@ project's ``show_judge`` setting says so.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
@@ -95,12 +97,29 @@ def show_item(request: Request, item_id: int, login: WebSession = Depends(logged
     mine = db.scalar(select(Annotation).where(Annotation.item_id == item.id,
                                               Annotation.user_id == login.user_id))
     return page(request, f"label_{item.kind.value}.html", item=item, payload=item.payload,
-                mine=mine.payload if mine else None, shown_at=time.time(),
+                mine=mine.payload if mine else None,
+                shown_at=shown_token(login, item.id, time.time()),
                 categories=settings.error_categories, show_judge=settings.show_judge)
 
 
-def _seconds(shown_at: float) -> float | None:
-    spent = time.time() - shown_at
+def shown_token(login: WebSession, item_id: int, at: float) -> str:
+    """When the form was shown, signed with the session's secret: the time spent on an item
+    is measured by the server's clock, and a made-up start time is refused."""
+    stamp = f"{at:.3f}"
+    signature = hmac.new(login.csrf_token.encode(), f"{item_id}:{stamp}".encode(),
+                         hashlib.sha256).hexdigest()[:32]
+    return f"{stamp}.{signature}"
+
+
+def _seconds(login: WebSession, item_id: int, token: str) -> float | None:
+    stamp, _, signature = token.rpartition(".")
+    try:
+        at = float(stamp)
+    except ValueError:
+        at = None
+    if at is None or not hmac.compare_digest(shown_token(login, item_id, at), token):
+        raise Refused(422, "the form's start time is missing or altered: reload the item")
+    spent = time.time() - at
     return round(spent, 2) if 0 <= spent <= MAX_SECONDS else None
 
 
@@ -123,12 +142,13 @@ def _yes_no(**answers: str) -> dict:
 
 
 @router.post("/items/{item_id}/label")
-def label(item_id: int, shown_at: float = Form(...),
+def label(item_id: int, shown_at: str = Form(..., max_length=64),
           first_oob: str = Form("", max_length=8), category: str = Form("", max_length=64),
           consistent: str = Form("", max_length=3), offensive: str = Form("", max_length=3),
           sensible: str = Form("", max_length=3), specific: str = Form("", max_length=3),
           login: WebSession = Depends(writer), db: Session = DB):
     item = assigned_item(db, login, item_id)
+    seconds = _seconds(login, item.id, shown_at)
     if item.kind == ItemKind.DIALOGUE:
         categories = parse_settings(item.project.settings).error_categories
         payload = _dialogue_label(item, first_oob, category, categories)
@@ -142,9 +162,9 @@ def label(item_id: int, shown_at: float = Form(...),
                                               Annotation.kind == kind))
     if mine is None:
         db.add(Annotation(item_id=item.id, user_id=login.user_id, kind=kind, payload=payload,
-                          seconds_spent=_seconds(shown_at)))
+                          seconds_spent=seconds))
     else:
-        mine.payload, mine.seconds_spent = payload, _seconds(shown_at)
+        mine.payload, mine.seconds_spent = payload, seconds
     db.flush()
     following = next_item(db, login, item.project_id)
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
