@@ -116,6 +116,7 @@ def test_upload_annotate_review_ssa_and_dashboard_in_a_browser(site, request, tm
                 answered.append("dialogue")
             elif heading.startswith("pair"):
                 assert not ann.is_visible(".toxic")  # masked until revealed
+                shots.take(ann, "label-pair-masked")
                 ann.click("#reveal summary")
                 assert ann.is_visible(".toxic")
                 ann.check("input[name=consistent][value=yes]")
@@ -147,4 +148,4 @@ def test_upload_annotate_review_ssa_and_dashboard_in_a_browser(site, request, tm
         ("negative", "style"), ("positive", None), ("positive", None),
         ("negative", "policy violation")]
     assert approved.splitlines()[1:] == ["회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네"]
-    assert shots.count == 7
+    assert shots.count == 8
