@@ -14,6 +14,7 @@ retries.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -54,6 +55,15 @@ def live_turns(chat: ChatSession) -> list[ChatTurn]:
 def as_history(turns: list[ChatTurn]) -> list[Turn]:
     return [Turn(role="system" if t.role == Speaker.BOT else "user", text=t.text)
             for t in turns]
+
+
+def bot_turns_in_context(chat: ChatSession) -> Iterator[tuple[ChatTurn, list[Turn]]]:
+    """Every bot turn of the chat (kept, saved or fixed) in order, with the live dialogue
+    before it: what it answered."""
+    live = live_turns(chat)
+    for turn in sorted(chat.turns, key=lambda t: (t.index, t.id)):
+        if turn.role == Speaker.BOT:
+            yield turn, as_history([t for t in live if t.index < turn.index])
 
 
 def _settings(chat: ChatSession, db: Session) -> ProjectSettings:

@@ -42,6 +42,7 @@ from rolecall.store import (
     WebSession,
 )
 from rolecall.web.deps import DB, admin, page, project_or_404
+from rolecall.web.items import labels_by_item, majority_yes
 
 router = APIRouter()
 QUESTIONS = {"oob": ("first_oob",), "pair": ("consistent", "offensive"),
@@ -87,28 +88,14 @@ def path_shares(turns: list[ChatTurn]) -> list[dict]:
     return rows
 
 
-def _labels(db: Session, project_id: int, kind: str) -> dict[int, list[Annotation]]:
-    out: dict[int, list[Annotation]] = defaultdict(list)
-    for annotation in db.scalars(select(Annotation).join(Item).where(
-            Item.project_id == project_id, Annotation.kind == kind)
-            .order_by(Annotation.id)):
-        out[annotation.item_id].append(annotation)
-    return out
-
-
-def _yes(labels: list[Annotation], question: str) -> bool:
-    votes = [bool(a.payload.get(question)) for a in labels]
-    return sum(votes) > len(votes) - sum(votes)  # a tie is "no"
-
-
 def ssa(db: Session, project_id: int) -> list[dict]:
     items = {item.id: item for item in db.scalars(select(Item).where(
         Item.project_id == project_id, Item.kind == ItemKind.BOT_TURN))}
     by_version: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    for item_id, labels in _labels(db, project_id, "ssa").items():
-        sensible = _yes(labels, "sensible")
+    for item_id, labels in labels_by_item(db, project_id, "ssa").items():
+        sensible = majority_yes(labels, "sensible")
         by_version[items[item_id].payload.get("bot_version") or "unknown"].append(
-            (sensible, sensible and _yes(labels, "specific")))
+            (sensible, sensible and majority_yes(labels, "specific")))
     rows = []
     for version, votes in sorted(by_version.items()):
         sensibleness = sum(s for s, _ in votes) / len(votes)
@@ -137,9 +124,9 @@ def throughput(db: Session, project_id: int) -> list[dict]:
 def agreement(db: Session, project_id: int) -> list[dict]:
     rows = []
     for kind, questions in QUESTIONS.items():
-        labels = _labels(db, project_id, kind)
+        labels = labels_by_item(db, project_id, kind)
         for question in questions:
-            units = [[str(a.payload.get(question)) for a in group]
+            units = [[str(label.get(question)) for label in group]
                      for group in labels.values()]
             rows.append({"kind": kind, "question": question,
                          "items_with_2_or_more": sum(len(u) >= 2 for u in units),

@@ -34,13 +34,13 @@ from rolecall.store import (
     ChatSession,
     Item,
     ItemKind,
-    Speaker,
     TurnStatus,
     User,
     WebSession,
 )
-from rolecall.web.chat import as_history, live_turns
+from rolecall.web.chat import bot_turns_in_context
 from rolecall.web.deps import DB, admin, project_or_404
+from rolecall.web.items import labels_by_item, majority_yes
 
 router = APIRouter()
 
@@ -50,16 +50,12 @@ def chat_examples(db: Session, project_id: int) -> list[Example]:
     chats = db.scalars(select(ChatSession).where(ChatSession.project_id == project_id)
                        .order_by(ChatSession.id)).all()
     for chat in chats:
-        live = live_turns(chat)
         dialogue = f"chat-{chat.id}"
-        for turn in sorted(chat.turns, key=lambda t: (t.index, t.id)):
-            if turn.role != Speaker.BOT or turn.status == TurnStatus.SHOWN:
-                continue
-            history = as_history([t for t in live if t.index < turn.index])
+        for turn, history in bot_turns_in_context(chat):
             if turn.status == TurnStatus.FIXED:
                 examples.append(Example(history=history, response=turn.text, label="negative",
                                         category=turn.error_category, dialogue_id=dialogue))
-            else:
+            elif turn.status == TurnStatus.SAVED:
                 examples.append(Example(history=history, response=turn.text,
                                         label="positive", dialogue_id=dialogue))
     return examples
@@ -67,13 +63,9 @@ def chat_examples(db: Session, project_id: int) -> list[Example]:
 
 def _labelled(db: Session, project_id: int, kind: ItemKind, label_kind: str
               ) -> list[tuple[Item, list[dict]]]:
+    labels = labels_by_item(db, project_id, label_kind)
     items = db.scalars(select(Item).where(Item.project_id == project_id, Item.kind == kind)
-                       .order_by(Item.id)).all()
-    labels: dict[int, list[dict]] = {}
-    for annotation in db.scalars(select(Annotation).where(
-            Annotation.kind == label_kind, Annotation.item_id.in_([i.id for i in items]))
-            .order_by(Annotation.id)):
-        labels.setdefault(annotation.item_id, []).append(annotation.payload)
+                       .order_by(Item.id))
     return [(item, labels[item.id]) for item in items if item.id in labels]
 
 
@@ -105,13 +97,9 @@ def dialogue_examples(db: Session, project_id: int) -> list[Example]:
 
 
 def approved_pairs(db: Session, project_id: int) -> list[Pair]:
-    def yes(labels: list[dict], question: str) -> bool:
-        votes = sum(bool(label[question]) for label in labels)
-        return votes > len(labels) - votes
-
     return [Pair.model_validate(item.payload)
             for item, labels in _labelled(db, project_id, ItemKind.PAIR, "pair")
-            if yes(labels, "consistent") and yes(labels, "offensive")]
+            if majority_yes(labels, "consistent") and majority_yes(labels, "offensive")]
 
 
 def pair_labels_csv(db: Session, project_id: int) -> str:

@@ -17,6 +17,7 @@ label every item and agreement can be computed.
 from __future__ import annotations
 
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 from sqlalchemy import select
@@ -25,14 +26,13 @@ from sqlalchemy.orm import Session
 from rolecall.errors import ConfigError, RolecallError
 from rolecall.records import Dialogue, Pair
 from rolecall.store import (
+    Annotation,
     Assignment,
     ChatSession,
-    ChatTurn,
     Item,
     ItemKind,
     ProjectMember,
     Role,
-    Speaker,
     User,
 )
 
@@ -93,7 +93,7 @@ def add_items(db: Session, project_id: int, kind: ItemKind, rows: list[tuple[dic
 def ssa_rows(db: Session, project_id: int) -> list[tuple[dict, str]]:
     """Every bot turn of the project's saved chats (kept or fixed) that is not an SSA item
     yet, with the live dialogue before it."""
-    from rolecall.web.chat import as_history, live_turns
+    from rolecall.web.chat import bot_turns_in_context
 
     done = {payload.get("chat_turn_id") for payload in db.scalars(
         select(Item.payload).where(Item.project_id == project_id,
@@ -103,11 +103,9 @@ def ssa_rows(db: Session, project_id: int) -> list[tuple[dict, str]]:
                                                  ChatSession.saved.is_not(None))
                        .order_by(ChatSession.id)).all()
     for chat in chats:
-        live = live_turns(chat)
-        for turn in sorted(chat.turns, key=lambda t: (t.index, t.id)):
-            if turn.role != Speaker.BOT or turn.id in done:
+        for turn, history in bot_turns_in_context(chat):
+            if turn.id in done:
                 continue
-            history = as_history([t for t in live if t.index < turn.index])
             rows.append(({"chat_turn_id": turn.id, "response": turn.text,
                           "history": [t.model_dump(mode="json") for t in history],
                           "bot_version": turn.bot_version,
@@ -116,5 +114,18 @@ def ssa_rows(db: Session, project_id: int) -> list[tuple[dict, str]]:
     return rows
 
 
-def bot_turn_of(db: Session, item: Item) -> ChatTurn | None:
-    return db.get(ChatTurn, item.payload.get("chat_turn_id"))
+def labels_by_item(db: Session, project_id: int, label_kind: str) -> dict[int, list[dict]]:
+    """item id -> every annotator's label payload of ``label_kind`` (in labelling order)."""
+    out: dict[int, list[dict]] = defaultdict(list)
+    for item_id, payload in db.execute(
+            select(Annotation.item_id, Annotation.payload).join(Item)
+            .where(Item.project_id == project_id, Annotation.kind == label_kind)
+            .order_by(Annotation.id)):
+        out[item_id].append(payload)
+    return out
+
+
+def majority_yes(labels: list[dict], question: str) -> bool:
+    """The annotators' majority answer to a yes/no question; a tie is "no"."""
+    votes = sum(bool(label.get(question)) for label in labels)
+    return votes > len(labels) - votes
