@@ -1,11 +1,14 @@
 # The two commands of the README. Both set up .venv on first use (scripts/setup.sh).
+# A command killed by a signal (a crash in a native library) gets a line that says so.
 .PHONY: demo test setup
 
 setup:
 	@bash scripts/setup.sh
 
 demo: setup
-	@.venv/bin/rolecall demo
+	@.venv/bin/rolecall demo $(DEMO_ARGS); rc=$$?; \
+	  .venv/bin/python -m rolecall.llm.probe --signal-note $$rc; exit $$rc
 
 test: setup
-	@.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	@.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
+	  .venv/bin/python -m rolecall.llm.probe --signal-note $$rc; exit $$rc

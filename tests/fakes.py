@@ -2,13 +2,16 @@
 
 ``fake:NAME?delay=0.05&calls_file=/tmp/calls&fail_first=2`` answers deterministically from
 (prompt, seed, sample index). ``calls_file`` gets one line per real call, so a test can
-count the calls a subprocess made; ``fail_first`` makes the first k calls fail transiently.
+count the calls a subprocess made; ``fail_first`` makes the first k calls fail transiently;
+``crash=true`` kills the process with SIGSEGV on the first call.
 Import this module (or set ``ROLECALL_PLUGINS=tests.fakes``) to register the scheme.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import threading
 import time
 
@@ -27,6 +30,7 @@ class FakeOptions(BaseModel):
     calls_file: str | None = None
     fail_first: int = 0
     permanent: bool = False
+    crash: bool = False  # die by SIGSEGV on the first call, as a broken native build does
 
 
 class FakeBackend(Backend):
@@ -51,6 +55,8 @@ class FakeBackend(Backend):
             if self.options.calls_file:
                 with open(self.options.calls_file, "a", encoding="utf-8") as handle:
                     handle.write(f"{number}\n")
+        if self.options.crash:
+            os.kill(os.getpid(), signal.SIGSEGV)
         if self.options.delay:
             time.sleep(self.options.delay)
         if number <= self.options.fail_first or self.options.permanent:

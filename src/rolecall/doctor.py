@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import importlib.metadata
-import time
-
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rolecall import config
-from rolecall.errors import RolecallError
 from rolecall.llm.embedded import PACKAGE, embedded_model_path
+from rolecall.llm.probe import build_summary, cpu_summary
 from rolecall.llm.registry import (backend_entry, default_model, known_schemes,
                                    missing_requirements)
 
@@ -42,6 +41,8 @@ def run_doctor(out: Console, model: str | None, check: bool) -> bool:
     out.print(f"ROLECALL_HOME: {config.home()}")
     out.print(f"LLM cache:     {config.cache_path()}")
     out.print(f"default model: {default_model()}")
+    out.print(f"CPU:           {cpu_summary()}")
+    out.print(f"llama.cpp:     {build_summary()}")
     path = embedded_model_path(assemble=False)
     state = f"{path.stat().st_size / 1e6:.0f} MB" if path.exists() else "not assembled yet"
     out.print(f"embedded model: {path} ({state}; package {PACKAGE} {_version(PACKAGE)})")
@@ -58,23 +59,13 @@ def run_doctor(out: Console, model: str | None, check: bool) -> bool:
 
 
 def check_model(out: Console, model: str | None) -> bool:
-    from rolecall.llm import LLM, Request, SamplingParams, load_backend
+    """One real call, made in a child process: a model whose native library crashes on
+    this CPU is a failed check with the signal and the fix, not a dead ``doctor``."""
+    from rolecall.llm.probe import explain, probe_model
 
-    name = model or default_model()
-    started = time.perf_counter()
-    try:
-        backend = load_backend(name)
-        caps = ", ".join(k for k, v in backend.capabilities().items() if v)
-        out.print(f"model {name}: loaded {backend.model_id} (capabilities: {caps})")
-        llm = LLM(backend, retries=1)
-        prompt = "한국어로 인사해 주세요: 안녕하세요,"
-        completion = llm.complete(Request(prompt=prompt, params=SamplingParams(
-            temperature=0.0, max_tokens=12)))
-    except RolecallError as exc:
-        out.print(f"[red]model {name}: FAILED[/red] {exc.message}")
-        if exc.fix:
-            out.print(f"  fix: {exc.fix}")
-        return False
-    seconds = time.perf_counter() - started
-    out.print(f"model {name}: OK in {seconds:.1f}s -> {completion.text!r}")
-    return True
+    result = probe_model(model)
+    for i, line in enumerate(explain(result)):
+        style = "green" if result.ok else "red"
+        out.print(f"[{style}]{escape(line)}[/{style}]" if i == 0 else escape(line),
+                  highlight=False)
+    return result.ok

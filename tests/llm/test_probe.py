@@ -1,0 +1,86 @@
+"""The crash-proof model probe: one completion in a child process, a crash is a verdict."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rolecall.llm import probe
+from tests.llm.test_batch import run_to_end
+
+
+@pytest.fixture
+def fakes_in_children(monkeypatch):
+    """The probe's child imports the fake backend the way a subprocess of the CLI does."""
+    from tests.conftest import REPO
+
+    monkeypatch.setenv("ROLECALL_PLUGINS", "tests.fakes")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+
+
+def test_a_crashing_backend_is_a_failed_probe_that_names_signal_cpu_build_and_fix(
+        fakes_in_children):
+    result = probe.probe_model("fake:x?crash=true", timeout=120)
+    assert not result.ok and result.signal == "SIGSEGV" and result.returncode < 0
+    text = "\n".join(probe.explain(result))
+    assert "killed by SIGSEGV" in text
+    assert "CPU:" in text and "build:" in text and "fix:" in text
+    assert "GGML_NATIVE=OFF" in text  # the fix says how to rebuild
+    assert "Fatal Python error" in text  # faulthandler's stack of the crash is shown
+
+
+def test_a_working_backend_passes_and_a_failing_one_says_why(fakes_in_children):
+    good = probe.probe_model("fake:x", timeout=120)
+    assert good.ok and good.answer["tokens_out"] > 0, good
+    assert probe.explain(good)[0].startswith("model fake:x: OK")
+    bad = probe.probe_model("fake:x?nonsense=1", timeout=120)
+    assert not bad.ok and bad.signal is None
+    assert "nonsense" in bad.error and bad.fix
+
+
+def test_signal_note_for_shells():
+    assert probe.signal_note(0) is None and probe.signal_note(1) is None
+    note = probe.signal_note(128 + 11)
+    assert "SIGSEGV" in note and "rolecall doctor" in note
+
+
+def test_cpu_summary_names_the_cpu():
+    summary = probe.cpu_summary()
+    assert summary and ("features" in summary)
+
+
+@pytest.mark.embedded
+def test_the_embedded_model_runs_cleanly_in_a_child_process():
+    """The portable-build check: a fresh process loads the embedded model with the
+    installed llama.cpp build, completes one prompt and exits 0 (a native build on a CPU
+    with AMX died here with SIGSEGV)."""
+    result = probe.probe_model("llamacpp:embedded", timeout=300)
+    assert result.ok, "\n".join(probe.explain(result))
+    assert result.returncode == 0 and result.answer["tokens_out"] > 0
+    assert result.tokens_per_second and result.tokens_per_second > 1
+    assert result.system_info and "CPU" in result.system_info
+    record = Path(sys.prefix) / probe.BUILD_RECORD
+    if record.is_file():  # set up by scripts/setup.sh: the portable flags, never native
+        args = json.loads(record.read_text(encoding="utf-8"))["cmake_args"]
+        assert "-DGGML_NATIVE=OFF" in args
+        assert "AMX_INT8 = 1" not in result.system_info
+
+
+def test_doctor_survives_a_crashing_backend_and_prints_its_report():
+    result = run_to_end("doctor", "-m", "fake:x?crash=true")
+    assert result.returncode == 1
+    assert "killed by SIGSEGV" in result.stdout and "fix:" in result.stdout
+    assert "backends" in result.stdout and "packages" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_the_probe_command_exits_1_on_a_crash(fakes_in_children):
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "rolecall.llm.probe", "fake:x?crash=true",
+                           "--setup"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "SIGSEGV" in proc.stderr and "set-up failed" in proc.stderr
