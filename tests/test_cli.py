@@ -14,15 +14,6 @@ HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 @pytest.mark.embedded
-def test_demo_prints_korean_text_from_the_embedded_model():
-    result = run_to_end("demo")
-    assert result.returncode == 0, result.stderr
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 3 and all(HANGUL.search(line) for line in lines)
-    assert "calls" in result.stderr and "llamacpp:embedded" in result.stderr
-
-
-@pytest.mark.embedded
 def test_doctor_checks_the_default_model():
     result = run_to_end("doctor")
     assert result.returncode == 0, result.stderr

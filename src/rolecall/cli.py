@@ -6,6 +6,7 @@ exceptions are bugs and keep their traceback.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import sys
@@ -92,16 +93,47 @@ def _read_json_file(path: Path) -> dict:
 
 
 @app.command()
-def demo(model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-         language: str = typer.Option("ko", help="ko or en"),
-         samples: int = typer.Option(3, min=1, max=20)):
-    """Generate a few greetings of a care-call bot with the (embedded) model."""
-    from rolecall.demo import run_demo
+def demo(out_dir: Path = typer.Option(Path("runs/demo"), "--out", help="the run directory "
+                                      "(resumable: a second run takes a minute or two)"),
+         model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+         dialogues: int = typer.Option(4, min=1, help="dialogues to generate"),
+         sentences: int = typer.Option(4, min=1, help="neutral sentences for K/DA"),
+         examples: Optional[Path] = typer.Option(None, help="the repository's examples/ "
+                                                 "folder (found by default)"),
+         progress: bool = typer.Option(True)):
+    """The main job end to end, small: spec -> dialogues -> judge -> examples -> classifier,
+    retriever, reranker -> a scripted chat with the bot -> a K/DA run -> statistics."""
+    from rolecall.llm import Cache
+    from rolecall.pipelines.demo import DemoOptions, honest_note, run_demo
 
-    llm = _llm(model, None)
-    for line in run_demo(llm, language=language, samples=samples):
-        out.print(line)
-    err.print(f"[dim]{llm.model_id}: {llm.stats.summary()}[/dim]")
+    options = DemoOptions(out=out_dir, examples=examples, model=model, dialogues=dialogues,
+                          sentences=sentences, progress=progress)
+    opened = []
+
+    def load(cache_path: Path):
+        opened.append(_llm(model, cache_path))
+        return opened[-1]
+
+    summary = run_demo(options, load, say=lambda line: out.print(line, highlight=False,
+                                                                  markup=False))
+    seconds = summary["seconds"]
+    out.print("\n[bold]where everything is[/bold]")
+    rows = [("dialogues (generated, judged)", summary["data"]["dialogues"].rsplit("/", 1)[0]),
+            ("training examples", summary["data"]["examples"]),
+            ("bot (classifier, retriever, reranker, bot.json)", summary["chat"]["bot"]),
+            ("chat transcript with scores", summary["chat"]["file"]),
+            ("K/DA run (candidates, verdicts, kda.csv)", summary["kda"]["run"]),
+            ("Table 2 statistics", summary["stats"]["file"]),
+            ("this summary", str(out_dir / "summary.json"))]
+    for what, where in rows:
+        out.print(f"  {what:<50} {where}", highlight=False, markup=False)
+    out.print(f"\nmodel {summary['model']}; {seconds['total']:.0f} s in all ("
+              + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items() if k != "total")
+              + ")", highlight=False, markup=False)
+    for line in honest_note():
+        out.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False)
+    for llm in opened:
+        err.print(f"[dim]{llm.model_id}: {llm.stats.summary()}[/dim]")
 
 
 @llm_app.command("complete")
@@ -655,6 +687,9 @@ def eval_agreement(run_dir: Path = typer.Option(..., "--run", help="a filtered d
 
 
 def main() -> None:
+    # A crash inside a native library (llama.cpp, torch) kills the process with a signal;
+    # faulthandler at least leaves the Python stack of the crash on stderr.
+    faulthandler.enable()
     try:
         app()
     except RolecallError as exc:

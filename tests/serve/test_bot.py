@@ -175,3 +175,15 @@ def test_broken_bot_directories_are_clear_errors(bot_dir, tmp_path):
     result = run_to_end("chat", str(broken), "--script", "-", "--no-progress")
     assert result.returncode == 1 and "adapter cannot be loaded" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_guard_does_not_ask_the_same_question_twice(bot_dir):
+    bot = Bot.load(bot_dir)
+    bot.classifier.settings = bot.classifier.settings.model_copy(update={"threshold": 1e-6})
+    history = [Turn(role="user", text=USER_LINES[1])]
+    first = bot.reply(history)
+    history += [Turn(role="system", text=first.text), Turn(role="user", text=USER_LINES[1])]
+    second = bot.reply(history)
+    assert first.path == second.path == "fallback"
+    assert second.text != first.text and second.text in bot.settings.fallback_questions
+    assert second.stages[-1]["text"]  # the flagged reply is kept in the provenance

@@ -59,6 +59,11 @@ class BotSettings(BaseModel):
                                           min_length=1)
     max_new_tokens: int = Field(48, ge=1, description="the generator's reply length")
     temperature: float = Field(0.0, ge=0.0, description="the generator's; 0 = greedy")
+    generator_model: str | None = Field(
+        None, description="without generator/: this LLM (a model string), prompted with "
+        "the role spec in 'spec', is the generator (serve/prompted.py)")
+    spec: str | None = Field(None, description="the role spec (YAML) for generator_model; "
+                             "relative to the bot directory")
 
 
 @dataclass
@@ -87,9 +92,10 @@ class Bot:
         self.selector, self.generator, self.classifier = selector, generator, classifier
 
     @classmethod
-    def load(cls, directory: str | Path, progress: bool = False) -> Bot:
+    def load(cls, directory: str | Path, progress: bool = False, llm: Any = None) -> Bot:
         """The bot in ``directory`` (see the module docstring); what is absent is skipped,
-        what is present but broken is an error naming the part."""
+        what is present but broken is an error naming the part. ``llm``: an open ``LLM``
+        to use for ``generator_model`` when it is that model (saves loading it twice)."""
         directory = Path(directory)
         if not directory.is_dir():
             raise InputFileError(directory, "no such bot directory",
@@ -119,6 +125,8 @@ class Bot:
             from rolecall.train.generator import Generator
 
             generator = Generator.load(directory / "generator")
+        elif settings.generator_model:
+            generator = _prompted_generator(directory, settings, llm)
         if (directory / "classifier").exists():
             from rolecall.train.classifier import Classifier
 
@@ -184,7 +192,7 @@ class Bot:
         temperature, tries = self.settings.temperature, 0
         while True:
             text = self.generator.generate([history], self.settings.max_new_tokens,
-                                           temperature)[0]
+                                           temperature, seed=tries)[0]
             tries += 1
             if text not in exclude or tries > REGENERATE_TRIES:
                 break
@@ -199,11 +207,15 @@ class Bot:
         started = time.perf_counter()
         threshold = self.classifier.settings.threshold
         p_out = float(self.classifier.predict_proba([history], [text])[0, 1])
-        stage: dict[str, Any] = {"stage": "guard", "p_out_of_bounds": round(p_out, 4),
+        stage: dict[str, Any] = {"stage": "guard", "text": text,
+                                 "p_out_of_bounds": round(p_out, 4),
                                  "threshold": threshold, "flagged": p_out >= threshold}
         question = None
         if stage["flagged"]:
-            questions = self.settings.fallback_questions
+            # a question the bot already asked in this call is not asked again
+            asked = {t.text.strip() for t in history if t.role == "system"}
+            questions = [q for q in self.settings.fallback_questions
+                         if q.strip() not in asked] or self.settings.fallback_questions
             if self.generator is not None:
                 values = self.generator.response_perplexities([history] * len(questions),
                                                               questions)
@@ -216,6 +228,22 @@ class Bot:
         stage["ms"] = _ms(started)
         stages.append(stage)
         return question
+
+
+def _prompted_generator(directory: Path, settings: BotSettings, llm: Any):
+    from rolecall import config
+    from rolecall.llm import LLM, Cache, load_backend
+    from rolecall.serve.prompted import PromptedGenerator
+    from rolecall.spec import load_role_spec
+
+    if not settings.spec:
+        raise InputFileError(directory / BOT_FILE, "names a generator_model but no spec",
+                             fix='add "spec": "path/to/spec.yaml" (the role spec that '
+                                 "prompts the model)")
+    spec = load_role_spec(directory / settings.spec)  # an absolute spec path stays as is
+    if llm is None:
+        llm = LLM(load_backend(settings.generator_model), Cache(config.cache_path()))
+    return PromptedGenerator(llm, spec)
 
 
 def _ms(started: float) -> float:

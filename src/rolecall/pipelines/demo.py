@@ -1,0 +1,365 @@
+"""``rolecall demo``: the main job end to end, small, on the embedded model.
+
+In one run directory (``runs/demo`` by default):
+
+1. the role spec is checked (``examples/carecall/spec.yaml``);
+2. a handful of dialogues are generated one-shot and judged turn by turn up to the first
+   out-of-bounds one; their examples join the shipped example dialogues (positives) and
+   the spec's forbidden examples placed after real contexts (negatives);
+3. the out-of-bounds classifier, the poly-encoder retriever (with its candidate index) and
+   the reranker are trained on frozen embedded-Gemma features; the unanswerable threshold
+   is calibrated on held-out dialogues (MC dropout, max F1);
+4. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
+   model prompted with the spec), each reply with its path, scores and latency;
+5. a small K/DA run (slang index, rewrites, both filters, export) on the samples in
+   ``examples/kda/sample``;
+6. the paper's Table 2 statistics of the generated dialogues next to the examples.
+
+Every stage resumes: LLM calls come from the run's cache, backbone states from its feature
+cache, and a model whose examples did not change is not trained again. The embedded model
+is a 270M *base* model: the data it makes is weak, and the summary says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rolecall.errors import InputFileError
+
+MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
+DEMO_SCRIPT = ["여보세요? 누구세요?",
+               "아, 네. 오늘 점심은 된장찌개 해서 먹었어요.",
+               "요즘 무릎이 좀 아파서 밖에 잘 안 나가요.",
+               "오늘 날씨가 어때요? 비 온대요?",
+               "근데 당신은 사람이에요, 기계예요?",
+               "고마워요. 이제 끊을게요."]
+
+
+@dataclass
+class DemoOptions:
+    out: Path = Path("runs/demo")
+    examples: Path | None = None  # the repository's examples/ folder
+    model: str | None = None  # default: the embedded model
+    dialogues: int = 4
+    sentences: int = 4
+    held_out_share: float = 0.15
+    seed: int = 0
+    progress: bool = True
+    script: list[str] = field(default_factory=lambda: list(DEMO_SCRIPT))
+
+
+def examples_root(given: Path | None) -> Path:
+    """``examples/`` of the repository (the demo's inputs), or the one given."""
+    root = given or Path(__file__).resolve().parents[3] / "examples"
+    if not (root / "carecall" / "spec.yaml").is_file():
+        raise InputFileError(root, "is not rolecall's examples folder (no carecall/spec.yaml)",
+                             fix="run the demo from a clone of the repository, or pass "
+                                 "--examples PATH/TO/rolecall/examples")
+    return root
+
+
+def _digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _done(marker: Path, key: str) -> bool:
+    return marker.is_file() and marker.read_text(encoding="utf-8").strip() == key
+
+
+def run_demo(options: DemoOptions, load_llm: Callable[[Path], object],
+             say: Callable[[str], None] = print) -> dict:
+    """Run every stage; ``load_llm(cache_path)`` opens the model with the run's cache.
+    Returns the summary (also written to ``OUT/summary.json``)."""
+    from rolecall.spec import load_role_spec
+
+    root = examples_root(options.examples)
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    summary: dict = {"run": str(out)}
+
+    def timed(name: str, stage: Callable[[], dict]) -> dict:
+        say(f"\n[{len(timings) + 1}] {name}")
+        begun = time.perf_counter()
+        result = stage()
+        timings[name] = round(time.perf_counter() - begun, 1)
+        summary[name] = result
+        return result
+
+    spec_path = root / "carecall" / "spec.yaml"
+    spec = load_role_spec(spec_path)
+    timed("spec", lambda: _spec_stage(spec, spec_path, say))
+    llm = load_llm(out / "llm-cache.sqlite")
+    data = timed("data", lambda: _data_stage(llm, spec, root, options, say))
+    timed("models", lambda: _models_stage(Path(data["examples"]), Path(data["held_out"]),
+                                          options, say))
+    timed("chat", lambda: _chat_stage(llm, spec_path, options, say))
+    timed("kda", lambda: _kda_stage(llm, root, options, say))
+    timed("stats", lambda: _stats_stage(Path(data["dialogues"]),
+                                        root / "carecall" / "dialogues.jsonl", out, say))
+
+    summary["seconds"] = {**timings, "total": round(time.perf_counter() - started, 1)}
+    summary["model"] = llm.model_id
+    (out / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=1),
+                                      encoding="utf-8")
+    return summary
+
+
+# ---- 1. spec ------------------------------------------------------------------------------
+
+def _spec_stage(spec, path: Path, say) -> dict:
+    names = [c.name for c in spec.categories]
+    forbidden = sum(len(c.forbidden_examples) for c in spec.categories)
+    say(f"{path}: '{spec.name}', {len(names)} categories ({', '.join(names)}), "
+        f"{forbidden} forbidden examples")
+    return {"path": str(path), "categories": names}
+
+
+# ---- 2. data --------------------------------------------------------------------------------
+
+def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
+    from rolecall.examples import (examples_from_dialogues, examples_from_forbidden,
+                                   marked_in_bounds)
+    from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
+    from rolecall.jsonl import read_jsonl, write_jsonl
+    from rolecall.judge.dialogues import judge_dialogues
+    from rolecall.judge.out_of_bounds import make_judge
+    from rolecall.records import Dialogue, Example
+    from rolecall.train.data import split_by
+
+    out = options.out / "dialogues"
+    shots = list(read_jsonl(root / "carecall" / "dialogues.jsonl", Dialogue))
+    # the embedded 270M model loops without the penalties, and rarely ends a dialogue
+    config = GenerationConfig(count=options.dialogues, max_tokens=640, seed=options.seed,
+                              frequency_penalty=0.5, presence_penalty=0.3,
+                              require_end=False, language=spec.language)
+    generated = generate_dialogues(llm, spec, shots, config, out, progress=options.progress)
+    say(f"generate: {json.dumps(generated, ensure_ascii=False)} -> {out}/dialogues.jsonl")
+    dialogues = list(read_jsonl(out / "dialogues.jsonl", Dialogue))
+    judge = make_judge(spec, llm.backend, "auto")
+    judged = judge_dialogues(llm, judge, dialogues, out, 1, options.progress)
+    say(f"judge ({judge.mode} mode): {json.dumps(judged, ensure_ascii=False)} -> "
+        f"{out}/judged.jsonl, {out}/examples.jsonl")
+    generated_examples = list(read_jsonl(out / "examples.jsonl", Example)) if (
+        out / "examples.jsonl").exists() else []
+    # the shipped dialogues were written in bounds: every system turn is a positive
+    # seed + 1: the models' own test split (by dialogue, options.seed) must not coincide
+    train, held_out = split_by(shots, lambda d: d.id, options.held_out_share,
+                               options.seed + 1)
+    shipped = list(examples_from_dialogues(map(marked_in_bounds, train)))
+    forbidden = examples_from_forbidden(spec, train, per_example=3, seed=options.seed)
+    examples = generated_examples + shipped + forbidden
+    path = options.out / "examples.jsonl"
+    write_jsonl(path, examples)
+    held_path = options.out / "held_out_examples.jsonl"
+    write_jsonl(held_path, list(examples_from_dialogues(map(marked_in_bounds, held_out))))
+    counts = {"generated_examples": len(generated_examples), "shipped_positives": len(shipped),
+              "spec_negatives": len(forbidden),
+              "negatives": sum(e.label == "negative" for e in examples),
+              "examples": len(examples), "held_out_dialogues": len(held_out)}
+    say(f"examples: {json.dumps(counts)} -> {path}")
+    return {**counts, "dialogues": str(out / "dialogues.jsonl"), "examples": str(path),
+            "held_out": str(held_path), "generate": generated, "judge": judged}
+
+
+# ---- 3. models ------------------------------------------------------------------------------
+
+def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
+    from rolecall.retrieval.candidates import CandidateIndex, build_candidate_index
+    from rolecall.train.backbone import load_backbone
+    from rolecall.train.classifier import ClassifierSettings, train_classifier
+    from rolecall.train.data import read_examples, selection_pairs, unique_candidates
+    from rolecall.train.loop import TrainConfig
+    from rolecall.train.reranker import Reranker, RerankerSettings, train_reranker
+    from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
+    from rolecall.train.unanswerable import (MCDropoutDetector, calibrate_detector,
+                                             validation_items)
+
+    bot = options.out / "bot"
+    features = options.out / "features"
+    key = _digest(examples, held_out)
+    marker = bot / ".trained"
+    metrics_path = bot / "metrics.json"
+    if _done(marker, key) and metrics_path.is_file():
+        say(f"models: up to date in {bot} (examples unchanged)")
+        return json.loads(metrics_path.read_text(encoding="utf-8"))
+    marker.unlink(missing_ok=True)
+    backbone = load_backbone("embedded")
+    progress = options.progress
+    metrics: dict = {}
+    say("classifier (frozen embedded Gemma features + a small head)...")
+    metrics["classifier"] = _short(train_classifier(
+        examples, bot / "classifier", backbone,
+        ClassifierSettings(max_length=192, response_max=48, class_weights="balanced"),
+        TrainConfig(epochs=6, batch_size=16, lr=2e-3, seed=options.seed), 0.15, progress,
+        features))
+    say(f"  {json.dumps(metrics['classifier'])}")
+    say("retriever (poly-encoder) and its candidate index...")
+    retriever_settings = RetrieverSettings(kind="poly", codes=8, context_max_tokens=128,
+                                           candidate_max_tokens=48)
+    metrics["retriever"] = _short(train_retriever(
+        examples, bot / "retriever", backbone, retriever_settings,
+        TrainConfig(epochs=8, batch_size=32, lr=2e-3, seed=options.seed), progress,
+        features))
+    responses = [e.response for e in read_examples(examples) if e.label == "positive"]
+    retriever = Retriever.load(bot / "retriever", features)
+    build_candidate_index(retriever, unique_candidates(responses),
+                          bot / "retriever" / "candidates", progress=progress)
+    say(f"  {json.dumps(metrics['retriever'])}")
+    say("reranker (attention head over frozen states)...")
+    metrics["reranker"] = _short(train_reranker(
+        examples, bot / "reranker", backbone,
+        RerankerSettings(negatives=7, context_max_tokens=128, candidate_max_tokens=48),
+        TrainConfig(epochs=5, batch_size=16, lr=2e-3, seed=options.seed), None, 0.15,
+        progress, features))
+    say(f"  {json.dumps(metrics['reranker'])}")
+    # Appendix C: held-out golds, half swapped for the index's best other candidate
+    index = CandidateIndex.load(bot / "retriever" / "candidates", retriever)
+    reranker = Reranker.load(bot / "reranker", features)
+
+    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
+        return [t for _, t, _ in index.search([context], k + 1)[0] if t != gold][:k]
+
+    items = validation_items(selection_pairs(read_examples(held_out)), hard_negatives, 0.5,
+                             options.seed)
+    calibration = calibrate_detector(MCDropoutDetector(reranker, passes=10, seed=0), items)
+    metrics["unanswerable"] = {k: v for k, v in calibration.items()
+                               if isinstance(v, (int, float, str))}
+    metrics["unanswerable"]["items"] = len(items)
+    say(f"unanswerable threshold (MC dropout, max F1 on {len(items)} held-out items): "
+        f"{json.dumps(metrics['unanswerable'])}")
+    metrics_path.write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    marker.write_text(key, encoding="utf-8")
+    return metrics
+
+
+def _short(metrics: dict) -> dict:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in metrics.items()
+            if k != "losses" and not isinstance(v, (list, dict))}
+
+
+# ---- 4. chat --------------------------------------------------------------------------------
+
+def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
+    from rolecall.llm.registry import default_model
+    from rolecall.records import Turn
+    from rolecall.serve.bot import BOT_FILE, Bot
+
+    bot_dir = options.out / "bot"
+    metrics = json.loads((bot_dir / "metrics.json").read_text(encoding="utf-8"))
+    calibration = metrics.get("unanswerable", {})
+    threshold = calibration.get("threshold")
+    if calibration.get("roc_auc", 0.0) < MIN_AUC:
+        say(f"  the reranker's MC-dropout confidence does not separate answerable from "
+            f"unanswerable held-out contexts (ROC AUC {calibration.get('roc_auc', 0):.2f} "
+            f"< {MIN_AUC}): retrieval is never judged to fail, and the generator is not "
+            "used. Train on more examples, or calibrate with 'rolecall eval unanswerable'.")
+        threshold = None
+    (bot_dir / BOT_FILE).write_text(json.dumps({
+        "unanswerable_threshold": threshold, "k": 10, "mc_passes": 10,
+        "generator_model": options.model or default_model(), "spec": str(spec_path.resolve())},
+        ensure_ascii=False, indent=1), encoding="utf-8")
+    bot = Bot.load(bot_dir, progress=options.progress, llm=llm)
+    history: list[Turn] = []
+    turns = []
+    paths: dict[str, int] = {}
+    for line in options.script:
+        history.append(Turn(role="user", text=line))
+        reply = bot.reply(history)
+        history.append(Turn(role="system", text=reply.text))
+        turns.append({"user": line, **reply.to_dict()})
+        paths[reply.path] = paths.get(reply.path, 0) + 1
+        say(f"  user> {line}")
+        say(f"  bot>  {reply.text}")
+        say(f"        [{describe(reply)}]")
+    path = options.out / "chat.jsonl"
+    path.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in turns),
+                    encoding="utf-8")
+    return {"turns": len(turns), "paths": paths, "file": str(path), "bot": str(bot_dir)}
+
+
+def describe(reply) -> str:
+    """The path, the scores that decided it and the latency, on one line."""
+    parts = [reply.path]
+    for stage in reply.stages:
+        if stage["stage"] == "retrieve":
+            best = stage["candidates"][0] if stage["candidates"] else {}
+            if best.get("rerank_score") is not None:
+                parts.append(f"rerank {best['rerank_score']:.2f}")
+            if stage["confidence"] is not None:
+                parts.append(f"confidence {stage['confidence']:.3f} vs threshold "
+                             f"{stage['threshold']:.3f}")
+        elif stage["stage"] == "generate":
+            parts.append(f"generated in {stage['ms']:.0f} ms")
+        elif stage["stage"] == "guard":
+            parts.append(f"P(out of bounds) {stage['p_out_of_bounds']:.2f}"
+                         + (f" -> flagged {stage['text']!r}" if stage["flagged"] else ""))
+    parts.append(f"{reply.latency_ms:.0f} ms")
+    return " · ".join(parts)
+
+
+# ---- 5. K/DA --------------------------------------------------------------------------------
+
+def _kda_stage(llm, root: Path, options: DemoOptions, say) -> dict:
+    from rolecall.pipelines.detox import load_detox_config, run_detox
+
+    config = load_detox_config(root / "kda" / "demo.yaml")
+    out = options.out / "kda"
+    config = config.model_copy(update={
+        "out": str(out),
+        "slang": config.slang.model_copy(update={"index": str(options.out / "slang-index")}),
+        "sentences": config.sentences.model_copy(update={"limit": options.sentences})})
+    results = run_detox(config, lambda model: llm, "export", options.progress,
+                        say=lambda line: say(f"  {line}"))
+    filters = results.get("filter", {}).get("filters", [])
+    return {"run": str(out), "candidates": results.get("generate", {}),
+            "filters": [{k: f[k] for k in ("filter", "in", "kept")} for f in filters],
+            "export": results.get("export", {})}
+
+
+# ---- 6. statistics --------------------------------------------------------------------------
+
+def _stats_stage(generated: Path, shipped: Path, out: Path, say) -> dict:
+    from rich.console import Console
+
+    from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Dialogue
+
+    from rolecall.examples import examples_from_dialogues, marked_in_bounds
+    from rolecall.records import Example
+
+    judged = generated.parent / "examples.jsonl"
+    shipped_dialogues = [marked_in_bounds(d) for d in read_jsonl(shipped, Dialogue)]
+    columns = {"generated": dataset_stats(read_jsonl(generated, Dialogue),
+                                          read_jsonl(judged, Example) if judged.exists()
+                                          else None),
+               "examples": dataset_stats(shipped_dialogues,
+                                         examples_from_dialogues(shipped_dialogues))}
+    path = out / "stats.json"
+    path.write_text(stats_to_json(columns), encoding="utf-8")
+    console = Console(record=True, width=100)
+    with console.capture() as captured:
+        console.print(format_stats_table(columns, "Table 2: generated vs example dialogues"))
+    say(captured.get().rstrip())
+    return {"file": str(path)}
+
+
+def honest_note() -> list[str]:
+    return [
+        "The embedded model is Gemma 3 270M, a small *base* model: its dialogues loop and "
+        "drift, its judge calls almost every turn in bounds, and its K/DA filters keep or "
+        "drop nearly at random. The demo shows the pipeline, not the quality.",
+        "For real data point the same commands at a real model: -m openai:http://HOST:PORT/v1"
+        "?model=NAME (vLLM, SGLang, llama.cpp's server, Ollama, a hosted API) or "
+        "-m llamacpp:/path/to/bigger.gguf; see the README's 'Pointing rolecall at a real LLM server'.",
+    ]
