@@ -119,7 +119,7 @@ def demo(out_dir: Path = typer.Option(Path("runs/demo"), "--out", help="the run 
     seconds = summary["seconds"]
     out.print("\n[bold]where everything is[/bold]")
     rows = [("dialogues (generated, judged)", summary["data"]["dialogues"].rsplit("/", 1)[0]),
-            ("training examples", summary["data"]["examples"]),
+            ("training examples", summary["data"]["examples_file"]),
             ("bot (classifier, retriever, reranker, bot.json)", summary["chat"]["bot"]),
             ("chat transcript with scores", summary["chat"]["file"]),
             ("K/DA run (candidates, verdicts, kda.csv)", summary["kda"]["run"]),

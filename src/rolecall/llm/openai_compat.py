@@ -278,9 +278,9 @@ def _chat_completion(response: Any) -> Completion:
     raw = getattr(choice, "logprobs", None)
     if raw is not None and raw.content is not None:
         tokens = [
-            TokenLogprob(token=item.token, logprob=_finite(item.logprob), top=[
-                TopLogprob(token=alt.token, logprob=_finite(alt.logprob))
-                for alt in item.top_logprobs or ()])
+            TokenLogprob(token=item.token, logprob=_finite(item.logprob), top=sorted(
+                (TopLogprob(token=alt.token, logprob=_finite(alt.logprob))
+                 for alt in item.top_logprobs or ()), key=lambda a: -a.logprob))
             for item in raw.content
         ]
     return _completion(response, choice.message.content or "", choice.finish_reason, tokens)

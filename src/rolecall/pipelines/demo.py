@@ -100,7 +100,7 @@ def run_demo(options: DemoOptions, load_llm: Callable[[Path], object],
     timed("spec", lambda: _spec_stage(spec, spec_path, say))
     llm = load_llm(out / "llm-cache.sqlite")
     data = timed("data", lambda: _data_stage(llm, spec, root, options, say))
-    timed("models", lambda: _models_stage(Path(data["examples"]), Path(data["held_out"]),
+    timed("models", lambda: _models_stage(Path(data["examples_file"]), Path(data["held_out"]),
                                           options, say))
     timed("chat", lambda: _chat_stage(llm, spec_path, options, say))
     timed("kda", lambda: _kda_stage(llm, root, options, say))
@@ -167,7 +167,7 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
               "negatives": sum(e.label == "negative" for e in examples),
               "examples": len(examples), "held_out_dialogues": len(held_out)}
     say(f"examples: {json.dumps(counts)} -> {path}")
-    return {**counts, "dialogues": str(out / "dialogues.jsonl"), "examples": str(path),
+    return {**counts, "dialogues": str(out / "dialogues.jsonl"), "examples_file": str(path),
             "held_out": str(held_path), "generate": generated, "judge": judged}
 
 
@@ -356,7 +356,7 @@ def _stats_stage(generated: Path, shipped: Path, out: Path, say) -> dict:
 
 def honest_note() -> list[str]:
     return [
-        "The embedded model is Gemma 3 270M, a small *base* model: its dialogues loop and "
+        "The embedded model is Gemma 3 270M, a small base model: its dialogues loop and "
         "drift, its judge calls almost every turn in bounds, and its K/DA filters keep or "
         "drop nearly at random. The demo shows the pipeline, not the quality.",
         "For real data point the same commands at a real model: -m openai:http://HOST:PORT/v1"
