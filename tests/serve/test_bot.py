@@ -18,7 +18,7 @@ from rolecall.train.backbone import Backbone, tiny_backbone  # noqa: E402
 from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.generator import Generator, GeneratorSettings, tiny_causal_lm  # noqa: E402
-from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.loop import TrainConfig, seed_everything  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
 from tests.llm.test_batch import run_to_end  # noqa: E402
@@ -43,6 +43,7 @@ def examples() -> list[Example]:
 @pytest.fixture(scope="module")
 def bot_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("bot")
+    seed_everything(0)  # the tiny models' initialisation must not depend on earlier tests
     data = examples()
     texts = [t.text for e in data for t in e.history] + [e.response for e in data]
     tiny = tiny_backbone(texts + ["user: system: ▶"], vocab_size=150, dropout=0.0)
@@ -122,18 +123,19 @@ def test_rejected_replies_are_not_offered_again(bot_dir):
 
 def pick_script(bot: Bot) -> tuple[list[str], float]:
     """Two user lines and a threshold such that the first turn is answered by retrieval
-    and the second falls back to the generator (as ``rolecall chat`` will replay them)."""
+    and the second falls back to the generator (as ``rolecall chat`` will replay them).
+    Every ordered pair is tried, most confident first lines first."""
     passes = bot.settings.mc_passes
-    first = max(USER_LINES, key=lambda line: bot.selector.select(
-        [Turn(role="user", text=line)], mc_passes=passes).confidence)
-    turn = bot.selector.select([Turn(role="user", text=first)], mc_passes=passes)
-    for line in USER_LINES:
-        history = [Turn(role="user", text=first), Turn(role="system", text=turn.best.text),
-                   Turn(role="user", text=line)]
-        second = bot.selector.select(history, mc_passes=passes).confidence
-        if second < turn.confidence - 1e-6:
-            return [first, line], (turn.confidence + second) / 2
-    pytest.fail("no second line is less confidently answered than the first")
+    first_turns = {line: bot.selector.select([Turn(role="user", text=line)], mc_passes=passes)
+                   for line in USER_LINES}
+    for first, turn in sorted(first_turns.items(), key=lambda kv: -kv[1].confidence):
+        for line in USER_LINES:
+            history = [Turn(role="user", text=first), Turn(role="system", text=turn.best.text),
+                       Turn(role="user", text=line)]
+            second = bot.selector.select(history, mc_passes=passes).confidence
+            if second < turn.confidence - 1e-6:
+                return [first, line], (turn.confidence + second) / 2
+    pytest.fail("no second line is less confidently answered than any first line")
 
 
 def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):

@@ -245,6 +245,11 @@ def tiny_tokenizer(texts: Sequence[str], vocab_size: int = 400) -> Any:
     raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     raw.train_from_iterator(list(texts), trainers.WordPieceTrainer(
         vocab_size=vocab_size, special_tokens=specials, show_progress=False))
+    # the trainer numbers tokens in hash order, which changes from run to run: renumber
+    # (specials first, then sorted) so that a seeded tiny model is the same model every time
+    learned = sorted(set(raw.get_vocab()) - set(specials))
+    raw.model = models.WordPiece({t: i for i, t in enumerate(specials + learned)},
+                                 unk_token="[UNK]")
     raw.post_processor = processors.BertProcessing(
         ("[SEP]", raw.token_to_id("[SEP]")), ("[CLS]", raw.token_to_id("[CLS]")))
     return PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]",
