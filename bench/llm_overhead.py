@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))  # for tests.llm.flaky_server (the stand-in server
 
 from rolecall.llm import LLM, Cache, Request, SamplingParams, load_backend  # noqa: E402
 from rolecall.llm.embedded import embedded_model_path  # noqa: E402
-from rolecall.llm.local_server import LocalServer  # noqa: E402
+from tests.local_server import LocalServer  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "neutral" / "chatbot_data.csv"
 

@@ -38,7 +38,8 @@ import bm25s
 import numpy as np
 
 from rolecall.retrieval import dense
-from rolecall.retrieval.clean import clean_records, read_corpus
+from rolecall.retrieval.clean import clean_records
+from rolecall.textfiles import read_corpus
 from rolecall.retrieval.slang import (BM25_PARAMS, SlangIndex, save_index, search_tokens,
                                       tokenizer_info)
 

@@ -17,7 +17,7 @@ from tests.train.test_detox_model import PAIRS  # noqa: E402
 
 
 def test_train_rewrite_and_export(tmp_path):
-    from rolecall.train.generator import tiny_causal_lm
+    from tests.tiny_models import tiny_causal_lm
 
     texts = [p.neutral for p in PAIRS] + [p.toxic for p in PAIRS] + ["원문: 중립:"]
     model, tokenizer = tiny_causal_lm(texts)

@@ -97,7 +97,7 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
 
 def test_train_generator_on_a_saved_tiny_base(tmp_path):
     pytest.importorskip("peft")
-    from rolecall.train.generator import tiny_causal_lm
+    from tests.tiny_models import tiny_causal_lm
     from tests.train.test_classifier import BAD, GOOD, USERS
 
     model, tokenizer = tiny_causal_lm(USERS + GOOD + BAD)

@@ -1,7 +1,7 @@
 """Every error rolecall raises on purpose.
 
 Each error carries a message that says what was wrong and a ``fix`` that says what to do;
-the CLI prints both and exits non-zero (see ``cli.py``). Keep this module small: a new
+the CLI prints both and exits non-zero (see ``cli/app.py``). Keep this module small: a new
 error class only when callers must tell it apart from the others.
 """
 

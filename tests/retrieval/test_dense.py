@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.retrieval import SlangIndex, build_index
-from rolecall.retrieval.dense import DENSE_DIR, INFO_FILE, load_encoder, stable_top
+from rolecall.retrieval.dense import DENSE_DIR, INFO_FILE, load_encoder
+from rolecall.vectors import stable_top
 from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
 from rolecall.retrieval.slang import search_command
 from tests.llm.test_batch import run_to_end

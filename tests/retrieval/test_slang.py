@@ -15,8 +15,9 @@ import pytest
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.retrieval import (Corpus, Hit, SlangIndex, build_index, clean_comments,
-                                parse_corpus_spec, read_corpus, search_tokens)
+                                parse_corpus_spec, search_tokens)
 from rolecall.retrieval.slang import format_hits, index_command, search_command
+from rolecall.textfiles import read_corpus
 
 SLANG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "slang"
 

@@ -14,7 +14,8 @@ from rolecall.jsonl import write_jsonl  # noqa: E402
 from rolecall.llm import LLM, load_backend  # noqa: E402
 from rolecall.llm.base import Backend, Completion, TokenLogprob  # noqa: E402
 from rolecall.records import Example, Turn  # noqa: E402
-from rolecall.train.backbone import Backbone, tiny_backbone  # noqa: E402
+from rolecall.train.backbone import Backbone  # noqa: E402
+from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.classifier import (  # noqa: E402
     Classifier,
     ClassifierSettings,

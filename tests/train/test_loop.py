@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rolecall.errors import InputFileError  # noqa: E402
-from rolecall.train.backbone import tiny_backbone  # noqa: E402
+from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.features import mean_pool  # noqa: E402
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model  # noqa: E402
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rolecall.errors import InputFileError
 from rolecall.records import Example, Pair
-from rolecall.retrieval.clean import read_text_file
+from rolecall.textfiles import read_text_file
 
 OFFENSIVE = "offensive"
 

@@ -19,7 +19,6 @@ never cross a turn boundary. Every ratio over an empty count is 0.0, never an er
 
 from __future__ import annotations
 
-import functools
 import json
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -27,8 +26,8 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from rolecall.errors import RolecallError
 from rolecall.examples import examples_from_dialogue
+from rolecall.korean import kiwi
 from rolecall.records import Dialogue, Example
 
 Unit = Literal["eojeol", "morpheme"]
@@ -44,17 +43,6 @@ DATASET_ROWS = [("dialogues", "dialogues"), ("turns", "turns"),
 WORD_ROWS = [("words", "words"), ("avg_words_per_turn", "avg words / turn"),
              ("unique_words", "unique words"), ("unique_bigrams", "unique bigrams"),
              ("distinct_1", "distinct-1"), ("distinct_2", "distinct-2")]
-
-
-@functools.cache
-def kiwi():
-    """The one Kiwi analyser of the process: loading its model takes about a second."""
-    try:
-        from kiwipiepy import Kiwi
-    except ImportError:
-        raise RolecallError("morpheme counts need the Korean analyser kiwipiepy",
-                            fix="pip install kiwipiepy (its model comes with it)") from None
-    return Kiwi()
 
 
 def tokenizer_name(unit: Unit) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rolecall.errors import InputFileError
+from rolecall.formats.spreadsheet import restore
 from rolecall.records import Pair
 
 COLUMNS = ("neutral", "implicit")
@@ -37,7 +38,7 @@ def read_kda_csv(path: str | Path, *, encoding: str = "utf-8") -> list[Pair]:
     of fields than the header, a row without one of its two texts, an unclosed quote.
     """
     # subtle: imported here, not at the top: rolecall.retrieval loads the slang index code
-    from rolecall.retrieval.clean import csv_rows, read_text_file
+    from rolecall.textfiles import csv_rows, read_text_file
 
     path = Path(path)
     fix = "the K/DA format is a CSV with the header neutral,implicit"
@@ -60,7 +61,8 @@ def read_kda_csv(path: str | Path, *, encoding: str = "utf-8") -> list[Pair]:
             raise InputFileError(path, f"broken row: {len(fields)} fields, expected "
                                  f"{len(names)}", line=line, fix='quote a text that holds '
                                  'a comma ("a, b"), and write a quote inside it twice ("")')
-        neutral, implicit = fields[neutral_at].strip(), fields[implicit_at].strip()
+        # restore: the web app's export quotes a cell a spreadsheet would run as a formula
+        neutral, implicit = (restore(fields[at]).strip() for at in (neutral_at, implicit_at))
         if not neutral or not implicit:
             raise InputFileError(path, "a row needs both neutral and implicit text",
                                  line=line, fix="fill in the missing text, or delete the "

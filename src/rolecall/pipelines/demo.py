@@ -174,14 +174,14 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
 # ---- 3. models ------------------------------------------------------------------------------
 
 def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
-    from rolecall.retrieval.candidates import CandidateIndex, build_candidate_index
+    from rolecall.serve.candidates import CandidateIndex, build_candidate_index
     from rolecall.train.backbone import load_backbone
     from rolecall.train.classifier import ClassifierSettings, train_classifier
     from rolecall.train.data import read_examples, selection_pairs, unique_candidates
     from rolecall.train.loop import TrainConfig
     from rolecall.train.reranker import Reranker, RerankerSettings, train_reranker
     from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
-    from rolecall.train.unanswerable import (MCDropoutDetector, calibrate_detector,
+    from rolecall.serve.unanswerable import (MCDropoutDetector, calibrate_detector,
                                              validation_items)
 
     bot = options.out / "bot"

@@ -34,7 +34,8 @@ from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.llm import LLM
 from rolecall.prompts import load_template
 from rolecall.records import Pair
-from rolecall.retrieval.clean import HANGUL_RE, read_corpus
+from rolecall.korean import HANGUL_RE
+from rolecall.textfiles import read_corpus
 from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
 from rolecall.rundir import RunDir
 from rolecall.yaml_files import load_yaml_model

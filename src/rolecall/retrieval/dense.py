@@ -29,6 +29,7 @@ import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.progress import progress_bar
+from rolecall.vectors import faiss_module, stable_top
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +51,6 @@ def _sentence_transformers():
         raise RolecallError("dense retrieval needs sentence-transformers",
                             fix=INSTALL_FIX) from None
     return sentence_transformers
-
-
-def _faiss():
-    try:
-        import faiss
-    except ImportError:
-        raise RolecallError("dense retrieval needs FAISS (faiss-cpu)", fix=INSTALL_FIX
-                            ) from None
-    return faiss
 
 
 def resolve_model(model: str) -> str:
@@ -140,7 +132,7 @@ def _dimension(encoder) -> int | None:
 
 def dense_info(encoder, model: str, vectors: np.ndarray) -> dict:
     """What ``info.json`` records: enough to reload the model, and to know it again."""
-    st, faiss = _sentence_transformers(), _faiss()
+    st, faiss = _sentence_transformers(), faiss_module()
     probe = encode(encoder, [PROBE])[0]
     return {"model": resolve_model(model), "model_given": model,
             "dimension": int(vectors.shape[1]), "vectors": int(vectors.shape[0]),
@@ -152,7 +144,7 @@ def dense_info(encoder, model: str, vectors: np.ndarray) -> dict:
 
 def write_dense(index_dir: Path, vectors: np.ndarray, info: dict) -> None:
     """``dense/index.faiss`` and ``dense/info.json`` under ``index_dir``."""
-    faiss = _faiss()
+    faiss = faiss_module()
     out = Path(index_dir) / DENSE_DIR
     out.mkdir(parents=True, exist_ok=True)
     flat = faiss.IndexFlatIP(vectors.shape[1])
@@ -162,15 +154,6 @@ def write_dense(index_dir: Path, vectors: np.ndarray, info: dict) -> None:
     os.replace(temp, out / FAISS_FILE)
     (out / INFO_FILE).write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n",
                                  encoding="utf-8")
-
-
-def stable_top(docs: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The best ``k`` of FAISS's neighbours, equal scores in corpus order (FAISS's own
-    order among ties is arbitrary)."""
-    keep = docs >= 0  # FAISS pads with -1 when it has fewer than asked
-    docs, scores = docs[keep], scores[keep]
-    order = np.lexsort((docs, -scores))[:k]
-    return [(int(docs[i]), float(scores[i])) for i in order]
 
 
 class DenseIndex:
@@ -200,7 +183,7 @@ class DenseIndex:
             info = json.loads((path / INFO_FILE).read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise InputFileError(path / INFO_FILE, "is not valid JSON", fix=fix) from None
-        vectors = _faiss().read_index(str(path / FAISS_FILE))
+        vectors = faiss_module().read_index(str(path / FAISS_FILE))
         if vectors.ntotal != count or vectors.d != info.get("dimension"):
             raise InputFileError(index_dir, f"is inconsistent: {count} comments but "
                                  f"{vectors.ntotal} dense vectors of dimension {vectors.d} "

@@ -54,13 +54,13 @@ import numpy as np
 
 from rolecall import __version__
 from rolecall.errors import ConfigError, InputFileError, RolecallError
-from rolecall.eval.stats import kiwi
+from rolecall.korean import kiwi
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.progress import progress_bar
 from rolecall.retrieval import dense
-from rolecall.retrieval.clean import (SPREADSHEET_DELIMITERS, clean_records,
-                                      normalize_delimiter, read_corpus)
+from rolecall.retrieval.clean import clean_records
 from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
+from rolecall.textfiles import SPREADSHEET_DELIMITERS, normalize_delimiter, read_corpus
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class Hit:
 
 @dataclass(frozen=True)
 class Corpus:
-    """One corpus file and how to read it (see ``clean.read_corpus``)."""
+    """One corpus file and how to read it (see ``textfiles.read_corpus``)."""
 
     path: Path
     column: str | None = None

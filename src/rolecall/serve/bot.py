@@ -3,7 +3,7 @@
 Per user turn:
 
 1. **retrieve**: the retriever's top ``k`` candidates, reordered by the reranker
-   (``retrieval/selection.py``: one backbone pass for the context);
+   (``serve/selection.py``: one backbone pass for the context);
 2. **fail?**: the best candidate's MC-dropout confidence (mean - variance of the reranker's
    sigmoid scores over ``mc_passes`` passes) at or below ``unanswerable_threshold`` means
    no candidate fits: the context is unanswerable by retrieval;
@@ -104,8 +104,8 @@ class Bot:
         settings = _read_settings(directory / BOT_FILE)
         selector = generator = classifier = None
         if (directory / "retriever").exists():
-            from rolecall.retrieval.candidates import CandidateIndex
-            from rolecall.retrieval.selection import ResponseSelector
+            from rolecall.serve.candidates import CandidateIndex
+            from rolecall.serve.selection import ResponseSelector
             from rolecall.train.retriever import Retriever
 
             index_dir = directory / "retriever" / "candidates"

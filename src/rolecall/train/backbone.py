@@ -10,8 +10,8 @@ cross-encoder reranker) is a small head over a ``Backbone``. A backbone is
   default: on a CPU its hidden states are computed once per text and cached on disk
   (``features.py``) and only the head trains (DESIGN.md: no small Korean encoder can be
   installed offline);
-- ``tiny_backbone(texts)``: a randomly initialised 2-layer BERT with a WordPiece tokenizer
-  trained on ``texts`` on the fly, for tests.
+- a ``Backbone`` built in code around any model and tokenizer (the tests build tiny random
+  ones: ``tests/tiny_models.py``).
 
 Token states are ``(hidden [B, T, H], mask [B, T])``. Pairs (``history``, ``response``) are
 assembled by hand, the same way for every tokenizer: ``[CLS] history [SEP] response [SEP]``
@@ -225,49 +225,3 @@ def _from_directory(path: Path, frozen: bool) -> Backbone:
                              fix="check that the directory holds config.json, the weights "
                                  "and the tokenizer files") from exc
     return Backbone(model, tokenizer, str(path), frozen)
-
-
-def tiny_tokenizer(texts: Sequence[str], vocab_size: int = 400) -> Any:
-    """A WordPiece tokenizer (BERT specials, NFC) trained on ``texts`` (tests)."""
-    from tokenizers import (
-        Tokenizer,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
-    from transformers import PreTrainedTokenizerFast
-
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    raw = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    raw.normalizer = normalizers.NFC()
-    raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    raw.train_from_iterator(list(texts), trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=specials, show_progress=False))
-    # the trainer numbers tokens in hash order, which changes from run to run: renumber
-    # (specials first, then sorted) so that a seeded tiny model is the same model every time
-    learned = sorted(set(raw.get_vocab()) - set(specials))
-    raw.model = models.WordPiece({t: i for i, t in enumerate(specials + learned)},
-                                 unk_token="[UNK]")
-    raw.post_processor = processors.BertProcessing(
-        ("[SEP]", raw.token_to_id("[SEP]")), ("[CLS]", raw.token_to_id("[CLS]")))
-    return PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]",
-                                   unk_token="[UNK]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
-
-
-def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
-                  vocab_size: int = 400, max_length: int = 512, seed: int = 0,
-                  dropout: float = 0.1) -> Backbone:
-    """A random 2-layer BERT and a WordPiece tokenizer trained on ``texts`` (tests)."""
-    torch = _torch()
-    from transformers import BertConfig, BertModel
-
-    tokenizer = tiny_tokenizer(texts, vocab_size)
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden_size,
-                        num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=hidden_size * 2, max_position_embeddings=max_length,
-                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-    return Backbone(BertModel(config), tokenizer, "tiny", frozen=False)

@@ -6,7 +6,7 @@ one full pass per candidate: with the embedded Gemma on two CPU cores that is ~4
 candidate, far over a 150 ms turn for ten of them. With a *frozen* backbone those passes
 teach nothing anyway (only the head trains), so this head takes the backbone's states of
 the context and of the candidate computed **separately**: the context's once per turn
-(shared with the retriever, ``retrieval/selection.py``), each candidate's once for good
+(shared with the retriever, ``serve/selection.py``), each candidate's once for good
 (cached with the index, ``features.py``). The interaction is learned here, token by token:
 
 1. each side through its own ``TokenProjection`` (LayerNorm, 2-layer MLP into ``dim``);

@@ -2,7 +2,7 @@
 examples, MLE on the in-bounds responses and unlikelihood on the out-of-bounds ones.
 
 The base is the embedded Gemma 3 270M (through transformers, ``llm/hf.py``), any local
-transformers causal LM, or, for tests, ``tiny_causal_lm``. Only LoRA adapters train (PEFT);
+transformers causal LM, or a (model, tokenizer) built in code (the tests' tiny model). Only LoRA adapters train (PEFT);
 the loss is ``losses/unlikelihood.py``. The prompt is the dialogue as an LM reads it
 (``perplexity.lm_prompt``: ``role: text`` lines, then ``system:``), the target the response
 after one space, then a newline: the turn ends where the next ``user:`` line would begin,
@@ -59,33 +59,11 @@ class GeneratorSettings(Settings):
     max_turns: int | None = Field(MAX_TURNS, ge=1, description="history turns in the prompt")
 
 
-def tiny_causal_lm(texts: Sequence[str], seed: int = 0) -> tuple[Any, Any]:
-    """A random 2-layer Llama and a WordPiece tokenizer trained on ``texts`` (tests)."""
-    torch = _torch()
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from rolecall.train.backbone import tiny_tokenizer
-
-    tokenizer = tiny_tokenizer(list(texts) + ["user: system:"], vocab_size=300)
-    tokenizer.bos_token, tokenizer.eos_token = "[CLS]", "[SEP]"
-    torch.manual_seed(seed)
-    # subtle: LoRA leaves the LM head frozen; at the usual 0.02 init its rows are so short
-    # that the logits stay within about +-0.6 whatever the adapters do (no token can
-    # become likely), so the test model starts with larger weights
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=512, initializer_range=0.3,
-                         bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
-    return LlamaForCausalLM(config), tokenizer
-
-
 def load_base(name: str) -> tuple[Any, Any]:
     """(causal LM, tokenizer) for ``"embedded"`` or a local model directory."""
     if name == TINY:
         raise ConfigError("the tiny test model is made in code, not loaded by name",
-                          fix="pass (model, tokenizer) from tiny_causal_lm, or a real base")
+                          fix="pass the (model, tokenizer) itself, or name a real base")
     from rolecall.llm.hf import load_hf_model
 
     return load_hf_model(name)

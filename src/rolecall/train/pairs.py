@@ -78,7 +78,7 @@ def build_head(backbone: Backbone, settings: PairSettings, outputs: int) -> Any:
     """LayerNorm -> dropout -> linear -> GELU -> dropout -> linear, on the pooled vector.
 
     The norm matters for frozen decoders (Gemma's states run to the hundreds); the two
-    dropouts are what MC dropout samples (``unanswerable.py``).
+    dropouts are what MC dropout samples (``serve/unanswerable.py``).
     """
     nn = _torch().nn
     size = backbone.hidden_size * (1 if settings.pool == "mean" else 2)

@@ -1,7 +1,7 @@
 """Perplexity of a response given the dialogue, from any LLM that scores text.
 
 Used by the fallback question (``classifier.pick_fallback``) and by the perplexity method
-of unanswerable-context detection (``unanswerable.py``).
+of unanswerable-context detection (``serve/unanswerable.py``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ many more negatives for the same cost (on chatbot_data, 7 fixed ones left it far
 the poly-encoder).
 
 The head has dropout, so with dropout switched on the scores vary: ``mc_dropout`` samples
-them for the unanswerable-context detector (``unanswerable.py``); ``score`` is
+them for the unanswerable-context detector (``serve/unanswerable.py``); ``score`` is
 deterministic.
 """
 

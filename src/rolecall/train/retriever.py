@@ -6,7 +6,7 @@ system turns for the dialogue so far. Two heads, both after Humeau et al. 2020
 
 - **bi-encoder**: context vector = the context's token states through a trainable
   projection, mean-pooled; candidate vector likewise with its own projection; score = their
-  dot product. One vector per side, so candidates are indexed once (``retrieval/
+  dot product. One vector per side, so candidates are indexed once (``serve/
   candidates.py``) and searched with FAISS.
 - **poly-encoder**: ``codes`` learned vectors attend over the projected context tokens and
   give ``codes`` context vectors; the candidate vector attends over those, and the score is
@@ -132,7 +132,7 @@ class PolyEncoderHead(nn.Module):
         return mean_pool(self.candidate(hidden), mask)
 
     def query(self, contexts):
-        """Codes averaged: the first stage of a search (see ``retrieval/candidates.py``).
+        """Codes averaged: the first stage of a search (see ``serve/candidates.py``).
 
         The full score is a softmax-weighted average of the per-code dot products, so it
         lies between their plain mean (this vector's score) and their maximum.

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.retrieval.dense import _faiss, stable_top
+from rolecall.vectors import faiss_module, stable_top
 from rolecall.train.data import unique_candidates
 
 INDEX_FORMAT, FORMAT_VERSION = "rolecall-candidate-index", 1
@@ -55,7 +55,7 @@ def build_candidate_index(retriever, candidates: Iterable[str], out_dir: str | P
     Each file is written to a temporary name and renamed; the manifest comes last, so a
     killed build leaves a directory that ``load`` refuses rather than a half index.
     """
-    faiss = _faiss()
+    faiss = faiss_module()
     texts = unique_candidates(candidates)
     if not texts:
         raise ConfigError("no candidate responses to index",
@@ -107,7 +107,7 @@ class CandidateIndex:
                                  "the candidates changed after the index was built",
                                  fix=REBUILD)
         texts = [json.loads(line)["text"] for line in lines.decode("utf-8").splitlines()]
-        index = _faiss().read_index(str(path / FAISS_FILE))
+        index = faiss_module().read_index(str(path / FAISS_FILE))
         if not index.ntotal == len(texts) == manifest["count"] or index.d != manifest["dim"]:
             raise InputFileError(path, f"is inconsistent: {len(texts)} candidates, "
                                  f"{index.ntotal} vectors of dimension {index.d}, manifest "

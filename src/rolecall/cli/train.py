@@ -15,15 +15,15 @@ from typing import Optional
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
 from rolecall import config as settings_file
+from rolecall.cli.common import out
 from rolecall.errors import ConfigError, describe_validation
 
 train_app = typer.Typer(help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
                              "classifier, retriever, reranker, generator.",
                         no_args_is_help=True)
-out = Console(soft_wrap=True)
+
 
 BACKBONE_HELP = ("'embedded' (the embedded Gemma 3 270M, frozen) or a local transformers "
                  "model directory (trained whole unless --frozen)")
@@ -111,7 +111,7 @@ def train_retriever_command(
         backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
         seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
-    from rolecall.retrieval.candidates import build_candidate_index
+    from rolecall.serve.candidates import build_candidate_index
     from rolecall.train.backbone import load_backbone
     from rolecall.train.data import read_examples, unique_candidates
     from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
@@ -155,7 +155,7 @@ def train_reranker_command(
     config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     mined = None
     if hard_negatives is not None:
-        from rolecall.retrieval.candidates import CandidateIndex
+        from rolecall.serve.candidates import CandidateIndex
 
         candidate_index = CandidateIndex.load(hard_negatives)
 
@@ -184,15 +184,15 @@ def unanswerable_command(
     """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
     threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
     from rolecall.llm import LLM, Cache, load_backend
-    from rolecall.retrieval.candidates import CandidateIndex
-    from rolecall.train.data import read_examples, selection_pairs
-    from rolecall.train.reranker import Reranker
-    from rolecall.train.unanswerable import (
+    from rolecall.serve.candidates import CandidateIndex
+    from rolecall.serve.unanswerable import (
         MCDropoutDetector,
         PerplexityDetector,
         compare_detectors,
         validation_items,
     )
+    from rolecall.train.data import read_examples, selection_pairs
+    from rolecall.train.reranker import Reranker
 
     wanted = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = sorted(set(wanted) - {"mc-dropout", "ppl"})

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from rolecall.errors import ConfigError  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
-from rolecall.train.unanswerable import (  # noqa: E402
+from rolecall.serve.unanswerable import (  # noqa: E402
     MCDropoutDetector,
     PerplexityDetector,
     calibrate_detector,

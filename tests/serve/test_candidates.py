@@ -12,8 +12,9 @@ pytest.importorskip("faiss")
 
 from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.records import Turn  # noqa: E402
-from rolecall.retrieval.candidates import CandidateIndex, build_candidate_index  # noqa: E402
-from rolecall.train.backbone import Backbone, tiny_backbone  # noqa: E402
+from rolecall.serve.candidates import CandidateIndex, build_candidate_index  # noqa: E402
+from rolecall.train.backbone import Backbone  # noqa: E402
+from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402

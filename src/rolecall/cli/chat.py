@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from rolecall.cli.common import out
 from rolecall.records import Turn
-
-out = Console(soft_wrap=True)
 
 
 def summary(reply) -> str:
@@ -42,8 +40,8 @@ def chat_command(
                                               "stdin); prints one JSON reply per turn"),
         progress: bool = typer.Option(True, help="progress bars while loading")):
     """Chat with a Retrieve-fail-Generate bot; every reply shows how it was made."""
-    from rolecall.retrieval.clean import input_lines
     from rolecall.serve.bot import Bot
+    from rolecall.textfiles import input_lines
 
     bot = Bot.load(models_dir, progress=progress)
     history: list[Turn] = []

@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
+from rolecall.cli.common import out
 from rolecall.errors import InputFileError
-
-out = Console(soft_wrap=True)
 
 
 def train_command(
@@ -36,7 +34,7 @@ def train_command(
         lora_r: int = typer.Option(8, min=1), max_steps: Optional[int] = typer.Option(None),
         seed: int = typer.Option(0), progress: bool = typer.Option(True)):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
-    from rolecall.cli_train import _settings
+    from rolecall.cli.train import _settings
     from rolecall.formats.kda import read_kda_csv
     from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
     from rolecall.train.loop import TrainConfig
@@ -82,7 +80,7 @@ def rewrite_command(
         max_new_tokens: int = typer.Option(64, min=1)):
     """Rewrite offensive sentences as neutral ones (greedy), one per input line."""
     from rolecall.formats.kda import read_kda_csv
-    from rolecall.retrieval.clean import input_lines
+    from rolecall.textfiles import input_lines
     from rolecall.train.detox_model import DetoxModel
 
     model = DetoxModel.load(model_dir)

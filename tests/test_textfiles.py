@@ -14,8 +14,8 @@ import zipfile
 import pytest
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.retrieval.clean import (clean_comments, clean_records, read_corpus,
-                                      read_text_file)
+from rolecall.retrieval.clean import clean_comments, clean_records
+from rolecall.textfiles import read_corpus, read_text_file
 from tests.conftest import SHARED_DATA
 
 
@@ -230,7 +230,7 @@ def test_the_real_corpora_read_cleanly():
 
 
 def test_input_lines_are_stripped_non_blank_lines_of_a_checked_file(tmp_path, monkeypatch):
-    from rolecall.retrieval.clean import input_lines
+    from rolecall.textfiles import input_lines
 
     path = tmp_path / "turns.txt"
     path.write_bytes("\ufeff 안녕하세요 \n\n밥 먹었어요\r\n".encode())

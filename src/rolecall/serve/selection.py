@@ -2,7 +2,7 @@
 
 What the Retrieve-fail-Generate bot does per user turn (NAACL 2022 §4.3): the retriever
 finds the ``k`` best of the bot's candidate responses (``candidates.py``), the reranker
-orders them, and the best one's MC-dropout confidence (``train/unanswerable.py``) says
+orders them, and the best one's MC-dropout confidence (``serve/unanswerable.py``) says
 whether to answer with it or fall back to the generator.
 
 The context is run through the backbone **once**: with an ``attention`` reranker that
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from rolecall.records import Turn
-from rolecall.retrieval.candidates import CandidateIndex
+from rolecall.serve.candidates import CandidateIndex
 from rolecall.train.features import Features
 from rolecall.train.pairs import as_context
 from rolecall.train.reranker import Reranker
-from rolecall.train.unanswerable import sigmoid_confidence
+from rolecall.serve.unanswerable import sigmoid_confidence
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+from rolecall.cli.app import main
+
+main()

@@ -1,0 +1,68 @@
+"""What every command module shares: the consoles, the model option, loading an LLM,
+sampling options, JSON option files, and the end of a stage (stats, counts, failures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+
+from rolecall import config
+from rolecall.errors import ConfigError, describe_validation
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+MODEL_HELP = ("model string, e.g. llamacpp:embedded (default), llamacpp:/m.gguf, "
+              "openai:http://localhost:8000/v1?model=NAME, hf:/path/to/model")
+
+
+def load_llm(model: Optional[str], cache: Optional[Path], concurrency: int = 8, retries: int = 4):
+    from rolecall.llm import LLM, Cache, load_backend
+
+    with err.status(f"loading {model or 'the default model'}..."):
+        backend = load_backend(model)
+    return LLM(backend, Cache(cache or config.cache_path()), concurrency=concurrency,
+               retries=retries)
+
+
+def sampling_params(max_tokens: int, temperature: float, top_p: float, seed: Optional[int],
+            stop: list[str], logprobs: Optional[int] = None,
+            json_schema: Optional[Path] = None, grammar: Optional[Path] = None):
+    from pydantic import ValidationError
+
+    from rolecall.llm import SamplingParams
+
+    schema = read_json_file(json_schema) if json_schema else None
+    gbnf = grammar.read_text(encoding="utf-8") if grammar else None
+    try:
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+                              seed=seed, stop=tuple(stop), logprobs=logprobs,
+                              json_schema=schema, grammar=gbnf)
+    except ValidationError as exc:
+        raise ConfigError(f"bad sampling options: {describe_validation(exc)}") from None
+
+
+def read_json_file(path: Path) -> dict:
+    from rolecall.errors import InputFileError
+
+    if not path.is_file():
+        raise InputFileError(path, "file not found", fix="check the path")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputFileError(path, f"not valid JSON ({exc.msg})", line=exc.lineno) from None
+
+
+def finish_stage(llm, run, stage: str, counts: dict) -> None:
+    from rolecall.errors import BatchFailed
+
+    run.record_stage(stage, counts, llm.stats.as_dict())
+    err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(counts, ensure_ascii=False))
+    if llm.stats.failures:
+        raise BatchFailed(f"{llm.stats.failures} LLM calls failed after retries; every "
+                          f"finished record is kept in {run.path}",
+                          fix="fix the cause and run the same command again")

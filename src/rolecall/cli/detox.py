@@ -1,0 +1,153 @@
+"""``rolecall detox``: K/DA pairs (generate, filter, export, run) and the detox model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rolecall.cli.common import MODEL_HELP, err, load_llm, out
+from rolecall.cli.detox_model import (
+    offensiveness_data_command,
+    rewrite_command,
+    score_command,
+    train_command,
+)
+from rolecall.errors import ConfigError, describe_validation
+
+detox_app = typer.Typer(help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
+                             "export), and the detox model (train, rewrite).",
+                        no_args_is_help=True)
+detox_app.command("train")(train_command)
+detox_app.command("rewrite")(rewrite_command)
+detox_app.command("score")(score_command)
+detox_app.command("offensiveness-data")(offensiveness_data_command)
+
+
+@detox_app.command("generate")
+def detox_generate(
+        sentences: str = typer.Option(..., help="neutral sentences: PATH or PATH:COLUMN "
+                                                "(e.g. chatbot_data.csv:Q)"),
+        index_dir: Optional[Path] = typer.Option(None, "--index", help="slang index "
+                                                 "directory ('rolecall slang index')"),
+        out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+        ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
+        limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
+        max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
+        delimiter: Optional[str] = typer.Option(None),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        language: str = typer.Option("ko"), temperature: float = typer.Option(0.8),
+        seed: int = typer.Option(0), max_tokens: int = typer.Option(80),
+        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
+        progress: bool = typer.Option(True)):
+    """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
+    from rolecall.generate.detox import DetoxConfig
+    from rolecall.pipelines.detox import generate_stage, neutral_sentences
+    from rolecall.retrieval.slang import SlangIndex
+    from rolecall.rundir import RunDir
+
+    try:
+        n_values = tuple(int(n) for n in ns.split(","))
+    except ValueError:
+        raise ConfigError(f"--ns '{ns}' is not a list of numbers", fix="e.g. --ns 0,3,5,7,9"
+                          ) from None
+    config = DetoxConfig(ns=n_values, temperature=temperature, max_tokens=max_tokens,
+                         seed=seed, language=language)
+    if max(n_values) > 0 and index_dir is None:
+        raise ConfigError("n > 0 needs retrieved comments", fix="pass --index DIR (built "
+                          "with 'rolecall slang index'), or use --ns 0")
+    rows, skipped = neutral_sentences(sentences, delimiter, limit, max_chars, language)
+    if any(skipped.values()):
+        err.print(f"skipped sentences: {skipped}")
+    index = SlangIndex.load(index_dir) if index_dir else None
+    llm = load_llm(model, cache, concurrency)
+    run = RunDir(out_dir, "detox generate", {"sentences": sentences, "index": str(index_dir),
+                                             **vars(config)})
+    try:
+        counts = generate_stage(llm, run, rows, index, config, progress)
+    finally:
+        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(counts, ensure_ascii=False))
+
+
+@detox_app.command("filter")
+def detox_filter(
+        out_dir: Path = typer.Option(..., "--out", help="the run directory of 'generate'"),
+        models: Optional[list[str]] = typer.Option(
+            None, "--model", "-m", help=MODEL_HELP + ". Repeat for a panel of judge models: "
+                                                      "majority over all their votes"),
+        mode: str = typer.Option("auto", help="auto, score or generate"),
+        samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
+        language: str = typer.Option("ko"), temperature: float = typer.Option(0.0),
+        calibrate: bool = typer.Option(False, help="score mode: divide out each label "
+                                                   "word's prior on content-free inputs"),
+        consistency_template: Optional[str] = typer.Option(None),
+        implicit_template: Optional[str] = typer.Option(None),
+        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
+        progress: bool = typer.Option(True)):
+    """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
+    from rolecall.pipelines.detox import FilterSection, filter_stage
+    from rolecall.rundir import RunDir
+
+    section = FilterSection(models=models or [], mode=mode, samples=samples,
+                            temperature=temperature, calibrate=calibrate,
+                            consistency_template=consistency_template,
+                            implicit_template=implicit_template)
+    llms = [load_llm(m, cache, concurrency) for m in dict.fromkeys(models or [None])]
+    run = RunDir(out_dir, "detox filter", section.model_dump())
+    try:
+        filter_stage(llms, run, section, language, progress)
+    finally:
+        for llm in llms:
+            err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(run.manifest["stages"]["filter"]["counts"], ensure_ascii=False))
+
+
+@detox_app.command("export")
+def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run directory"),
+                 name: str = typer.Option("rolecall K/DA pairs"),
+                 licence: str = typer.Option("research use; see the sources' licences"),
+                 formats: str = typer.Option("csv", help="comma-separated: csv, parquet, hf "
+                                                         "(Hugging Face datasets directory)")):
+    """K/DA CSV (neutral,implicit), Parquet, a datasets directory and a data card."""
+    from pydantic import ValidationError
+
+    from rolecall.pipelines.detox import ExportSection, export_stage
+    from rolecall.rundir import RunDir
+
+    try:
+        section = ExportSection(name=name, licence=licence,
+                                formats=[f.strip() for f in formats.split(",") if f.strip()])
+    except ValidationError as exc:
+        raise ConfigError(f"bad --formats: {describe_validation(exc)}",
+                          fix="use csv, parquet and/or hf") from None
+    files = export_stage(RunDir(out_dir, "detox export", section.model_dump()), section)
+    for kind, path in files.items():
+        out.print(f"{kind}: {path}", highlight=False, markup=False)
+
+
+@detox_app.command("run")
+def detox_run(config_path: Path = typer.Argument(..., help="pipeline config (YAML); see "
+                                                           "examples/kda/config.yaml"),
+              until: str = typer.Option("geval", help="stop after this stage: index, "
+                                                      "generate, filter, export or geval"),
+              progress: bool = typer.Option(True)):
+    """The whole K/DA pipeline: index -> generate -> filter -> export -> G-Eval; resumable."""
+    from rolecall.pipelines.detox import load_detox_config, run_detox
+
+    config = load_detox_config(config_path)
+    cache = Path(config.cache) if config.cache else None
+    opened = []
+
+    def load(model):
+        opened.append(load_llm(model, cache, config.concurrency, config.retries))
+        return opened[-1]
+
+    try:
+        run_detox(config, load, until, progress,
+                  say=lambda line: out.print(line, highlight=False, markup=False))
+    finally:
+        for llm in opened:
+            err.print(f"{llm.model_id}: {llm.stats.summary()}")

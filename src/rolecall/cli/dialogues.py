@@ -1,0 +1,137 @@
+"""``rolecall dialogues``: role-specified dialogue data (NAACL 2022, sections 3.1-3.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rolecall.cli.common import MODEL_HELP, finish_stage, load_llm, out
+
+dialogues_app = typer.Typer(help="Role-specified dialogue data (NAACL 2022): generate, "
+                                 "judge, convert, count.", no_args_is_help=True)
+
+
+def read_dialogues(path: Path):
+    """Rolecall Dialogue JSONL, or a CareCall corpus file (.json)."""
+    from rolecall.formats.carecall import read_carecall
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Dialogue
+
+    if path.suffix == ".json":
+        return read_carecall(path)
+    return list(read_jsonl(path, Dialogue))
+
+
+@dialogues_app.command("generate")
+def dialogues_generate(
+        spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
+        examples: Path = typer.Option(..., help="example dialogues (JSONL or CareCall .json)"),
+        out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+        count: int = typer.Option(10, "-n", "--count", min=1),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        temperature: float = typer.Option(0.5), top_p: float = typer.Option(0.8),
+        max_tokens: int = typer.Option(768), seed: int = typer.Option(0),
+        frequency_penalty: float = typer.Option(0.0, help="OpenAI-style; small base models "
+                                                          "loop less with ~0.5"),
+        presence_penalty: float = typer.Option(0.0),
+        min_turns: int = typer.Option(6),
+        accept_unfinished: bool = typer.Option(False, help="keep dialogues cut by the token "
+                                                           "limit (last turn dropped)"),
+        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
+        progress: bool = typer.Option(True)):
+    """Generate whole dialogues one-shot from the spec's outline and one example each."""
+    from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
+    from rolecall.prompts import load_template
+    from rolecall.rundir import RunDir
+    from rolecall.spec import load_role_spec
+
+    spec = load_role_spec(spec_path)
+    shots = read_dialogues(examples)
+    config = GenerationConfig(count=count, temperature=temperature, top_p=top_p,
+                              max_tokens=max_tokens, seed=seed, min_turns=min_turns,
+                              frequency_penalty=frequency_penalty,
+                              presence_penalty=presence_penalty,
+                              language=spec.language, require_end=not accept_unfinished)
+    llm = load_llm(model, cache, concurrency)
+    run = RunDir(out_dir, "dialogues generate", {"spec": str(spec_path),
+                                                 "examples": str(examples), **vars(config)})
+    run.record_model("generator", llm.model_id)
+    run.record_prompt(config.template, load_template(config.template, spec.language).source)
+    counts = generate_dialogues(llm, spec, shots, config, out_dir, progress=progress)
+    finish_stage(llm, run, "generate", counts)
+
+
+@dialogues_app.command("judge")
+def dialogues_judge(
+        spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
+        dialogues: Path = typer.Option(..., help="dialogues to judge (JSONL or CareCall .json)"),
+        out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        mode: str = typer.Option("auto", help="auto, score (label log-likelihoods) or "
+                                              "generate (JSON answer)"),
+        samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
+        temperature: float = typer.Option(0.0, help="judge temperature (generate mode)"),
+        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
+        progress: bool = typer.Option(True)):
+    """Judge each system turn up to the first out-of-bounds one; write examples."""
+    from rolecall.judge.dialogues import judge_dialogues
+    from rolecall.judge.out_of_bounds import make_judge
+    from rolecall.rundir import RunDir
+    from rolecall.spec import load_role_spec
+
+    spec = load_role_spec(spec_path)
+    items = read_dialogues(dialogues)
+    llm = load_llm(model, cache, concurrency)
+    judge = make_judge(spec, llm.backend, mode, temperature)
+    run = RunDir(out_dir, "dialogues judge", {"spec": str(spec_path), "dialogues":
+                 str(dialogues), "mode": judge.mode, "constrained": judge.constrained,
+                 "samples": samples, "temperature": temperature})
+    run.record_model("judge", llm.model_id)
+    run.record_prompt(judge.template.name, judge.template.source)
+    counts = judge_dialogues(llm, judge, items, out_dir, samples, progress)
+    finish_stage(llm, run, "judge", {"dialogues": len(items), **counts})
+
+
+@dialogues_app.command("stats")
+def dialogues_stats(files: list[Path] = typer.Argument(..., help="dialogue files (JSONL or "
+                                                                 "CareCall .json)"),
+                    as_json: bool = typer.Option(False, "--json")):
+    """The paper's Table 2 for each file, side by side (eojeol and Kiwi morphemes)."""
+    from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json
+
+    columns = {}
+    for path in files:
+        name = path.name if path.name not in columns else str(path)
+        columns[name] = dataset_stats(read_dialogues(path))
+    if as_json:
+        out.print(stats_to_json(columns), markup=False, highlight=False, soft_wrap=True)
+    else:
+        out.print(format_stats_table(columns))
+
+
+@dialogues_app.command("import-carecall")
+def dialogues_import(source: Path, target: Path,
+                     examples: bool = typer.Option(False, help="write training examples "
+                                                               "instead of dialogues")):
+    """CareCall corpus JSON -> rolecall dialogue JSONL (or training examples)."""
+    from rolecall.formats.carecall import (
+        carecall_to_examples,
+        read_carecall,
+        write_examples_jsonl,
+    )
+    from rolecall.jsonl import write_jsonl
+
+    count = (write_examples_jsonl(target, carecall_to_examples(source)) if examples
+             else write_jsonl(target, read_carecall(source)))
+    out.print(f"{target}: {count} {'examples' if examples else 'dialogues'}")
+
+
+@dialogues_app.command("export-carecall")
+def dialogues_export(source: Path, target: Path):
+    """Rolecall dialogue JSONL (e.g. judged.jsonl) -> CareCall corpus JSON."""
+    from rolecall.formats.carecall import write_carecall
+
+    count = write_carecall(target, read_dialogues(source))
+    out.print(f"{target}: {count} dialogues")

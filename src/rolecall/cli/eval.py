@@ -1,0 +1,99 @@
+"""``rolecall eval``: G-Eval, filter-human agreement, unanswerable contexts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rolecall.cli.common import MODEL_HELP, err, load_llm, out
+from rolecall.cli.train import unanswerable_command
+
+eval_app = typer.Typer(help="Evaluation: G-Eval, filter-human agreement, unanswerable "
+                                "contexts.", no_args_is_help=True)
+eval_app.command("unanswerable")(unanswerable_command)
+
+
+def _geval_input(path: Path, limit: Optional[int]):
+    """(texts, neutrals or None): K/DA CSV or Pair JSONL give pairs, the JSONL of 'detox
+    rewrite' its outputs (against the reference, else the input); other files sentences."""
+    from rolecall.cli.detox_model import read_rewrites
+    from rolecall.formats.kda import read_kda_csv
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Pair
+    from rolecall.textfiles import read_corpus
+
+    if path.suffix == ".csv":
+        pairs = read_kda_csv(path)
+    elif path.suffix == ".jsonl" and "output" in next(read_jsonl(path), {}):
+        rows = read_rewrites(path)[:limit] if limit else read_rewrites(path)
+        return [r["output"] for r in rows], [r.get("reference", r["input"]) for r in rows]
+    elif path.suffix == ".jsonl":
+        pairs = list(read_jsonl(path, Pair))
+    else:
+        texts = [t.strip() for _, t in read_corpus(path) if t.strip()]
+        return texts[:limit] if limit else texts, None
+    pairs = pairs[:limit] if limit else pairs
+    return [p.toxic for p in pairs], [p.neutral for p in pairs]
+
+
+@eval_app.command("geval")
+def eval_geval(
+        files: list[Path] = typer.Argument(..., help="K/DA CSV (neutral,implicit), Pair "
+                                                      "JSONL, or sentences one a line"),
+        criteria: str = typer.Option("overall,implicit,consistency,fluency"),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+        mode: str = typer.Option("auto", help="auto, score, logprobs or sample"),
+        samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
+        limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
+        language: str = typer.Option("ko"), cache: Optional[Path] = typer.Option(None),
+        as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
+        progress: bool = typer.Option(True)):
+    """Score datasets 1-5 per criterion and compare them in one table."""
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from rolecall.eval.geval import geval, summarise
+
+    wanted = [c.strip() for c in criteria.split(",") if c.strip()]
+    llm = load_llm(model, cache)
+    table = Table(title=f"G-Eval ({llm.model_id})")
+    table.add_column("dataset")
+    for criterion in wanted:
+        table.add_column(criterion, justify="right")
+    everything = {}
+    for path in files:
+        texts, neutrals = _geval_input(path, limit)
+        usable = [c for c in wanted if c != "consistency" or neutrals is not None]
+        results = geval(llm, texts, neutrals, usable, mode, samples, language, progress)
+        summary = summarise(results)
+        everything[str(path)] = {"summary": summary, "items": [asdict(r) for r in results]}
+        cells = [f"{summary[c]['mean']:.2f} ({summary[c]['mode']}, n={summary[c]['scored']})"
+                 if c in summary and summary[c]["mean"] is not None else "-" for c in wanted]
+        table.add_row(path.name, *cells)
+    if as_json:
+        out.print(json.dumps(everything, ensure_ascii=False), markup=False, highlight=False)
+    else:
+        out.print(table)
+    err.print(f"{llm.model_id}: {llm.stats.summary()}")
+
+
+@eval_app.command("agreement")
+def eval_agreement(run_dir: Path = typer.Option(..., "--run", help="a filtered detox run"),
+                   labels: Path = typer.Option(..., help="CSV: item_id,filter,label"
+                                                         "[,annotator]")):
+    """Agreement %, Cohen's kappa and majority-vote agreement of people with each filter."""
+    from rolecall.eval.agreement import agreement_report, read_human_labels
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Verdict
+
+    human = read_human_labels(labels)
+    verdicts = {}
+    for name in human:
+        path = run_dir / f"verdicts_{name}.jsonl"
+        verdicts[name] = list(read_jsonl(path, Verdict)) if path.exists() else []
+    out.print(json.dumps(agreement_report(verdicts, human), ensure_ascii=False, indent=2),
+              markup=False, highlight=False)

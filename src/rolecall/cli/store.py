@@ -1,0 +1,52 @@
+"""``rolecall db``, ``rolecall records``, ``rolecall spec``: the database and the files a run reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rolecall.cli.common import out
+from rolecall.errors import ConfigError
+
+db_app = typer.Typer(help="The feedback and annotation database.", no_args_is_help=True)
+records_app = typer.Typer(help="Check record files (JSONL).", no_args_is_help=True)
+spec_app = typer.Typer(help="Role specifications (YAML).", no_args_is_help=True)
+
+
+@db_app.command("upgrade")
+def db_upgrade(url: Optional[str] = typer.Option(None, help="database URL (default: SQLite "
+                                                           "in ROLECALL_HOME, or "
+                                                           "ROLECALL_DATABASE_URL)")):
+    """Create or migrate the database to the latest schema."""
+    from rolecall.store.db import db_upgrade_command
+
+    out.print(db_upgrade_command(url))
+
+
+RECORD_TYPES = ["example", "dialogue", "pair", "verdict", "turn"]
+
+
+@records_app.command("check")
+def records_check(path: Path, kind: str = typer.Option(..., "--as",
+                                                       help="/".join(RECORD_TYPES))):
+    """Validate every line of a JSONL file as one record type."""
+    from rolecall import records
+    from rolecall.jsonl import read_jsonl
+
+    if kind not in RECORD_TYPES:
+        raise ConfigError(f"unknown record type '{kind}'", fix=f"use one of {RECORD_TYPES}")
+    model = getattr(records, kind.capitalize())
+    count = sum(1 for _ in read_jsonl(path, model))
+    out.print(f"{path}: {count} valid {model.__name__} records")
+
+
+@spec_app.command("check")
+def spec_check(path: Path):
+    """Validate a role specification and summarise it."""
+    from rolecall.spec import load_role_spec
+
+    spec = load_role_spec(path)
+    out.print(f"{path}: role '{spec.name}' ({spec.language}), {len(spec.categories)} "
+              f"categories -> error categories: {', '.join(spec.error_categories)}")
