@@ -81,7 +81,8 @@ def test_rolecall_serve_answers_on_loopback(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"sqlite:///{tmp_path / 'web.sqlite'}"
-    server = rolecall("serve", "--port", str(port), "--db", url)
+    server = rolecall("serve", "--port", str(port), "--db", url,
+                      env_extra={"ROLECALL_HOME": str(tmp_path / "home")})
     try:
         deadline, answer = time.monotonic() + 60, None
         while answer is None and time.monotonic() < deadline:
@@ -92,7 +93,29 @@ def test_rolecall_serve_answers_on_loopback(tmp_path):
                 time.sleep(0.2)
         assert answer is not None, "rolecall serve did not answer within 60 s"
         assert answer.status_code == 303 and answer.headers["location"].startswith("/login")
-        assert "log in" in httpx.get(f"http://127.0.0.1:{port}/login").text
+        form = httpx.get(f"http://127.0.0.1:{port}/login")
+        assert "log in" in form.text
+        assert "secure" not in form.headers["set-cookie"].lower()  # loopback: plain HTTP
     finally:
         server.terminate()
         server.communicate(timeout=30)
+    secret = tmp_path / "home" / "web-secret"  # made at start, kept for the next one
+    assert secret.stat().st_mode & 0o777 == 0o600 and len(secret.read_text()) == 64
+
+
+def test_secure_cookies_are_on_by_default_beyond_loopback(tmp_path, monkeypatch):
+    from rolecall.web.auth import is_loopback, server_secret
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.0.1.1"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.5", "example.org"))
+    helped = rolecall("serve", "--help", env_extra={"COLUMNS": "200"})
+    stdout, _ = helped.communicate(timeout=120)
+    assert "--secure-cookies" in stdout and "--no-secure-cookies" in stdout
+    monkeypatch.delenv("ROLECALL_WEB_SECRET", raising=False)
+    path = tmp_path / "web-secret"
+    first = server_secret(path)
+    assert server_secret(path) == first and len(first) == 64  # kept across restarts
+    assert server_secret(None) != server_secret(None)  # no file: fresh each process
+    monkeypatch.setenv("ROLECALL_WEB_SECRET", "short")
+    with pytest.raises(Exception, match="32"):
+        server_secret(path)

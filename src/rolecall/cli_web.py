@@ -36,16 +36,26 @@ def _engine(url: Optional[str]):
 def serve_command(host: str = typer.Option("127.0.0.1", help="0.0.0.0 to listen on every "
                                                              "interface (put TLS in front)"),
                   port: int = typer.Option(8000, min=1, max=65535),
-                  db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+                  db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+                  secure_cookies: Optional[bool] = typer.Option(
+                      None, "--secure-cookies/--no-secure-cookies",
+                      help="send the login cookies over HTTPS only (default: on unless the "
+                           "host is loopback; needs TLS in front of the app)")):
     """Start the web app: chat with Fix, annotation, export."""
     import uvicorn
 
+    from rolecall.config import home
     from rolecall.store import safe_url
     from rolecall.web import create_app
+    from rolecall.web.auth import is_loopback
 
     engine = _engine(db)
-    out.print(f"rolecall web app on http://{host}:{port} (database {safe_url(engine.url)})")
-    uvicorn.run(create_app(engine), host=host, port=port, log_level="warning")
+    secure = not is_loopback(host) if secure_cookies is None else secure_cookies
+    app = create_app(engine, secure_cookies=secure, secret_file=home() / "web-secret")
+    out.print(f"rolecall web app on http://{host}:{port} (database {safe_url(engine.url)}; "
+              + ("cookies over HTTPS only: serve it behind TLS, or pass --no-secure-cookies)"
+                 if secure else "cookies over HTTP too)"))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @web_app.command("add-user")

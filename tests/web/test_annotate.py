@@ -194,3 +194,137 @@ def test_uploads_and_items_refuse_bad_input_and_strangers(site):
     assert response.status_code == 403
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Annotation)) == 0
+
+
+def _items(engine, kind: str) -> list[int]:
+    with session(engine) as db:
+        return list(db.scalars(select(Item.id).where(Item.kind == kind).order_by(Item.id)))
+
+
+def test_the_same_label_form_sent_at_once_is_one_row_and_every_submit_a_redirect(site):
+    """A double click (or 20) on one form: before, the second insert of a check-then-insert
+    hit the unique constraint and got a 500."""
+    import asyncio
+
+    import httpx
+
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
+    ann1 = client_for(engine, "ann1")
+    (item_id,) = _items(engine, "pair")
+    page = ann1.get(f"/items/{item_id}").text
+    data = {"csrf": csrf_of(page), "consistent": "yes", "offensive": "no",
+            "shown_at": page.split('name="shown_at" value="')[1].split('"')[0]}
+
+    async def burst(n: int) -> list[int]:
+        transport = httpx.ASGITransport(app=ann1.app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver",
+                                     cookies=dict(ann1.cookies)) as client:
+            answers = await asyncio.gather(*(client.post(f"/items/{item_id}/label", data=data)
+                                             for _ in range(n)))
+        return [a.status_code for a in answers]
+
+    assert asyncio.run(burst(20)) == [303] * 20
+    data["offensive"] = "yes"  # a second burst with another answer updates the one row
+    assert asyncio.run(burst(20)) == [303] * 20
+    with session(engine) as db:
+        rows = db.scalars(select(Annotation)).all()
+        assert [(r.item_id, r.kind, r.payload) for r in rows] == [
+            (item_id, "pair", {"consistent": True, "offensive": True})]
+
+
+def test_bot_turn_items_cannot_be_uploaded(site):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    response = upload(admin, project_id, "bot_turn", "turns.jsonl", jsonl, 1)
+    assert response.status_code == 422
+    assert "SSA items from saved chats" in response.text
+    with session(engine) as db:
+        assert db.scalar(select(func.count()).select_from(Item)) == 0
+
+
+def test_the_first_out_of_bounds_turn_takes_ascii_digits_only(site):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
+    (item_id,) = _items(engine, "dialogue")
+    ann1 = client_for(engine, "ann1")
+    for turn in ("²", "٠", "０", "2 ", "+2"):  # '²'.isdigit() and int('٠') == 0
+        response = label(ann1, item_id, first_oob=turn, category="style")
+        assert response.status_code == 422 and "system turn" in response.text, turn
+    assert label(ann1, item_id, first_oob="0", category="style").status_code == 303
+    with session(engine) as db:
+        assert db.scalars(select(Annotation.payload)).one()["first_oob"] == 0
+
+
+def test_time_spent_cannot_be_forged_with_what_pages_show(site):
+    """Before, the start time was signed with the CSRF token that every page shows: a start
+    3,000 s back was stored as 3,000 s spent."""
+    import hashlib
+    import hmac
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from rolecall.web import create_app
+
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
+    (item_id,) = _items(engine, "pair")
+    ann1 = client_for(engine, "ann1")
+    page = ann1.get(f"/items/{item_id}").text
+    token = csrf_of(page)
+    stamp = f"{time.time() - 3000:.3f}"
+    old_way = hmac.new(token.encode(), f"{item_id}:{stamp}".encode(),
+                       hashlib.sha256).hexdigest()[:32]
+    response = ann1.post(f"/items/{item_id}/label", data={
+        "csrf": token, "shown_at": f"{stamp}.{old_way}", "consistent": "yes",
+        "offensive": "yes"})
+    assert response.status_code == 422 and "start time" in response.text
+    secret = ann1.app.state.secret
+    for text in (page, ann1.get("/").text, admin.get("/admin").text):
+        assert secret.hex() not in text and secret.decode("latin-1") not in text
+    # the same secret after a restart: a form shown before it is still accepted
+    restarted = TestClient(create_app(engine, secret=secret), follow_redirects=False)
+    restarted.cookies = ann1.cookies
+    shown_at = page.split('name="shown_at" value="')[1].split('"')[0]
+    response = restarted.post(f"/items/{item_id}/label", data={
+        "csrf": token, "shown_at": shown_at, "consistent": "yes", "offensive": "no"})
+    assert response.status_code == 303
+    with session(engine) as db:
+        assert db.scalars(select(Annotation.seconds_spent)).one() < 60
+
+
+def test_any_unreadable_upload_is_a_clear_400_naming_the_file(site):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    deep = '{"id": "d", "turns": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    nested = {"neutral": "회의가 취소됐어요.", "toxic": "회의 또 땡땡이네",
+              "provenance": {}}
+    level = nested["provenance"]
+    for _ in range(100):  # under Python's recursion limit, over the app's nesting limit
+        level["k"] = {}
+        level = level["k"]
+    cases = [("dialogue", "deep.jsonl", deep.encode(), "nested too deeply"),
+             ("pair", "nested.jsonl", (json.dumps(nested) + "\n").encode(), "nested more"),
+             ("dialogue", "latin.jsonl", "\xff\xfe garbage".encode("latin-1"), "UTF-8"),
+             ("dialogue", "half.jsonl", b'{"id": "x", "turns": [', "half.jsonl"),
+             ("pair", "cp949.csv", "neutral,implicit\n회의,땡땡이\n".encode("cp949"),
+              "cp949.csv"),
+             ("pair", "quote.csv", b'neutral,implicit\n"open,x\n', "quote.csv"),
+             ("pair", "nul.csv", b"neutral,implicit\n\x00a,b\n", "nul.csv")]
+    for kind, name, body, expected in cases:
+        token = csrf_of(admin.get("/admin").text)
+        response = admin.post(f"/admin/projects/{project_id}/items",
+                              data={"csrf": token, "kind": kind, "per_item": "1"},
+                              files={"file": (name, body)})
+        assert response.status_code == 400, (name, response.status_code, response.text[:300])
+        assert expected in response.text, (name, response.text[:500])
+        assert "/tmp" not in response.text and "upload.csv" not in response.text, name
+        assert "upload.jsonl" not in response.text, name
+    with session(engine) as db:
+        assert db.scalar(select(func.count()).select_from(Item)) == 0

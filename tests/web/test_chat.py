@@ -62,3 +62,36 @@ def test_chat_fix_twice_save_and_export(site):
     assert all(r["dialogue_id"] == f"chat-{chat.rsplit('/', 1)[1]}" for r in rows)
     assert [t["text"] for t in negatives[0]["history"]] == ["안녕하세요", positives[0]["response"],
                                                             "오늘 병원에 다녀왔어요"]
+
+
+def test_annotators_see_no_internal_address_of_the_bot(site):
+    """Before: the bot version shown under every bot turn was
+    'llm:openai:http://127.0.0.1:42695/v1#...', the LLM server's internal address."""
+    from types import SimpleNamespace
+
+    import yaml
+
+    from rolecall.records import RoleSpec
+    from rolecall.web.bots import PromptedBot, model_name
+    from rolecall.web.settings import BotConfig
+    from tests.web.conftest import SPEC_YAML
+
+    spec = RoleSpec.model_validate(yaml.safe_load(SPEC_YAML))
+    served = SimpleNamespace(model_id="openai:http://127.0.0.1:42695/v1#qwen2.5-7b")
+    version = PromptedBot(served, spec, BotConfig()).version
+    assert version.startswith("llm:openai:qwen2.5-7b:") and "127.0.0.1" not in version
+    other = SimpleNamespace(model_id="openai:http://10.0.0.9:8000/v1#qwen2.5-7b")
+    assert PromptedBot(other, spec, BotConfig()).version != version  # still told apart
+    assert model_name("llamacpp:/srv/models/gemma.gguf@123-456") == "llamacpp:gemma.gguf"
+    assert model_name("embedded") == "embedded"
+
+    engine, project_id = site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    assert post(client, f"{chat}/message", chat, text="안녕하세요").status_code == 303
+    with session(engine) as db:  # a turn recorded before the fix, with the address in it
+        turn = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot")).one()
+        turn.bot_version = "llm:openai:http://127.0.0.1:42695/v1#m:0123456789"
+    page = client.get(chat).text
+    assert "127.0.0.1" not in page and "42695" not in page
+    assert "llm:openai:[internal]#m:0123456789" in page

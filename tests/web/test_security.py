@@ -154,3 +154,78 @@ def test_pages_carry_security_headers(site, path):
     response = client_for(engine, "ann1").get(path)
     assert response.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+
+
+def test_ids_past_the_id_columns_are_invalid_input_not_a_crash(site):
+    """Before: /items/2^63 was an OverflowError (SQLite) or DataError (PostgreSQL): 500."""
+    engine, _ = site
+    client = client_for(engine, "ann1")
+    token = csrf_of(client.get("/").text)
+    for number in (2 ** 31, 2 ** 63, 10 ** 30):
+        for path in (f"/items/{number}", f"/chats/{number}"):
+            response = client.get(path)
+            assert response.status_code == 422 and "less than or equal" in response.text
+        response = client.post(f"/items/{number}/label", data={"csrf": token,
+                                                               "shown_at": "1.x"})
+        assert response.status_code == 422
+    for path in (f"/items/{2 ** 31 - 1}", f"/chats/{2 ** 31 - 1}"):
+        assert client.get(path).status_code == 404  # the largest id is merely missing
+    assert client.get("/items/０１").status_code == 422  # not ASCII digits
+
+
+def test_a_chunked_body_over_the_limit_gets_413_with_the_security_headers(site):
+    engine, project_id = site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    token = csrf_of(client.get(chat).text)
+    before = counts(engine)
+
+    def chunks(total: int):
+        yield f"csrf={token}&text=".encode()
+        for _ in range(total // 65536):
+            yield b"x" * 65536
+
+    response = client.post(f"{chat}/message", content=chunks(1_100_000),
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 413
+    assert response.headers["x-frame-options"] == "DENY"
+    declared = client.post(f"{chat}/message", content=b"x" * 1_100_000,
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+    assert declared.status_code == 413 and declared.headers["x-content-type-options"] == "nosniff"
+    # a small chunked body still reaches the route
+    small = client.post(f"{chat}/message", content=iter([f"csrf={token}&text=".encode(),
+                                                         "안녕".encode()]),
+                        headers={"content-type": "application/x-www-form-urlencoded"})
+    assert small.status_code == 303
+    assert counts(engine)[3] == before[3] + 2  # the message and the bot's answer
+
+
+def test_an_unexpected_error_is_a_plain_500_with_the_security_headers(site):
+    from fastapi.testclient import TestClient
+
+    from rolecall.web import create_app
+
+    engine, _ = site
+    app = create_app(engine)
+
+    def broken():
+        raise RuntimeError("secret detail at /srv/rolecall/app.py")
+
+    app.add_api_route("/broken", broken)
+    response = TestClient(app, raise_server_exceptions=False).get("/broken")
+    assert response.status_code == 500
+    assert response.headers["x-frame-options"] == "DENY"
+    assert "content-security-policy" in response.headers
+    assert "secret detail" not in response.text and "/srv/" not in response.text
+
+
+def test_messages_for_annotators_leave_out_internal_addresses_and_paths():
+    from rolecall.web.deps import public
+
+    message = ("OpenAI-compatible server http://127.0.0.1:42695/v1 (model m): cannot "
+               "connect; see /tmp/tmpab12/upload.csv or examples/carecall/spec.yaml, K/DA")
+    shown = public(message)
+    assert "127.0.0.1" not in shown and "/tmp/" not in shown
+    assert "examples/carecall/spec.yaml" in shown and "K/DA" in shown
+    assert public("llm:openai:http://127.0.0.1:42695/v1#qwen:0123abcd") == \
+        "llm:openai:[internal]#qwen:0123abcd"

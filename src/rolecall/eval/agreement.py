@@ -67,6 +67,8 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
 
 def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
     """filter -> item_id -> annotator -> label."""
+    from rolecall.formats.spreadsheet import restore
+
     path = Path(path)
     if not path.is_file():
         raise InputFileError(path, "file not found", fix="check the path")
@@ -78,6 +80,8 @@ def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
                                  fix="columns: item_id,filter,label[,annotator]", line=1)
         labels: dict = defaultdict(lambda: defaultdict(dict))
         for row in reader:
+            # the web app's export quotes cells a spreadsheet would run as formulas
+            row = {k: restore(v) if isinstance(v, str) else v for k, v in row.items()}
             if not all((row.get(c) or "").strip() for c in REQUIRED):
                 raise InputFileError(path, "empty item_id, filter or label",
                                      line=reader.line_num)

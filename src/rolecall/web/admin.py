@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from rolecall.errors import ConfigError, describe_validation
 from rolecall.store import Project, ProjectMember, Role, User, WebSession
 from rolecall.web.auth import add_user
-from rolecall.web.deps import DB, Refused, admin, admin_writer, page
+from rolecall.web.deps import DB, ID, Refused, admin, admin_writer, page
 from rolecall.web.settings import BotConfig, ProjectSettings
 
 router = APIRouter()
@@ -82,7 +82,7 @@ def create_project(name: str = Form(..., min_length=1, max_length=128),
 
 
 @router.post("/admin/projects/{project_id}/members")
-def add_member(project_id: int, username: str = Form(..., max_length=64),
+def add_member(project_id: ID, username: str = Form(..., max_length=64),
                _login: WebSession = Depends(admin_writer), db: Session = DB):
     project = db.get(Project, project_id)
     user = db.scalar(select(User).where(User.username == username.strip()))

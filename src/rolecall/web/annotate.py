@@ -2,14 +2,14 @@
 
 An annotator sees only the items assigned to them and only their own labels; the time
 from showing an item to its label is recorded (``seconds_spent``); re-labelling updates
-the one row (item, annotator, kind). Offensive text of a pair stays folded until the
+the one row (item, annotator, kind), in one upsert statement, so that a double click or
+the same form sent 30 times at once is one row and 30 redirects. Offensive text of a pair stays folded until the
 annotator opens it. The LLM judge's verdict on a dialogue is shown only when the
 project's ``show_judge`` setting says so.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import time
 
@@ -19,9 +19,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.store import Annotation, Assignment, Item, ItemKind, WebSession
+from rolecall.store.models import utcnow
+from rolecall.web.auth import sign
 from rolecall.web.chat import project_of
-from rolecall.web.deps import DB, Refused, admin_writer, logged_in, page, writer
-from rolecall.web.items import LABEL_KIND, add_items, parse_upload, ssa_rows
+from rolecall.web.deps import DB, ID, Refused, admin_writer, logged_in, page, writer
+from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ssa_rows
 from rolecall.web.settings import parse_settings
 
 router = APIRouter()
@@ -56,12 +58,14 @@ def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
 
 
 @router.post("/admin/projects/{project_id}/items")
-async def upload(project_id: int, kind: ItemKind = Form(...),
+async def upload(project_id: ID, kind: ItemKind = Form(...),
                  per_item: int = Form(1, ge=1, le=10), file: UploadFile = File(...),
                  login: WebSession = Depends(admin_writer), db: Session = DB):
     project_of(db, login, project_id)
-    if kind not in LABEL_KIND:
-        raise Refused(422, f"items of kind {kind.value} are not uploaded here")
+    if kind not in UPLOADED:
+        raise Refused(422, f"items of kind {kind.value} are not uploaded: they are made from "
+                           "the project's saved chats (the admin page's 'SSA items from "
+                           "saved chats'); upload dialogues (JSONL) or K/DA pairs (CSV)")
     data = await file.read(MAX_UPLOAD + 1)
     if len(data) > MAX_UPLOAD:
         raise Refused(413, f"the file is over {MAX_UPLOAD} bytes: split it")
@@ -71,7 +75,7 @@ async def upload(project_id: int, kind: ItemKind = Form(...),
 
 
 @router.post("/admin/projects/{project_id}/ssa-items")
-def make_ssa_items(project_id: int, per_item: int = Form(1, ge=1, le=10),
+def make_ssa_items(project_id: ID, per_item: int = Form(1, ge=1, le=10),
                    login: WebSession = Depends(admin_writer), db: Session = DB):
     """SSA items from the bot turns of the project's saved chats (new ones only)."""
     project_of(db, login, project_id)
@@ -83,14 +87,14 @@ def make_ssa_items(project_id: int, per_item: int = Form(1, ge=1, le=10),
 
 
 @router.get("/projects/{project_id}/queue")
-def show_queue(request: Request, project_id: int, login: WebSession = Depends(logged_in),
+def show_queue(request: Request, project_id: ID, login: WebSession = Depends(logged_in),
                db: Session = DB):
     project = project_of(db, login, project_id)
     return page(request, "queue.html", project=project, items=queue(db, login, project.id))
 
 
 @router.get("/items/{item_id}")
-def show_item(request: Request, item_id: int, login: WebSession = Depends(logged_in),
+def show_item(request: Request, item_id: ID, login: WebSession = Depends(logged_in),
               db: Session = DB):
     item = assigned_item(db, login, item_id)
     settings = parse_settings(item.project.settings)
@@ -98,26 +102,25 @@ def show_item(request: Request, item_id: int, login: WebSession = Depends(logged
                                               Annotation.user_id == login.user_id))
     return page(request, f"label_{item.kind.value}.html", item=item, payload=item.payload,
                 mine=mine.payload if mine else None,
-                shown_at=shown_token(login, item.id, time.time()),
+                shown_at=shown_token(request.app.state.secret, login, item.id, time.time()),
                 categories=settings.error_categories, show_judge=settings.show_judge)
 
 
-def shown_token(login: WebSession, item_id: int, at: float) -> str:
-    """When the form was shown, signed with the session's secret: the time spent on an item
-    is measured by the server's clock, and a made-up start time is refused."""
+def shown_token(secret: bytes, login: WebSession, item_id: int, at: float) -> str:
+    """When the form was shown, signed with the server's secret (which no page shows: the
+    CSRF token, which every page shows, would let anyone sign a made-up start): the time
+    spent on an item is measured by the server's clock, and a made-up start is refused."""
     stamp = f"{at:.3f}"
-    signature = hmac.new(login.csrf_token.encode(), f"{item_id}:{stamp}".encode(),
-                         hashlib.sha256).hexdigest()[:32]
-    return f"{stamp}.{signature}"
+    return f"{stamp}.{sign(secret, f'shown:{login.user_id}:{item_id}:{stamp}')}"
 
 
-def _seconds(login: WebSession, item_id: int, token: str) -> float | None:
-    stamp, _, signature = token.rpartition(".")
+def _seconds(secret: bytes, login: WebSession, item_id: int, token: str) -> float | None:
+    stamp, _, _signature = token.rpartition(".")
     try:
         at = float(stamp)
     except ValueError:
         at = None
-    if at is None or not hmac.compare_digest(shown_token(login, item_id, at), token):
+    if at is None or not hmac.compare_digest(shown_token(secret, login, item_id, at), token):
         raise Refused(422, "the form's start time is missing or altered: reload the item")
     spent = time.time() - at
     return round(spent, 2) if 0 <= spent <= MAX_SECONDS else None
@@ -127,7 +130,8 @@ def _dialogue_label(item: Item, first_oob: str, category: str, categories: list[
     if first_oob == "none":
         return {"first_oob": None, "category": None}
     turns = item.payload["turns"]
-    if not first_oob.isdigit() or int(first_oob) >= len(turns) or \
+    # ASCII digits only: str.isdigit() takes '²' and int() reads '٠' as 0
+    if not (first_oob.isascii() and first_oob.isdigit()) or int(first_oob) >= len(turns) or \
             turns[int(first_oob)]["role"] != "system":
         raise Refused(422, "pick a system turn of this dialogue, or none")
     if category not in categories:
@@ -141,14 +145,33 @@ def _yes_no(**answers: str) -> dict:
     return {name: answer == "yes" for name, answer in answers.items()}
 
 
+def save_label(db: Session, item_id: int, user_id: int, kind: str, payload: dict,
+               seconds: float | None) -> None:
+    """Insert or update the one (item, annotator, kind) row in one statement: a
+    check-then-insert lets two identical submits both insert, and the second one fails on
+    the unique constraint (a 500 for a double click)."""
+    if db.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    now = utcnow()
+    statement = insert(Annotation).values(item_id=item_id, user_id=user_id, kind=kind,
+                                          payload=payload, seconds_spent=seconds,
+                                          created=now, updated=now)
+    db.execute(statement.on_conflict_do_update(
+        index_elements=["item_id", "user_id", "kind"],
+        set_={"payload": statement.excluded.payload,
+              "seconds_spent": statement.excluded.seconds_spent, "updated": now}))
+
+
 @router.post("/items/{item_id}/label")
-def label(item_id: int, shown_at: str = Form(..., max_length=64),
+def label(request: Request, item_id: ID, shown_at: str = Form(..., max_length=64),
           first_oob: str = Form("", max_length=8), category: str = Form("", max_length=64),
           consistent: str = Form("", max_length=3), offensive: str = Form("", max_length=3),
           sensible: str = Form("", max_length=3), specific: str = Form("", max_length=3),
           login: WebSession = Depends(writer), db: Session = DB):
     item = assigned_item(db, login, item_id)
-    seconds = _seconds(login, item.id, shown_at)
+    seconds = _seconds(request.app.state.secret, login, item.id, shown_at)
     if item.kind == ItemKind.DIALOGUE:
         categories = parse_settings(item.project.settings).error_categories
         payload = _dialogue_label(item, first_oob, category, categories)
@@ -156,16 +179,7 @@ def label(item_id: int, shown_at: str = Form(..., max_length=64),
         payload = _yes_no(consistent=consistent, offensive=offensive)
     else:
         payload = _yes_no(sensible=sensible, specific=specific)
-    kind = LABEL_KIND[item.kind]
-    mine = db.scalar(select(Annotation).where(Annotation.item_id == item.id,
-                                              Annotation.user_id == login.user_id,
-                                              Annotation.kind == kind))
-    if mine is None:
-        db.add(Annotation(item_id=item.id, user_id=login.user_id, kind=kind, payload=payload,
-                          seconds_spent=seconds))
-    else:
-        mine.payload, mine.seconds_spent = payload, seconds
-    db.flush()
+    save_label(db, item.id, login.user_id, LABEL_KIND[item.kind], payload, seconds)
     following = next_item(db, login, item.project_id)
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)

@@ -9,10 +9,15 @@ the accounts and sessions themselves in ``auth.py``; the bots behind the chat in
 ``bots.py``.
 
 Every response carries security headers (no framing, no sniffing, a same-origin content
-policy); request bodies over ``max_body`` bytes are refused with 413 before they are read.
+policy), the 413 and 500 ones included; request bodies over ``max_body`` bytes are refused
+with 413 before the app sees them, whether declared (``Content-Length``) or chunked. An
+error the app did not expect is a bare 500 page that shows nothing internal (the traceback
+goes to the server's log); messages shown to annotators lose internal URLs and paths.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,7 +26,9 @@ from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rolecall.errors import RolecallError
-from rolecall.web.deps import NotLoggedIn, Refused, page
+from rolecall.web.auth import dummy_hash, server_secret
+from rolecall.web.deps import NotLoggedIn, Refused, page, public
+from rolecall.web.throttle import LoginLimits, LoginThrottle
 
 MAX_BODY = 1_000_000  # bytes of one request body
 HEADERS = [(b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
@@ -32,7 +39,8 @@ HEADERS = [(b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"
 
 
 class Guard:
-    """ASGI middleware: refuse oversized bodies (413), add the security headers."""
+    """ASGI middleware: refuse oversized bodies (413), add the security headers, answer an
+    unexpected exception with a plain 500 (the exception still reaches the server log)."""
 
     def __init__(self, app, max_body: int):
         self.app, self.max_body = app, max_body
@@ -40,25 +48,48 @@ class Guard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
-            return await PlainTextResponse("request body too large", 413)(scope, receive, send)
-        seen = 0
-
-        async def limited_receive():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_body:
-                raise Refused(413, "request body too large")
-            return message
+        started = False
 
         async def send_with_headers(message):
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message["headers"] = list(message.get("headers", [])) + HEADERS
             await send(message)
 
-        await self.app(scope, limited_receive, send_with_headers)
+        too_large = PlainTextResponse(f"413: the request body is over {self.max_body:,} "
+                                      "bytes", 413)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
+            return await too_large(scope, receive, send_with_headers)
+        # chunked, or no body: read it all here, up to the limit (a declared length is
+        # held to by the server itself)
+        body = receive if declared is not None else await self._buffered(receive)
+        if body is None:
+            return await too_large(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, body, send_with_headers)
+        except Exception:
+            if not started:
+                await PlainTextResponse("500: something went wrong on the server; it is "
+                                        "logged there", 500)(scope, receive, send_with_headers)
+            raise
+
+    async def _buffered(self, receive):
+        """A ``receive`` replaying the whole body, or None when it is over the limit."""
+        messages, size = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if size > self.max_body:
+                return None
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+
+        async def replay():
+            return messages.pop(0) if messages else await receive()
+        return replay
 
 
 def routers() -> list:
@@ -68,9 +99,19 @@ def routers() -> list:
             export.router]
 
 
-def create_app(engine: Engine, max_body: int = MAX_BODY) -> FastAPI:
+def create_app(engine: Engine, max_body: int = MAX_BODY, *, secure_cookies: bool = False,
+               secret: bytes | None = None, secret_file: Path | None = None,
+               login_limits: LoginLimits | None = None,
+               throttle: LoginThrottle | None = None) -> FastAPI:
+    """The app. ``secure_cookies``: cookies only over HTTPS (set it behind TLS);
+    ``secret`` / ``secret_file``: the signing key (``auth.server_secret``; default: a new
+    random one); ``login_limits`` or a ready ``throttle``: login throttling."""
     app = FastAPI(title="rolecall", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.engine = engine
+    app.state.secure_cookies = secure_cookies
+    app.state.secret = secret or server_secret(secret_file)
+    app.state.throttle = throttle or LoginThrottle(login_limits or LoginLimits())
+    dummy_hash()  # made now, so that the first unknown user costs what the others do
     for router in routers():
         app.include_router(router)
 
@@ -86,7 +127,9 @@ def create_app(engine: Engine, max_body: int = MAX_BODY) -> FastAPI:
 
     @app.exception_handler(RolecallError)
     async def _bad_input(request: Request, exc: RolecallError):
-        return page(request, "error.html", 400, message=str(exc))
+        viewer = getattr(request.state, "viewer", None)
+        admin = viewer is not None and viewer.role == "admin"
+        return page(request, "error.html", 400, message=str(exc) if admin else public(str(exc)))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):

@@ -2,9 +2,16 @@
 
 - Passwords: ``scrypt`` (stdlib ``hashlib``; n=2^14, r=8, p=1, 16-byte salt), stored as
   ``scrypt$n$r$p$salt$hash`` (base64); checked in constant time.
-- Sessions: the ``rolecall_session`` cookie (HttpOnly, SameSite=Lax) holds a random
-  token; the ``web_sessions`` table keeps its SHA-256 and an expiry, so logging out or
-  deleting the row ends the login at once.
+- Unknown user names cost the same as known ones: their password is checked against a
+  dummy hash made once per process (``dummy_hash``), so the time of a refusal does not
+  tell whether an account exists.
+- Sessions: the ``rolecall_session`` cookie (HttpOnly, SameSite=Lax, Secure when the app
+  is told so) holds a random token; the ``web_sessions`` table keeps its SHA-256 and an
+  expiry, so logging out or deleting the row ends the login at once. A new login from a
+  browser ends that browser's earlier session.
+- Server secret: a random key that no page shows (``server_secret``), kept in
+  ``ROLECALL_HOME/web-secret`` (0600) so it outlives restarts, or taken from
+  ``ROLECALL_WEB_SECRET``; it signs the time an item's form was shown (``sign``).
 - CSRF: every session has its own random token; every form that writes carries it in the
   ``csrf`` field, and a write without the right one is refused (403). The login form,
   before any session exists, uses a double-submit cookie.
@@ -13,16 +20,20 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
+import os
 import secrets
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from rolecall.store import Role, User, WebSession
 
+SECRET_ENV = "ROLECALL_WEB_SECRET"
 SESSION_COOKIE = "rolecall_session"
 LOGIN_COOKIE = "rolecall_login_csrf"
 SESSION_HOURS = 12
@@ -74,10 +85,17 @@ def add_user(db: Session, username: str, password: str, role: Role = Role.ANNOTA
     return user
 
 
+@functools.cache
+def dummy_hash() -> str:
+    """A hash of a random password, made once (``create_app`` makes it at start-up): an
+    unknown user's password is checked against it, as slowly as against a real one."""
+    return hash_password(secrets.token_urlsafe(16))
+
+
 def authenticate(db: Session, username: str, password: str) -> User | None:
     user = db.scalar(select(User).where(User.username == username.strip()))
     if user is None:
-        verify_password(password, hash_password("timing"))  # as slow as a real check
+        verify_password(password, dummy_hash())  # one scrypt, as for a known user
         return None
     return user if verify_password(password, user.password_hash) else None
 
@@ -109,3 +127,49 @@ def close_session(db: Session, token: str | None) -> None:
 
 def csrf_matches(expected: str | None, given: str | None) -> bool:
     return bool(expected) and bool(given) and hmac.compare_digest(expected, given)
+
+
+def server_secret(path: Path | None) -> bytes:
+    """The app's signing key: ``$ROLECALL_WEB_SECRET`` if set, else the one stored at
+    ``path`` (made on first use, readable by this account only), else a fresh random
+    one (signatures then last as long as the process)."""
+    if path is None and not os.environ.get(SECRET_ENV):
+        return secrets.token_bytes(32)
+    if not os.environ.get(SECRET_ENV) and not path.exists():
+        # written to a private temporary file, then linked into place: of two workers
+        # starting at once, one link wins and both read the same complete secret
+        spare = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        with os.fdopen(os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                       "w") as out:
+            out.write(secrets.token_hex(32))
+        try:
+            os.link(spare, path)
+        except FileExistsError:
+            pass
+        finally:
+            spare.unlink()
+    secret = os.environ.get(SECRET_ENV) or path.read_text(encoding="ascii").strip()
+    if len(secret) < 32:
+        from rolecall.errors import ConfigError
+
+        where = f"${SECRET_ENV}" if os.environ.get(SECRET_ENV) else str(path)
+        raise ConfigError(f"the web app's secret in {where} is shorter than 32 characters",
+                          fix=f"set {SECRET_ENV} to 32+ random characters (or unset it and "
+                              f"delete {path}: a new one is made at start)")
+    return secret.encode()
+
+
+def sign(secret: bytes, message: str) -> str:
+    return hmac.new(secret, message.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``rolecall serve --host`` listens on this machine only."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

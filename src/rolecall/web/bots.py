@@ -3,7 +3,9 @@
 ``reply(history, exclude)`` returns a ``BotAnswer``: the text, and its provenance (path
 taken, scores). ``exclude`` holds the replies a person already rejected with Fix at this
 point of the dialogue; a bot must not offer them again. ``version`` is recorded with
-every bot turn so that error rates can be compared per bot version (paper's Table 4).
+every bot turn so that error rates can be compared per bot version (paper's Table 4); it
+names the model without its server address or file path (annotators see it), and a hash
+of the full model id, spec and prompt tells versions apart.
 
 - ``PromptedBot``: an LLM prompted with the role spec (``prompts/*/chat_role.j2``);
 - ``ModelsBot``: the Retrieve-fail-Generate bot of ``serve/bot.py``.
@@ -43,6 +45,14 @@ def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:10]
 
 
+def model_name(model_id: str) -> str:
+    """``scheme:name`` of a model id, without where it lives: ``openai:http://host:port/v1#M``
+    -> ``openai:M``, ``llamacpp:/models/x.gguf@123-456`` -> ``llamacpp:x.gguf``."""
+    scheme, _, rest = model_id.partition(":")
+    rest = rest.rpartition("#")[2].split("@")[0].rstrip("/").rpartition("/")[2]
+    return f"{scheme}:{rest[:48]}" if rest else scheme
+
+
 class PromptedBot:
     def __init__(self, llm, spec: RoleSpec, config: BotConfig):
         from rolecall.prompts import load_template
@@ -50,7 +60,8 @@ class PromptedBot:
         self.llm, self.spec, self.config = llm, spec, config
         self.template = load_template("chat_role", spec.language)
         self.version = config.version or (
-            f"llm:{llm.model_id}:{_short_hash(spec.model_dump_json(), self.template.hash)}")
+            f"llm:{model_name(llm.model_id)}:"
+            f"{_short_hash(spec.model_dump_json(), self.template.hash, llm.model_id)}")
 
     def reply(self, history: list[Turn], exclude: set[str]) -> BotAnswer:
         from rolecall.llm import Request, SamplingParams

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from rolecall.records import Turn
 from rolecall.store import ChatSession, ChatTurn, Project, Speaker, TurnStatus, WebSession
 from rolecall.web.bots import bot_for
-from rolecall.web.deps import DB, MAX_TEXT, Refused, logged_in, page, writer
+from rolecall.web.deps import DB, ID, MAX_TEXT, Refused, logged_in, page, writer
 from rolecall.web.login import visible_projects
 from rolecall.web.settings import ProjectSettings, parse_settings
 
@@ -88,7 +88,7 @@ def _open(chat: ChatSession) -> None:
 
 
 @router.get("/projects/{project_id}/chat")
-def chats(request: Request, project_id: int, login: WebSession = Depends(logged_in),
+def chats(request: Request, project_id: ID, login: WebSession = Depends(logged_in),
           db: Session = DB):
     project = project_of(db, login, project_id)
     mine = db.scalars(select(ChatSession).where(ChatSession.project_id == project.id,
@@ -98,7 +98,7 @@ def chats(request: Request, project_id: int, login: WebSession = Depends(logged_
 
 
 @router.post("/projects/{project_id}/chats")
-def new_chat(project_id: int, login: WebSession = Depends(writer),
+def new_chat(project_id: ID, login: WebSession = Depends(writer),
              db: Session = DB):
     project = project_of(db, login, project_id)
     parse_settings(project.settings)  # a project without a usable spec cannot chat
@@ -109,7 +109,7 @@ def new_chat(project_id: int, login: WebSession = Depends(writer),
 
 
 @router.get("/chats/{chat_id}")
-def show_chat(request: Request, chat_id: int, login: WebSession = Depends(logged_in),
+def show_chat(request: Request, chat_id: ID, login: WebSession = Depends(logged_in),
               db: Session = DB):
     chat = chat_of(db, login, chat_id)
     turns = live_turns(chat)
@@ -125,7 +125,7 @@ def show_chat(request: Request, chat_id: int, login: WebSession = Depends(logged
 
 
 @router.post("/chats/{chat_id}/message")
-def send(chat_id: int, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
+def send(chat_id: ID, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
          login: WebSession = Depends(writer), db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
@@ -143,7 +143,7 @@ def send(chat_id: int, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
 
 
 @router.post("/chats/{chat_id}/reply")
-def ask_again(chat_id: int, login: WebSession = Depends(writer),
+def ask_again(chat_id: ID, login: WebSession = Depends(writer),
               db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
@@ -155,7 +155,7 @@ def ask_again(chat_id: int, login: WebSession = Depends(writer),
 
 
 @router.post("/chats/{chat_id}/turns/{turn_id}/fix")
-def fix(chat_id: int, turn_id: int, category: str = Form(..., max_length=64),
+def fix(chat_id: ID, turn_id: ID, category: str = Form(..., max_length=64),
         login: WebSession = Depends(writer), db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
@@ -178,7 +178,7 @@ def fix(chat_id: int, turn_id: int, category: str = Form(..., max_length=64),
 
 
 @router.post("/chats/{chat_id}/save")
-def save(chat_id: int, login: WebSession = Depends(writer), db: Session = DB):
+def save(chat_id: ID, login: WebSession = Depends(writer), db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     turns = live_turns(chat)

@@ -18,8 +18,6 @@ the SVG chart are views of them.
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 from collections import Counter, defaultdict
 from html import escape
@@ -30,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.eval.agreement import krippendorff_alpha
+from rolecall.formats.spreadsheet import csv_text
 from rolecall.store import (
     Annotation,
     ChatSession,
@@ -41,7 +40,7 @@ from rolecall.store import (
     User,
     WebSession,
 )
-from rolecall.web.deps import DB, admin, page, project_or_404
+from rolecall.web.deps import DB, ID, admin, page, project_or_404
 from rolecall.web.items import labels_by_item, majority_yes
 
 router = APIRouter()
@@ -164,36 +163,34 @@ def error_rate_svg(rows: list[dict], width: int = 640, bar: int = 18) -> str:
 
 
 def tables_csv(everything: dict[str, list[dict]]) -> str:
-    """One long CSV: table, the row's key columns as key=value, metric, value."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["table", "key", "metric", "value"])
-    for table, rows in everything.items():
-        for row in rows:
+    """One long CSV: table, the row's key columns as key=value, metric, value; text cells
+    neutralised for spreadsheets (a bot version or user name may start with '=')."""
+    rows: list[list] = [["table", "key", "metric", "value"]]
+    for table, rows_of_table in everything.items():
+        for row in rows_of_table:
             keys = {k: v for k, v in row.items() if isinstance(v, str)}
             key = ";".join(f"{k}={v}" for k, v in keys.items())
-            for metric, value in row.items():
-                if metric not in keys:
-                    writer.writerow([table, key, metric, "" if value is None else value])
-    return out.getvalue()
+            rows += [[table, key, metric, "" if value is None else value]
+                     for metric, value in row.items() if metric not in keys]
+    return csv_text(rows)
 
 
 @router.get("/projects/{project_id}/dashboard")
-def show(request: Request, project_id: int, _login: WebSession = Depends(admin),
+def show(request: Request, project_id: ID, _login: WebSession = Depends(admin),
          db: Session = DB):
     project = project_or_404(db, project_id)
     return page(request, "dashboard.html", project=project, tables=tables(db, project.id))
 
 
 @router.get("/projects/{project_id}/dashboard.csv")
-def as_csv(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+def as_csv(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
     return Response(tables_csv(tables(db, project.id)), media_type="text/csv", headers={
         "content-disposition": f'attachment; filename="project-{project.id}-dashboard.csv"'})
 
 
 @router.get("/projects/{project_id}/dashboard/error-rates.svg")
-def chart(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+def chart(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
     rows = error_rates(_bot_turns(db, project.id))
     return Response(error_rate_svg(rows), media_type="image/svg+xml")

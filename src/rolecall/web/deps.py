@@ -8,12 +8,14 @@ without a valid login, except the login page itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, Form, Request
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.orm import Session
@@ -21,10 +23,25 @@ from sqlalchemy.orm import Session
 from rolecall.store import Project, Role, WebSession
 from rolecall.web.auth import SESSION_COOKIE, csrf_matches, find_session
 
+_INTERNAL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\")<>#]+|(?<![\w.~])/(?:[\w.-]+/)+[\w.@-]*",
+                       re.I)
+
+
+def public(text: str | None) -> str:
+    """``text`` for an annotator's eyes: internal URLs (an LLM server's address) and
+    server paths replaced by ``[internal]``."""
+    return _INTERNAL.sub("[internal]", text or "")
+
+
 TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                         autoescape=select_autoescape(["html"]), trim_blocks=True,
                         lstrip_blocks=True)
+TEMPLATES.filters["public"] = public
 MAX_TEXT = 2000  # characters of one chat message or free-text field
+# ids are INTEGER columns, 32-bit on PostgreSQL: a larger id (2^63 and past included) is
+# invalid input (422), not a database error (500)
+MAX_ID = 2 ** 31 - 1
+ID = Annotated[int, PathParam(ge=1, le=MAX_ID)]  # every id in a route's path
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,15 @@ Examples JSONL (``rolecall train classifier/retriever/reranker/generator``):
 K/DA CSV (``rolecall detox train``): the labelled pairs that the annotators' majority
 found both consistent and implicitly offensive (a tie is "no"). Pair labels CSV
 (``rolecall eval agreement --labels``): every annotator's answers in the filters' words.
+
+Both CSVs are also opened by people in spreadsheets: a cell that a spreadsheet would run
+as a formula (``= + - @``, tab, CR first) is prefixed with a quote
+(``rolecall.formats.spreadsheet``), which the two rolecall readers remove again, so they
+read the exact text. The examples JSONL is for training only and keeps the exact text.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 
 from fastapi import APIRouter, Depends
@@ -28,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from rolecall.examples import examples_from_dialogue
 from rolecall.formats.kda import COLUMNS
+from rolecall.formats.spreadsheet import csv_text
 from rolecall.records import Dialogue, Example, Pair
 from rolecall.store import (
     Annotation,
@@ -39,7 +43,7 @@ from rolecall.store import (
     WebSession,
 )
 from rolecall.web.chat import bot_turns_in_context
-from rolecall.web.deps import DB, admin, project_or_404
+from rolecall.web.deps import DB, ID, admin, project_or_404
 from rolecall.web.items import labels_by_item, majority_yes
 
 router = APIRouter()
@@ -109,9 +113,7 @@ def pair_labels_csv(db: Session, project_id: int) -> str:
     from rolecall.judge.pair_filters import pair_id
 
     usernames = dict(db.execute(select(User.id, User.username)).all())
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["item_id", "filter", "label", "annotator"])
+    rows = [["item_id", "filter", "label", "annotator"]]
     for item in db.scalars(select(Item).where(Item.project_id == project_id,
                                               Item.kind == ItemKind.PAIR).order_by(Item.id)):
         item_id = pair_id(Pair.model_validate(item.payload))
@@ -119,19 +121,15 @@ def pair_labels_csv(db: Session, project_id: int) -> str:
                 Annotation.item_id == item.id, Annotation.kind == "pair")
                 .order_by(Annotation.id)):
             name = usernames[annotation.user_id]
-            writer.writerow([item_id, "consistency", "maintained"
-                             if annotation.payload["consistent"] else "shifted", name])
-            writer.writerow([item_id, "implicit", "implicit"
-                             if annotation.payload["offensive"] else "none", name])
-    return out.getvalue()
+            rows.append([item_id, "consistency", "maintained"
+                         if annotation.payload["consistent"] else "shifted", name])
+            rows.append([item_id, "implicit", "implicit"
+                         if annotation.payload["offensive"] else "none", name])
+    return csv_text(rows)
 
 
 def pairs_csv(pairs: list[Pair]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(COLUMNS)
-    writer.writerows((p.neutral, p.toxic) for p in pairs)
-    return out.getvalue()
+    return csv_text([COLUMNS, *((p.neutral, p.toxic) for p in pairs)])
 
 
 def project_examples(db: Session, project_id: int) -> list[Example]:
@@ -143,7 +141,7 @@ def examples_jsonl(examples: list[Example]) -> str:
 
 
 @router.get("/projects/{project_id}/export/examples.jsonl")
-def export_examples(project_id: int, _login: WebSession = Depends(admin),
+def export_examples(project_id: ID, _login: WebSession = Depends(admin),
                     db: Session = DB):
     project = project_or_404(db, project_id)
     return Response(examples_jsonl(project_examples(db, project.id)),
@@ -153,7 +151,7 @@ def export_examples(project_id: int, _login: WebSession = Depends(admin),
 
 
 @router.get("/projects/{project_id}/export/pairs.csv")
-def export_pairs(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+def export_pairs(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
     return Response(pairs_csv(approved_pairs(db, project.id)), media_type="text/csv",
                     headers={"content-disposition":
@@ -161,7 +159,7 @@ def export_pairs(project_id: int, _login: WebSession = Depends(admin), db: Sessi
 
 
 @router.get("/projects/{project_id}/export/pair-labels.csv")
-def export_pair_labels(project_id: int, _login: WebSession = Depends(admin), db: Session = DB):
+def export_pair_labels(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
     return Response(pair_labels_csv(db, project.id), media_type="text/csv",
                     headers={"content-disposition":

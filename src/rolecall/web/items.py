@@ -16,6 +16,7 @@ label every item and agreement can be computed.
 
 from __future__ import annotations
 
+import csv
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -38,37 +39,79 @@ from rolecall.store import (
 
 LABEL_KIND = {ItemKind.DIALOGUE: "oob", ItemKind.PAIR: "pair",
               ItemKind.BOT_TURN: "ssa"}  # annotations.kind
+UPLOADED = (ItemKind.DIALOGUE, ItemKind.PAIR)  # bot turns come from saved chats only
 MAX_ITEMS = 5000  # per upload
+MAX_DEPTH = 32  # nesting of one record's JSON (a pair's provenance is free-form)
+# what reading a malformed file can raise besides rolecall's own errors: bad JSON or
+# UTF-8 (ValueError), JSON nested past Python's recursion limit, broken CSV quoting
+UNREADABLE = (RolecallError, ValueError, RecursionError, TypeError, LookupError, csv.Error)
 
 
 def parse_upload(kind: ItemKind, name: str, data: bytes) -> list[tuple[dict, str]]:
-    """(payload, source) per record of an uploaded file, with the readers' clear errors."""
-    from rolecall.formats.kda import read_kda_csv
-    from rolecall.jsonl import read_jsonl
-
+    """(payload, source) per record of an uploaded file. The one place where an upload is
+    read: whatever is wrong with the file becomes a ``ConfigError`` (a 400 page) naming
+    the uploaded file, never the server's temporary copy, and never a 500."""
     pair_jsonl = kind == ItemKind.PAIR and name.lower().endswith(".jsonl")
     suffix = ".csv" if kind == ItemKind.PAIR and not pair_jsonl else ".jsonl"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"upload{suffix}"
         path.write_bytes(data)
+
+        def scrub(text: str) -> str:
+            return text.replace(str(path), name).replace(folder, ".")
+
         try:
-            if pair_jsonl:  # a detox run's pairs.jsonl: keeps the ids its verdicts use
-                rows = [(p.model_dump(mode="json"), f"{name}:{i + 1}")
-                        for i, p in enumerate(read_jsonl(path, Pair))]
-            elif kind == ItemKind.PAIR:
-                rows = [(p.model_dump(mode="json"), f"{name}:{i + 2}")
-                        for i, p in enumerate(read_kda_csv(path))]
-            else:
-                rows = [(d.model_dump(mode="json"), f"{name}:{d.id}")
-                        for d in read_jsonl(path, Dialogue)]
-        except RolecallError as exc:  # name the uploaded file, not the temporary copy
-            raise ConfigError(exc.message.replace(str(path), name), fix=exc.fix) from None
+            rows = _read_upload(kind, name, path, pair_jsonl)
+        except RecursionError:
+            raise ConfigError(f"{name}: a record is nested too deeply to read",
+                              fix=f"keep records under {MAX_DEPTH} levels of nesting"
+                              ) from None
+        except UNREADABLE as exc:
+            if isinstance(exc, RolecallError):
+                raise ConfigError(scrub(exc.message), fix=exc.fix and scrub(exc.fix)) from None
+            raise ConfigError(f"{name} could not be read: {scrub(str(exc))[:300]}",
+                              fix=_FORMAT_FIX[suffix]) from None
     if not rows:
         raise ConfigError(f"{name} holds no records", fix="upload a file with at least one")
     if len(rows) > MAX_ITEMS:
         raise ConfigError(f"{name} holds {len(rows)} records, more than {MAX_ITEMS}",
                           fix="split it into several uploads")
+    for payload, source in rows:
+        if _depth(payload) > MAX_DEPTH:
+            raise ConfigError(f"{source}: the record is nested more than {MAX_DEPTH} levels "
+                              "deep", fix="flatten its provenance")
     return rows
+
+
+_FORMAT_FIX = {".csv": "upload a UTF-8 CSV with the header neutral,implicit",
+               ".jsonl": "upload UTF-8 JSONL: one JSON record a line"}
+
+
+def _read_upload(kind: ItemKind, name: str, path: Path, pair_jsonl: bool
+                 ) -> list[tuple[dict, str]]:
+    from rolecall.formats.kda import read_kda_csv
+    from rolecall.jsonl import read_jsonl
+
+    if pair_jsonl:  # a detox run's pairs.jsonl: keeps the ids its verdicts use
+        return [(p.model_dump(mode="json"), f"{name}:{i + 1}")
+                for i, p in enumerate(read_jsonl(path, Pair))]
+    if kind == ItemKind.PAIR:
+        return [(p.model_dump(mode="json"), f"{name}:{i + 2}")
+                for i, p in enumerate(read_kda_csv(path))]
+    return [(d.model_dump(mode="json"), f"{name}:{d.id}")
+            for d in read_jsonl(path, Dialogue)]
+
+
+def _depth(value) -> int:
+    """How deeply lists and dicts nest in ``value`` (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            stack += [(v, level + 1) for v in (value.values() if isinstance(value, dict)
+                                                else value)]
+    return deepest
 
 
 def add_items(db: Session, project_id: int, kind: ItemKind, rows: list[tuple[dict, str]],

@@ -1,11 +1,19 @@
-"""Log in, log out, and the home page (the projects the person works on)."""
+"""Log in, log out, and the home page (the projects the person works on).
+
+Wrong passwords are throttled per account and per client address (``throttle.py``: 10 per
+account, 40 per address within 15 minutes, then a 15-minute lock that ends by itself); a
+locked login gets 429 and a message saying when to try again. Logging in ends the
+browser's earlier session, if it had one.
+"""
 
 from __future__ import annotations
 
+import math
 import secrets
+from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Depends, Form, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -20,6 +28,7 @@ from rolecall.web.auth import (
     open_session,
 )
 from rolecall.web.deps import DB, Refused, logged_in, page, writer
+from rolecall.web.throttle import when
 
 router = APIRouter()
 
@@ -29,12 +38,19 @@ def _safe_next(target: str) -> str:
     return target if target.startswith("/") and not target.startswith("//") else "/"
 
 
+def _login_page(request: Request, next: str, status: int = 200, error: str | None = None
+                ) -> Response:
+    token = secrets.token_urlsafe(24)
+    response = page(request, "login.html", status, login_csrf=token, next=_safe_next(next),
+                    error=error)
+    response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", max_age=3600,
+                        secure=request.app.state.secure_cookies)
+    return response
+
+
 @router.get("/login")
 def login_form(request: Request, next: str = "/"):
-    token = secrets.token_urlsafe(24)
-    response = page(request, "login.html", login_csrf=token, next=_safe_next(next))
-    response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", max_age=3600)
-    return response
+    return _login_page(request, next)
 
 
 @router.post("/login")
@@ -43,18 +59,27 @@ def login(request: Request, username: str = Form(..., max_length=64),
           next: str = Form("/", max_length=512), db: Session = DB):
     if not csrf_matches(request.cookies.get(LOGIN_COOKIE), csrf):
         raise Refused(403, "the login form expired: reload the page and log in again")
+    throttle = request.app.state.throttle
+    keys = throttle.keys(username, request.client.host if request.client else None)
+    wait = throttle.wait_left(keys)
+    if wait > 0:  # checked before the password: a locked guesser learns nothing
+        until = datetime.now(UTC) + timedelta(seconds=wait)
+        response = _login_page(request, next, 429, error=(
+            f"too many wrong passwords for this user name or from this address: try again "
+            f"{when(wait)} (at {until:%H:%M} UTC)"))
+        response.headers["retry-after"] = str(math.ceil(wait))
+        return response
     user = authenticate(db, username, password)
     if user is None:
-        token = secrets.token_urlsafe(24)
-        response = page(request, "login.html", 401, login_csrf=token, next=_safe_next(next),
-                        error="wrong user name or password")
-        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict",
-                            max_age=3600)
-        return response
+        throttle.failed(keys)
+        return _login_page(request, next, 401, error="wrong user name or password")
+    throttle.succeeded(keys[0])
+    close_session(db, request.cookies.get(SESSION_COOKIE))  # this browser's earlier login
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(SESSION_COOKIE, open_session(db, user), httponly=True, samesite="lax",
-                        max_age=SESSION_HOURS * 3600)
-    response.delete_cookie(LOGIN_COOKIE)
+                        max_age=SESSION_HOURS * 3600, secure=request.app.state.secure_cookies)
+    response.delete_cookie(LOGIN_COOKIE, secure=request.app.state.secure_cookies,
+                           httponly=True, samesite="strict")
     return response
 
 
@@ -63,7 +88,8 @@ def logout(request: Request, _login: WebSession = Depends(writer),
            db: Session = DB):
     close_session(db, request.cookies.get(SESSION_COOKIE))
     response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE)
+    response.delete_cookie(SESSION_COOKIE, secure=request.app.state.secure_cookies,
+                           httponly=True, samesite="lax")
     return response
 
 

@@ -1,0 +1,101 @@
+"""Login throttling: per account and per client address, with a lockout that ends by itself.
+
+Limits (``LoginLimits``; the defaults, chosen for a team of annotators behind one office
+address):
+
+- an **account** (the user name typed, known or not) is locked for ``lockout_s`` (15 min)
+  after ``per_account`` (10) wrong passwords within ``window_s`` (15 min);
+- a **client address** is locked for ``lockout_s`` after ``per_address`` (40) wrong
+  passwords within ``window_s``, whatever names it tried.
+
+While a lock holds, every login attempt for that account or from that address is refused
+(429, with a message and a ``Retry-After`` header saying when to try again) before any
+password is checked, the right password included: otherwise a guesser would learn the
+password the moment it is tried. A lock ends by itself; a successful login clears its
+account's count. Unknown user names are counted like known ones, so a lock says nothing
+about whether an account exists.
+
+Subtle: the counts live in the app's process (``rolecall serve`` runs one), so a restart
+clears them, and with several worker processes each counts on its own. Behind a reverse
+proxy the client address is the proxy's unless uvicorn trusts its ``X-Forwarded-For``
+(``--forwarded-allow-ips``); otherwise every person shares one address count.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LoginLimits:
+    per_account: int = 10
+    per_address: int = 40
+    window_s: float = 15 * 60
+    lockout_s: float = 15 * 60
+
+
+@dataclass
+class _Count:
+    failures: list[float] = field(default_factory=list)
+    locked_until: float = 0.0
+
+
+class LoginThrottle:
+    """Counts wrong passwords per key (``account:NAME``, ``address:IP``); thread-safe."""
+
+    MAX_KEYS = 100_000  # forget idle keys past this many (a flood of made-up names)
+
+    def __init__(self, limits: LoginLimits = LoginLimits(),
+                 clock: Callable[[], float] = time.monotonic):
+        self.limits, self.clock = limits, clock
+        self._counts: dict[str, _Count] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def keys(username: str, address: str | None) -> tuple[str, str]:
+        return f"account:{username.strip()}", f"address:{address or 'unknown'}"
+
+    def _limit(self, key: str) -> int:
+        return self.limits.per_account if key.startswith("account:") \
+            else self.limits.per_address
+
+    def wait_left(self, keys: tuple[str, ...]) -> float:
+        """Seconds until every key may try again; 0 when none is locked."""
+        now = self.clock()
+        with self._lock:
+            return max([self._counts[k].locked_until - now for k in keys
+                        if k in self._counts] + [0.0])
+
+    def failed(self, keys: tuple[str, ...]) -> None:
+        now = self.clock()
+        with self._lock:
+            if len(self._counts) > self.MAX_KEYS:
+                self._forget_idle(now)
+            for key in keys:
+                count = self._counts.setdefault(key, _Count())
+                count.failures = [t for t in count.failures
+                                  if now - t < self.limits.window_s] + [now]
+                if len(count.failures) >= self._limit(key):
+                    count.locked_until, count.failures = now + self.limits.lockout_s, []
+
+    def succeeded(self, account_key: str) -> None:
+        with self._lock:
+            count = self._counts.get(account_key)
+            if count is not None and count.locked_until <= self.clock():
+                del self._counts[account_key]
+
+    def _forget_idle(self, now: float) -> None:
+        for key in [k for k, c in self._counts.items() if c.locked_until <= now and not any(
+                now - t < self.limits.window_s for t in c.failures)]:
+            del self._counts[key]
+
+
+def when(seconds: float) -> str:
+    """'in 14 minutes' / 'in 40 seconds' for the refusal message."""
+    seconds = max(1, round(seconds))
+    if seconds < 120:
+        return f"in {seconds} seconds"
+    return f"in {round(seconds / 60)} minutes"

@@ -1,0 +1,140 @@
+"""Logging in: throttling per account and per address, the same cost for unknown users,
+one session per browser, Secure cookies when asked."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from fastapi.testclient import TestClient
+
+from rolecall.store import WebSession, session
+from rolecall.web import create_app
+from rolecall.web.throttle import LoginLimits, LoginThrottle
+from tests.web.conftest import PASSWORD, client_for, csrf_of
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def try_login(client: TestClient, username: str, password: str):
+    token = csrf_of(client.get("/login").text)
+    return client.post("/login", data={"username": username, "password": password,
+                                       "csrf": token})
+
+
+def test_the_41st_quick_wrong_try_from_one_address_is_refused_until_the_lock_ends(site):
+    engine, _ = site
+    clock = Clock()
+    client = TestClient(create_app(engine, throttle=LoginThrottle(clock=clock)),
+                        follow_redirects=False)
+    for n in range(40):  # 40 names, 1 try each: no account reaches its own limit
+        response = try_login(client, f"guess{n}", "wrong password")
+        assert response.status_code == 401, n
+        clock.now += 0.04  # 40 tries in 1.6 s, as seen
+    refused = try_login(client, "ann1", PASSWORD)  # even the right password
+    assert refused.status_code == 429
+    assert "try again in 15 minutes" in refused.text and "UTC" in refused.text
+    assert 15 * 60 <= int(refused.headers["retry-after"]) <= 15 * 60 + 1
+    assert "rolecall_session" not in refused.cookies
+    clock.now += 14 * 60
+    assert try_login(client, "ann2", PASSWORD).status_code == 429
+    clock.now += 61  # the lock ends by itself
+    assert try_login(client, "ann1", PASSWORD).status_code == 303
+
+
+def test_an_account_is_locked_after_its_own_limit_whatever_the_address(site):
+    engine, _ = site
+    clock = Clock()
+    throttle = LoginThrottle(LoginLimits(per_account=3, per_address=100, lockout_s=60),
+                             clock=clock)
+    app = create_app(engine, throttle=throttle)
+    attackers = [TestClient(app, follow_redirects=False, client=(f"10.0.0.{n}", 5000))
+                 for n in range(3)]
+    for attacker in attackers:  # one wrong try from each of three addresses
+        assert try_login(attacker, "ann1", "wrong password").status_code == 401
+    response = try_login(attackers[0], "ann1", PASSWORD)
+    assert response.status_code == 429 and "in 60 seconds" in response.text
+    # an unknown name is counted and locked the same way: a lock does not tell
+    for attacker in attackers:
+        assert try_login(attacker, "nobody", "wrong password").status_code == 401
+    assert try_login(attackers[1], "nobody", "wrong password").status_code == 429
+    # other accounts from the same addresses are not affected
+    assert try_login(attackers[2], "ann2", PASSWORD).status_code == 303
+    clock.now += 61
+    assert try_login(attackers[1], "ann1", PASSWORD).status_code == 303
+
+
+def test_a_success_clears_the_account_count():
+    clock = Clock()
+    throttle = LoginThrottle(LoginLimits(per_account=3, per_address=100), clock=clock)
+    keys = throttle.keys("ann1", "10.0.0.1")
+    throttle.failed(keys)
+    throttle.failed(keys)
+    throttle.succeeded(keys[0])
+    throttle.failed(keys)
+    throttle.failed(keys)
+    assert throttle.wait_left(keys) == 0
+    throttle.failed(keys)
+    assert throttle.wait_left(keys) == 15 * 60
+    clock.now += 15 * 60 * 2  # old failures leave the window too
+    assert throttle.wait_left(keys) == 0
+
+
+def test_unknown_and_known_users_cost_the_same(site):
+    """Before: an unknown user took ~2x as long (two scrypt hashes), which told an attacker
+    which names exist. Medians of interleaved tries, as the attacker would measure them."""
+    engine, _ = site
+    limits = LoginLimits(per_account=1000, per_address=1000)
+    client = TestClient(create_app(engine, login_limits=limits), follow_redirects=False)
+    token = csrf_of(client.get("/login").text)
+    times: dict[str, list[float]] = {"ann1": [], "no-such-user": []}
+    for _round in range(9):
+        for name in times:
+            start = time.perf_counter()
+            response = client.post("/login", data={"username": name, "password": "wrong one",
+                                                   "csrf": token})
+            times[name].append(time.perf_counter() - start)
+            assert response.status_code == 401
+            token = csrf_of(response.text)  # each refusal sets a fresh login token
+    known, unknown = (statistics.median(t) for t in times.values())
+    assert abs(known - unknown) / max(known, unknown) < 0.2, (known, unknown)
+
+
+def test_a_new_login_ends_the_browsers_earlier_session(site):
+    engine, _ = site
+    client = client_for(engine, "ann1")
+    first = client.cookies["rolecall_session"]
+    with session(engine) as db:
+        assert db.query(WebSession).count() == 1
+    assert try_login(client, "ann2", PASSWORD).status_code == 303
+    assert client.cookies["rolecall_session"] != first
+    with session(engine) as db:  # the first login's row is gone, not just the cookie
+        assert [s.user.username for s in db.query(WebSession)] == ["ann2"]
+    replay = TestClient(create_app(engine), follow_redirects=False)
+    replay.cookies.set("rolecall_session", first)
+    assert replay.get("/").status_code == 303  # to the login page
+    # a login elsewhere (another browser) leaves this one alive
+    other = client_for(engine, "ann2")
+    assert other.get("/").status_code == 200 and client.get("/").status_code == 200
+
+
+def test_cookies_are_secure_only_when_asked(site):
+    engine, _ = site
+    plain = client_for(engine)
+    assert "secure" not in plain.get("/login").headers["set-cookie"].lower()
+    secure = TestClient(create_app(engine, secure_cookies=True), follow_redirects=False,
+                        base_url="https://testserver")
+    assert "; secure" in secure.get("/login").headers["set-cookie"].lower()
+    response = try_login(secure, "ann1", PASSWORD)
+    assert response.status_code == 303
+    cookies = response.headers.get_list("set-cookie")
+    session_cookie = next(c for c in cookies if c.startswith("rolecall_session="))
+    assert "; secure" in session_cookie.lower() and "httponly" in session_cookie.lower()
