@@ -28,18 +28,26 @@ came (a timeout or an error after the commit: not lost, but reported). Errors (a
 status, timeouts, refused connections) are counted per kind with the answer's message, and
 the server's log is scanned for exceptions; a failed label is retried from its form.
 
+Double-submit burst (after the window, same server): a separate annotator opens each of
+``--burst-forms`` label forms once and sends it ``--burst-submits`` times at once (a
+double click, exaggerated): every submit must get its 303 (no server error), and each
+form must end as exactly one ``annotations`` row.
+
 Baseline in the same run, same concurrency, interleaved with the writes (so both see the
 same noise on this shared machine): the latency of ``GET /``. Printed per backend: p50,
 p95, p99 of each request kind (successful answers only) and the ratios label p50 / home
 p50 and label p95 / home p95, with requests/s and acknowledged writes/s. Both processes
 share the machine's cores with the database server: absolute numbers are a floor, the
 ratios are what compare across runs. Compare runs with the same ``--items-per-annotator``
-(the queue's length is part of what a label POST does). The last line is JSON; the exit status is 1
-when a write was lost or wrong, or a backend could not be measured.
+(the queue's length is part of what a label POST does). The last line is JSON, with a
+``targets`` object ({"NAME": {"value", "target", "met"}}: no lost or wrong writes, no
+server errors, the burst's redirects and one row per form, per backend); the exit status
+is 1 when a target is missed or a backend could not be measured.
 
 Usage: python bench/webapp_load.py [--seconds 60] [--annotators 50]
        [--backends sqlite,postgres] [--postgres-url postgresql+psycopg://user@host/db]
        [--items-per-annotator 400] [--think-ms 0] [--timeout 30]
+       [--burst-forms 5] [--burst-submits 30]
 """
 
 from __future__ import annotations
@@ -107,8 +115,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def populate(url: str, annotators: int, per_annotator: int) -> tuple[list, int]:
-    """Schema, project, accounts and items; returns [(username, user id, item ids)]."""
+BURST_USER = "burst"
+
+
+def populate(url: str, annotators: int, per_annotator: int, burst_forms: int
+             ) -> tuple[list, int]:
+    """Schema, project, accounts and items; returns [(username, user id, item ids)], the
+    double-submit annotator (``BURST_USER``, with ``burst_forms`` items) last."""
     pairs = read_kda_csv(DATA / "detox" / "kda_ko.csv")
     engine = connect(url)
     try:
@@ -120,12 +133,12 @@ def populate(url: str, annotators: int, per_annotator: int) -> tuple[list, int]:
             project = Project(name="load", settings=settings.model_dump(mode="json"))
             db.add(project)
             db.flush()
-            for a in range(annotators):
-                user = add_user(db, f"ann{a:03d}", PASSWORD)
+            for name in [f"ann{a:03d}" for a in range(annotators)] + [BURST_USER]:
+                user = add_user(db, name, PASSWORD)
                 db.add(ProjectMember(project_id=project.id, user_id=user.id))
                 people.append((user.username, user.id))
             items = []
-            for n in range(annotators * per_annotator):
+            for n in range(annotators * per_annotator + burst_forms):
                 pair = pairs[n % len(pairs)]
                 items.append(Item(project_id=project.id, kind=ItemKind.PAIR,
                                   payload=pair.model_dump(mode="json"),
@@ -134,9 +147,10 @@ def populate(url: str, annotators: int, per_annotator: int) -> tuple[list, int]:
             db.flush()
             owned = [[] for _ in people]
             assignments = []
-            for n, item in enumerate(items):  # round-robin, as add_items does
-                owned[n % len(people)].append(item.id)
-                assignments.append(Assignment(item_id=item.id, user_id=people[n % len(people)][1]))
+            for n, item in enumerate(items):  # round-robin, as add_items does; burst last
+                who = len(people) - 1 if n >= annotators * per_annotator else n % annotators
+                owned[who].append(item.id)
+                assignments.append(Assignment(item_id=item.id, user_id=people[who][1]))
             db.add_all(assignments)
             project_id = project.id
         return [(name, uid, ids) for (name, uid), ids in zip(people, owned)], project_id
@@ -184,6 +198,7 @@ class Annotator:
     latencies: dict[str, list[float]] = field(
         default_factory=lambda: {kind: [] for kind in KINDS})
     errors: Counter = field(default_factory=Counter)
+    server_errors: int = 0  # answers with a 5xx status
     requests: int = 0
     exhausted: bool = False
 
@@ -207,6 +222,7 @@ async def timed(who: Annotator, kind: str, expected: int, call) -> httpx.Respons
     elapsed = time.perf_counter() - start
     if response.status_code != expected:
         who.errors[_problem(response)[:200]] += 1
+        who.server_errors += response.status_code >= 500
         return None
     who.latencies[kind].append(elapsed)
     return response
@@ -274,13 +290,55 @@ async def drive(base: str, people: list[Annotator], seconds: float, think: float
         await asyncio.gather(*(who.client.aclose() for who in people))
 
 
+async def double_submit(base: str, who: Annotator, submits: int, timeout: float) -> dict:
+    """Each of ``who``'s forms opened once and sent ``submits`` times at once."""
+    await log_in(who, base, timeout, asyncio.Semaphore(1))
+    statuses: Counter = Counter()
+    try:
+        for item in who.items:
+            form = await timed(who, "item", 200, who.client.get(f"/items/{item}"))
+            if form is None:
+                statuses["form not shown"] += 1
+                continue
+            data = {"csrf": CSRF.search(form.text).group(1),
+                    "shown_at": SHOWN_AT.search(form.text).group(1),
+                    "consistent": "yes", "offensive": "no"}
+            answers = await asyncio.gather(
+                *(who.client.post(f"/items/{item}/label", data=data) for _ in range(submits)),
+                return_exceptions=True)
+            for answer in answers:
+                statuses[type(answer).__name__ if isinstance(answer, Exception)
+                         else answer.status_code] += 1
+    finally:
+        await who.client.aclose()
+    return {"forms": len(who.items), "submits": len(who.items) * submits,
+            "redirects": statuses.get(303, 0),
+            "server_errors": sum(n for s, n in statuses.items()
+                                 if not isinstance(s, int) or s >= 500),
+            "statuses": {str(s): n for s, n in statuses.items()}}
+
+
+def burst_rows(url: str, who: Annotator) -> list[int]:
+    """The number of ``annotations`` rows of each of ``who``'s forms."""
+    engine = connect(url)
+    try:
+        with session(engine) as db:
+            found = Counter(db.scalars(select(Annotation.item_id).where(
+                Annotation.user_id == who.user_id)))
+    finally:
+        engine.dispose()
+    return [found.get(item, 0) for item in who.items]
+
+
 def check_writes(url: str, people: list[Annotator]) -> dict:
     """Compare the rows in the database with the writes each client was told were saved."""
     engine = connect(url)
     try:
         with session(engine) as db:
             rows = db.execute(select(Annotation.user_id, Annotation.item_id, Annotation.payload)
-                              .where(Annotation.kind == "pair")).all()
+                              .where(Annotation.kind == "pair",
+                                     Annotation.user_id.in_([w.user_id for w in people]))
+                              ).all()
     finally:
         engine.dispose()
     stored: dict[int, dict[int, dict]] = {}
@@ -317,15 +375,20 @@ def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> 
     print(f"\n== {name}: {args.annotators} annotators x {args.items_per_annotator} items, "
           f"{args.seconds:g} s ==", flush=True)
     began = time.monotonic()
-    owned, _project = populate(url, args.annotators, args.items_per_annotator)
+    owned, _project = populate(url, args.annotators, args.items_per_annotator,
+                               args.burst_forms)
     people = [Annotator(username, user_id, items) for username, user_id, items in owned]
+    burster = people.pop()
     print(f"setup (schema, {len(people)} accounts, {sum(len(o[2]) for o in owned)} items): "
           f"{time.monotonic() - began:.1f} s", flush=True)
     log_path = folder / f"server-{name}.log"
     with serving(url, log_path) as base:
         elapsed = asyncio.run(drive(base, people, args.seconds, args.think_ms / 1000,
                                     args.timeout))
+        burst = asyncio.run(double_submit(base, burster, args.burst_submits, args.timeout))
     writes = check_writes(url, people)
+    rows = burst_rows(url, burster)
+    burst |= {"rows_per_form": rows, "forms_with_one_row": sum(n == 1 for n in rows)}
     errors = sum((who.errors for who in people), Counter())
     server_log = log_path.read_text(errors="replace")
     exceptions = Counter(m.group(0)[:200] for m in EXCEPTION_LINE.finditer(server_log))
@@ -337,6 +400,7 @@ def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> 
         "requests": requests, "requests_per_s": round(requests / elapsed, 1),
         **writes, "writes_per_s": round(writes["acknowledged"] / elapsed, 1),
         "errors": sum(errors.values()), "exhausted_annotators": sum(w.exhausted for w in people),
+        "server_errors": sum(w.server_errors for w in people), "double_submit": burst,
         "latency": latency,
         "label_p50_over_home_p50": ratio(latency["label"]["p50_ms"], latency["home"]["p50_ms"]),
         "label_p95_over_home_p95": ratio(latency["label"]["p95_ms"], latency["home"]["p95_ms"]),
@@ -365,6 +429,11 @@ def report(r: dict) -> None:
         ratios = [ratio(value[k], base[k]) for k in ("p50_ms", "p95_ms")]
         print(f"{NAMES[kind]:22s}{value['n']:8d}{''.join(cells)}"
               + "".join(f"{x:10.2f}" if x is not None else f"{'-':>10s}" for x in ratios))
+    b = r["double_submit"]
+    print(f"double-submit burst: {b['forms']} forms x {b['submits'] // max(b['forms'], 1)} "
+          f"submits at once: {b['redirects']} redirects, {b['server_errors']} server errors, "
+          f"{b['forms_with_one_row']}/{b['forms']} forms with one row (statuses "
+          f"{b['statuses']})")
     for text, count in r["error_kinds"].items():
         print(f"  error x{count}: {text}")
     for text, count in r["server_exceptions"].items():
@@ -415,13 +484,18 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--think-ms", type=float, default=0.0,
                         help="pause between showing an item and labelling it")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    parser.add_argument("--burst-forms", type=int, default=5,
+                        help="label forms each sent --burst-submits times at once")
+    parser.add_argument("--burst-submits", type=int, default=30)
     args = parser.parse_args()
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(args.backends) - {"sqlite", "postgres"}
     if unknown:
         parser.error(f"unknown backend(s) {', '.join(sorted(unknown))}: use sqlite, postgres")
-    if args.annotators < 1 or args.items_per_annotator < 1 or args.seconds <= 0:
-        parser.error("--annotators, --items-per-annotator and --seconds must be positive")
+    if min(args.annotators, args.items_per_annotator, args.burst_forms,
+           args.burst_submits) < 1 or args.seconds <= 0:
+        parser.error("--annotators, --items-per-annotator, --seconds, --burst-forms and "
+                     "--burst-submits must be positive")
     return args
 
 
@@ -456,12 +530,35 @@ def main() -> None:
               f"{r['label_p95_over_home_p95'] or 0:11.2f}")
     print("ratios: label POST latency over GET / latency (the baseline), same run, same "
           f"concurrency; {os.cpu_count()} CPU cores shared by client, server and database")
+    goals = targets(results)
     print(json.dumps({"bench": "webapp_load", "annotators": args.annotators,
                       "seconds": args.seconds, "items_per_annotator": args.items_per_annotator,
                       "think_ms": args.think_ms, "cpus": os.cpu_count(),
-                      "results": results, "not_measured": failures}, ensure_ascii=False))
-    broken = failures or any(r["lost"] or r["wrong"] for r in results)
+                      "results": results, "not_measured": failures, "targets": goals},
+                     ensure_ascii=False))
+    broken = failures or not all(goal["met"] for goal in goals.values())
     sys.exit(1 if broken else 0)
+
+
+def targets(results: list[dict]) -> dict:
+    """Per backend: no lost or wrong write, no server error (the load and the burst), every
+    burst submit redirected, one row per burst form."""
+    goals = {}
+    for r in results:
+        name, burst = r["backend"], r["double_submit"]
+        rows = burst["rows_per_form"]
+        for key, value, target, met in (
+                ("lost_writes", r["lost"], "== 0", r["lost"] == 0),
+                ("wrong_writes", r["wrong"], "== 0", r["wrong"] == 0),
+                ("server_errors", r["server_errors"], "== 0", r["server_errors"] == 0),
+                ("double_submit_server_errors", burst["server_errors"], "== 0",
+                 burst["server_errors"] == 0),
+                ("double_submit_redirects", burst["redirects"], f"== {burst['submits']}",
+                 burst["redirects"] == burst["submits"]),
+                ("double_submit_rows_per_form", max(rows, default=0), "== 1 for every form",
+                 bool(rows) and all(n == 1 for n in rows))):
+            goals[f"{name}_{key}"] = {"value": value, "target": target, "met": met}
+    return goals
 
 
 if __name__ == "__main__":
