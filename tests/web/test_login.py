@@ -90,22 +90,35 @@ def test_a_success_clears_the_account_count():
 
 def test_unknown_and_known_users_cost_the_same(site):
     """Before: an unknown user took ~2x as long (two scrypt hashes), which told an attacker
-    which names exist. Medians of interleaved tries, as the attacker would measure them."""
+    which names exist. Medians of interleaved tries, as the attacker would measure them;
+    on a busy machine a measurement may be retried (a real 2x gap fails every one)."""
     engine, _ = site
     limits = LoginLimits(per_account=1000, per_address=1000)
     client = TestClient(create_app(engine, login_limits=limits), follow_redirects=False)
     token = csrf_of(client.get("/login").text)
-    times: dict[str, list[float]] = {"ann1": [], "no-such-user": []}
-    for _round in range(9):
-        for name in times:
-            start = time.perf_counter()
-            response = client.post("/login", data={"username": name, "password": "wrong one",
-                                                   "csrf": token})
-            times[name].append(time.perf_counter() - start)
-            assert response.status_code == 401
-            token = csrf_of(response.text)  # each refusal sets a fresh login token
-    known, unknown = (statistics.median(t) for t in times.values())
-    assert abs(known - unknown) / max(known, unknown) < 0.2, (known, unknown)
+
+    def wrong_login(name: str) -> float:
+        nonlocal token
+        start = time.perf_counter()
+        response = client.post("/login", data={"username": name, "password": "wrong one",
+                                               "csrf": token})
+        elapsed = time.perf_counter() - start
+        assert response.status_code == 401
+        token = csrf_of(response.text)  # each refusal sets a fresh login token
+        return elapsed
+
+    gaps = []
+    for _attempt in range(3):
+        known, unknown = [], []
+        for _round in range(5):  # A B B A: a drift in the machine's speed hits both alike
+            known.append(wrong_login("ann1"))
+            unknown += [wrong_login("no-such-user"), wrong_login("no-such-user")]
+            known.append(wrong_login("ann1"))
+        a, b = statistics.median(known), statistics.median(unknown)
+        gaps.append(abs(a - b) / max(a, b))
+        if gaps[-1] < 0.2:
+            break
+    assert gaps[-1] < 0.2, f"medians differ by {[f'{g:.0%}' for g in gaps]}"
 
 
 def test_a_new_login_ends_the_browsers_earlier_session(site):
