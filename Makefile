@@ -10,5 +10,7 @@ demo: setup
 	  .venv/bin/python -m rolecall.llm.probe --signal-note $$rc; exit $$rc
 
 test: setup
+	@.venv/bin/ruff check src tests bench || { \
+	  echo "lint failed: .venv/bin/ruff check --fix src tests bench fixes most of it" >&2; exit 1; }
 	@.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
 	  .venv/bin/python -m rolecall.llm.probe --signal-note $$rc; exit $$rc

@@ -27,9 +27,16 @@ import time
 from pathlib import Path
 
 from rolecall.llm import LLM, Cache, load_backend
-from rolecall.pipelines.detox import (DetoxRunConfig, ExportSection, GenerateSection,
-                                      GevalSection, SentencesSection, SlangSection,
-                                      index_stage, run_detox)
+from rolecall.pipelines.detox import (
+    DetoxRunConfig,
+    ExportSection,
+    GenerateSection,
+    GevalSection,
+    SentencesSection,
+    SlangSection,
+    index_stage,
+    run_detox,
+)
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CORPORA = [str(DATA / "slang" / "beep_unlabeled_comments.txt"),

@@ -48,15 +48,15 @@ import torch
 
 from rolecall.llm import LLM, load_backend
 from rolecall.records import Example, Turn
+from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
 from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.selection import ResponseSelector
-from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
+from rolecall.serve.unanswerable import response_perplexity
 from rolecall.train.backbone import EMBEDDED, load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
 from rolecall.train.loop import TrainConfig
 from rolecall.train.reranker import Reranker, RerankerSettings
 from rolecall.train.retriever import RetrieverSettings, fit_retriever
-from rolecall.serve.unanswerable import response_perplexity
 
 ROOT = Path(__file__).resolve().parents[1]
 NEUTRAL = ROOT.parent / "shared" / "data" / "neutral"

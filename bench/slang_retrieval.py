@@ -39,9 +39,14 @@ import numpy as np
 
 from rolecall.retrieval import dense
 from rolecall.retrieval.clean import clean_records
+from rolecall.retrieval.slang import (
+    BM25_PARAMS,
+    SlangIndex,
+    save_index,
+    search_tokens,
+    tokenizer_info,
+)
 from rolecall.textfiles import read_corpus
-from rolecall.retrieval.slang import (BM25_PARAMS, SlangIndex, save_index, search_tokens,
-                                      tokenizer_info)
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "slang"
 CORPORA = [(DATA / "beep_unlabeled_comments.txt", None, None),

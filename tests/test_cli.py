@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rolecall.jsonl import read_jsonl
-from tests.llm.test_batch import run_to_end
+from tests.cli_runs import run_to_end
 
 HANGUL = re.compile("[\uac00-\ud7a3]")
 

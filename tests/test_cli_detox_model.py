@@ -11,8 +11,10 @@ pytest.importorskip("peft")
 
 from rolecall.formats.kda import write_kda_csv  # noqa: E402
 from rolecall.records import Pair  # noqa: E402
-from tests.llm.test_batch import run_to_end  # noqa: E402
-from tests.test_cli_train import metrics_of  # noqa: E402
+from tests.cli_runs import (
+    metrics_of,  # noqa: E402
+    run_to_end,  # noqa: E402
+)
 from tests.train.test_detox_model import PAIRS  # noqa: E402
 
 
@@ -77,7 +79,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
 def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
     from rolecall.eval.offensiveness import offensive_rate
     from rolecall.train.classifier import Classifier
-    from tests.train.test_classifier import tiny
+    from tests.dialogue_data import tiny
 
     data = tmp_path / "data"
     (data / "slang").mkdir(parents=True)

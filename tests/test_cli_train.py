@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("torch")
 
 from rolecall.jsonl import write_jsonl  # noqa: E402
-from tests.llm.test_batch import run_to_end  # noqa: E402
-from tests.train.test_classifier import make_examples, tiny  # noqa: E402
+from tests.cli_runs import run_to_end  # noqa: E402
+from tests.dialogue_data import make_examples, tiny  # noqa: E402
 
 FAST = ["--epochs", "2", "--batch-size", "8", "--no-progress"]
 
@@ -33,11 +33,20 @@ def test_train_classifier_and_reranker(setup):
     common = ["--backbone", backbone, "--features-cache", str(root / "features"), *FAST]
     metrics = metrics_of(run_to_end("train", "classifier", str(root / "examples.jsonl"),
                                     "--out", str(root / "clf"), "--max-length", "48", *common))
-    assert {"accuracy", "f1", "first_loss", "last_loss"} <= set(metrics)
-    assert json.loads((root / "clf" / "model.json").read_text())["kind"] == "classifier"
+    saved = json.loads((root / "clf" / "model.json").read_text())
+    assert saved["kind"] == "classifier"
+    # what the command printed is what the model directory keeps, and it is a real score
+    assert all(saved["metrics"][key] == metrics[key] for key in ("accuracy", "f1"))
+    assert 0 <= metrics["f1"] <= 1 and metrics["test_examples"] > 0 and \
+        metrics["accuracy"] * metrics["test_examples"] == pytest.approx(
+            round(metrics["accuracy"] * metrics["test_examples"]))
     metrics = metrics_of(run_to_end("train", "reranker", str(root / "examples.jsonl"),
                                     "--out", str(root / "rr"), "--negatives", "3", *common))
-    assert any(key.startswith("hits@1/") for key in metrics)
+    hits = {key: value for key, value in metrics.items() if key.startswith("hits@1/")}
+    assert hits and all(0 <= value <= 1 for value in hits.values()), metrics
+    saved = json.loads((root / "rr" / "model.json").read_text())
+    assert saved["kind"] == "reranker" and saved["settings"]["negatives"] == 3
+    assert {key: saved["metrics"][key] for key in hits} == hits
 
 
 def test_bad_input_is_a_clear_error(setup, tmp_path):
@@ -86,8 +95,17 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
                         "--roc", str(roc), "--features-cache", str(root / "features"))
     report = metrics_of(result)
     assert report["items"] == 20 and 0 < report["unanswerable"] < 20  # 20 positives
+    positives, negatives = report["unanswerable"], report["items"] - report["unanswerable"]
     for method in ("mc_dropout", "perplexity"):
-        assert 0 <= report[method]["roc_auc"] <= 1 and "threshold" in report[method]
+        result = report[method]
+        assert result["items"] == 20 and result["unanswerable"] == positives
+        # AUC counts (unanswerable, answerable) pairs, ties as halves: a multiple of 1/2n
+        halves = result["roc_auc"] * positives * negatives * 2
+        assert 0 <= halves <= 2 * positives * negatives and halves == pytest.approx(
+            round(halves))
+        p, r = result["precision"], result["recall"]
+        assert result["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
+        assert isinstance(result["threshold"], float)
     assert roc.read_bytes().startswith(b"\x89PNG")
     result = run_to_end("eval", "unanswerable", str(root / "examples.jsonl"), "--reranker",
                         str(root / "rr-hard"), "--index", str(root / "ret" / "candidates"),
@@ -97,8 +115,8 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
 
 def test_train_generator_on_a_saved_tiny_base(tmp_path):
     pytest.importorskip("peft")
+    from tests.dialogue_data import BAD, GOOD, USERS
     from tests.tiny_models import tiny_causal_lm
-    from tests.train.test_classifier import BAD, GOOD, USERS
 
     model, tokenizer = tiny_causal_lm(USERS + GOOD + BAD)
     model.save_pretrained(tmp_path / "base")

@@ -11,7 +11,7 @@ pytest.importorskip("fastapi")
 from sqlalchemy import select  # noqa: E402
 
 from rolecall.store import ChatSession, ChatTurn, Project, User, connect, session  # noqa: E402
-from tests.llm.test_batch import rolecall, run_to_end  # noqa: E402
+from tests.cli_runs import rolecall, run_to_end  # noqa: E402
 from tests.web.conftest import REPO  # noqa: E402
 
 SPEC = str(REPO / "examples" / "carecall" / "spec.yaml")

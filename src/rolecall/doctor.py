@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -10,8 +11,7 @@ from rich.table import Table
 from rolecall import config
 from rolecall.llm.embedded import PACKAGE, embedded_model_path
 from rolecall.llm.probe import build_summary, cpu_summary
-from rolecall.llm.registry import (backend_entry, default_model, known_schemes,
-                                   missing_requirements)
+from rolecall.llm.registry import backend_entry, default_model, known_schemes, missing_requirements
 
 PACKAGES = ["llama-cpp-python", "openai", "transformers", "torch", "gguf", "peft",
             "sqlalchemy", "alembic", "psycopg", PACKAGE]

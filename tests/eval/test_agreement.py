@@ -3,9 +3,13 @@
 import pytest
 
 from rolecall.errors import InputFileError
-from rolecall.eval.agreement import (agreement_report, cohen_kappa, krippendorff_alpha,
-                                     percent_agreement,
-                                     read_human_labels)
+from rolecall.eval.agreement import (
+    agreement_report,
+    cohen_kappa,
+    krippendorff_alpha,
+    percent_agreement,
+    read_human_labels,
+)
 from rolecall.records import Verdict
 
 

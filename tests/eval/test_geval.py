@@ -6,8 +6,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from rolecall.errors import ConfigError
-from rolecall.eval.geval import (from_top_logprobs, geval, normalise, summarise,
-                                 weighted_score)
+from rolecall.eval.geval import from_top_logprobs, geval, normalise, summarise, weighted_score
 from rolecall.llm import LLM, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob, TopLogprob
 from rolecall.llm.registry import BackendEntry, register_backend

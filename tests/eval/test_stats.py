@@ -4,8 +4,15 @@ import unicodedata
 import pytest
 from rich.console import Console
 
-from rolecall.eval.stats import (dataset_stats, dialogue_stats, format_stats_table,
-                                 ngram_counts, normalize_text, stats_to_json, tokenize)
+from rolecall.eval.stats import (
+    dataset_stats,
+    dialogue_stats,
+    format_stats_table,
+    ngram_counts,
+    normalize_text,
+    stats_to_json,
+    tokenize,
+)
 from rolecall.records import Dialogue, Example, Turn
 
 

@@ -4,8 +4,12 @@ from pathlib import Path
 import pytest
 
 from rolecall.errors import InputFileError, RolecallError
-from rolecall.formats.carecall import (carecall_to_examples, read_carecall, write_carecall,
-                                       write_examples_jsonl)
+from rolecall.formats.carecall import (
+    carecall_to_examples,
+    read_carecall,
+    write_carecall,
+    write_examples_jsonl,
+)
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Dialogue, Example, Turn
 

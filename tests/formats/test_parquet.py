@@ -10,8 +10,13 @@ import pytest
 
 from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.formats.kda import WARNING
-from rolecall.formats.parquet import (COLUMNS, pairs_to_table, read_parquet,
-                                      write_hf_dataset, write_parquet)
+from rolecall.formats.parquet import (
+    COLUMNS,
+    pairs_to_table,
+    read_parquet,
+    write_hf_dataset,
+    write_parquet,
+)
 from rolecall.records import Pair
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rolecall.generate.detox import (DetoxConfig, candidate_problem, generate_candidates,
-                                     plan_candidates)
+from rolecall.generate.detox import (
+    DetoxConfig,
+    candidate_problem,
+    generate_candidates,
+    plan_candidates,
+)
 from rolecall.jsonl import read_jsonl
 from rolecall.llm import LLM, Cache, load_backend
 from rolecall.prompts import load_template

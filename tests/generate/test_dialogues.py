@@ -45,7 +45,8 @@ def test_stray_text_before_the_first_tag_is_ignored_and_repeated_speakers_merge(
 @pytest.mark.parametrize("raw, reason", [
     (GOOD.split("[대화 끝]")[0], "never ended"),
     ("시스템: 안녕하세요.\n사용자: 응.\n[대화 끝]", "too short"),
-    ("사용자: 여보세요?\n시스템: 네.\n사용자: 응.\n시스템: 네.\n사용자: 응.\n시스템: 네.\n[대화 끝]",
+    ("사용자: 여보세요?\n시스템: 네.\n사용자: 응.\n시스템: 네.\n사용자: 응.\n"
+     "시스템: 네.\n[대화 끝]",
      "does not start with the system"),
     ("시스템: 네.\n사용자: 응.\n시스템: 네.\n사용자: 응.\n시스템: 네.\n사용자: 응.\n시스템: 네.\n"
      "사용자: 응.\n시스템:", "runaway repetition"),

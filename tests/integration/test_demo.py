@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.llm.test_batch import run_to_end
+from tests.cli_runs import run_to_end
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]

@@ -22,6 +22,7 @@ from rolecall.jsonl import read_jsonl, write_jsonl  # noqa: E402
 from rolecall.records import Dialogue, Example  # noqa: E402
 from rolecall.serve.candidates import CandidateIndex, build_candidate_index  # noqa: E402
 from rolecall.serve.selection import ResponseSelector  # noqa: E402
+from rolecall.serve.unanswerable import mc_dropout_confidence  # noqa: E402
 from rolecall.train.backbone import load_backbone  # noqa: E402
 from rolecall.train.classifier import ClassifierSettings, train_classifier  # noqa: E402
 from rolecall.train.data import selection_pairs, unique_candidates  # noqa: E402
@@ -29,7 +30,6 @@ from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever  # noqa: E402
-from rolecall.serve.unanswerable import mc_dropout_confidence  # noqa: E402
 from tests.conftest import REPO, SHARED_DATA  # noqa: E402
 
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine

@@ -39,7 +39,9 @@ def test_mle_plus_unlikelihood_on_the_embedded_model(tmp_path):
     assert after["ppl_positive"] < before["ppl_positive"], (before, after)
     assert after["ppl_negative"] > before["ppl_negative"], (before, after)  # unlearned
     reply = generator.generate([positives[0].history], max_new_tokens=16)[0]
-    assert isinstance(reply, str) and "\n" not in reply
+    assert reply.strip() and "\n" not in reply  # one turn, cut where the next would begin
+    again = generator.generate([positives[0].history], max_new_tokens=16)[0]
+    assert again == reply  # greedy decoding: the same reply every time
 
     generator.save(tmp_path / "gen")
     assert not (tmp_path / "gen" / "base").exists()  # the embedded base is a reference

@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from rolecall.jsonl import read_jsonl
-from tests.conftest import REPO
-
-
-def rolecall(*args: str, env_extra: dict | None = None, **popen) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO), ROLECALL_PLUGINS="tests.fakes",
-               **(env_extra or {}))
-    return subprocess.Popen([sys.executable, "-m", "rolecall.cli", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
-
-
-def run_to_end(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    process = rolecall(*args)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except BaseException:  # a timeout here or pytest-timeout's: never leave a run behind
-        process.kill()
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+from tests.cli_runs import cached_calls, kill_when, last_run_stats, lines, rolecall, run_to_end
 
 
 def write_prompts(path: Path, count: int) -> None:
@@ -42,40 +18,11 @@ def write_prompts(path: Path, count: int) -> None:
                                     ensure_ascii=False) + "\n")
 
 
-def lines(path: Path) -> int:
-    return path.read_text(encoding="utf-8").count("\n") if path.exists() else 0
-
-
-def cached_calls(cache: Path) -> int:
-    with sqlite3.connect(cache) as db:
-        return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-
-
-def kill_when(process: subprocess.Popen, out: Path, at_least: int, limit: float = 300) -> None:
-    deadline = time.monotonic() + limit
-    while lines(out) < at_least:
-        if process.poll() is not None:
-            pytest.fail(f"the run ended before it could be killed: {process.stderr.read()}")
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("the run made no progress")
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
-
-
 def outputs(path: Path) -> dict:
     rows = list(read_jsonl(path))
     keys = [(r["id"], r["sample"]) for r in rows]
     assert len(keys) == len(set(keys)), "duplicated outputs"
     return {k: r["text"] for k, r in zip(keys, rows)}
-
-
-def last_run_stats(run_dir: Path, stage: str = "llm batch") -> dict:
-    """The LLM statistics of the latest start of ``stage`` in a run directory."""
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    runs = [r for r in manifest["runs"] if stage in r.get("stages", {})]
-    return runs[-1]["stages"][stage]["llm"]
 
 
 def check_kill_and_resume(tmp_path: Path, model: str, count: int, n: int, kill_at: int,

@@ -17,9 +17,9 @@ from rolecall.errors import (
 )
 from rolecall.llm import LLM, Completion, Message, Request, SamplingParams, load_backend
 from rolecall.llm.embedded import embedded_model_path
-from tests.local_server import LocalServer
 from rolecall.llm.openai_compat import LOGPROB_FLOOR
 from tests.llm.flaky_server import TOKEN_LOGPROB, FakeOpenAIServer
+from tests.local_server import LocalServer
 
 openai = pytest.importorskip("openai")
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from rolecall.llm import probe
-from tests.llm.test_batch import run_to_end
+from tests.cli_runs import run_to_end
 
 
 @pytest.fixture
@@ -84,3 +87,39 @@ def test_the_probe_command_exits_1_on_a_crash(fakes_in_children):
                            "--setup"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert "SIGSEGV" in proc.stderr and "set-up failed" in proc.stderr
+
+
+# AVX-512 shows as zmm registers, mask registers k1-k7 or the upper 16 xmm/ymm registers
+# (EVEX only); AMX as tile registers and tile instructions.
+WIDE = re.compile(r"%(zmm\d+|k[1-7]\b|[xy]mm(1[6-9]|2\d|3[01])\b|tmm\d)|\b(ld|st)tilecfg\b"
+                  r"|\btile(loadd|stored|zero|release)")
+
+
+def wide_instructions(disassembly: str) -> list[str]:
+    return [line for line in disassembly.splitlines() if WIDE.search(line)]
+
+
+def test_the_wide_instruction_pattern_finds_avx512_and_amx_only():
+    sample = ("  10:\tvpdpbusd %zmm1,%zmm2,%zmm3\n  14:\ttileloadd (%rax,%rbx,1),%tmm0\n"
+              "  18:\tvaddps %ymm17,%ymm2,%ymm3\n  1c:\tkmovw %k1,%eax\n"
+              "  20:\tvaddps %ymm1,%ymm2,%ymm3\n  24:\tvfmadd231ps %ymm15,%ymm14,%ymm0\n")
+    assert len(wide_instructions(sample)) == 4
+
+
+def test_the_installed_llama_cpp_build_has_no_avx512_or_amx_instructions():
+    """The portable build, read from its machine code: a CPU without AVX-512 or AMX (or
+    one whose AMX path crashed) never meets an instruction it cannot run."""
+    record = Path(sys.prefix) / probe.BUILD_RECORD
+    if not record.is_file() or shutil.which("objdump") is None:
+        pytest.skip("needs the llama.cpp build of scripts/setup.sh and objdump (binutils)")
+    if json.loads(record.read_text(encoding="utf-8"))["level"] == "custom":
+        pytest.skip("ROLECALL_LLAMA_CMAKE_ARGS chose the instruction set")
+    import llama_cpp
+
+    libraries = sorted((Path(llama_cpp.__file__).parent / "lib").glob("lib*.so"))
+    assert any(lib.name.startswith("libggml-cpu") for lib in libraries), libraries
+    for library in libraries:
+        code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(library)],
+                              capture_output=True, text=True, check=True).stdout
+        found = wide_instructions(code)
+        assert not found, f"{library.name}: {len(found)} AVX-512/AMX instructions: {found[:3]}"

@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.retrieval import SlangIndex, build_index
 from rolecall.retrieval.dense import DENSE_DIR, INFO_FILE, load_encoder
-from rolecall.vectors import stable_top
 from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
 from rolecall.retrieval.slang import search_command
-from tests.llm.test_batch import run_to_end
+from rolecall.vectors import stable_top
+from tests.cli_runs import run_to_end
 
 COMMENTS = ["어제 축구 경기 손흥민 골 미쳤다 ㅋㅋㅋ",
             "라면은 역시 신라면이 제일 맛있음",

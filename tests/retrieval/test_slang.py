@@ -14,8 +14,15 @@ from pathlib import Path
 import pytest
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.retrieval import (Corpus, Hit, SlangIndex, build_index, clean_comments,
-                                parse_corpus_spec, search_tokens)
+from rolecall.retrieval import (
+    Corpus,
+    Hit,
+    SlangIndex,
+    build_index,
+    clean_comments,
+    parse_corpus_spec,
+    search_tokens,
+)
 from rolecall.retrieval.slang import format_hits, index_command, search_command
 from rolecall.textfiles import read_corpus
 

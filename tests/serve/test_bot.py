@@ -12,19 +12,18 @@ pytest.importorskip("peft")
 
 from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.records import Example, Turn  # noqa: E402
-from rolecall.serve.candidates import build_candidate_index  # noqa: E402
 from rolecall.serve.bot import Bot, BotSettings  # noqa: E402
+from rolecall.serve.candidates import build_candidate_index  # noqa: E402
 from rolecall.train.backbone import Backbone  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.generator import Generator, GeneratorSettings  # noqa: E402
-from tests.tiny_models import tiny_causal_lm  # noqa: E402
 from rolecall.train.loop import TrainConfig, seed_everything  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
-from tests.llm.test_batch import run_to_end  # noqa: E402
+from tests.cli_runs import run_to_end  # noqa: E402
 from tests.serve.test_candidates import TOPICS  # noqa: E402
+from tests.tiny_models import tiny_backbone, tiny_causal_lm  # noqa: E402
 
 USER_LINES = [f"{topic} 이야기 {n}" for n in range(3) for topic, _ in TOPICS]
 BAD = ["주소 알려 주시면 내일 찾아갈게요", "바보 같은 소리 마세요"]

@@ -14,10 +14,10 @@ from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.records import Turn  # noqa: E402
 from rolecall.serve.candidates import CandidateIndex, build_candidate_index  # noqa: E402
 from rolecall.train.backbone import Backbone  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402
+from tests.tiny_models import tiny_backbone  # noqa: E402
 
 TOPICS = [("날씨", "오늘 날씨가 맑아요"), ("식사", "점심은 드셨어요"), ("산책", "산책 다녀오세요"),
           ("잠", "푹 주무셨나요"), ("약", "약은 챙겨 드셨어요"), ("병원", "병원 예약 하셨어요"),

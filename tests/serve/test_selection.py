@@ -11,14 +11,14 @@ pytest.importorskip("faiss")
 from rolecall.records import Example, Turn  # noqa: E402
 from rolecall.serve.candidates import build_candidate_index  # noqa: E402
 from rolecall.serve.selection import ResponseSelector  # noqa: E402
+from rolecall.serve.unanswerable import mc_dropout_confidence  # noqa: E402
 from rolecall.train.backbone import Backbone  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
-from rolecall.serve.unanswerable import mc_dropout_confidence  # noqa: E402
 from tests.serve.test_candidates import PAIRS, TOPICS  # noqa: E402
+from tests.tiny_models import tiny_backbone  # noqa: E402
 
 RERANK = RerankerSettings(interaction="attention", context_max_tokens=32,
                           candidate_max_tokens=16, dim=16, heads=2, width=16, negatives=3,

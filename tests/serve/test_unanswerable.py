@@ -12,8 +12,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rolecall.errors import ConfigError  # noqa: E402
-from rolecall.train.loop import TrainConfig  # noqa: E402
-from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.serve.unanswerable import (  # noqa: E402
     MCDropoutDetector,
     PerplexityDetector,
@@ -24,7 +22,9 @@ from rolecall.serve.unanswerable import (  # noqa: E402
     mean_minus_variance,
     validation_items,
 )
-from tests.train.test_classifier import Scripted, make_examples, tiny  # noqa: E402
+from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
+from tests.dialogue_data import Scripted, make_examples, tiny  # noqa: E402
 
 
 def test_mean_minus_variance_by_hand():
@@ -114,8 +114,16 @@ def test_the_mc_dropout_pipeline_runs_end_to_end(reranker):
                              share=0.5, seed=0)
     assert sum(item["label"] for item in items) == 2
     assert all(item["response"] == "바보 같은 소리 마세요" for item in items if item["label"])
-    result = calibrate_detector(MCDropoutDetector(reranker, passes=4), items)
-    assert 0.0 <= result["roc_auc"] <= 1.0 and result["method"] == "mc_dropout"
+    detector = MCDropoutDetector(reranker, passes=4)
+    result = calibrate_detector(detector, items)
+    assert result["method"] == "mc_dropout"
+    # the same confidences, ranked by hand: low confidence means unanswerable (label 1)
+    confidence = detector.scores([i["context"] for i in items], [i["response"] for i in items])
+    bad = [c for c, i in zip(confidence, items) if i["label"]]
+    ok = [c for c, i in zip(confidence, items) if not i["label"]]
+    pairs = [(b, o) for b in bad for o in ok]
+    by_hand = sum(1.0 if b < o else 0.5 if b == o else 0.0 for b, o in pairs)
+    assert result["roc_auc"] == pytest.approx(by_hand / len(pairs))
 
 
 def test_bad_validation_sets_are_clear_errors():

@@ -15,7 +15,6 @@ from sqlalchemy import delete, inspect, select, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from rolecall.errors import ConfigError
-from rolecall.store import db as store_db
 from rolecall.store import (
     Annotation,
     Assignment,
@@ -38,6 +37,7 @@ from rolecall.store import (
     session,
     upgrade,
 )
+from rolecall.store import db as store_db
 
 KOREAN = {
     "text": "오늘 날씨가 참 좋네요! 산책 다녀오셨어요? 😊",

@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch")
 
 from rolecall.errors import InputFileError  # noqa: E402
 from rolecall.train.backbone import Backbone, load_backbone  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.features import Features, mean_pool  # noqa: E402
+from tests.tiny_models import tiny_backbone  # noqa: E402
 
 TEXTS = ["오늘 날씨가 좋네요", "식사는 하셨어요", "어르신 산책 다녀오셨어요", "가 나 다 라 마"]
 

@@ -12,10 +12,7 @@ torch = pytest.importorskip("torch")
 from rolecall.errors import ConfigError, InputFileError, UnsupportedCapability  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
 from rolecall.llm import LLM, load_backend  # noqa: E402
-from rolecall.llm.base import Backend, Completion, TokenLogprob  # noqa: E402
-from rolecall.records import Example, Turn  # noqa: E402
-from rolecall.train.backbone import Backbone  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
+from rolecall.records import Turn  # noqa: E402
 from rolecall.train.classifier import (  # noqa: E402
     Classifier,
     ClassifierSettings,
@@ -27,38 +24,7 @@ from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig, save_model  # noqa: E402
 from rolecall.train.pairs import pool_states  # noqa: E402
 from rolecall.train.perplexity import lm_prompt  # noqa: E402
-
-USERS = ["안녕하세요 반가워요", "오늘 좀 피곤해요", "밥 먹었어요", "산책 다녀왔어요"]
-GOOD = ["식사는 맛있게 하셨어요", "오늘 날씨가 좋네요", "산책은 즐거우셨어요", "푹 쉬세요"]
-BAD = ["저는 사람이라서 직접 찾아갈게요", "주소 알려 주시면 내일 만나요", "바보 같은 소리 마세요"]
-
-
-def make_examples(n: int = 24, negatives: bool = True) -> list[Example]:
-    """Dialogues of two turns; every third response is out of bounds (when asked)."""
-    examples = []
-    for i in range(n):
-        history = [Turn(role="user", text=USERS[i % 4]),
-                   Turn(role="system", text=GOOD[(i + 1) % 4]),
-                   Turn(role="user", text=USERS[(i + 2) % 4])]
-        if negatives and i % 3 == 0:
-            examples.append(Example(history=history, response=BAD[i % 3], label="negative",
-                                    category="persona", dialogue_id=f"d{i}"))
-        else:
-            examples.append(Example(history=history, response=GOOD[i % 4], label="positive",
-                                    dialogue_id=f"d{i}"))
-    return examples
-
-
-def vocabulary() -> list[str]:
-    return (USERS + GOOD + BAD + ["user: system: ▶"]) * 3
-
-
-def tiny(frozen: bool) -> Backbone:
-    backbone = tiny_backbone(vocabulary(), vocab_size=150)
-    if frozen:  # the constructor is what freezes the parameters
-        backbone = Backbone(backbone.model, backbone.tokenizer, "tiny", frozen=True)
-    return backbone
-
+from tests.dialogue_data import Scripted, make_examples, tiny  # noqa: E402
 
 SETTINGS = ClassifierSettings(max_length=48, response_max=16, width=16)
 CONFIG = TrainConfig(epochs=8, batch_size=8, lr=1e-2)
@@ -153,23 +119,6 @@ def test_bad_inputs_are_clear_errors(tmp_path):
 
 
 # ---- the fallback question ---------------------------------------------------------------
-
-
-class Scripted(Backend):
-    """Scores each text with a fixed mean logprob; records the prompts it was given."""
-
-    scheme = "scripted-ppl"
-    supports_loglikelihood = True
-    max_concurrency = 1
-
-    def __init__(self, logprobs: dict[str, float]):
-        self.model_id, self.logprobs, self.prompts = "scripted", logprobs, []
-
-    def complete(self, request, sample_index=0):
-        self.prompts.append((request.prompt, request.score_text))
-        value = self.logprobs[request.score_text.strip()]
-        tokens = [TokenLogprob(token=t, logprob=value) for t in request.score_text.split()]
-        return Completion(text=request.score_text, logprobs=tokens)
 
 
 QUESTIONS = ["요즘 잠은 잘 주무세요", "식사는 하셨어요", "오늘 기분은 어떠세요"]

@@ -11,8 +11,8 @@ from rolecall.errors import InputFileError  # noqa: E402
 from rolecall.records import Pair  # noqa: E402
 from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs  # noqa: E402
 from rolecall.train.generator import Generator  # noqa: E402
-from tests.tiny_models import tiny_causal_lm  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
+from tests.tiny_models import tiny_causal_lm  # noqa: E402
 
 PAIRS = [Pair(neutral=n, toxic=t) for n, t in [
     ("회의가 취소되었습니다", "회의 취소라네 높으신 분들 또 땡땡이"),

@@ -14,8 +14,8 @@ from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.records import Example, Turn  # noqa: E402
 from rolecall.train.generator import Generator, GeneratorSettings  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
+from tests.dialogue_data import BAD, GOOD, USERS, make_examples  # noqa: E402
 from tests.tiny_models import tiny_causal_lm  # noqa: E402
-from tests.train.test_classifier import BAD, GOOD, USERS, make_examples  # noqa: E402
 
 SETTINGS = GeneratorSettings(base="tiny", lora_r=4, lora_alpha=8, lora_dropout=0.0, max_length=64,
                              response_max=16)

@@ -7,9 +7,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rolecall.errors import InputFileError  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
 from rolecall.train.features import mean_pool  # noqa: E402
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model  # noqa: E402
+from tests.tiny_models import tiny_backbone  # noqa: E402
 
 TEXTS = [("좋은 말씀 감사합니다", 0), ("나쁜 욕설 문장", 1), ("오늘 날씨 좋네요", 0),
          ("정말 나쁜 욕", 1)] * 4

@@ -20,7 +20,7 @@ from rolecall.train.reranker import (  # noqa: E402
     draw_negatives,
     train_reranker,
 )
-from tests.train.test_classifier import make_examples, tiny  # noqa: E402
+from tests.dialogue_data import make_examples, tiny  # noqa: E402
 
 SETTINGS = RerankerSettings(max_length=48, response_max=16, width=16, negatives=3,
                             context_max_tokens=40, candidate_max_tokens=16, dim=16, heads=2)

@@ -31,7 +31,7 @@ from rolecall.cli.llm import llm_app
 from rolecall.cli.slang import slang_app
 from rolecall.cli.store import db_app, records_app, spec_app
 from rolecall.cli.train import train_app
-from rolecall.cli_web import serve_command, web_app
+from rolecall.cli.web import serve_command, web_app
 from rolecall.errors import RolecallError
 
 app = typer.Typer(help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",

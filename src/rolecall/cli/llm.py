@@ -34,7 +34,8 @@ def llm_complete(
     from rolecall.llm import Message, Request
 
     text = sys.stdin.read() if prompt == "-" else prompt
-    params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema, grammar)
+    params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema,
+                             grammar)
     request = (Request(messages=(Message(role="user", content=text),), params=params) if chat
                else Request(prompt=text, params=params))
     llm = load_llm(model, cache)

@@ -1,4 +1,4 @@
-"""``rolecall db``, ``rolecall records``, ``rolecall spec``: the database and the files a run reads."""
+"""``rolecall db``, ``records``, ``spec``: the database and the files a run reads."""
 
 from __future__ import annotations
 

@@ -32,8 +32,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rolecall.errors import ConfigError, InputFileError, UnsupportedCapability
-from rolecall.llm.base import (Backend, Completion, Request, SamplingParams, TokenLogprob,
-                               TopLogprob)
+from rolecall.llm.base import Backend, Completion, Request, SamplingParams, TokenLogprob, TopLogprob
 from rolecall.llm.embedded import MODEL_NAME, embedded_model_path
 from rolecall.llm.registry import BackendEntry, register_backend
 

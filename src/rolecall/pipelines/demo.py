@@ -127,8 +127,7 @@ def _spec_stage(spec, path: Path, say) -> dict:
 # ---- 2. data --------------------------------------------------------------------------------
 
 def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
-    from rolecall.examples import (examples_from_dialogues, examples_from_forbidden,
-                                   marked_in_bounds)
+    from rolecall.examples import examples_from_dialogues, examples_from_forbidden, marked_in_bounds
     from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
     from rolecall.jsonl import read_jsonl, write_jsonl
     from rolecall.judge.dialogues import judge_dialogues
@@ -175,14 +174,13 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
 
 def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
     from rolecall.serve.candidates import CandidateIndex, build_candidate_index
+    from rolecall.serve.unanswerable import MCDropoutDetector, calibrate_detector, validation_items
     from rolecall.train.backbone import load_backbone
     from rolecall.train.classifier import ClassifierSettings, train_classifier
     from rolecall.train.data import read_examples, selection_pairs, unique_candidates
     from rolecall.train.loop import TrainConfig
     from rolecall.train.reranker import Reranker, RerankerSettings, train_reranker
     from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
-    from rolecall.serve.unanswerable import (MCDropoutDetector, calibrate_detector,
-                                             validation_items)
 
     bot = options.out / "bot"
     features = options.out / "features"
@@ -332,11 +330,9 @@ def _stats_stage(generated: Path, shipped: Path, out: Path, say) -> dict:
     from rich.console import Console
 
     from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json
-    from rolecall.jsonl import read_jsonl
-    from rolecall.records import Dialogue
-
     from rolecall.examples import examples_from_dialogues, marked_in_bounds
-    from rolecall.records import Example
+    from rolecall.jsonl import read_jsonl
+    from rolecall.records import Dialogue, Example
 
     judged = generated.parent / "examples.jsonl"
     shipped_dialogues = [marked_in_bounds(d) for d in read_jsonl(shipped, Dialogue)]
@@ -361,5 +357,6 @@ def honest_note() -> list[str]:
         "drop nearly at random. The demo shows the pipeline, not the quality.",
         "For real data point the same commands at a real model: -m openai:http://HOST:PORT/v1"
         "?model=NAME (vLLM, SGLang, llama.cpp's server, Ollama, a hosted API) or "
-        "-m llamacpp:/path/to/bigger.gguf; see the README's 'Pointing rolecall at a real LLM server'.",
+        "-m llamacpp:/path/to/bigger.gguf; see the README's 'Pointing rolecall at a real LLM "
+        "server'.",
     ]

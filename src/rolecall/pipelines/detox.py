@@ -31,13 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rolecall.errors import BatchFailed, ConfigError, InputFileError
 from rolecall.generate.detox import DEFAULT_NS, DetoxConfig, generate_candidates
 from rolecall.jsonl import read_jsonl, write_jsonl
+from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
 from rolecall.prompts import load_template
 from rolecall.records import Pair
-from rolecall.korean import HANGUL_RE
-from rolecall.textfiles import read_corpus
 from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
 from rolecall.rundir import RunDir
+from rolecall.textfiles import read_corpus
 from rolecall.yaml_files import load_yaml_model
 
 STAGES = ("index", "generate", "filter", "export", "geval")

@@ -54,8 +54,8 @@ import numpy as np
 
 from rolecall import __version__
 from rolecall.errors import ConfigError, InputFileError, RolecallError
-from rolecall.korean import kiwi
 from rolecall.jsonl import read_jsonl, write_jsonl
+from rolecall.korean import kiwi
 from rolecall.progress import progress_bar
 from rolecall.retrieval import dense
 from rolecall.retrieval.clean import clean_records

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.vectors import faiss_module, stable_top
 from rolecall.train.data import unique_candidates
+from rolecall.vectors import faiss_module, stable_top
 
 INDEX_FORMAT, FORMAT_VERSION = "rolecall-candidate-index", 1
 MANIFEST, CANDIDATES, FAISS_FILE = "manifest.json", "candidates.jsonl", "index.faiss"

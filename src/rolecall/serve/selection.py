@@ -23,10 +23,10 @@ import numpy as np
 
 from rolecall.records import Turn
 from rolecall.serve.candidates import CandidateIndex
+from rolecall.serve.unanswerable import sigmoid_confidence
 from rolecall.train.features import Features
 from rolecall.train.pairs import as_context
 from rolecall.train.reranker import Reranker
-from rolecall.serve.unanswerable import sigmoid_confidence
 
 
 @dataclass(frozen=True)

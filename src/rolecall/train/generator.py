@@ -2,9 +2,10 @@
 examples, MLE on the in-bounds responses and unlikelihood on the out-of-bounds ones.
 
 The base is the embedded Gemma 3 270M (through transformers, ``llm/hf.py``), any local
-transformers causal LM, or a (model, tokenizer) built in code (the tests' tiny model). Only LoRA adapters train (PEFT);
-the loss is ``losses/unlikelihood.py``. The prompt is the dialogue as an LM reads it
-(``perplexity.lm_prompt``: ``role: text`` lines, then ``system:``), the target the response
+transformers causal LM, or a (model, tokenizer) built in code (the tests' tiny model). Only
+LoRA adapters train (PEFT); the loss is ``losses/unlikelihood.py``. The prompt is the
+dialogue as an LM reads it (``perplexity.lm_prompt``: ``role: text`` lines, then
+``system:``), the target the response
 after one space, then a newline: the turn ends where the next ``user:`` line would begin,
 and generation stops there.
 

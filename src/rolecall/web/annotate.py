@@ -3,9 +3,9 @@
 An annotator sees only the items assigned to them and only their own labels; the time
 from showing an item to its label is recorded (``seconds_spent``); re-labelling updates
 the one row (item, annotator, kind), in one upsert statement, so that a double click or
-the same form sent 30 times at once is one row and 30 redirects. Offensive text of a pair stays folded until the
-annotator opens it. The LLM judge's verdict on a dialogue is shown only when the
-project's ``show_judge`` setting says so.
+the same form sent 30 times at once is one row and 30 redirects. Offensive text of a pair
+stays folded until the annotator opens it. The LLM judge's verdict on a dialogue is shown
+only when the project's ``show_judge`` setting says so.
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
+from rolecall.cli.common import out
 from rolecall.errors import ConfigError
 
 web_app = typer.Typer(help="The web app's accounts, projects and exports.",
                       no_args_is_help=True)
-out = Console(soft_wrap=True)
+
 DB_HELP = "database URL (default: SQLite in ROLECALL_HOME, or ROLECALL_DATABASE_URL)"
 
 

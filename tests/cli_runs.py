@@ -1,0 +1,74 @@
+"""Running ``rolecall`` as a user does, in a real subprocess: to the end, or killed mid-run.
+
+The child sees the fake backends (``ROLECALL_PLUGINS=tests.fakes``); ``kill_when`` sends
+SIGKILL once an output file has enough lines, for the resume tests; ``cached_calls`` and
+``last_run_stats`` read back what a run left in its cache and manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def rolecall(*args: str, env_extra: dict | None = None, **popen) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO), ROLECALL_PLUGINS="tests.fakes",
+               **(env_extra or {}))
+    return subprocess.Popen([sys.executable, "-m", "rolecall.cli", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def run_to_end(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    process = rolecall(*args)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except BaseException:  # a timeout here or pytest-timeout's: never leave a run behind
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+def lines(path: Path) -> int:
+    return path.read_text(encoding="utf-8").count("\n") if path.exists() else 0
+
+
+def cached_calls(cache: Path) -> int:
+    with sqlite3.connect(cache) as db:
+        return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+
+def kill_when(process: subprocess.Popen, out: Path, at_least: int, limit: float = 300) -> None:
+    deadline = time.monotonic() + limit
+    while lines(out) < at_least:
+        if process.poll() is not None:
+            pytest.fail(f"the run ended before it could be killed: {process.stderr.read()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("the run made no progress")
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def last_run_stats(run_dir: Path, stage: str = "llm batch") -> dict:
+    """The LLM statistics of the latest start of ``stage`` in a run directory."""
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    runs = [r for r in manifest["runs"] if stage in r.get("stages", {})]
+    return runs[-1]["stages"][stage]["llm"]
+
+
+def metrics_of(result: subprocess.CompletedProcess) -> dict:
+    """The JSON object a successful command printed last."""
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
