@@ -56,3 +56,26 @@ def test_bleu_smooths_an_order_without_matches_and_penalises_brevity():
 
 def test_bleu_splits_punctuation_off():
     assert bleu_tokens("안녕, 친구!  잘 지내?") == ["안녕", ",", "친구", "!", "잘", "지내", "?"]
+
+
+def test_chrf_is_the_f_score_of_averaged_precision_and_recall():
+    # sacrebleu's default chrF (issue 15; the hand-written one averaged per-order F):
+    # "abcd" vs "abcdef", orders 1..2: P 4/4, R 4/6 and P 3/3, R 3/5
+    assert chrf_statistics("abcd", "abcdef", order=2) == [(4, 6, 4), (3, 5, 3)]
+    f = lambda p, r: 5 * p * r / (4 * p + r)  # noqa: E731
+    now = 100 * f(1.0, (4 / 6 + 3 / 5) / 2)
+    before = 100 * (f(1.0, 4 / 6) + f(1.0, 3 / 5)) / 2
+    assert chrf(["abcd"], ["abcdef"], order=2) == pytest.approx(now)
+    assert round(now, 2) == 68.35 and round(before, 2) == 68.32
+
+
+def test_bleu_tokens_split_symbols_but_not_numbers():
+    # sacrebleu's intl tokenizer: symbols split off too ("~" is Sm, the old tokenizer kept
+    # it on the word); punctuation between two digits stays in the number
+    assert bleu_tokens("안녕~ 3.5점, 1,000원! “좋아”…") == [
+        "안녕", "~", "3.5점", ",", "1,000원", "!", "“", "좋아", "”", "…"]
+    # so "안녕~" now matches "안녕": unigrams 2/3 (안녕 ~ 친구), bigrams 0/2 -> 1 / (2 x 2);
+    # output longer than the reference, no penalty. The old tokenizer gave 50.0
+    # (unigrams 1/2: "안녕~" matched nothing; bigrams 0/1 -> 1/2).
+    assert bleu(["안녕~ 친구"], ["안녕 친구"], order=2) == pytest.approx(
+        100 * (2 / 3 * 1 / 4) ** 0.5)
