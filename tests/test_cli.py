@@ -106,6 +106,12 @@ def test_detox_generate_filter_export_commands(tmp_path):
     result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--out",
                         str(run), *common)
     assert result.returncode == 2 and "--index" in result.stderr
+    # resumed step by step with another setting: refused, nothing in the run changes
+    before = (run / "candidates.jsonl").read_bytes()
+    result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--ns", "0",
+                        "--seed", "7", "--out", str(run), *common)
+    assert result.returncode == 2 and "(seed changed)" in result.stderr
+    assert "Traceback" not in result.stderr and (run / "candidates.jsonl").read_bytes() == before
 
 
 def test_geval_command_compares_datasets(tmp_path):

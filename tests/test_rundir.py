@@ -1,4 +1,7 @@
 import json
+from dataclasses import dataclass, field
+
+import pytest
 
 from rolecall.rundir import RunDir, text_hash
 
@@ -16,3 +19,60 @@ def test_manifest_records_models_prompts_counts_and_each_start(tmp_path):
     assert manifest["counts"] == {"candidates": 10}
     assert [r["stages"]["generate"]["llm"]["calls"] for r in manifest["runs"]] == [10, 0]
     assert manifest["config"] == {"detox run": {"n": [0, 3]}}
+
+
+def test_a_resumed_command_must_keep_its_settings(tmp_path):
+    from rolecall.errors import ConfigError
+
+    RunDir(tmp_path, "detox generate", {"ns": (0, 3), "seed": 0, "concurrency": 8})
+    # the same settings (a tuple saved as a list), another concurrency and cache: resumes
+    RunDir(tmp_path, "detox generate", {"ns": [0, 3], "seed": 0, "concurrency": 2,
+                                        "cache": "/elsewhere"})
+    with pytest.raises(ConfigError, match=r"\(ns, seed changed\)") as caught:
+        RunDir(tmp_path, "detox generate", {"ns": [0, 5], "seed": 1})
+    assert "manifest.json, config.detox generate" in caught.value.fix
+    RunDir(tmp_path, "detox filter", {"samples": 3})  # another command: its own settings
+    RunDir(tmp_path, "detox export", {"formats": ["csv"]}, check_config=False)
+    RunDir(tmp_path, "detox export", {"formats": ["hf"]}, check_config=False)
+
+
+def test_a_broken_manifest_is_a_clear_error(tmp_path):
+    from rolecall.errors import InputFileError
+
+    (tmp_path / "manifest.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputFileError, match="not a rolecall run manifest"):
+        RunDir(tmp_path, "detox run")
+
+
+@dataclass
+class _Stats:
+    calls: int = 0
+    failed_items: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"calls": self.calls, "failed_items": list(self.failed_items)}
+
+
+@dataclass
+class _Model:
+    model_id: str
+    stats: _Stats = field(default_factory=_Stats)
+
+
+def test_finish_stage_records_the_calls_since_the_start_and_raises_on_failures(tmp_path):
+    from rolecall.errors import BatchFailed
+
+    run = RunDir(tmp_path, "detox filter")
+    judge_a, judge_b = _Model("a", _Stats(calls=5)), _Model("b")
+    before = [judge_a.stats.as_dict(), judge_b.stats.as_dict()]
+    judge_a.stats.calls, judge_b.stats.calls = 8, 4
+    run.finish_stage("filter", {"pairs": 2}, [judge_a, judge_b], before)
+    assert run.manifest["stages"]["filter"]["llm"] == {"calls": 3 + 4}
+    assert (tmp_path / "filter.failures.jsonl").read_text(encoding="utf-8") == ""
+    judge_b.stats.failed_items.append({"request": 1, "attempts": 5, "error": "HTTP 503"})
+    with pytest.raises(BatchFailed, match="1 LLM calls failed.*HTTP 503"):
+        run.finish_stage("filter", {"pairs": 2}, [judge_a, judge_b], before)
+    failures = [json.loads(line) for line in
+                (tmp_path / "filter.failures.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert failures == [{"model": "b", "request": 1, "attempts": 5, "error": "HTTP 503"}]
+    assert run.manifest["stages"]["filter"]["counts"] == {"pairs": 2}  # recorded first

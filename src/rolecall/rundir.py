@@ -4,6 +4,14 @@ The manifest records the config, the model ids, the hash of every prompt templat
 record counts, LLM statistics and timings. It is rewritten atomically after each stage, so
 a killed run leaves a manifest of the stages it finished; a resumed run adds to it
 (``runs`` lists every start, so the cost of each resume stays visible).
+
+``Files`` names every file a pipeline writes in a run directory, in one place. A command
+that appends records (generate, judge, filter) must be resumed with the config it started
+with: ``RunDir`` compares the config with the one in the manifest (settings that do not
+change the records, such as concurrency or the cache, are left out) and refuses a change,
+so that one directory never mixes two settings. ``RunDir.finish_stage`` is the one way a
+stage ends: its LLM statistics recorded, its failed calls written to
+``<stage>.failures.jsonl`` and raised as ``BatchFailed`` with every finished record kept.
 """
 
 from __future__ import annotations
@@ -13,36 +21,116 @@ import json
 import os
 import platform
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rolecall import __version__
+from rolecall.errors import BatchFailed, ConfigError, InputFileError
 
 MANIFEST = "manifest.json"
+# config keys that do not change what a run writes: they may differ on a resume
+VOLATILE = ("concurrency", "retries", "cache", "out", "progress")
+
+
+class Files:
+    """The file names of a run directory (one home for every name a pipeline writes)."""
+
+    MANIFEST = MANIFEST
+    DIALOGUES = "dialogues.jsonl"            # generated dialogues (dialogue pipeline)
+    REJECTED_DIALOGUES = "rejected.jsonl"    # generations that did not parse, with why
+    VERDICTS = "verdicts.jsonl"              # every out-of-bounds vote
+    JUDGED = "judged.jsonl"                  # dialogues with their first out-of-bounds turn
+    EXAMPLES = "examples.jsonl"              # training examples from the first-OOB split
+    CANDIDATES = "candidates.jsonl"          # K/DA toxic rewrites
+    REJECTED_CANDIDATES = "rejected_candidates.jsonl"
+    PAIRS = "pairs.jsonl"                    # candidates both filters kept
+    RETENTION = "retention.json"             # per filter and per n
+    KDA_CSV = "kda.csv"
+    GEVAL = "geval.json"
+
+    @staticmethod
+    def verdicts_of(filter_name: str) -> str:
+        return f"verdicts_{filter_name}.jsonl"
+
+    @staticmethod
+    def failures_of(stage: str) -> str:
+        return f"{stage}.failures.jsonl"
 
 
 def text_hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def write_json(path: Path, data: Any) -> None:
+    """``data`` as indented JSON, atomically: a killed writer leaves the old file or none."""
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    os.replace(temp, path)
+
+
+def fingerprint(config: dict[str, Any] | None) -> dict[str, Any]:
+    """The config as JSON would store it, without the ``VOLATILE`` keys."""
+    data = json.loads(json.dumps(config or {}, ensure_ascii=False, default=str))
+    return {key: value for key, value in data.items() if key not in VOLATILE}
+
+
+def _stats_since(llm, before: dict | None) -> dict:
+    now = llm.stats.as_dict()
+    before = before or {}
+    return {key: (round(value - before.get(key, 0), 3) if isinstance(value, float) else
+                  value - before.get(key, 0)) for key, value in now.items()
+            if isinstance(value, (int, float))}
+
+
 class RunDir:
-    def __init__(self, path: str | Path, command: str, config: dict[str, Any] | None = None):
+    def __init__(self, path: str | Path, command: str, config: dict[str, Any] | None = None,
+                 check_config: bool = True):
+        """Open (or create) the run directory for ``command``. ``check_config``: refuse a
+        config that differs from the one this command started the directory with (off for
+        commands whose outputs are rewritten whole, or keyed by their own file)."""
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        manifest_path = self.path / MANIFEST
-        if manifest_path.exists():
-            self.manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        else:
-            self.manifest = {"command": command, "created": time.time(), "runs": [],
-                             "config": {}, "models": {}, "prompts": {}, "counts": {},
-                             "stages": {}}
+        self.manifest = self._read_manifest(command)
+        if check_config:
+            self._check_same_config(command, config)
         # one config per command: a directory holds several stages (generate, judge...)
-        self.manifest["config"][command] = config or {}
+        self.manifest["config"][command] = fingerprint(config) if check_config else \
+            (config or {})
         self.manifest["runs"].append({"command": command, "started": time.time(),
                                       "rolecall": __version__,
                                       "python": platform.python_version()})
         self._started = time.perf_counter()
         self.save()
+
+    def _read_manifest(self, command: str) -> dict[str, Any]:
+        path = self.path / MANIFEST
+        if not path.exists():
+            return {"command": command, "created": time.time(), "runs": [], "config": {},
+                    "models": {}, "prompts": {}, "counts": {}, "stages": {}}
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(manifest.get("config"), dict) or "runs" not in manifest:
+                raise ValueError("no config or runs")
+        except (ValueError, UnicodeDecodeError, AttributeError) as exc:
+            raise InputFileError(path, f"is not a rolecall run manifest ({exc})",
+                                 fix="use a new output directory, or delete the file if the "
+                                     "directory holds no run worth keeping") from None
+        return manifest
+
+    def _check_same_config(self, command: str, config: dict[str, Any] | None) -> None:
+        previous = self.manifest["config"].get(command)
+        if not previous:
+            return
+        previous, current = fingerprint(previous), fingerprint(config)
+        changed = sorted(k for k in set(previous) | set(current)
+                         if previous.get(k) != current.get(k))
+        if changed:
+            raise ConfigError(
+                f"{self.path} was started by '{command}' with other settings "
+                f"({', '.join(changed)} changed): its records would mix two settings",
+                fix="use a new output directory, or run again with the settings it was "
+                    f"started with (manifest.json, config.{command})")
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -64,9 +152,35 @@ class RunDir:
         self.manifest["counts"].update(counts)
         self.save()
 
+    def finish_stage(self, stage: str, counts: dict[str, Any], llms: Sequence = (),
+                     before: Sequence[dict] | None = None) -> None:
+        """Record ``stage`` with the LLM statistics of ``llms`` since ``before`` (their
+        ``stats.as_dict()`` when the stage began; from zero when not given); a failed LLM
+        call stops the run here, with every finished record kept.
+
+        The failures (model, attempts, the backend's error) go to
+        ``<stage>.failures.jsonl``, rewritten by every run of the stage, and the first
+        error is in the message.
+        """
+        before = list(before) if before is not None else [None] * len(llms)
+        per_model = [_stats_since(llm, b) for llm, b in zip(llms, before, strict=True)]
+        stats = ({key: sum(s[key] for s in per_model) for key in per_model[0]}
+                 if per_model else None)
+        self.record_stage(stage, counts, stats)
+        failed = [{"model": llm.model_id, **item}
+                  for llm, b in zip(llms, before, strict=True)
+                  for item in llm.stats.failed_items[len((b or {}).get("failed_items", [])):]]
+        failures = self.path / Files.failures_of(stage)
+        temp = failures.with_name(failures.name + ".tmp")
+        temp.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n"
+                                for item in failed), encoding="utf-8")
+        os.replace(temp, failures)
+        if failed:
+            raise BatchFailed(f"{stage}: {len(failed)} LLM calls failed after retries (first: "
+                              f"{failed[0]['error']}); every finished record is kept in "
+                              f"{self.path}, the failures are listed in {failures}",
+                              fix="fix the cause (server down? bad key?) and run the same "
+                                  "command again: it asks only for what is missing")
+
     def save(self) -> None:
-        target = self.path / MANIFEST
-        temp = target.with_suffix(".json.tmp")
-        temp.write_text(json.dumps(self.manifest, ensure_ascii=False, indent=2),
-                        encoding="utf-8")
-        os.replace(temp, target)
+        write_json(self.path / MANIFEST, self.manifest)

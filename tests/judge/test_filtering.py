@@ -93,13 +93,14 @@ def judges(llm):
 
 def test_filters_run_in_order_and_only_consistent_candidates_reach_the_second(tmp_path):
     llm = LLM(load_backend("kda-scripted:x"))
-    report = filter_pairs(judges(llm), PAIRS, tmp_path, progress=False)
+    report, kept = filter_pairs(judges(llm), PAIRS, tmp_path, progress=False)
     implicit_prompts = [p for p in llm.backend.prompts if "맥락" not in p]
     judged_second = {rewrite_of(p) for p in implicit_prompts}
     assert judged_second == {"뭐래 ㅋㅋ 또 그소리", "평범하게 바꾼 문장", "노골 욕설 문장",
                              "높으신 분들 ㅋㅋ"}  # the two "대답" candidates never got there
-    kept = list(read_jsonl(tmp_path / "pairs.jsonl", Pair))
     assert [p.provenance["candidate_id"] for p in kept] == ["s1/n3", "s3/n0"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == [  # the judge writes verdicts only
+        "verdicts_consistency.jsonl", "verdicts_implicit.jsonl"]
     first, second = report["filters"]
     assert (first["filter"], first["in"], first["kept"], first["retention"]) == \
         ("consistency", 6, 4, round(4 / 6, 4))
@@ -109,8 +110,6 @@ def test_filters_run_in_order_and_only_consistent_candidates_reach_the_second(tm
                              "3": {"in": 3, "kept": 2, "unparsed": 0, "retention": 0.6667}}
     assert second["by_n"]["3"] == {"in": 2, "kept": 1, "unparsed": 0, "retention": 0.5}
     assert report["overall"] == {"in": 6, "kept": 2, "retention": round(2 / 6, 4)}
-    saved = json.loads((tmp_path / "retention.json").read_text(encoding="utf-8"))
-    assert saved == report
 
 
 def test_score_verdicts_keep_probabilities_and_raw_output(tmp_path):
@@ -125,7 +124,7 @@ def test_score_verdicts_keep_probabilities_and_raw_output(tmp_path):
 def test_unparsed_answers_are_their_own_outcome(tmp_path):
     llm = LLM(load_backend("kda-scripted:x?scoring=false"))
     pairs = PAIRS[:2] + [pair(4, 5, "이게 무슨 ?? ㅋㅋ")]
-    report = filter_pairs(judges(llm), pairs, tmp_path, progress=False)
+    report, _ = filter_pairs(judges(llm), pairs, tmp_path, progress=False)
     assert report["filters"][0]["unparsed"] == 1 and report["filters"][0]["kept"] == 1
     votes = {v["item_id"]: v for v in read_jsonl(tmp_path / "verdicts_consistency.jsonl")}
     assert votes["s4/n5"]["parse_status"] == "unparsed" and votes["s4/n5"]["raw_output"] == "글쎄요"
@@ -174,7 +173,7 @@ def test_a_panel_of_judge_models_pools_votes_and_ties_drop_the_candidate(tmp_pat
     # never keeps a candidate; both models' votes are on file, told apart by model
     agree, contrary = LLM(load_backend("kda-scripted:x")), LLM(load_backend("kda-contrary:y"))
     contrary.backend.model_id = "contrary"
-    report = filter_pairs(make_panels([agree, contrary]), PAIRS, tmp_path, progress=False)
+    report, _ = filter_pairs(make_panels([agree, contrary]), PAIRS, tmp_path, progress=False)
     assert report["filters"][0]["kept"] == 0 and report["overall"]["kept"] == 0
     votes = list(read_jsonl(tmp_path / "verdicts_consistency.jsonl"))
     assert len(votes) == 2 * len(PAIRS)
@@ -182,7 +181,7 @@ def test_a_panel_of_judge_models_pools_votes_and_ties_drop_the_candidate(tmp_pat
     # a third model that agrees with the first breaks the ties its way
     third = LLM(load_backend("kda-scripted:z"))
     third.backend.model_id = "kda-2"
-    report = filter_pairs(make_panels([agree, contrary, third]), PAIRS, tmp_path / "3",
+    report, _ = filter_pairs(make_panels([agree, contrary, third]), PAIRS, tmp_path / "3",
                           progress=False)
     assert [f["kept"] for f in report["filters"]] == [4, 2]
 

@@ -57,12 +57,8 @@ def read_json_file(path: Path) -> dict:
 
 
 def finish_stage(llm, run, stage: str, counts: dict) -> None:
-    from rolecall.errors import BatchFailed
-
-    run.record_stage(stage, counts, llm.stats.as_dict())
+    """Print the model's statistics and the counts, then end the stage the one way
+    (``RunDir.finish_stage``: recorded, failures listed and raised)."""
     err.print(f"{llm.model_id}: {llm.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
-    if llm.stats.failures:
-        raise BatchFailed(f"{llm.stats.failures} LLM calls failed after retries; every "
-                          f"finished record is kept in {run.path}",
-                          fix="fix the cause and run the same command again")
+    run.finish_stage(stage, counts, [llm])

@@ -123,7 +123,9 @@ def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run direct
     except ValidationError as exc:
         raise ConfigError(f"bad --formats: {describe_validation(exc)}",
                           fix="use csv, parquet and/or hf") from None
-    files = export_stage(RunDir(out_dir, "detox export", section.model_dump()), section)
+    # export rewrites its files whole from the records: new settings mix nothing
+    run = RunDir(out_dir, "detox export", section.model_dump(), check_config=False)
+    files = export_stage(run, section)
     for kind, path in files.items():
         out.print(f"{kind}: {path}", highlight=False, markup=False)
 

@@ -89,11 +89,12 @@ def eval_agreement(run_dir: Path = typer.Option(..., "--run", help="a filtered d
     from rolecall.eval.agreement import agreement_report, read_human_labels
     from rolecall.jsonl import read_jsonl
     from rolecall.records import Verdict
+    from rolecall.rundir import Files
 
     human = read_human_labels(labels)
     verdicts = {}
     for name in human:
-        path = run_dir / f"verdicts_{name}.jsonl"
+        path = run_dir / Files.verdicts_of(name)
         verdicts[name] = list(read_jsonl(path, Verdict)) if path.exists() else []
     out.print(json.dumps(agreement_report(verdicts, human), ensure_ascii=False, indent=2),
               markup=False, highlight=False)

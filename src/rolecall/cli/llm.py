@@ -88,9 +88,10 @@ def llm_batch(
     params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema)
     batch = read_batch_input(input, params)
     llm = load_llm(model, cache, concurrency, retries)
+    # several batch outputs may share a directory, each keyed by its own (id, sample)
     run = RunDir(run_dir or out_path.parent, "llm batch",
                  {"input": str(input), "out": str(out_path), "n": n,
-                  "params": params.model_dump(mode="json")})
+                  "params": params.model_dump(mode="json")}, check_config=False)
     run.record_model("generator", llm.model_id)
     try:
         run_batch(llm, batch, out_path, n, progress=progress)

@@ -21,6 +21,7 @@ from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.prompts import Template, load_template
 from rolecall.records import Pair, Rejected
 from rolecall.retrieval.slang import SlangIndex
+from rolecall.rundir import Files
 
 DEFAULT_NS = (0, 3, 5, 7, 9)
 
@@ -85,9 +86,9 @@ def generate_candidates(llm: LLM, sentences: Sequence[tuple[str, str]],
     """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable."""
     template = load_template(config.template, config.language)
     plan = plan_candidates(sentences, index, config, template)
-    with ResumableJsonl(out_dir / "candidates.jsonl",
+    with ResumableJsonl(out_dir / Files.CANDIDATES,
                         key=lambda r: r["provenance"]["candidate_id"]) as kept, \
-            ResumableJsonl(out_dir / "rejected_candidates.jsonl",
+            ResumableJsonl(out_dir / Files.REJECTED_CANDIDATES,
                            key=lambda r: r["id"]) as rejected:
         todo = [p for p in plan if p.candidate_id not in kept.done | rejected.done]
 

@@ -25,6 +25,7 @@ from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.prompts import Template, load_template
 from rolecall.records import Dialogue, Rejected, RoleSpec, Turn
+from rolecall.rundir import Files
 
 SPEAKERS = {
     "system": ("시스템", "상담원", "챗봇", "AI", "System", "Bot", "Assistant", "Agent"),
@@ -136,8 +137,8 @@ def generate_dialogues(llm: LLM, spec: RoleSpec, examples: Sequence[Dialogue],
     template = load_template(config.template, config.language)
     plan = build_requests(spec, examples, config, template)
     first_tag = FIRST_TAG.get(config.language, FIRST_TAG["ko"])
-    with ResumableJsonl(out_dir / "dialogues.jsonl", key=lambda r: r["id"]) as accepted, \
-            ResumableJsonl(out_dir / "rejected.jsonl", key=lambda r: r["id"]) as rejected:
+    with ResumableJsonl(out_dir / Files.DIALOGUES, key=lambda r: r["id"]) as accepted, \
+            ResumableJsonl(out_dir / Files.REJECTED_DIALOGUES, key=lambda r: r["id"]) as rejected:
         todo = [p for p in plan if p[0] not in accepted.done | rejected.done]
 
         def write(sample) -> None:

@@ -23,6 +23,7 @@ from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS, Item, OutOfBoundsJudge
 from rolecall.judge.voting import judge_items
 from rolecall.llm import LLM
 from rolecall.records import Dialogue, Turn
+from rolecall.rundir import Files
 
 
 def _system_turns(dialogue: Dialogue) -> list[int]:
@@ -39,7 +40,7 @@ def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialo
     open_ = {d.id: _system_turns(d) for d in dialogues}
     by_id = {d.id: d for d in dialogues}
     outcome = {"judged_turns": 0, "out_of_bounds": 0, "unparsed": 0, "failed": 0}
-    with ResumableJsonl(out_dir / "verdicts.jsonl",
+    with ResumableJsonl(out_dir / Files.VERDICTS,
                         key=lambda r: (r["item_id"], r["judge"])) as votes_out:
         round_no = 0
         while any(open_.values()):
@@ -63,8 +64,8 @@ def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialo
             round_no += 1
     judged = [d.model_copy(update={"turns": turns[d.id]}) for d in dialogues]
     examples = [e for d in judged for e in examples_from_dialogue(d)]
-    write_jsonl(out_dir / "judged.jsonl", judged)
-    write_jsonl(out_dir / "examples.jsonl", examples)
+    write_jsonl(out_dir / Files.JUDGED, judged)
+    write_jsonl(out_dir / Files.EXAMPLES, examples)
     outcome["positive_examples"] = sum(e.label == "positive" for e in examples)
     outcome["negative_examples"] = sum(e.label == "negative" for e in examples)
     return outcome

@@ -1,11 +1,12 @@
 """Run K/DA's filters in order: consistency on every candidate, implicit offensiveness only
 on the candidates consistency kept. Each filter is a *panel*: one (LLM, judge) pair per
-judge model, whose votes are pooled by majority (``voting.py``). Writes, in ``out_dir``:
+judge model, whose votes are pooled by majority (``voting.py``).
 
-- ``verdicts_consistency.jsonl`` and ``verdicts_implicit.jsonl``: every vote with its raw
-  output and parse status (appended as produced; a resumed run adds only what is missing);
-- ``pairs.jsonl``: the candidates that passed both filters, with their provenance;
-- ``retention.json``: per filter and per n, how many went in and how many were kept.
+Every vote goes to its verdict sink, ``verdicts_consistency.jsonl`` and
+``verdicts_implicit.jsonl`` in ``out_dir``, with its raw output and parse status (appended
+as produced, so a resumed run adds only what is missing). ``filter_pairs`` returns the
+retention report (per filter and per n: how many went in and how many were kept) and the
+kept candidates; the pipeline (``pipelines/detox.py``) writes them.
 
 An unparsed verdict is its own outcome: the candidate is not kept, and the count of
 unparsed verdicts is reported next to the retention.
@@ -13,15 +14,15 @@ unparsed verdicts is reported next to the retention.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from rolecall.jsonl import ResumableJsonl, write_jsonl
+from rolecall.jsonl import ResumableJsonl
 from rolecall.judge.pair_filters import KEEP, PairJudge
 from rolecall.judge.voting import judge_by_panel
 from rolecall.llm import LLM
 from rolecall.records import Pair, Verdict
+from rolecall.rundir import Files
 
 Panel = Sequence[tuple[LLM, PairJudge]]
 
@@ -29,7 +30,7 @@ Panel = Sequence[tuple[LLM, PairJudge]]
 def run_filter(panel: Panel, pairs: Sequence[Pair], out_dir: Path, samples: int = 1,
                progress: bool = True) -> list[Verdict]:
     name = panel[0][1].name
-    with ResumableJsonl(out_dir / f"verdicts_{name}.jsonl",
+    with ResumableJsonl(out_dir / Files.verdicts_of(name),
                         key=lambda r: (r["item_id"], r["judge"], r.get("model"))) as votes:
         return judge_by_panel(panel, pairs, samples, votes, progress, f"filter: {name}",
                               keep_label=KEEP[name])
@@ -66,8 +67,9 @@ def retention(stages: list[tuple[str, list[Pair], list[Verdict]]], keep) -> dict
 
 
 def filter_pairs(panels: Sequence[Panel], pairs: Sequence[Pair], out_dir: Path,
-                 samples: int = 1, progress: bool = True) -> dict:
-    """Each filter sees only what the previous ones kept; returns the retention report."""
+                 samples: int = 1, progress: bool = True) -> tuple[dict, list[Pair]]:
+    """Each filter sees only what the previous ones kept; returns the retention report and
+    the candidates every filter kept."""
     by_name = {panel[0][1].name: panel[0][1] for panel in panels}
     stages, current = [], list(pairs)
     for panel in panels:
@@ -75,8 +77,5 @@ def filter_pairs(panels: Sequence[Panel], pairs: Sequence[Pair], out_dir: Path,
         verdicts = run_filter(panel, current, out_dir, samples, progress)
         stages.append((judge.name, current, verdicts))
         current = [p for p, v in zip(current, verdicts) if judge.keeps(v)]
-    write_jsonl(out_dir / "pairs.jsonl", current)
     report = retention(stages, lambda name, verdict: by_name[name].keeps(verdict))
-    (out_dir / "retention.json").write_text(json.dumps(report, ensure_ascii=False, indent=2),
-                                            encoding="utf-8")
-    return report
+    return report, current

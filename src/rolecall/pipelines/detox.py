@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rolecall.errors import BatchFailed, ConfigError, InputFileError
+from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.detox import DEFAULT_NS, DetoxConfig, generate_candidates
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.korean import HANGUL_RE
@@ -36,7 +35,7 @@ from rolecall.llm import LLM
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
-from rolecall.rundir import RunDir
+from rolecall.rundir import Files, RunDir, write_json
 from rolecall.textfiles import read_corpus
 from rolecall.yaml_files import load_yaml_model
 
@@ -194,36 +193,6 @@ def neutral_sentences(spec: str, delimiter: str | None = None, limit: int | None
 
 # -- stages --------------------------------------------------------------------------------
 
-def _stats_since(llm: LLM, before: dict) -> dict:
-    now = llm.stats.as_dict()
-    return {key: (round(value - before[key], 3) if isinstance(value, float) else
-                  value - before[key]) for key, value in now.items()
-            if isinstance(value, (int, float))}
-
-
-def _finish_stage(run: RunDir, stage: str, counts: dict, llms: Sequence[LLM],
-                  before: Sequence[dict]) -> None:
-    """Record the stage; a failed LLM call stops the pipeline (records kept, rerun).
-
-    The failures (model, attempts, the backend's error) go to ``<stage>.failures.jsonl``,
-    rewritten by every run of the stage, and the first error is in the message.
-    """
-    per_model = [_stats_since(llm, b) for llm, b in zip(llms, before)]
-    stats = {key: sum(s[key] for s in per_model) for key in per_model[0]} if per_model else None
-    run.record_stage(stage, counts, stats)
-    failed = [{"model": llm.model_id, **item}
-              for llm, b in zip(llms, before)
-              for item in llm.stats.failed_items[len(b["failed_items"]):]]
-    failures_path = run.path / f"{stage}.failures.jsonl"
-    write_jsonl(failures_path, failed)
-    if failed:
-        raise BatchFailed(f"{stage}: {len(failed)} LLM calls failed after retries (first: "
-                          f"{failed[0]['error']}); every finished record is kept in "
-                          f"{run.path}, the failures are listed in {failures_path}",
-                          fix="fix the cause (server down? bad key?) and run the same "
-                              "command again: it asks only for what is missing")
-
-
 def index_stage(slang: SlangSection, progress: bool = True) -> SlangIndex:
     """Load the index, or build it when it is missing or unfinished."""
     index_dir = Path(slang.index)
@@ -270,7 +239,7 @@ def generate_stage(llm: LLM, run: RunDir, rows: Sequence[tuple[str, str]],
     run.record_prompt(config.template, load_template(config.template, config.language).source)
     before = llm.stats.as_dict()
     counts = generate_candidates(llm, rows, index, config, run.path, progress)
-    _finish_stage(run, "generate", counts, [llm], [before])
+    run.finish_stage("generate", counts, [llm], [before])
     return counts
 
 
@@ -280,7 +249,7 @@ def _natural_key(text: str) -> list:
 
 def read_candidates(run_dir: Path) -> list[Pair]:
     """The candidates in sentence order, then n: the same whatever order calls finished."""
-    path = run_dir / "candidates.jsonl"
+    path = run_dir / Files.CANDIDATES
     if not path.exists():
         raise InputFileError(path, "no candidates", fix="run 'rolecall detox generate' first")
     pairs = list(read_jsonl(path, Pair))
@@ -304,13 +273,15 @@ def filter_stage(llms: Sequence[LLM], run: RunDir, section: FilterSection, langu
     for panel in panels:
         template = panel[0][1].template
         run.record_prompt(template.name, template.source)
-    report = filter_pairs(panels, pairs, run.path, section.samples, progress)
+    report, kept = filter_pairs(panels, pairs, run.path, section.samples, progress)
+    write_jsonl(run.file(Files.PAIRS), kept)
+    write_json(run.file(Files.RETENTION), report)
     priors = {f"{judge.name} {llm.model_id}": {w: round(lp, 4) for w, lp in judge.prior.items()}
               for panel in panels for llm, judge in panel if judge.prior}
     counts = {"candidates": len(pairs), "pairs": report["overall"]["kept"],
               **{f"retention_{f['filter']}": f["retention"] for f in report["filters"]},
               **({"label_priors": priors} if priors else {})}
-    _finish_stage(run, "filter", counts, llms, before)
+    run.finish_stage("filter", counts, llms, before)
     return report
 
 
@@ -318,11 +289,11 @@ def export_stage(run: RunDir, section: ExportSection) -> dict[str, str]:
     """K/DA CSV, Parquet, a Hugging Face dataset and the data card; returns the files."""
     from rolecall.formats.kda import write_data_card
 
-    path = run.path / "pairs.jsonl"
+    path = run.file(Files.PAIRS)
     if not path.exists():
         raise InputFileError(path, "no filtered pairs", fix="run 'rolecall detox filter' first")
     pairs = list(read_jsonl(path, Pair))
-    report = json.loads((run.path / "retention.json").read_text(encoding="utf-8"))
+    report = json.loads(run.file(Files.RETENTION).read_text(encoding="utf-8"))
     files = {"jsonl": str(path)}
     for kind in section.formats:
         files[kind] = str(EXPORTERS[kind](run.path, pairs, section))
@@ -349,8 +320,8 @@ def _sentence_sources(manifest: dict) -> list[str]:
 def _export_csv(run_dir: Path, pairs: list[Pair], section: ExportSection) -> Path:
     from rolecall.formats.kda import write_kda_csv
 
-    write_kda_csv(run_dir / "kda.csv", pairs)
-    return run_dir / "kda.csv"
+    write_kda_csv(run_dir / Files.KDA_CSV, pairs)
+    return run_dir / Files.KDA_CSV
 
 
 def _export_parquet(run_dir: Path, pairs: list[Pair], section: ExportSection) -> Path:
@@ -378,7 +349,7 @@ def geval_stage(llm: LLM, run: RunDir, section: GevalSection, language: str,
     """G-Eval of the kept pairs, written to ``geval.json`` (summary + every item)."""
     from rolecall.eval.geval import geval, summarise
 
-    pairs = list(read_jsonl(run.path / "pairs.jsonl", Pair))[:section.limit]
+    pairs = list(read_jsonl(run.file(Files.PAIRS), Pair))[:section.limit]
     run.record_model("geval", llm.model_id)
     before = llm.stats.as_dict()
     results = geval(llm, [p.toxic for p in pairs], [p.neutral for p in pairs],
@@ -386,48 +357,89 @@ def geval_stage(llm: LLM, run: RunDir, section: GevalSection, language: str,
     summary = summarise(results)
     items = [{**asdict(r), "candidate_id": pairs[r.item].provenance.get("candidate_id")}
              for r in results]
-    _write_json(run.path / "geval.json", {"model": llm.model_id, "pairs": len(pairs),
-                                          "summary": summary, "items": items})
-    _finish_stage(run, "geval", {"geval_pairs": len(pairs)}, [llm], [before])
+    write_json(run.file(Files.GEVAL), {"model": llm.model_id, "pairs": len(pairs),
+                                       "summary": summary, "items": items})
+    run.finish_stage("geval", {"geval_pairs": len(pairs)}, [llm], [before])
     return summary
-
-
-def _write_json(path: Path, data: dict) -> None:
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(temp, path)
 
 
 # -- the whole run -------------------------------------------------------------------------
 
-def _check_same_config(out_dir: Path, config: DetoxRunConfig) -> None:
-    """A resumed run must ask for the same data; concurrency, retries and the cache may
-    change."""
-    path = out_dir / "manifest.json"
-    if not path.exists():
-        return
-    try:
-        previous = json.loads(path.read_text(encoding="utf-8"))["config"].get("detox run")
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, AttributeError):
-        raise InputFileError(path, "is not a rolecall run manifest",
-                             fix="use a new 'out' directory") from None
-    if not previous:
-        return
-    current = _fingerprint(config)
-    changed = sorted(k for k in set(previous) | set(current)
-                     if previous.get(k) != current.get(k))
-    if changed:
-        raise ConfigError(f"{out_dir} was started with a different config ({', '.join(changed)} "
-                          "changed): its records would mix two settings",
-                          fix="use a new 'out' directory, or restore the config it was "
-                              "started with (it is in manifest.json)")
+@dataclass
+class _Run:
+    """What the stages of one ``detox run`` share: the config, the run directory, the
+    models opened so far (each distinct model string once) and the slang index."""
+
+    config: DetoxRunConfig
+    run: RunDir
+    load_llm: Callable[[str | None], LLM]
+    progress: bool
+    opened: dict[str | None, LLM] = field(default_factory=dict)
+    index: SlangIndex | None = None
+
+    def llm_for(self, model: str | None) -> LLM:
+        key = model or self.config.model
+        if key not in self.opened:
+            self.opened[key] = self.load_llm(key)
+        return self.opened[key]
 
 
-def _fingerprint(config: DetoxRunConfig) -> dict:
-    data = config.model_dump(mode="json")
-    for volatile in ("concurrency", "retries", "cache", "out"):
-        data.pop(volatile, None)
-    return data
+# Each step returns (result, the line the CLI prints), or None when the config skips it.
+Step = Callable[[_Run], "tuple[object, str] | None"]
+
+
+def _index_step(r: _Run) -> tuple[dict, str] | None:
+    if not r.config.slang or max(r.config.generate.ns) == 0:
+        return None
+    r.index = index_stage(r.config.slang, r.progress)
+    r.run.manifest["slang_index"] = {"path": str(r.index.path), "comments": len(r.index),
+                                     "sources": r.index.manifest.get("sources", [])}
+    r.run.record_stage("index", {"index_comments": len(r.index)})
+    return ({"comments": len(r.index), "path": str(r.index.path)},
+            f"{len(r.index):,} comments in {r.index.path}")
+
+
+def _generate_step(r: _Run) -> tuple[dict, str]:
+    config = r.config
+    rows, skipped = neutral_sentences(config.sentences.path, config.sentences.delimiter,
+                                      config.sentences.limit, config.sentences.max_chars,
+                                      config.language)
+    r.run.manifest["neutral_skipped"] = skipped
+    generation = DetoxConfig(ns=tuple(config.generate.ns),
+                             temperature=config.generate.temperature,
+                             top_p=config.generate.top_p, max_tokens=config.generate.max_tokens,
+                             seed=config.generate.seed, language=config.language,
+                             template=config.generate.template)
+    counts = generate_stage(r.llm_for(None), r.run, rows, r.index, generation, r.progress)
+    return counts, (json.dumps(counts, ensure_ascii=False)
+                    + (f"; skipped sentences: {skipped}" if any(skipped.values()) else ""))
+
+
+def _filter_step(r: _Run) -> tuple[dict, str]:
+    judges = [r.llm_for(m) for m in dict.fromkeys(r.config.filter.models or [None])]
+    report = filter_stage(judges, r.run, r.config.filter, r.config.language, r.progress)
+    return report, ", ".join(f"{f['filter']} kept {f['kept']}/{f['in']}"
+                             for f in report["filters"])
+
+
+def _export_step(r: _Run) -> tuple[dict, str]:
+    files = export_stage(r.run, r.config.export)
+    return files, ", ".join(f"{k} {v}" for k, v in files.items())
+
+
+def _geval_step(r: _Run) -> tuple[dict, str] | None:
+    if not r.config.geval.enabled:
+        return None
+    summary = geval_stage(r.llm_for(r.config.geval.model), r.run, r.config.geval,
+                          r.config.language, r.progress)
+    return summary, ", ".join(f"{c} {s['mean']:.2f} ({s['mode']})"
+                              for c, s in summary.items() if s["mean"] is not None)
+
+
+STEPS: list[tuple[str, Step]] = [("index", _index_step), ("generate", _generate_step),
+                                 ("filter", _filter_step), ("export", _export_step),
+                                 ("geval", _geval_step)]
+assert tuple(name for name, _ in STEPS) == STAGES
 
 
 def run_detox(config: DetoxRunConfig, load_llm: Callable[[str | None], LLM],
@@ -436,61 +448,17 @@ def run_detox(config: DetoxRunConfig, load_llm: Callable[[str | None], LLM],
     """Run the stages up to ``until``; returns per-stage results for the CLI to print.
 
     ``load_llm(model_string)`` opens a model; each distinct model string is opened once
-    (the generator is also the default judge and G-Eval model).
+    (the generator is also the default judge and G-Eval model). A directory started with
+    another config is refused (``RunDir``): its records would mix two settings.
     """
     if until not in STAGES:
         raise ConfigError(f"unknown stage '{until}'", fix=f"use one of {STAGES}")
-    last = STAGES.index(until)
-    out_dir = Path(config.out)
-    _check_same_config(out_dir, config)
-    run = RunDir(out_dir, "detox run", _fingerprint(config))
-    opened: dict[str | None, LLM] = {}
-
-    def llm_for(model: str | None) -> LLM:
-        key = model or config.model
-        if key not in opened:
-            opened[key] = load_llm(key)
-        return opened[key]
-
+    state = _Run(config, RunDir(config.out, "detox run", config.model_dump(mode="json")),
+                 load_llm, progress)
     results: dict = {}
-    index = None
-    if config.slang and max(config.generate.ns) > 0:
-        index = index_stage(config.slang, progress)
-        run.manifest["slang_index"] = {"path": str(index.path), "comments": len(index),
-                                       "sources": index.manifest.get("sources", [])}
-        run.record_stage("index", {"index_comments": len(index)})
-        results["index"] = {"comments": len(index), "path": str(index.path)}
-        say(f"index: {len(index):,} comments in {index.path}")
-    if last < STAGES.index("generate"):
-        return results
-    rows, skipped = neutral_sentences(config.sentences.path, config.sentences.delimiter,
-                                      config.sentences.limit, config.sentences.max_chars,
-                                      config.language)
-    run.manifest["neutral_skipped"] = skipped
-    generation = DetoxConfig(ns=tuple(config.generate.ns),
-                             temperature=config.generate.temperature,
-                             top_p=config.generate.top_p, max_tokens=config.generate.max_tokens,
-                             seed=config.generate.seed, language=config.language,
-                             template=config.generate.template)
-    results["generate"] = generate_stage(llm_for(None), run, rows, index, generation, progress)
-    say(f"generate: {json.dumps(results['generate'], ensure_ascii=False)}"
-        + (f"; skipped sentences: {skipped}" if any(skipped.values()) else ""))
-    if last < STAGES.index("filter"):
-        return results
-    judges = [llm_for(m) for m in dict.fromkeys(config.filter.models or [None])]
-    report = filter_stage(judges, run, config.filter, config.language, progress)
-    results["filter"] = report
-    say("filter: " + ", ".join(f"{f['filter']} kept {f['kept']}/{f['in']}"
-                               for f in report["filters"]))
-    if last < STAGES.index("export"):
-        return results
-    results["export"] = export_stage(run, config.export)
-    say("export: " + ", ".join(f"{k} {v}" for k, v in results["export"].items()))
-    if last < STAGES.index("geval") or not config.geval.enabled:
-        return results
-    results["geval"] = geval_stage(llm_for(config.geval.model), run, config.geval,
-                                   config.language, progress)
-    say("geval: " + ", ".join(f"{c} {s['mean']:.2f} ({s['mode']})"
-                              for c, s in results["geval"].items() if s["mean"] is not None))
+    for name, step in STEPS[:STAGES.index(until) + 1]:
+        done = step(state)
+        if done is not None:
+            results[name], line = done
+            say(f"{name}: {line}")
     return results
-
