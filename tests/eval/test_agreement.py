@@ -76,3 +76,15 @@ def test_krippendorff_alpha_by_hand():
     assert krippendorff_alpha([[True, True], [False, False]]) == 1.0
     assert krippendorff_alpha([["a", "a"], ["a", "a"]]) is None  # no disagreement possible
     assert krippendorff_alpha([["a"], ["b"]]) is None  # nothing pairable
+
+
+def test_krippendorff_alpha_on_the_published_example():
+    # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", example C: nominal
+    # data of 4 observers on 12 units (None = no label; unit 12 is labelled once and is not
+    # pairable); the paper gives alpha = 0.743
+    observers = [[1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+                 [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+                 [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+                 [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]]
+    units = [[o[i] for o in observers if o[i] is not None] for i in range(12)]
+    assert krippendorff_alpha(units) == pytest.approx(0.743, abs=5e-4)

@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-from sklearn.metrics import precision_recall_fscore_support
 
 from rolecall.eval.classification import ClassificationEvaluator, accuracy, precision_recall_f1
 from rolecall.eval.evaluator import Evaluator
@@ -43,6 +42,14 @@ def test_string_and_bool_labels():
         precision_recall_f1(y_true, y_pred)  # positive=1 never equals a string
 
 
+def test_more_than_two_classes_is_positive_against_the_rest():
+    # "oob" vs the rest: TP 1 (0), FP 0, FN 1 (3); "ok" and "other" confused but negative
+    y_true, y_pred = ["oob", "ok", "other", "oob"], ["oob", "other", "ok", "ok"]
+    assert precision_recall_f1(y_true, y_pred, positive="oob") == (1.0, 0.5,
+                                                                   pytest.approx(2 / 3))
+    assert accuracy(y_true, y_pred) == 0.25
+
+
 @pytest.mark.parametrize("y_true, y_pred", [([], []), ([1, 0], [1]), ([[1]], [[1]])])
 def test_bad_inputs(y_true, y_pred):
     with pytest.raises(ValueError):
@@ -51,13 +58,15 @@ def test_bad_inputs(y_true, y_pred):
         precision_recall_f1(y_true, y_pred)
 
 
-def test_matches_sklearn_on_random_labels():
+def test_matches_counting_on_random_labels():
     rng = np.random.default_rng(0)
     for _ in range(5):
-        y_true, y_pred = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
-        expected = precision_recall_fscore_support(y_true, y_pred, average="binary",
-                                                   zero_division=0)[:3]
+        y_true, y_pred = rng.integers(0, 3, 50), rng.integers(0, 3, 50)  # 1 vs 0 and 2
+        tp = int(((y_true == 1) & (y_pred == 1)).sum())
+        fp, fn = int((y_pred == 1).sum()) - tp, int((y_true == 1).sum()) - tp
+        expected = (tp / (tp + fp), tp / (tp + fn), 2 * tp / (2 * tp + fp + fn))
         assert precision_recall_f1(y_true, y_pred) == pytest.approx(expected)
+        assert accuracy(y_true, y_pred) == pytest.approx((y_true == y_pred).mean())
 
 
 def test_classification_evaluator():

@@ -2,7 +2,6 @@ import sys
 
 import numpy as np
 import pytest
-from sklearn import metrics as skm
 
 from rolecall.errors import BackendNotInstalled
 from rolecall.eval.classification import precision_recall_f1
@@ -46,15 +45,22 @@ def test_ties_count_half():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_matches_sklearn_on_random_data(seed):
+def test_matches_a_brute_force_count_on_random_data(seed):
+    # the wrappers over scikit-learn against counting every pair and every threshold
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 2, 300)
     scores = np.round(rng.normal(labels * 0.7, 1.0), 1)  # rounded: many ties
-    assert roc_auc(labels, scores) == pytest.approx(skm.roc_auc_score(labels, scores))
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    assert roc_auc(labels, scores) == pytest.approx(wins / (len(pos) * len(neg)))
     fpr, tpr, thresholds = roc_curve(labels, scores)
-    expected = skm.roc_curve(labels, scores, drop_intermediate=False)
-    for ours, theirs in zip((fpr, tpr, thresholds), expected):
-        assert np.allclose(ours, theirs)
+    assert thresholds[0] == np.inf and thresholds[1:].tolist() == sorted(set(scores))[::-1]
+    assert np.allclose(tpr, [(pos >= t).mean() for t in thresholds])
+    assert np.allclose(fpr, [(neg >= t).mean() for t in thresholds])
+    best = max((precision_recall_f1(labels, (scores >= t).astype(int))[2], t)
+               for t in set(scores))  # equal F1: the larger threshold wins
+    threshold, f1, _, _ = max_f1_threshold(labels, scores)
+    assert (f1, threshold) == (pytest.approx(best[0]), best[1])
 
 
 @pytest.mark.parametrize("labels, scores, match", [

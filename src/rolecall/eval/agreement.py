@@ -6,6 +6,10 @@ shifted; implicit: implicit / none / explicit). For each filter the report gives
 items both sides labelled: agreement % and Cohen's kappa of the judge's majority verdict
 against each annotator, and against the majority of the annotators ("majority-vote
 agreement"). Items whose people tie have no human majority and are left out of it.
+
+Kappa and agreement are scikit-learn's, alpha the ``krippendorff`` package's. subtle:
+``sklearn.metrics`` takes about 2 s to import and the web app imports this module at
+start-up (for alpha), so scikit-learn is imported inside the functions that use it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import io
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
 from pathlib import Path
+
+import krippendorff
+import numpy as np
 
 from rolecall.errors import InputFileError
 from rolecall.judge.pair_filters import KEEP
@@ -27,42 +34,42 @@ REQUIRED = ("item_id", "filter", "label")
 def percent_agreement(a: Sequence[str], b: Sequence[str]) -> float:
     if len(a) != len(b) or not a:
         raise ValueError("two label lists of the same, non-zero length are needed")
-    return sum(x == y for x, y in zip(a, b)) / len(a)
+    from sklearn.metrics import accuracy_score  # lazy, see the module docstring
+
+    return float(accuracy_score(list(a), list(b)))
 
 
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
-    """(p_o - p_e) / (1 - p_e); 1.0 when both raters use a single identical label."""
-    observed = percent_agreement(a, b)
-    count_a, count_b, n = Counter(a), Counter(b), len(a)
-    expected = sum(count_a[label] * count_b[label] for label in count_a) / (n * n)
-    if expected == 1.0:
+    """scikit-learn's ``cohen_kappa_score``, (p_o - p_e) / (1 - p_e); 1.0 when both raters
+    use a single identical label (p_e = 1: scikit-learn gives NaN and a warning there)."""
+    if len(a) != len(b) or not a:
+        raise ValueError("two label lists of the same, non-zero length are needed")
+    if len(set(a) | set(b)) == 1:
         return 1.0
-    return (observed - expected) / (1 - expected)
+    from sklearn.metrics import cohen_kappa_score  # lazy, see the module docstring
+
+    return float(cohen_kappa_score(list(a), list(b)))
 
 
 def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
-    """Krippendorff's alpha for nominal labels; ``units`` holds each item's labels, one per
-    annotator who labelled it (any number; missing labels are simply absent).
+    """Krippendorff's alpha for nominal labels (the ``krippendorff`` package); ``units``
+    holds each item's labels, one per annotator who labelled it (any number; missing labels
+    are simply absent).
 
     alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k, with o the coincidence
     matrix over the items with two or more labels (each item's ordered label pairs weighted
     1 / (m - 1)) and n_c how often c occurs in it. None when it is undefined: fewer than two
-    pairable labels, or a single category everywhere (no disagreement is possible).
+    pairable labels, or a single category everywhere (no disagreement is possible; the
+    package raises or returns NaN there).
     """
-    pairable = [list(unit) for unit in units if len(unit) >= 2]
-    disagreement = 0.0
-    totals: Counter = Counter()
-    for unit in pairable:
-        counts = Counter(unit)
-        totals.update(counts)
-        m = len(unit)
-        # ordered pairs of different labels within the unit: m^2 - sum counts^2
-        disagreement += (m * m - sum(c * c for c in counts.values())) / (m - 1)
-    n = sum(totals.values())
-    expected = n * n - sum(c * c for c in totals.values())
-    if n < 2 or expected == 0:
+    pairable = [Counter(unit) for unit in units if len(unit) >= 2]
+    categories = sorted({label for counts in pairable for label in counts}, key=repr)
+    if len(categories) < 2:
         return None
-    return 1.0 - (n - 1) * disagreement / expected
+    # units x categories; who gave a label does not matter at the nominal level
+    value_counts = np.array([[counts[c] for c in categories] for counts in pairable])
+    return float(krippendorff.alpha(value_counts=value_counts,
+                                    level_of_measurement="nominal"))
 
 
 def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:

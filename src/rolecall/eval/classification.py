@@ -3,7 +3,9 @@
 The NAACL 2022 paper's out-of-bounds classifier decides whether a system response breaks
 the role specification; the metrics here take its hard predictions (the caller applies its
 threshold). Labels may be any values that compare with ``==`` (ints, bools, strings);
-``positive`` names the class that precision and recall are about.
+``positive`` names the class that precision and recall are about. The arithmetic is
+scikit-learn's; the checks and messages (flat lists, same length, not empty, a ``positive``
+that can match the labels' type) are ours.
 
 Convention: a ratio with a zero denominator is 0.0, never NaN or an error (precision with
 no positive predictions, recall with no positive labels, F1 when precision + recall is 0),
@@ -31,38 +33,41 @@ def _pair(y_true: Sequence[Any], y_pred: Sequence[Any]) -> tuple[np.ndarray, np.
     return true, pred
 
 
-def _ratio(numerator: int, denominator: int) -> float:
-    return numerator / denominator if denominator else 0.0
-
-
 def accuracy(y_true: Sequence[Any], y_pred: Sequence[Any]) -> float:
-    """The share of predictions equal to their label."""
+    """The share of predictions equal to their label (scikit-learn's ``accuracy_score``)."""
+    from sklearn.metrics import accuracy_score  # lazy: ~2 s to import
+
     true, pred = _pair(y_true, y_pred)
-    return float((true == pred).mean())
+    return float(accuracy_score(true, pred))
 
 
-def _counts(true: np.ndarray, pred: np.ndarray, positive: Any) -> tuple[int, int, int]:
-    """(true positives, false positives, false negatives) for the class ``positive``."""
+def _is_positive(true: np.ndarray, pred: np.ndarray, positive: Any
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Both label lists as booleans, True = the class ``positive`` (one class against the
+    rest, whatever the number of classes)."""
     # subtle: 1 == "1" is False, so string labels with the default positive=1 would score
     # 0.0 everywhere without a word; say so instead
     is_str = isinstance(positive, str)
     if (true.dtype.kind in "US" and not is_str) or (true.dtype.kind in "biuf" and is_str):
         raise ValueError(f"positive={positive!r} cannot match labels of dtype {true.dtype}: "
                          "pass the positive class as the labels spell it")
-    is_true, is_pred = true == positive, pred == positive
-    return (int((is_true & is_pred).sum()), int((~is_true & is_pred).sum()),
-            int((is_true & ~is_pred).sum()))
+    return true == positive, pred == positive
 
 
 def precision_recall_f1(y_true: Sequence[Any], y_pred: Sequence[Any], positive: Any = 1
                         ) -> tuple[float, float, float]:
     """``(precision, recall, f1)`` of the class ``positive``; 0/0 is defined as 0.0.
 
-    F1 is computed as 2TP / (2TP + FP + FN), which equals the harmonic mean of precision
-    and recall and is 0.0 when there are no true positives.
+    scikit-learn's ``precision_recall_fscore_support`` (binary, ``zero_division=0``) on
+    "is ``positive``" vs "is not", so more than two classes and a ``positive`` absent from
+    both lists work too (F1 = 2TP / (2TP + FP + FN), 0.0 without true positives).
     """
-    tp, fp, fn = _counts(*_pair(y_true, y_pred), positive)
-    return _ratio(tp, tp + fp), _ratio(tp, tp + fn), _ratio(2 * tp, 2 * tp + fp + fn)
+    from sklearn.metrics import precision_recall_fscore_support  # lazy: ~2 s to import
+
+    true, pred = _is_positive(*_pair(y_true, y_pred), positive)
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        true, pred, average="binary", pos_label=True, zero_division=0)
+    return float(precision), float(recall), float(f1)
 
 
 @dataclass

@@ -11,6 +11,10 @@ unanswerable, and a context is flagged when ``score >= threshold``. Perplexity a
 points that way; MC-dropout confidence points the other way (high = the response fits), so
 negate it, or give ``UnanswerableEvaluator`` / ``flag_unanswerable``
 ``higher_is_unanswerable=False``.
+
+ROC curve and AUC are scikit-learn's; the max-F1 search (which it lacks) counts on its ROC
+curve. subtle: ``sklearn.metrics`` takes about 2 s to import and the bot imports this
+module at start-up (``serve/unanswerable.py``), so it is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -46,52 +50,30 @@ def _binary(labels: Sequence[int], scores: Sequence[float]) -> tuple[np.ndarray,
     return y, s
 
 
-def _cumulative_counts(y: np.ndarray, s: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each distinct score t, highest first: (t, #positives >= t, #negatives >= t)."""
-    order = np.argsort(-s, kind="stable")
-    s_sorted, y_sorted = s[order], y[order]
-    # the last index of each run of equal scores: everything up to it scores >= that score
-    last = np.flatnonzero(np.r_[s_sorted[1:] != s_sorted[:-1], True])
-    tps = np.cumsum(y_sorted)[last]
-    fps = (last + 1) - tps
-    return s_sorted[last], tps, fps
-
-
 def roc_curve(labels: Sequence[int], scores: Sequence[float]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(fpr, tpr, thresholds)``: one point per distinct score, predicting 1 for ``>= t``.
 
-    Thresholds fall from ``+inf`` (nothing flagged, the point (0, 0)) to the lowest score
-    (everything flagged, (1, 1)); like scikit-learn's ``roc_curve`` with
-    ``drop_intermediate=False``.
+    scikit-learn's ``roc_curve`` with ``drop_intermediate=False``: thresholds fall from
+    ``+inf`` (nothing flagged, the point (0, 0)) to the lowest score (everything flagged,
+    (1, 1)).
     """
+    from sklearn.metrics import roc_curve as curve  # lazy, see the module docstring
+
     y, s = _binary(labels, scores)
-    thresholds, tps, fps = _cumulative_counts(y, s)
-    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
-    return (np.r_[0.0, fps / n_neg], np.r_[0.0, tps / n_pos], np.r_[np.inf, thresholds])
-
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, ascending; tied values share the mean of their ranks."""
-    order = np.argsort(values, kind="stable")
-    _, first, counts = np.unique(values[order], return_index=True, return_counts=True)
-    ranks = np.empty(len(values))
-    ranks[order] = np.repeat(first + (counts + 1) / 2, counts)
-    return ranks
+    fpr, tpr, thresholds = curve(y, s, drop_intermediate=False)
+    return fpr, tpr, thresholds
 
 
 def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
-    """Area under the ROC curve: P(a random positive scores above a random negative).
-
-    Computed as the Mann-Whitney U statistic over ``n_pos * n_neg``, with a tied
-    positive/negative pair counting half (average ranks). ValueError when only one class
-    is present: the area is undefined then.
+    """Area under the ROC curve: P(a random positive scores above a random negative), a
+    tied positive/negative pair counting half (scikit-learn's ``roc_auc_score``).
+    ValueError when only one class is present: the area is undefined then.
     """
+    from sklearn.metrics import roc_auc_score  # lazy, see the module docstring
+
     y, s = _binary(labels, scores)
-    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
-    u = _average_ranks(s)[y == 1].sum() - n_pos * (n_pos + 1) / 2
-    return float(u / (n_pos * n_neg))
+    return float(roc_auc_score(y, s))
 
 
 def max_f1_threshold(labels: Sequence[int], scores: Sequence[float]
@@ -100,14 +82,19 @@ def max_f1_threshold(labels: Sequence[int], scores: Sequence[float]
 
     Predicting 1 for ``score >= threshold``; the search runs over the distinct scores, and
     of thresholds with equal F1 the larger one wins (fewer contexts flagged).
+    scikit-learn has no max-F1 search; the counts come from its ROC curve.
     """
-    y, s = _binary(labels, scores)
-    thresholds, tps, fps = _cumulative_counts(y, s)
+    fpr, tpr, thresholds = roc_curve(labels, scores)
+    y = np.asarray(labels)
     n_pos = int(y.sum())
-    # 2TP / (2TP + FP + FN): one division of integers, so equal F1s compare equal exactly
+    # subtle: F1 from float precision and recall can differ in the last bit between two
+    # thresholds that tie; back to integer counts, 2TP / (2TP + FP + FN) is one division
+    # of integers, so equal F1s compare equal exactly. [1:] drops the +inf point.
+    tps = np.rint(tpr[1:] * n_pos).astype(np.int64)
+    fps = np.rint(fpr[1:] * (len(y) - n_pos)).astype(np.int64)
     f1 = 2 * tps / (2 * tps + fps + (n_pos - tps))
     best = int(np.argmax(f1))  # first maximum = the largest threshold (thresholds fall)
-    return (float(thresholds[best]), float(f1[best]),
+    return (float(thresholds[1:][best]), float(f1[best]),
             float(tps[best] / (tps[best] + fps[best])), float(tps[best] / n_pos))
 
 
