@@ -28,6 +28,7 @@ from rolecall.cli.detox import detox_app
 from rolecall.cli.dialogues import dialogues_app
 from rolecall.cli.eval import eval_app
 from rolecall.cli.llm import llm_app
+from rolecall.cli.logs import logs_command
 from rolecall.cli.slang import slang_app
 from rolecall.cli.store import db_app, records_app, spec_app
 from rolecall.cli.train import train_app
@@ -48,6 +49,7 @@ app.add_typer(train_app, name="train")
 app.command("chat")(chat_command)
 app.command("serve")(serve_command)
 app.add_typer(web_app, name="web")
+app.command("logs")(logs_command)
 
 
 @app.callback()
