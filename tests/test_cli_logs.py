@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -130,17 +131,16 @@ def test_unknown_and_ambiguous_ids(tmp_path):
 
 
 def test_the_command_as_a_user_runs_it(tmp_path):
-    # through the real entry point, with the default cache of ROLECALL_CACHE
-    env = {"ROLECALL_CACHE": str(tmp_path / "c.sqlite")}
-    made = run_to_end("llm", "complete", "식사는 하셨어요?", "-m", "fake:x", "--seed", "3",
-                      env_extra=env)
+    # through the real entry point; both commands use the default cache, the test's private
+    # ROLECALL_CACHE (tests/conftest.py), which the child process inherits
+    made = run_to_end("llm", "complete", "식사는 하셨어요?", "-m", "fake:x", "--seed", "3")
     assert made.returncode == 0, made.stderr
-    listed = run_to_end("logs", "--json", env_extra=env)
+    listed = run_to_end("logs", "--json")
     assert listed.returncode == 0, listed.stderr
     [entry] = json.loads(listed.stdout)
     assert (entry["prompt"], entry["output"], entry["params"]["seed"]) == (
         "식사는 하셨어요?", made.stdout.strip(), 3)
-    assert run_to_end("logs", "--path", env_extra=env).stdout.strip() == env["ROLECALL_CACHE"]
+    assert run_to_end("logs", "--path").stdout.strip() == os.environ["ROLECALL_CACHE"]
     missing = run_to_end("logs", "--cache", str(tmp_path / "none.sqlite"))
     assert missing.returncode == 1 and "no LLM cache here" in missing.stderr
     assert "fix: pass --cache PATH" in missing.stderr
