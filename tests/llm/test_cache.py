@@ -1,3 +1,6 @@
+import sqlite3
+import time
+
 import pytest
 
 from rolecall.errors import InputFileError
@@ -48,3 +51,15 @@ def test_a_file_that_is_not_a_cache_is_a_clear_error(tmp_path):
     with pytest.raises(InputFileError) as info:
         Cache(bad)
     assert str(bad) in str(info.value) and "ROLECALL_CACHE" in info.value.fix
+
+
+def test_each_stored_call_keeps_the_time_it_was_stored(tmp_path):
+    # 'rolecall logs' shows this time; the column has been in every cache file made so far
+    cache = Cache(tmp_path / "c.sqlite")
+    before = time.time()
+    cache.put("k", "x", "m", BASE, 0, Completion(text="네"))
+    after = time.time()
+    cache.close()
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        stored = db.execute("SELECT created FROM calls WHERE key = 'k'").fetchone()[0]
+    assert before <= stored <= after
