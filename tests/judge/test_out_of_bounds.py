@@ -99,36 +99,35 @@ def test_score_mode_compares_label_likelihoods():
 
 def test_run_judges_up_to_the_first_oob_turn_and_splits(tmp_path):
     llm = LLM(load_backend("scripted:x"))
-    counts = judge_dialogues(llm, make_judge(SPEC, llm.backend), DIALOGUES, tmp_path,
-                             progress=False)
+    counts, judged, examples = judge_dialogues(llm, make_judge(SPEC, llm.backend), DIALOGUES,
+                                               tmp_path, progress=False)
     # a: 3 turns judged (stops at "저도"), b: 3, c: 3 ("저도" at its third turn)
     assert counts["judged_turns"] == 9 and counts["out_of_bounds"] == 2
     # three label scores per turn, never past the OOB turn; b and c open with the same
     # turn, which is judged once
     assert llm.backend.calls == 8 * 3
-    examples = list(read_jsonl(tmp_path / "examples.jsonl"))
-    assert [(e["dialogue_id"], e["label"]) for e in examples] == [
+    assert [(e.dialogue_id, e.label) for e in examples] == [
         ("a", "positive"), ("a", "positive"), ("a", "negative"),
         ("b", "positive"), ("b", "positive"), ("b", "positive"),
         ("c", "positive"), ("c", "positive"), ("c", "negative")]
-    judged = {d["id"]: d for d in read_jsonl(tmp_path / "judged.jsonl")}
-    assert [t["out_of_bounds"] for t in judged["a"]["turns"] if t["role"] == "system"] == \
+    judged = {d.id: d for d in judged}
+    assert [t.out_of_bounds for t in judged["a"].turns if t.role == "system"] == \
         [False, False, True, None]
     assert len(list(read_jsonl(tmp_path / "verdicts.jsonl"))) == 9
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["verdicts.jsonl"]  # its sink only
 
 
 def test_generate_mode_parses_json_and_keeps_unparsed_answers(tmp_path):
     llm = LLM(load_backend("scripted:x?scoring=false"))
     judge = make_judge(SPEC, llm.backend)
     assert judge.mode == "generate" and judge.constrained
-    counts = judge_dialogues(llm, judge, DIALOGUES, tmp_path, progress=False)
+    counts, _, examples = judge_dialogues(llm, judge, DIALOGUES, tmp_path, progress=False)
     assert counts["unparsed"] == 1 and counts["out_of_bounds"] == 1
     verdicts = {v["item_id"]: v for v in read_jsonl(tmp_path / "verdicts.jsonl")}
     assert verdicts["c#2"]["parse_status"] == "unparsed"
     assert verdicts["c#2"]["raw_output"] == "잘 모르겠습니다"
     assert "c#4" not in verdicts  # the split stops at an unknown label
-    examples = list(read_jsonl(tmp_path / "examples.jsonl"))
-    assert [e["label"] for e in examples if e["dialogue_id"] == "c"] == ["positive"]
+    assert [e.label for e in examples if e.dialogue_id == "c"] == ["positive"]
 
 
 def test_votes_over_samples_are_all_kept(tmp_path):

@@ -62,3 +62,14 @@ def finish_stage(llm, run, stage: str, counts: dict) -> None:
     err.print(f"{llm.model_id}: {llm.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
     run.finish_stage(stage, counts, [llm])
+
+
+def validated(model_type, **values):
+    """``model_type(**values)``, or a ``ConfigError`` that names the bad option and its range."""
+    from pydantic import ValidationError
+
+    try:
+        return model_type(**values)
+    except ValidationError as exc:
+        raise ConfigError(f"bad settings: {describe_validation(exc)}",
+                          fix="see the command's --help for each option's range") from None

@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import out
+from rolecall.cli.common import out, validated
 from rolecall.errors import InputFileError
 
 
@@ -34,7 +34,6 @@ def train_command(
         lora_r: int = typer.Option(8, min=1), max_steps: Optional[int] = typer.Option(None),
         seed: int = typer.Option(0), progress: bool = typer.Option(True)):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
-    from rolecall.cli.train import _settings
     from rolecall.formats.kda import read_kda_csv
     from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
     from rolecall.train.loop import TrainConfig
@@ -45,7 +44,7 @@ def train_command(
     train, test = split_pairs(rows, test_share, seed) if test_share > 0 else (rows, [])
     train = train[:limit] if limit else train
     where = base if base == "embedded" else str(Path(base).expanduser().resolve())
-    settings = _settings(DetoxSettings, base=where, language=language, lora_r=lora_r,
+    settings = validated(DetoxSettings, base=where, language=language, lora_r=lora_r,
                          lora_alpha=2 * lora_r)
     model = DetoxModel.create(base, settings, seed)
     history = model.fit_pairs(train, TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr,

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, finish_stage, load_llm, out
+from rolecall.cli.common import MODEL_HELP, err, load_llm, out, validated
 
 dialogues_app = typer.Typer(help="Role-specified dialogue data (NAACL 2022): generate, "
                                  "judge, convert, count.", no_args_is_help=True)
 
 
 def read_dialogues(path: Path):
-    """Rolecall Dialogue JSONL, or a CareCall corpus file (.json)."""
-    from rolecall.formats.carecall import read_carecall
-    from rolecall.jsonl import read_jsonl
-    from rolecall.records import Dialogue
+    from rolecall.pipelines.dialogues import read_dialogues as read  # lazy: fast CLI start
 
-    if path.suffix == ".json":
-        return read_carecall(path)
-    return list(read_jsonl(path, Dialogue))
+    return read(path)
 
 
 @dialogues_app.command("generate")
@@ -42,25 +38,25 @@ def dialogues_generate(
         concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
         progress: bool = typer.Option(True)):
     """Generate whole dialogues one-shot from the spec's outline and one example each."""
-    from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
-    from rolecall.prompts import load_template
+    from rolecall.pipelines.dialogues import GenerateSection, generate_stage, generation_config
     from rolecall.rundir import RunDir
     from rolecall.spec import load_role_spec
 
     spec = load_role_spec(spec_path)
     shots = read_dialogues(examples)
-    config = GenerationConfig(count=count, temperature=temperature, top_p=top_p,
-                              max_tokens=max_tokens, seed=seed, min_turns=min_turns,
-                              frequency_penalty=frequency_penalty,
-                              presence_penalty=presence_penalty,
-                              language=spec.language, require_end=not accept_unfinished)
+    section = validated(GenerateSection, count=count, temperature=temperature, top_p=top_p,
+                       max_tokens=max_tokens, seed=seed, min_turns=min_turns,
+                       frequency_penalty=frequency_penalty, presence_penalty=presence_penalty,
+                       accept_unfinished=accept_unfinished)
+    config = generation_config(section, spec.language)
     llm = load_llm(model, cache, concurrency)
     run = RunDir(out_dir, "dialogues generate", {"spec": str(spec_path),
                                                  "examples": str(examples), **vars(config)})
-    run.record_model("generator", llm.model_id)
-    run.record_prompt(config.template, load_template(config.template, spec.language).source)
-    counts = generate_dialogues(llm, spec, shots, config, out_dir, progress=progress)
-    finish_stage(llm, run, "generate", counts)
+    try:
+        counts = generate_stage(llm, run, spec, shots, config, progress)
+    finally:
+        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(counts, ensure_ascii=False))
 
 
 @dialogues_app.command("judge")
@@ -76,8 +72,8 @@ def dialogues_judge(
         concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
         progress: bool = typer.Option(True)):
     """Judge each system turn up to the first out-of-bounds one; write examples."""
-    from rolecall.judge.dialogues import judge_dialogues
     from rolecall.judge.out_of_bounds import make_judge
+    from rolecall.pipelines.dialogues import judge_stage
     from rolecall.rundir import RunDir
     from rolecall.spec import load_role_spec
 
@@ -88,10 +84,36 @@ def dialogues_judge(
     run = RunDir(out_dir, "dialogues judge", {"spec": str(spec_path), "dialogues":
                  str(dialogues), "mode": judge.mode, "constrained": judge.constrained,
                  "samples": samples, "temperature": temperature})
-    run.record_model("judge", llm.model_id)
-    run.record_prompt(judge.template.name, judge.template.source)
-    counts = judge_dialogues(llm, judge, items, out_dir, samples, progress)
-    finish_stage(llm, run, "judge", {"dialogues": len(items), **counts})
+    try:
+        counts = judge_stage(llm, run, judge, items, samples, progress)
+    finally:
+        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(counts, ensure_ascii=False))
+
+
+@dialogues_app.command("run")
+def dialogues_run(config_path: Path = typer.Argument(..., help="pipeline config (YAML); see "
+                                                              "examples/carecall/pipeline.yaml"),
+                  until: str = typer.Option("stats", help="stop after this stage: generate, "
+                                                          "judge, export or stats"),
+                  progress: bool = typer.Option(True)):
+    """The whole dialogue pipeline: generate -> judge -> export -> stats; resumable."""
+    from rolecall.pipelines.dialogues import load_dialogue_config, run_dialogues
+
+    config = load_dialogue_config(config_path)
+    cache = Path(config.cache) if config.cache else None
+    opened = []
+
+    def load(model):
+        opened.append(load_llm(model, cache, config.concurrency, config.retries))
+        return opened[-1]
+
+    try:
+        run_dialogues(config, load, until, progress,
+                      say=lambda line: out.print(line, highlight=False, markup=False))
+    finally:
+        for llm in opened:
+            err.print(f"{llm.model_id}: {llm.stats.summary()}")
 
 
 @dialogues_app.command("stats")

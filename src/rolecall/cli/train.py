@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import ValidationError
 
 from rolecall import config as settings_file
-from rolecall.cli.common import out
-from rolecall.errors import ConfigError, describe_validation
+from rolecall.cli.common import out, validated
+from rolecall.errors import ConfigError
 
 train_app = typer.Typer(help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
                              "classifier, retriever, reranker, generator.",
@@ -39,14 +38,6 @@ def _train_config(epochs: int, batch_size: int, lr: float, backbone_lr: float,
 
     return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, backbone_lr=backbone_lr,
                        max_steps=max_steps, seed=seed)
-
-
-def _settings(model_type, **values):
-    try:
-        return model_type(**values)
-    except ValidationError as exc:
-        raise ConfigError(f"bad settings: {describe_validation(exc)}",
-                          fix="see 'rolecall train --help' for each option's range") from None
 
 
 def _cache(features_cache: Optional[Path]) -> Path:
@@ -89,7 +80,7 @@ def train_classifier_command(
     from rolecall.train.backbone import load_backbone
     from rolecall.train.classifier import ClassifierSettings, train_classifier
 
-    settings = _settings(ClassifierSettings, max_length=max_length, class_weights=class_weights)
+    settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
     config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     model = load_backbone(backbone, _frozen(backbone, frozen))
     metrics = train_classifier(examples, out_dir, model, settings, config, test_share,
@@ -116,7 +107,7 @@ def train_retriever_command(
     from rolecall.train.data import read_examples, unique_candidates
     from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
 
-    settings = _settings(RetrieverSettings, kind=kind, codes=codes)
+    settings = validated(RetrieverSettings, kind=kind, codes=codes)
     config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     model = load_backbone(backbone, _frozen(backbone, frozen))
     metrics = train_retriever(examples, out_dir, model, settings, config, progress,
@@ -151,7 +142,7 @@ def train_reranker_command(
     from rolecall.train.backbone import load_backbone
     from rolecall.train.reranker import RerankerSettings, train_reranker
 
-    settings = _settings(RerankerSettings, negatives=negatives, interaction=interaction)
+    settings = validated(RerankerSettings, negatives=negatives, interaction=interaction)
     config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     mined = None
     if hard_negatives is not None:
@@ -238,7 +229,7 @@ def train_generator_command(
     """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""
     from rolecall.train.generator import GeneratorSettings, train_generator
 
-    settings = _settings(GeneratorSettings, alpha=alpha, lora_r=lora_r, lora_alpha=lora_alpha,
+    settings = validated(GeneratorSettings, alpha=alpha, lora_r=lora_r, lora_alpha=lora_alpha,
                          target_modules=target_modules, max_length=max_length)
     config = _train_config(epochs, batch_size, lr, 2e-5, max_steps, seed)
     _print(train_generator(examples, out_dir, base, settings, config, test_share, progress))

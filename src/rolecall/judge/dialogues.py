@@ -6,10 +6,11 @@ after it, so later turns are never judged: no wasted calls). Each round is one L
 so calls run concurrently across dialogues. With ``samples > 1`` every item is judged
 ``samples`` times (sample indices of the same request) and the majority decides.
 
-Outputs in ``out_dir``: ``verdicts.jsonl`` (every vote, with raw output and parse status;
-appended as produced), then ``judged.jsonl`` (dialogues with their system turns' flags) and
-``examples.jsonl`` (the first-out-of-bounds split), both rewritten atomically at the end.
-A killed run resumes from the cache: finished calls are not made again.
+Every vote goes to the judge's sink, ``verdicts.jsonl`` in ``out_dir`` (raw output and
+parse status; appended as produced). ``judge_dialogues`` returns the counts, the dialogues
+with their system turns' flags and the first-out-of-bounds examples; the pipeline
+(``pipelines/dialogues.py``) writes them. A killed run resumes from the cache: finished
+calls are not made again.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rolecall.examples import examples_from_dialogue
-from rolecall.jsonl import ResumableJsonl, write_jsonl
+from rolecall.jsonl import ResumableJsonl
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS, Item, OutOfBoundsJudge
 from rolecall.judge.voting import judge_items
 from rolecall.llm import LLM
-from rolecall.records import Dialogue, Turn
+from rolecall.records import Dialogue, Example, Turn
 from rolecall.rundir import Files
 
 
@@ -35,7 +36,9 @@ def _item(dialogue: Dialogue, index: int) -> Item:
 
 
 def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialogue],
-                    out_dir: Path, samples: int = 1, progress: bool = True) -> dict[str, int]:
+                    out_dir: Path, samples: int = 1, progress: bool = True
+                    ) -> tuple[dict[str, int], list[Dialogue], list[Example]]:
+    """``(counts, judged dialogues, examples)``; the votes are in ``verdicts.jsonl``."""
     turns = {d.id: list(d.turns) for d in dialogues}
     open_ = {d.id: _system_turns(d) for d in dialogues}
     by_id = {d.id: d for d in dialogues}
@@ -64,8 +67,4 @@ def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialo
             round_no += 1
     judged = [d.model_copy(update={"turns": turns[d.id]}) for d in dialogues]
     examples = [e for d in judged for e in examples_from_dialogue(d)]
-    write_jsonl(out_dir / Files.JUDGED, judged)
-    write_jsonl(out_dir / Files.EXAMPLES, examples)
-    outcome["positive_examples"] = sum(e.label == "positive" for e in examples)
-    outcome["negative_examples"] = sum(e.label == "negative" for e in examples)
-    return outcome
+    return outcome, judged, examples

@@ -132,7 +132,8 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     from rolecall.jsonl import read_jsonl, write_jsonl
     from rolecall.judge.dialogues import judge_dialogues
     from rolecall.judge.out_of_bounds import make_judge
-    from rolecall.records import Dialogue, Example
+    from rolecall.records import Dialogue
+    from rolecall.rundir import Files
     from rolecall.train.data import split_by
 
     out = options.out / "dialogues"
@@ -145,11 +146,12 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     say(f"generate: {json.dumps(generated, ensure_ascii=False)} -> {out}/dialogues.jsonl")
     dialogues = list(read_jsonl(out / "dialogues.jsonl", Dialogue))
     judge = make_judge(spec, llm.backend, "auto")
-    judged = judge_dialogues(llm, judge, dialogues, out, 1, options.progress)
+    judged, judged_dialogues, generated_examples = judge_dialogues(llm, judge, dialogues, out,
+                                                                   1, options.progress)
+    write_jsonl(out / Files.JUDGED, judged_dialogues)
+    write_jsonl(out / Files.EXAMPLES, generated_examples)
     say(f"judge ({judge.mode} mode): {json.dumps(judged, ensure_ascii=False)} -> "
         f"{out}/judged.jsonl, {out}/examples.jsonl")
-    generated_examples = list(read_jsonl(out / "examples.jsonl", Example)) if (
-        out / "examples.jsonl").exists() else []
     # the shipped dialogues were written in bounds: every system turn is a positive
     # seed + 1: the models' own test split (by dialogue, options.seed) must not coincide
     train, held_out = split_by(shots, lambda d: d.id, options.held_out_share,

@@ -1,0 +1,247 @@
+"""The role-specified dialogue pipeline from one YAML file (NAACL 2022, sections 3.1-3.2):
+generate -> judge -> export -> stats.
+
+``rolecall dialogues run CONFIG`` (see ``examples/carecall/pipeline.yaml``). The step
+commands (``dialogues generate``, ``dialogues judge``) call the same stage functions, so a
+run made step by step and one made by ``dialogues run`` write the same files:
+
+- ``generate``: ``dialogues.jsonl`` and ``rejected.jsonl``, append-only, keyed by dialogue;
+- ``judge``: every vote in ``verdicts.jsonl`` (the judge's sink, appended as produced),
+  then ``judged.jsonl`` (each system turn's flag up to the first out-of-bounds one) and
+  ``examples.jsonl`` (the first-out-of-bounds split), written here, whole;
+- ``export``: ``judged.carecall.json``, the judged dialogues in the CareCall corpus format;
+- ``stats``: ``stats.json``, the paper's Table 2 for the generated dialogues next to the
+  example dialogues.
+
+A killed run resumes: finished calls come from the LLM cache, finished records are kept.
+A directory started with other settings is refused (``RunDir``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
+from rolecall.jsonl import read_jsonl, write_jsonl
+from rolecall.judge.dialogues import judge_dialogues
+from rolecall.judge.out_of_bounds import OutOfBoundsJudge, make_judge
+from rolecall.llm import LLM
+from rolecall.prompts import load_template
+from rolecall.records import Dialogue, RoleSpec
+from rolecall.rundir import Files, RunDir, write_json
+from rolecall.spec import load_role_spec
+from rolecall.yaml_files import load_yaml_model
+
+STAGES = ("generate", "judge", "export", "stats")
+CONFIG_HELP = "see examples/carecall/pipeline.yaml for a complete pipeline config"
+CARECALL_EXPORT = "judged.carecall.json"
+STATS = "stats.json"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GenerateSection(_Section):
+    count: int = Field(10, ge=1, description="dialogues to generate")
+    temperature: float = Field(0.5, ge=0)
+    top_p: float = Field(0.8, gt=0, le=1)
+    max_tokens: int = Field(768, ge=16)
+    seed: int = 0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    min_turns: int = Field(6, ge=2)
+    accept_unfinished: bool = False
+
+
+class JudgeSection(_Section):
+    model: str | None = Field(None, description="judge model (default: the run's model)")
+    mode: Literal["auto", "score", "generate"] = "auto"
+    samples: int = Field(1, ge=1, description="votes per turn (majority decides)")
+    temperature: float = Field(0.0, ge=0)
+
+
+class DialogueRunConfig(_Section):
+    spec: str = Field(description="role specification (YAML)")
+    examples: str = Field(description="example dialogues (JSONL or CareCall .json)")
+    out: str = Field(description="run directory (resumable)")
+    model: str | None = Field(None, description="generator model (default: embedded)")
+    generate: GenerateSection = GenerateSection()
+    judge: JudgeSection = JudgeSection()
+    stats: bool = True
+    concurrency: int = Field(8, ge=1)
+    retries: int = Field(4, ge=0)
+    cache: str | None = None
+
+
+def load_dialogue_config(path: str | Path) -> DialogueRunConfig:
+    """Read and validate a pipeline config; relative paths are relative to its file."""
+    path = Path(path)
+    config = load_yaml_model(path, DialogueRunConfig, "dialogue pipeline config", CONFIG_HELP)
+    base = path.resolve().parent
+
+    def resolve(value: str) -> str:
+        return value if Path(value).is_absolute() else str(base / value)
+
+    updates = {"spec": resolve(config.spec), "examples": resolve(config.examples),
+               "out": resolve(config.out)}
+    if config.cache:
+        updates["cache"] = resolve(config.cache)
+    return config.model_copy(update=updates)
+
+
+def read_dialogues(path: str | Path) -> list[Dialogue]:
+    """Rolecall Dialogue JSONL, or a CareCall corpus file (.json)."""
+    from rolecall.formats.carecall import read_carecall
+
+    path = Path(path)
+    if path.suffix == ".json":
+        return read_carecall(path)
+    return list(read_jsonl(path, Dialogue))
+
+
+def generation_config(section: GenerateSection, language: str) -> GenerationConfig:
+    return GenerationConfig(count=section.count, temperature=section.temperature,
+                            top_p=section.top_p, max_tokens=section.max_tokens,
+                            seed=section.seed, min_turns=section.min_turns,
+                            frequency_penalty=section.frequency_penalty,
+                            presence_penalty=section.presence_penalty, language=language,
+                            require_end=not section.accept_unfinished)
+
+
+# -- the stages (the step commands call these too) ------------------------------------------
+
+def generate_stage(llm: LLM, run: RunDir, spec: RoleSpec, shots: Sequence[Dialogue],
+                   config: GenerationConfig, progress: bool = True) -> dict:
+    run.record_model("generator", llm.model_id)
+    run.record_prompt(config.template, load_template(config.template, spec.language).source)
+    before = llm.stats.as_dict()
+    counts = generate_dialogues(llm, spec, shots, config, run.path, progress=progress)
+    run.finish_stage("generate", counts, [llm], [before])
+    return counts
+
+
+def judge_stage(llm: LLM, run: RunDir, judge: OutOfBoundsJudge,
+                dialogues: Sequence[Dialogue], samples: int = 1,
+                progress: bool = True) -> dict:
+    run.record_model("judge", llm.model_id)
+    run.record_prompt(judge.template.name, judge.template.source)
+    before = llm.stats.as_dict()
+    outcome, judged, examples = judge_dialogues(llm, judge, dialogues, run.path, samples,
+                                                progress)
+    write_jsonl(run.file(Files.JUDGED), judged)
+    write_jsonl(run.file(Files.EXAMPLES), examples)
+    counts = {"dialogues": len(dialogues), **outcome,
+              "positive_examples": sum(e.label == "positive" for e in examples),
+              "negative_examples": sum(e.label == "negative" for e in examples)}
+    run.finish_stage("judge", counts, [llm], [before])
+    return counts
+
+
+def export_stage(run: RunDir) -> dict[str, str]:
+    from rolecall.formats.carecall import write_carecall
+
+    judged = list(read_jsonl(run.file(Files.JUDGED), Dialogue))
+    target = run.file(CARECALL_EXPORT)
+    write_carecall(target, judged)
+    run.record_stage("export", {"exported_dialogues": len(judged)})
+    return {"carecall": str(target), "examples": str(run.file(Files.EXAMPLES))}
+
+
+def stats_stage(run: RunDir, shots: Sequence[Dialogue]) -> dict:
+    """Table 2: the judged dialogues (with their examples) next to the example dialogues."""
+    from rolecall.eval.stats import dataset_stats, stats_to_json
+    from rolecall.records import Example
+
+    judged = list(read_jsonl(run.file(Files.JUDGED), Dialogue))
+    examples = list(read_jsonl(run.file(Files.EXAMPLES), Example))
+    columns = {"generated": dataset_stats(judged, examples), "examples": dataset_stats(shots)}
+    write_json(run.file(STATS), json.loads(stats_to_json(columns)))
+    run.record_stage("stats", {"stats_dialogues": len(judged)})
+    return columns
+
+
+# -- the whole run -------------------------------------------------------------------------
+
+@dataclass
+class _Run:
+    """What the stages of one ``dialogues run`` share: config, run directory, spec, the
+    example dialogues and the models opened so far (each distinct model string once)."""
+
+    config: DialogueRunConfig
+    run: RunDir
+    load_llm: Callable[[str | None], LLM]
+    progress: bool
+    spec: RoleSpec
+    shots: list[Dialogue]
+    opened: dict[str | None, LLM] = field(default_factory=dict)
+
+    def llm_for(self, model: str | None) -> LLM:
+        key = model or self.config.model
+        if key not in self.opened:
+            self.opened[key] = self.load_llm(key)
+        return self.opened[key]
+
+
+def _generate_step(r: _Run) -> tuple[dict, str]:
+    config = generation_config(r.config.generate, r.spec.language)
+    counts = generate_stage(r.llm_for(None), r.run, r.spec, r.shots, config, r.progress)
+    return counts, json.dumps(counts, ensure_ascii=False)
+
+
+def _judge_step(r: _Run) -> tuple[dict, str]:
+    llm = r.llm_for(r.config.judge.model)
+    judge = make_judge(r.spec, llm.backend, r.config.judge.mode, r.config.judge.temperature)
+    dialogues = list(read_jsonl(r.run.file(Files.DIALOGUES), Dialogue))
+    counts = judge_stage(llm, r.run, judge, dialogues, r.config.judge.samples, r.progress)
+    return counts, f"({judge.mode} mode) " + json.dumps(counts, ensure_ascii=False)
+
+
+def _export_step(r: _Run) -> tuple[dict, str]:
+    files = export_stage(r.run)
+    return files, ", ".join(f"{k} {v}" for k, v in files.items())
+
+
+def _stats_step(r: _Run) -> tuple[dict, str] | None:
+    if not r.config.stats:
+        return None
+    columns = stats_stage(r.run, r.shots)
+    generated = columns["generated"]["eojeol"]
+    return columns, (f"{generated['dialogues']} dialogues, distinct-1 "
+                     f"{generated['distinct_1']:.3f} -> {r.run.file(STATS)}")
+
+
+Step = Callable[[_Run], "tuple[object, str] | None"]
+STEPS: list[tuple[str, Step]] = [("generate", _generate_step), ("judge", _judge_step),
+                                 ("export", _export_step), ("stats", _stats_step)]
+assert tuple(name for name, _ in STEPS) == STAGES
+
+
+def run_dialogues(config: DialogueRunConfig, load_llm: Callable[[str | None], LLM],
+                  until: str = "stats", progress: bool = True,
+                  say: Callable[[str], None] = print) -> dict:
+    """Run the stages up to ``until``; returns per-stage results for the CLI to print.
+
+    ``load_llm(model_string)`` opens a model; the generator is also the default judge.
+    """
+    from rolecall.errors import ConfigError
+
+    if until not in STAGES:
+        raise ConfigError(f"unknown stage '{until}'", fix=f"use one of {STAGES}")
+    spec = load_role_spec(config.spec)
+    shots = read_dialogues(config.examples)
+    run = RunDir(config.out, "dialogues run", config.model_dump(mode="json"))
+    state = _Run(config, run, load_llm, progress, spec, shots)
+    results: dict = {}
+    for name, step in STEPS[:STAGES.index(until) + 1]:
+        done = step(state)
+        if done is not None:
+            results[name], line = done
+            say(f"{name}: {line}")
+    return results
