@@ -1,5 +1,5 @@
 """What every command module shares: the consoles, the model option, loading an LLM,
-sampling options, JSON option files, and the end of a stage (stats, counts, failures)."""
+sampling options, JSON option files, and validated settings."""
 
 from __future__ import annotations
 
@@ -54,14 +54,6 @@ def read_json_file(path: Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputFileError(path, f"not valid JSON ({exc.msg})", line=exc.lineno) from None
-
-
-def finish_stage(llm, run, stage: str, counts: dict) -> None:
-    """Print the model's statistics and the counts, then end the stage the one way
-    (``RunDir.finish_stage``: recorded, failures listed and raised)."""
-    err.print(f"{llm.model_id}: {llm.stats.summary()}")
-    out.print(json.dumps(counts, ensure_ascii=False))
-    run.finish_stage(stage, counts, [llm])
 
 
 def validated(model_type, **values):
