@@ -112,3 +112,14 @@ def test_step_commands_write_the_same_files_as_the_run(tmp_path):
     assert json.loads(result.stdout.splitlines()[-1])["negative_examples"] == 3
     for name in ("dialogues.jsonl", "judged.jsonl", "examples.jsonl"):
         assert (steps / name).read_bytes() == (tmp_path / "run" / name).read_bytes(), name
+
+
+def test_the_run_command_prints_each_stage_and_refuses_an_unknown_one(tmp_path):
+    config = write_config(tmp_path)
+    result = run_to_end("dialogues", "run", str(config), "--no-progress", env_extra=PLUGINS)
+    assert result.returncode == 0, result.stderr
+    stages = [line.split(":")[0] for line in result.stdout.splitlines()]
+    assert stages == ["generate", "judge", "export", "stats"]
+    assert "script-x:" in result.stderr  # the model's statistics
+    result = run_to_end("dialogues", "run", str(config), "--until", "train", env_extra=PLUGINS)
+    assert result.returncode == 2 and "unknown stage 'train'" in result.stderr

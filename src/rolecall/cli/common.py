@@ -65,3 +65,22 @@ def validated(model_type, **values):
     except ValidationError as exc:
         raise ConfigError(f"bad settings: {describe_validation(exc)}",
                           fix="see the command's --help for each option's range") from None
+
+
+def run_pipeline(run, config, until: str, progress: bool) -> None:
+    """``run(config, load_llm, until, progress, say)`` of a pipeline module, with each model
+    opened once from the config's cache, concurrency and retries, and their statistics
+    printed at the end, also when a stage fails."""
+    cache = Path(config.cache) if config.cache else None
+    opened = []
+
+    def load(model):
+        opened.append(load_llm(model, cache, config.concurrency, config.retries))
+        return opened[-1]
+
+    try:
+        run(config, load, until, progress,
+            say=lambda line: out.print(line, highlight=False, markup=False))
+    finally:
+        for llm in opened:
+            err.print(f"{llm.model_id}: {llm.stats.summary()}")

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out
+from rolecall.cli.common import MODEL_HELP, err, load_llm, out, run_pipeline
 from rolecall.cli.detox_model import (
     offensiveness_data_command,
     rewrite_command,
@@ -139,17 +139,4 @@ def detox_run(config_path: Path = typer.Argument(..., help="pipeline config (YAM
     """The whole K/DA pipeline: index -> generate -> filter -> export -> G-Eval; resumable."""
     from rolecall.pipelines.detox import load_detox_config, run_detox
 
-    config = load_detox_config(config_path)
-    cache = Path(config.cache) if config.cache else None
-    opened = []
-
-    def load(model):
-        opened.append(load_llm(model, cache, config.concurrency, config.retries))
-        return opened[-1]
-
-    try:
-        run_detox(config, load, until, progress,
-                  say=lambda line: out.print(line, highlight=False, markup=False))
-    finally:
-        for llm in opened:
-            err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    run_pipeline(run_detox, load_detox_config(config_path), until, progress)

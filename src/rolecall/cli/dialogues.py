@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out, validated
+from rolecall.cli.common import MODEL_HELP, err, load_llm, out, run_pipeline, validated
 
 dialogues_app = typer.Typer(help="Role-specified dialogue data (NAACL 2022): generate, "
                                  "judge, convert, count.", no_args_is_help=True)
@@ -100,20 +100,7 @@ def dialogues_run(config_path: Path = typer.Argument(..., help="pipeline config 
     """The whole dialogue pipeline: generate -> judge -> export -> stats; resumable."""
     from rolecall.pipelines.dialogues import load_dialogue_config, run_dialogues
 
-    config = load_dialogue_config(config_path)
-    cache = Path(config.cache) if config.cache else None
-    opened = []
-
-    def load(model):
-        opened.append(load_llm(model, cache, config.concurrency, config.retries))
-        return opened[-1]
-
-    try:
-        run_dialogues(config, load, until, progress,
-                      say=lambda line: out.print(line, highlight=False, markup=False))
-    finally:
-        for llm in opened:
-            err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    run_pipeline(run_dialogues, load_dialogue_config(config_path), until, progress)
 
 
 @dialogues_app.command("stats")

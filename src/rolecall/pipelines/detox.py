@@ -32,6 +32,7 @@ from rolecall.generate.detox import DEFAULT_NS, DetoxConfig, generate_candidates
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
+from rolecall.pipelines.steps import Step, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
@@ -384,8 +385,6 @@ class _Run:
         return self.opened[key]
 
 
-# Each step returns (result, the line the CLI prints), or None when the config skips it.
-Step = Callable[[_Run], "tuple[object, str] | None"]
 
 
 def _index_step(r: _Run) -> tuple[dict, str] | None:
@@ -451,14 +450,6 @@ def run_detox(config: DetoxRunConfig, load_llm: Callable[[str | None], LLM],
     (the generator is also the default judge and G-Eval model). A directory started with
     another config is refused (``RunDir``): its records would mix two settings.
     """
-    if until not in STAGES:
-        raise ConfigError(f"unknown stage '{until}'", fix=f"use one of {STAGES}")
     state = _Run(config, RunDir(config.out, "detox run", config.model_dump(mode="json")),
                  load_llm, progress)
-    results: dict = {}
-    for name, step in STEPS[:STAGES.index(until) + 1]:
-        done = step(state)
-        if done is not None:
-            results[name], line = done
-            say(f"{name}: {line}")
-    return results
+    return run_steps(STEPS, state, until, say)

@@ -32,6 +32,7 @@ from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.dialogues import judge_dialogues
 from rolecall.judge.out_of_bounds import OutOfBoundsJudge, make_judge
 from rolecall.llm import LLM
+from rolecall.pipelines.steps import Step, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Dialogue, RoleSpec
 from rolecall.rundir import Files, RunDir, write_json
@@ -217,7 +218,6 @@ def _stats_step(r: _Run) -> tuple[dict, str] | None:
                      f"{generated['distinct_1']:.3f} -> {r.run.file(STATS)}")
 
 
-Step = Callable[[_Run], "tuple[object, str] | None"]
 STEPS: list[tuple[str, Step]] = [("generate", _generate_step), ("judge", _judge_step),
                                  ("export", _export_step), ("stats", _stats_step)]
 assert tuple(name for name, _ in STEPS) == STAGES
@@ -230,18 +230,8 @@ def run_dialogues(config: DialogueRunConfig, load_llm: Callable[[str | None], LL
 
     ``load_llm(model_string)`` opens a model; the generator is also the default judge.
     """
-    from rolecall.errors import ConfigError
-
-    if until not in STAGES:
-        raise ConfigError(f"unknown stage '{until}'", fix=f"use one of {STAGES}")
     spec = load_role_spec(config.spec)
     shots = read_dialogues(config.examples)
     run = RunDir(config.out, "dialogues run", config.model_dump(mode="json"))
     state = _Run(config, run, load_llm, progress, spec, shots)
-    results: dict = {}
-    for name, step in STEPS[:STAGES.index(until) + 1]:
-        done = step(state)
-        if done is not None:
-            results[name], line = done
-            say(f"{name}: {line}")
-    return results
+    return run_steps(STEPS, state, until, say)
