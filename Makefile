@@ -9,8 +9,14 @@ demo: setup
 	@.venv/bin/rolecall demo $(DEMO_ARGS); rc=$$?; \
 	  .venv/bin/python -m rolecall.llm.probe --signal-note $$rc; exit $$rc
 
+# The docs build prints nothing unless it fails. Not --quiet: mkdocs 1.6 then drops the
+# warnings that --strict counts, and a broken link passes.
 test: setup
 	@.venv/bin/ruff check src tests bench || { \
 	  echo "lint failed: .venv/bin/ruff check --fix src tests bench fixes most of it" >&2; exit 1; }
+	@site=$$(mktemp -d); log=$$(NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict \
+	  --site-dir "$$site" 2>&1); rc=$$?; rm -rf "$$site"; [ $$rc = 0 ] || { echo "$$log" >&2; \
+	  echo "docs build failed: fix the warnings above (.venv/bin/mkdocs serve shows the site)" >&2; \
+	  exit 1; }
 	@.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
 	  .venv/bin/python -m rolecall.llm.probe --signal-note $$rc; exit $$rc
