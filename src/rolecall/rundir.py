@@ -48,6 +48,7 @@ class Files:
     RETENTION = "retention.json"             # per filter and per n
     KDA_CSV = "kda.csv"
     GEVAL = "geval.json"
+    GEVAL_VOTES = "geval_votes.jsonl"        # every G-Eval vote (item = position in pairs)
 
     @staticmethod
     def verdicts_of(filter_name: str) -> str:

@@ -87,10 +87,16 @@ def test_a_whole_run_then_a_rerun_that_makes_no_calls(tmp_path):
     assert (out / "hf_dataset" / "dataset_info.json").exists()
     geval = json.loads((out / "geval.json").read_text(encoding="utf-8"))
     assert geval["pairs"] == results["filter"]["overall"]["kept"]
+    votes = list(read_jsonl(out / "geval_votes.jsonl"))  # score mode: one vote per item
+    assert len(votes) == len(geval["items"]) and all(v["label"] in {"1", "2", "3", "4", "5"}
+                                                 for v in votes)
+    assert {v["judge"].split("/")[0] for v in votes} == \
+        {f"geval_{c}" for c in geval["summary"]}
     assert any(line.startswith("filter: consistency kept") for line in lines)
 
     before = {name: (out / name).read_bytes() for name in ("candidates.jsonl", "pairs.jsonl",
-                                                           "kda.csv", "geval.json")}
+                                                           "kda.csv", "geval.json",
+                                                           "geval_votes.jsonl")}
     _, opened, _ = run(path)
     assert opened[0].stats.calls == 0 and opened[0].stats.cache_hits > 0
     assert {name: (out / name).read_bytes() for name in before} == before

@@ -25,7 +25,7 @@ import numpy as np
 
 from rolecall.errors import InputFileError
 from rolecall.judge.pair_filters import KEEP
-from rolecall.judge.voting import SAFE_LABEL, majority
+from rolecall.judge.voting import SAFE_LABEL, majority, most_common
 from rolecall.records import Verdict
 
 REQUIRED = ("item_id", "filter", "label")
@@ -126,11 +126,9 @@ def agreement_report(verdicts: dict[str, list[Verdict]],
             shared = [i for i, by in items.items() if annotator in by and i in judged]
             per_annotator[annotator] = _pair_stats([judged[i] for i in shared],
                                                    [items[i][annotator] for i in shared])
-        human_majority = {}
-        for item, by in items.items():
-            top = Counter(by.values()).most_common()
-            if len(top) == 1 or top[0][1] > top[1][1]:
-                human_majority[item] = top[0][0]
+        # people who tie have no majority: the item is left out of majority-vote agreement
+        human_majority = {item: top[0] for item, by in items.items()
+                          if len(top := most_common(by.values())) == 1}
         shared = [i for i in human_majority if i in judged]
         report[name] = {"annotators": per_annotator,
                         "majority_vote": _pair_stats([judged[i] for i in shared],

@@ -11,6 +11,10 @@ The score is the expectation over the score tokens "1".."5":
   alternatives restricted to "1".."5" and normalised;
 - ``sample`` mode (anything else): the mean of k sampled answers' first digit 1-5.
 
+G-Eval is a label judge over the words "1".."5" (``GevalJudge``): it resolves its mode,
+softmaxes its label scores and collects its votes with the same core as the other judges
+(``judge/labels.py``, ``judge/voting.py``), and can keep every vote in a verdicts file.
+
 Every result states the mode it used; an item whose answer gives no score is ``None`` with
 the reason, never a default.
 """
@@ -23,13 +27,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rolecall.errors import ConfigError
+from rolecall.jsonl import ResumableJsonl
+from rolecall.judge.labels import label_requests, pick_label, resolve_mode, softmax
+from rolecall.judge.voting import collect_votes
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.llm.base import Completion, TopLogprob
-from rolecall.prompts import load_template
+from rolecall.prompts import Template, load_template
+from rolecall.records import Verdict
 
 CRITERIA = ("overall", "implicit", "consistency", "fluency")
 SCORES = (1, 2, 3, 4, 5)
-MODES = ("auto", "score", "logprobs", "sample")
+WORDS = [str(s) for s in SCORES]  # the label words: scored as " 1".." 5"
+MODES = ("score", "logprobs", "sample")  # in order of preference for auto
 _DIGIT = re.compile(r"[1-5]")
 
 
@@ -49,13 +58,6 @@ def weighted_score(probabilities: dict[int, float]) -> float:
     return sum(s * p for s, p in probabilities.items()) / total
 
 
-def normalise(logprobs: dict[int, float]) -> dict[int, float]:
-    top = max(logprobs.values())
-    weights = {s: math.exp(lp - top) for s, lp in logprobs.items()}
-    total = sum(weights.values())
-    return {s: w / total for s, w in weights.items()}
-
-
 def from_top_logprobs(top: Sequence[TopLogprob]) -> dict[int, float] | None:
     """Score-token probabilities among the alternatives of one generated token."""
     found: dict[int, float] = {}
@@ -64,22 +66,12 @@ def from_top_logprobs(top: Sequence[TopLogprob]) -> dict[int, float] | None:
         if token in {str(s) for s in SCORES}:
             score = int(token)
             found[score] = max(found.get(score, -math.inf), alternative.logprob)
-    return normalise(found) if found else None
-
-
-def choose_mode(llm: LLM, mode: str) -> str:
-    if mode not in MODES:
-        raise ConfigError(f"unknown G-Eval mode '{mode}'", fix=f"use one of {MODES}")
-    caps = llm.backend.capabilities()
-    if mode == "auto":
-        return ("score" if caps.get("loglikelihood") else
-                "logprobs" if caps.get("logprobs") else "sample")
-    return mode
+    return softmax(found) if found else None
 
 
 def _requests(prompt: str, mode: str) -> list[Request]:
     if mode == "score":
-        return [Request(prompt=prompt, score_text=f" {s}") for s in SCORES]
+        return label_requests(prompt, WORDS)
     if mode == "logprobs":
         return [Request(prompt=prompt, params=SamplingParams(temperature=0.0, max_tokens=1,
                                                              logprobs=20))]
@@ -87,55 +79,105 @@ def _requests(prompt: str, mode: str) -> list[Request]:
                                                          seed=0))]
 
 
-def _result(item: int, criterion: str, mode: str, answers: list[list]) -> GevalResult:
+@dataclass(frozen=True)
+class GevalItem:
+    """One text to score (``number``: its position in the input), with its neutral
+    sentence for ``consistency``."""
+
+    number: int
+    text: str
+    neutral: str = ""
+
+
+@dataclass(frozen=True)
+class GevalJudge:
+    """G-Eval on one criterion as a label judge over the score words "1".."5", so it runs
+    through the same voting core as every judge (``judge/voting.py``). A vote's label is
+    the most likely score (score, logprobs modes; ``probabilities`` over "1".."5") or the
+    sampled answer's first digit (sample mode: one vote per sample)."""
+
+    criterion: str
+    mode: str  # "score", "logprobs" or "sample"
+    template: Template
+
+    @property
+    def name(self) -> str:
+        return f"geval_{self.criterion}"
+
+    @staticmethod
+    def item_id(item: GevalItem) -> str:
+        return str(item.number)
+
+    def format_input(self, item: GevalItem) -> list[Request]:
+        return _requests(self.template.render(text=item.text, neutral=item.neutral),
+                         self.mode)
+
+    def parse_output(self, item: GevalItem, completions: list[Completion], model: str
+                     ) -> Verdict:
+        common = {"judge": self.name, "item_id": self.item_id(item), "model": model}
+        if self.mode == "score":
+            word, probabilities, raw = pick_label(WORDS, completions)
+            return Verdict(label=word, probabilities=probabilities, raw_output=raw,
+                           parse_status="parsed", **common)
+        text = completions[0].text
+        if self.mode == "logprobs":
+            steps = completions[0].logprobs or []
+            found = from_top_logprobs(steps[0].top) if steps else None
+            if found is None:
+                return Verdict(raw_output=text, parse_status="unparsed", **common)
+            return Verdict(label=str(max(found, key=found.get)), raw_output=text,
+                           probabilities={str(s): p for s, p in found.items()},
+                           parse_status="parsed", **common)
+        digit = _DIGIT.search(text)
+        if digit is None:
+            return Verdict(raw_output=text, parse_status="unparsed", **common)
+        return Verdict(label=digit.group(), raw_output=text, parse_status="parsed", **common)
+
+
+_NO_SCORE = {"logprobs": "no score token among the top logprobs",
+             "sample": "no sampled answer holds a score 1-5"}
+
+
+def _result(item: int, criterion: str, mode: str, votes: Sequence[Verdict]) -> GevalResult:
+    """An item's score from its votes: the expectation of the one vote's probabilities,
+    or the mean of the sampled digits."""
     result = GevalResult(item, criterion, mode, None)
-    if any(not sample.ok for row in answers for sample in row):
+    if any(v.parse_status == "failed" for v in votes):
         result.problem = "LLM call failed"
         return result
-    completions: list[Completion] = [row[0].completion for row in answers]
-    if mode == "score":
-        result.probabilities = normalise({s: c.loglikelihood for s, c in
-                                          zip(SCORES, completions)})
-    elif mode == "logprobs":
-        steps = completions[0].logprobs or []
-        result.probabilities = from_top_logprobs(steps[0].top) if steps else None
-        if result.probabilities is None:
-            result.problem = "no score token among the top logprobs"
-    else:
-        digits = [_DIGIT.search(s.completion.text) for s in answers[0]]
-        result.samples = [int(d.group()) for d in digits if d]
-        if not result.samples:
-            result.problem = "no sampled answer holds a score 1-5"
-        else:
+    parsed = [v for v in votes if v.parse_status == "parsed"]
+    if mode == "sample":
+        result.samples = [int(v.label) for v in parsed]
+        if result.samples:
             result.score = sum(result.samples) / len(result.samples)
-    if result.probabilities:
+    elif parsed:
+        result.probabilities = {int(s): p for s, p in parsed[0].probabilities.items()}
         result.score = weighted_score(result.probabilities)
+    if result.score is None:
+        result.problem = _NO_SCORE[mode]
     return result
 
 
 def geval(llm: LLM, texts: Sequence[str], neutrals: Sequence[str] | None,
           criteria: Sequence[str], mode: str = "auto", samples: int = 5,
-          language: str = "ko", progress: bool = True) -> list[GevalResult]:
-    """Score every text on every criterion; ``neutrals`` pairs them for consistency."""
-    mode = choose_mode(llm, mode)
+          language: str = "ko", progress: bool = True,
+          votes_out: ResumableJsonl | None = None) -> list[GevalResult]:
+    """Score every text on every criterion; ``neutrals`` pairs them for consistency.
+    ``votes_out`` keeps every vote (a ``Verdict`` named ``geval_CRITERION/MODE/SAMPLE``)."""
+    mode = resolve_mode(mode, MODES, llm.backend, "G-Eval")
     for criterion in criteria:
         if criterion not in CRITERIA:
             raise ConfigError(f"unknown criterion '{criterion}'", fix=f"use {CRITERIA}")
         if criterion == "consistency" and neutrals is None:
             raise ConfigError("consistency needs pairs", fix="give a K/DA CSV or pairs JSONL")
+    items = [GevalItem(i, t, neutrals[i] if neutrals else "") for i, t in enumerate(texts)]
     results = []
     for criterion in criteria:
-        template = load_template(f"geval_{criterion}", language)
-        prompts = [template.render(text=t, neutral=neutrals[i] if neutrals else "")
-                   for i, t in enumerate(texts)]
-        per_item = [_requests(p, mode) for p in prompts]
-        flat = [r for requests in per_item for r in requests]
-        answers = llm.generate(flat, n=samples if mode == "sample" else 1,
-                               progress=progress, description=f"G-Eval: {criterion}")
-        start = 0
-        for i, requests in enumerate(per_item):
-            results.append(_result(i, criterion, mode, answers[start: start + len(requests)]))
-            start += len(requests)
+        judge = GevalJudge(criterion, mode, load_template(f"geval_{criterion}", language))
+        votes = collect_votes(llm, judge, items, samples if mode == "sample" else 1,
+                              votes_out, progress, f"G-Eval: {criterion}")
+        results += [_result(item.number, criterion, mode, item_votes)
+                    for item, item_votes in zip(items, votes)]
     return results
 
 

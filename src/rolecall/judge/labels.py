@@ -10,26 +10,54 @@ verdict takes the argmax of log p(word | input) - log p(word | content-free).
 
 A chat model answers JSON; a field that is missing or not one of the allowed values means
 the answer did not parse.
+
+Every judge (the out-of-bounds judge, K/DA's filters, G-Eval) picks its mode here
+(``resolve_mode``: ``auto`` takes the first mode the backend can do) and turns label scores
+into probabilities with the same softmax.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
+from rolecall.errors import ConfigError
 from rolecall.llm import Request
-from rolecall.llm.base import Completion
+from rolecall.llm.base import Backend, Completion
+
+K = TypeVar("K", bound=Hashable)
+
+# the backend capability a judging mode needs; a mode not named here needs none
+MODE_NEEDS = {"score": "loglikelihood", "logprobs": "logprobs"}
+
+
+def resolve_mode(mode: str, choices: Sequence[str], backend: Backend, what: str) -> str:
+    """``mode`` if it is one of ``choices``; ``auto``: the first of ``choices`` (in order of
+    preference) that ``backend`` can do. ``what`` names the judge in the error."""
+    if mode != "auto" and mode not in choices:
+        raise ConfigError(f"unknown {what} mode '{mode}'",
+                          fix=f"use auto or one of: {', '.join(choices)}")
+    if mode != "auto":
+        return mode
+    caps = backend.capabilities()
+    return next(m for m in choices if m not in MODE_NEEDS or caps.get(MODE_NEEDS[m]))
 
 
 def label_requests(prompt: str, words: Sequence[str]) -> list[Request]:
     return [Request(prompt=prompt, score_text=f" {word}") for word in words]
 
 
-def log_softmax(scores: Mapping[str, float]) -> dict[str, float]:
+def log_softmax(scores: Mapping[K, float]) -> dict[K, float]:
     top = max(scores.values())
     log_total = top + math.log(sum(math.exp(s - top) for s in scores.values()))
-    return {word: s - log_total for word, s in scores.items()}
+    return {label: s - log_total for label, s in scores.items()}
+
+
+def softmax(scores: Mapping[K, float]) -> dict[K, float]:
+    """Probabilities from log-scores (log-likelihoods or logprobs) of the labels."""
+    return {label: math.exp(lp) for label, lp in log_softmax(scores).items()}
 
 
 def pick_label(words: Sequence[str], completions: Sequence[Completion],
@@ -42,7 +70,7 @@ def pick_label(words: Sequence[str], completions: Sequence[Completion],
     """
     scores = {word: c.loglikelihood for word, c in zip(words, completions)}
     adjusted = {w: s - prior[w] for w, s in scores.items()} if prior else scores
-    probabilities = {word: math.exp(lp) for word, lp in log_softmax(adjusted).items()}
+    probabilities = softmax(adjusted)
     raw = {"loglikelihood": scores, **({"prior": dict(prior)} if prior else {})}
     return max(adjusted, key=adjusted.get), probabilities, json.dumps(raw, ensure_ascii=False)
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rolecall.errors import ConfigError
-from rolecall.judge.labels import json_answer, label_requests, pick_label
+from rolecall.judge.labels import json_answer, label_requests, pick_label, resolve_mode
 from rolecall.llm import Message, Request, SamplingParams
 from rolecall.llm.base import Backend, Completion
 from rolecall.prompts import Template, load_template
@@ -28,7 +27,7 @@ from rolecall.records import RoleSpec, Turn, Verdict
 JUDGE = "out_of_bounds"
 IN_BOUNDS, OUT_OF_BOUNDS = "in-bounds", "out-of-bounds"
 IN_BOUNDS_WORD = {"ko": "적절", "en": "ok"}
-MODES = ("auto", "score", "generate")
+MODES = ("score", "generate")  # in order of preference for auto
 
 
 @dataclass(frozen=True)
@@ -120,11 +119,8 @@ def make_judge(spec: RoleSpec, backend: Backend, mode: str = "auto",
     """``auto`` picks ``score`` when the backend can score text, else ``generate``; in
     generate mode the answer is schema-constrained when the backend supports it and parsed
     from free text otherwise. Both choices are recorded in the run manifest."""
-    if mode not in MODES:
-        raise ConfigError(f"unknown judge mode '{mode}'", fix=f"use one of {MODES}")
+    mode = resolve_mode(mode, MODES, backend, "out-of-bounds judge")
     caps = backend.capabilities()
-    if mode == "auto":
-        mode = "score" if caps.get("loglikelihood") else "generate"
     name = "judge_out_of_bounds" if mode == "score" else "judge_out_of_bounds_chat"
     return OutOfBoundsJudge(spec, mode, load_template(name, spec.language), temperature,
                             constrained=bool(caps.get("json_schema")))

@@ -25,6 +25,7 @@ from rolecall.judge.labels import (
     json_answer,
     label_requests,
     pick_label,
+    resolve_mode,
 )
 from rolecall.llm import LLM, Message, Request, SamplingParams
 from rolecall.llm.base import Backend, Completion
@@ -40,6 +41,7 @@ LABELS = {
 }
 KEEP = {"consistency": "maintained", "implicit": "implicit"}
 FILTERS = tuple(LABELS)
+MODES = ("score", "generate")  # in order of preference for auto
 # content-free inputs for calibration (Zhao et al. 2021 use "N/A", "" and "[MASK]"; an
 # empty sentence would read as a real, empty candidate here)
 CONTENT_FREE = ("N/A", "[MASK]")
@@ -94,15 +96,12 @@ def make_pair_judge(name: str, backend: Backend, language: str = "ko", mode: str
                     template: str | None = None, temperature: float = 0.0) -> PairJudge:
     if name not in LABELS:
         raise ConfigError(f"unknown filter '{name}'", fix=f"use one of {FILTERS}")
-    if mode not in ("auto", "score", "generate"):
-        raise ConfigError(f"unknown judge mode '{mode}'", fix="use auto, score or generate")
     words = LABELS[name].get(language)
     if words is None:
         raise ConfigError(f"no label words for language '{language}'",
                           fix=f"use one of {sorted(LABELS[name])}")
+    mode = resolve_mode(mode, MODES, backend, f"{name} filter")
     caps = backend.capabilities()
-    if mode == "auto":
-        mode = "score" if caps.get("loglikelihood") else "generate"
     default = f"judge_{name}" if mode == "score" else f"judge_{name}_chat"
     loaded = load_template(template or default, language)
     return PairJudge(name, mode, loaded, words, temperature,

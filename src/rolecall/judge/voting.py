@@ -1,5 +1,9 @@
 """Majority voting over several verdicts on one item (k samples, or k judge models).
 
+Every majority in rolecall (judges' votes here; annotators' labels in the web app's
+dashboard and exports and in ``eval/agreement.py``) counts with ``most_common``; what a
+tie means is each caller's rule, stated where it is decided.
+
 Only parsed verdicts vote. The most frequent label wins; a tie is decided against the
 label that would keep the item (``keep_label``: in-bounds for dialogue turns, maintained
 or implicit for K/DA candidates), because keeping an unsafe turn or a bad pair costs more
@@ -16,8 +20,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request
@@ -39,6 +43,15 @@ class Judge(Protocol):
                      ) -> Verdict: ...
 
 SAFE_LABEL, FLAG_LABEL = "in-bounds", "out-of-bounds"
+H = TypeVar("H", bound=Hashable)
+
+
+def most_common(values: Iterable[H]) -> list[H]:
+    """The values given most often, in first-seen order: one value, several on a tie,
+    none for no values."""
+    counts = Counter(values)
+    top = max(counts.values(), default=0)
+    return [value for value, n in counts.items() if n == top]
 
 
 def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
@@ -52,13 +65,12 @@ def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
     if not parsed:
         return Verdict(judge=first.judge, item_id=first.item_id, raw_output=raw,
                        parse_status="unparsed", model=first.model)
-    counts = Counter(v.label for v in parsed)
-    top = max(counts.values())
-    winners = [label for label, n in counts.items() if n == top]
+    winners = most_common(v.label for v in parsed)
     cautious = [label for label in winners if label != keep_label]
     label = cautious[0] if cautious else winners[0]
-    categories = Counter(v.category for v in parsed if v.label == label and v.category)
-    category = categories.most_common(1)[0][0] if categories else None
+    categories = most_common(v.category for v in parsed if v.label == label and v.category)
+    category = categories[0] if categories else None
+    counts = Counter(v.label for v in parsed)
     share = {lab: n / len(parsed) for lab, n in counts.items()}
     models = ", ".join(dict.fromkeys(v.model for v in votes if v.model)) or None
     return Verdict(judge=first.judge, item_id=first.item_id, label=label, category=category,
@@ -67,11 +79,11 @@ def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
 
 
 def collect_votes(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
-                  votes_out: ResumableJsonl, progress: bool, description: str
+                  votes_out: ResumableJsonl | None, progress: bool, description: str
                   ) -> list[list[Verdict]]:
     """Judge every item ``samples`` times in one LLM batch; the votes, per item.
 
-    Every vote is appended to ``votes_out`` (named ``NAME/MODE/SAMPLE``, with its model)
+    Every vote is appended to ``votes_out`` (if given; named ``NAME/MODE/SAMPLE``, with its model)
     except votes whose LLM call failed: those are retried by the next run, and count as
     ``failed`` here.
     """
@@ -84,7 +96,7 @@ def collect_votes(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
         start += len(requests)
         votes = [_vote(llm, judge, item, [a[s] for a in answers], s) for s in range(samples)]
         for vote in votes:
-            if vote.parse_status != "failed":
+            if votes_out is not None and vote.parse_status != "failed":
                 votes_out.append(vote)
         all_votes.append(votes)
     return all_votes

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.detox import DEFAULT_NS, DetoxConfig, generate_candidates
-from rolecall.jsonl import read_jsonl, write_jsonl
+from rolecall.jsonl import ResumableJsonl, read_jsonl, write_jsonl
 from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
 from rolecall.pipelines.steps import Step, run_steps
@@ -353,8 +353,11 @@ def geval_stage(llm: LLM, run: RunDir, section: GevalSection, language: str,
     pairs = list(read_jsonl(run.file(Files.PAIRS), Pair))[:section.limit]
     run.record_model("geval", llm.model_id)
     before = llm.stats.as_dict()
-    results = geval(llm, [p.toxic for p in pairs], [p.neutral for p in pairs],
-                    section.criteria, section.mode, section.samples, language, progress)
+    with ResumableJsonl(run.file(Files.GEVAL_VOTES),
+                        key=lambda r: (r["item_id"], r["judge"])) as votes:
+        results = geval(llm, [p.toxic for p in pairs], [p.neutral for p in pairs],
+                        section.criteria, section.mode, section.samples, language, progress,
+                        votes_out=votes)
     summary = summarise(results)
     items = [{**asdict(r), "candidate_id": pairs[r.item].provenance.get("candidate_id")}
              for r in results]

@@ -22,8 +22,6 @@ read the exact text. The examples JSONL is for training only and keeps the exact
 
 from __future__ import annotations
 
-from collections import Counter
-
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from sqlalchemy import select
@@ -32,6 +30,7 @@ from sqlalchemy.orm import Session
 from rolecall.examples import examples_from_dialogue
 from rolecall.formats.kda import COLUMNS
 from rolecall.formats.spreadsheet import csv_text
+from rolecall.judge.voting import most_common
 from rolecall.records import Dialogue, Example, Pair
 from rolecall.store import (
     Annotation,
@@ -74,15 +73,16 @@ def _labelled(db: Session, project_id: int, kind: ItemKind, label_kind: str
 
 
 def majority_first_oob(labels: list[dict]) -> tuple[int | None, str | None]:
-    counts = Counter(label["first_oob"] for label in labels)
-    top = max(counts.values())
-    named = sorted(turn for turn, n in counts.items() if n == top and turn is not None)
+    """The annotators' majority first out-of-bounds turn and its majority category; a tie
+    between turns goes to the earliest turn named (a tie with "none" too), a tie between
+    categories to the first in sort order."""
+    named = sorted(t for t in most_common(label["first_oob"] for label in labels)
+                   if t is not None)
     if not named:
         return None, None
     turn = named[0]
-    categories = Counter(label["category"] for label in labels if label["first_oob"] == turn)
-    best = max(categories.values())
-    return turn, sorted(c for c, n in categories.items() if n == best)[0]
+    return turn, sorted(most_common(label["category"] for label in labels
+                                    if label["first_oob"] == turn))[0]
 
 
 def dialogue_examples(db: Session, project_id: int) -> list[Example]:

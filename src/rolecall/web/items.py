@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.errors import ConfigError, RolecallError
+from rolecall.judge.voting import most_common
 from rolecall.records import Dialogue, Pair
 from rolecall.store import (
     Annotation,
@@ -170,5 +171,4 @@ def labels_by_item(db: Session, project_id: int, label_kind: str) -> dict[int, l
 
 def majority_yes(labels: list[dict], question: str) -> bool:
     """The annotators' majority answer to a yes/no question; a tie is "no"."""
-    votes = sum(bool(label.get(question)) for label in labels)
-    return votes > len(labels) - votes
+    return most_common(bool(label.get(question)) for label in labels) == [True]
