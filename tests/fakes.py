@@ -5,6 +5,9 @@
 count the calls a subprocess made; ``fail_first`` makes the first k calls fail transiently;
 ``crash=true`` kills the process with SIGSEGV on the first call.
 Import this module (or set ``ROLECALL_PLUGINS=tests.fakes``) to register the scheme.
+
+A test module's own scripted backend is registered per test, not at import time:
+``use_backend(monkeypatch, SCHEME, ENTRY)`` in an autouse fixture, undone after the test.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import time
 from pydantic import BaseModel, ConfigDict
 
 from rolecall.errors import BackendError
+from rolecall.llm import registry
 from rolecall.llm.base import Backend, Completion, Request, TokenLogprob, TopLogprob, sample_seed
 from rolecall.llm.registry import BackendEntry, register_backend
 
@@ -80,3 +84,8 @@ class FakeBackend(Backend):
 
 register_backend("fake", BackendEntry(factory=FakeBackend, options=FakeOptions,
                                       summary="deterministic fake for tests"))
+
+
+def use_backend(monkeypatch, scheme: str, entry: BackendEntry) -> None:
+    """Register ``scheme`` for one test (``monkeypatch`` removes it afterwards)."""
+    monkeypatch.setitem(registry._REGISTRY, scheme, entry)

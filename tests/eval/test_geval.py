@@ -10,8 +10,9 @@ from rolecall.eval.geval import from_top_logprobs, geval, summarise, weighted_sc
 from rolecall.jsonl import ResumableJsonl, read_jsonl
 from rolecall.llm import LLM, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob, TopLogprob
-from rolecall.llm.registry import BackendEntry, register_backend
+from rolecall.llm.registry import BackendEntry
 from rolecall.records import Verdict
+from tests.fakes import use_backend
 
 
 def test_weighted_score_is_the_expectation():
@@ -65,7 +66,10 @@ class Scorer(Backend):
         return Completion(text="4점" if sample_index % 2 else "5")
 
 
-register_backend("scorer", BackendEntry(factory=Scorer, options=ScoreOptions, summary="t"))
+@pytest.fixture(autouse=True)
+def _scorer(monkeypatch):
+    use_backend(monkeypatch, "scorer", BackendEntry(factory=Scorer, options=ScoreOptions,
+                                                    summary="t"))
 
 
 @pytest.mark.parametrize("style, mode, score", [

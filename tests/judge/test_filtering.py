@@ -15,8 +15,9 @@ from rolecall.judge.filtering import filter_pairs
 from rolecall.judge.pair_filters import make_pair_judge, make_panels
 from rolecall.llm import LLM, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob
-from rolecall.llm.registry import BackendEntry, register_backend
+from rolecall.llm.registry import BackendEntry
 from rolecall.records import Pair
+from tests.fakes import use_backend
 
 
 def rewrite_of(prompt: str) -> str:
@@ -73,8 +74,12 @@ class KdaScripted(Backend):
         return Completion(text=json.dumps({"label": wanted}, ensure_ascii=False))
 
 
-register_backend("kda-scripted", BackendEntry(factory=KdaScripted, options=KdaOptions,
-                                              summary="scripted K/DA judge"))
+@pytest.fixture(autouse=True)
+def _scripted_judges(monkeypatch):
+    use_backend(monkeypatch, "kda-scripted", BackendEntry(
+        factory=KdaScripted, options=KdaOptions, summary="scripted K/DA judge"))
+    use_backend(monkeypatch, "kda-contrary", BackendEntry(
+        factory=Contrary, options=KdaOptions, summary="scripted K/DA judge, contrary"))
 
 
 def pair(i, n, toxic):
@@ -163,9 +168,6 @@ class Contrary(KdaScripted):
                                                                        logprob=flipped)])
         return answer
 
-
-register_backend("kda-contrary", BackendEntry(factory=Contrary, options=KdaOptions,
-                                              summary="scripted K/DA judge, contrary"))
 
 
 def test_a_panel_of_judge_models_pools_votes_and_ties_drop_the_candidate(tmp_path):

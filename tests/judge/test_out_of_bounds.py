@@ -15,8 +15,9 @@ from rolecall.judge.out_of_bounds import Item, make_judge
 from rolecall.judge.voting import majority
 from rolecall.llm import LLM, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob
-from rolecall.llm.registry import BackendEntry, register_backend
+from rolecall.llm.registry import BackendEntry
 from rolecall.records import Category, Dialogue, RoleSpec, Turn, Verdict
+from tests.fakes import use_backend
 
 SPEC = RoleSpec(name="s", outline="어르신께 안부 전화를 드리는 인공지능 상담원입니다.", categories=[
     Category(name="persona", description="인공지능입니다.", error_category="wrong persona"),
@@ -64,8 +65,10 @@ class Scripted(Backend):
         return Completion(text='{"verdict": "in-bounds", "rule": null}')
 
 
-register_backend("scripted", BackendEntry(factory=Scripted, options=ScriptedOptions,
-                                          summary="scripted judge for tests"))
+@pytest.fixture(autouse=True)
+def _scripted(monkeypatch):
+    use_backend(monkeypatch, "scripted", BackendEntry(factory=Scripted, options=ScriptedOptions,
+                                                      summary="scripted judge for tests"))
 
 
 def dialogue(did: str, *system_texts: str) -> Dialogue:

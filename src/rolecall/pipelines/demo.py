@@ -359,6 +359,6 @@ def honest_note() -> list[str]:
         "drop nearly at random. The demo shows the pipeline, not the quality.",
         "For real data point the same commands at a real model: -m openai:http://HOST:PORT/v1"
         "?model=NAME (vLLM, SGLang, llama.cpp's server, Ollama, a hosted API) or "
-        "-m llamacpp:/path/to/bigger.gguf; see the README's 'Pointing rolecall at a real LLM "
-        "server'.",
+        "-m llamacpp:/path/to/bigger.gguf; see docs/models-and-servers.md ('Pointing "
+        "rolecall at a real LLM server').",
     ]

@@ -50,5 +50,5 @@ def parse_settings(raw: dict) -> ProjectSettings:
         return ProjectSettings.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(f"bad project settings: {describe_validation(exc)}",
-                          fix="see the project settings in the README's web app section"
+                          fix="see 'Project settings' in docs/web.md"
                           ) from None
