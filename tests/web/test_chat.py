@@ -72,16 +72,16 @@ def test_annotators_see_no_internal_address_of_the_bot(site):
     import yaml
 
     from rolecall.records import RoleSpec
-    from rolecall.web.bots import PromptedBot, model_name
-    from rolecall.web.settings import BotConfig
+    from rolecall.serve.prompted import PromptedBot
+    from rolecall.web.bots import model_name, prompted_version
     from tests.web.conftest import SPEC_YAML
 
     spec = RoleSpec.model_validate(yaml.safe_load(SPEC_YAML))
     served = SimpleNamespace(model_id="openai:http://127.0.0.1:42695/v1#qwen2.5-7b")
-    version = PromptedBot(served, spec, BotConfig()).version
+    version = prompted_version(PromptedBot(served, spec))
     assert version.startswith("llm:openai:qwen2.5-7b:") and "127.0.0.1" not in version
     other = SimpleNamespace(model_id="openai:http://10.0.0.9:8000/v1#qwen2.5-7b")
-    assert PromptedBot(other, spec, BotConfig()).version != version  # still told apart
+    assert prompted_version(PromptedBot(other, spec)) != version  # still told apart
     assert model_name("llamacpp:/srv/models/gemma.gguf@123-456") == "llamacpp:gemma.gguf"
     assert model_name("embedded") == "embedded"
 
@@ -95,3 +95,35 @@ def test_annotators_see_no_internal_address_of_the_bot(site):
     page = client.get(chat).text
     assert "127.0.0.1" not in page and "42695" not in page
     assert "llm:openai:[internal]#m:0123456789" in page
+
+
+def test_bot_turns_keep_the_reply_and_group_with_turns_stored_before(site):
+    """A bot turn stores the serve ``Reply`` without its text; the prompted bot's path is
+    ``llm``, as turns stored before the web app used serve's ``Reply`` (then
+    ``{"path": "llm", "model": ..., "tries": ..., "excluded": ...}``) say, so the
+    dashboard counts old and new turns of one bot version on one path."""
+    from rolecall.web.dashboard import _bot_turns, path_shares
+
+    engine, project_id = site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    for text in ("안녕하세요", "오늘 병원에 다녀왔어요"):
+        assert post(client, f"{chat}/message", chat, text=text).status_code == 303
+    with session(engine) as db:
+        first, last = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot")
+                                 .order_by(ChatTurn.id)).all()
+        assert set(last.provenance) == {"path", "stages", "latency_ms"}
+        assert last.provenance["path"] == "llm"
+        assert last.provenance["stages"][0]["excluded"] == 0
+    assert post(client, f"{chat}/turns/{last.id}/fix", chat,
+                category="not sensible").status_code == 303
+    with session(engine) as db:
+        replacement = db.scalars(select(ChatTurn).where(ChatTurn.index == 3,
+                                                        ChatTurn.status != "fixed")).one()
+        stage = replacement.provenance["stages"][0]
+        assert stage["excluded"] == 1 and stage["tries"] >= 2
+        db.get(ChatTurn, first.id).provenance = {"path": "llm", "model": "fake:fake-web",
+                                                 "tries": 1, "excluded": 0}
+    with session(engine) as db:
+        (row,) = path_shares(_bot_turns(db, project_id))
+    assert (row["path"], row["turns"], row["share"], row["errors"]) == ("llm", 3, 1.0, 1)

@@ -1,4 +1,6 @@
-"""``rolecall chat MODELS_DIR``: talk to a trained bot in the terminal, or run a script.
+"""``rolecall chat MODELS_DIR``: talk to a trained bot in the terminal, or run a script;
+``rolecall chat --model MODEL --spec SPEC``: the same with an LLM prompted with the role
+spec (the web app's ``llm`` bot). Both are a ``ChatBot`` (``serve/reply.py``).
 
 Interactive: each line you type is a user turn; the bot's reply follows with one line of
 provenance (the path taken, the retrieval confidence against its threshold, the guard's
@@ -16,7 +18,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from rolecall.cli.common import out
+from rolecall.cli.common import load_llm, out
+from rolecall.errors import ConfigError
 from rolecall.records import Turn
 
 
@@ -34,16 +37,24 @@ def summary(reply) -> str:
 
 
 def chat_command(
-        models_dir: Path = typer.Argument(..., help="the bot directory: retriever/, "
-                                          "reranker/, generator/, classifier/, bot.json"),
+        models_dir: Optional[Path] = typer.Argument(
+            None, help="the bot directory: retriever/, reranker/, generator/, classifier/, "
+            "bot.json (or give --model and --spec)"),
+        model: Optional[str] = typer.Option(
+            None, "--model", "-m", help="instead of a bot directory: this LLM prompted with "
+            "--spec, e.g. llamacpp:embedded or openai:http://localhost:8000/v1?model=NAME"),
+        spec: Optional[Path] = typer.Option(None, help="the role spec (YAML) for --model"),
+        temperature: float = typer.Option(0.7, min=0.0, max=2.0,
+                                          help="--model's sampling temperature"),
+        max_tokens: int = typer.Option(64, min=1, help="--model's reply length"),
         script: Optional[Path] = typer.Option(None, help="user turns, one per line ('-' = "
                                               "stdin); prints one JSON reply per turn"),
         progress: bool = typer.Option(True, help="progress bars while loading")):
-    """Chat with a Retrieve-fail-Generate bot; every reply shows how it was made."""
-    from rolecall.serve.bot import Bot
+    """Chat with a Retrieve-fail-Generate bot or a prompted LLM; every reply shows how it
+    was made."""
     from rolecall.textfiles import input_lines
 
-    bot = Bot.load(models_dir, progress=progress)
+    bot = _bot(models_dir, model, spec, temperature, max_tokens, progress)
     history: list[Turn] = []
     if script is not None:
         for line in input_lines(script):
@@ -66,3 +77,28 @@ def chat_command(
         history.append(Turn(role="system", text=reply.text))
         out.print(f"bot> {escape(reply.text)}", highlight=False)
         out.print(f"[dim]     {escape(summary(reply))}[/dim]", highlight=False)
+
+
+def _bot(models_dir: Optional[Path], model: Optional[str], spec: Optional[Path],
+         temperature: float, max_tokens: int, progress: bool):
+    """The bot in ``models_dir``, or ``model`` prompted with ``spec``: exactly one."""
+    if (models_dir is None) == (model is None):
+        raise ConfigError("give a bot directory or --model (with --spec), not both",
+                          fix="rolecall chat bot/  or  rolecall chat --model MODEL "
+                              "--spec spec.yaml")
+    if models_dir is not None:
+        from rolecall.serve.bot import Bot
+
+        if spec is not None:
+            raise ConfigError("--spec goes with --model; a bot directory names its spec "
+                              "in bot.json", fix="drop --spec")
+        return Bot.load(models_dir, progress=progress)
+    if spec is None:
+        raise ConfigError("--model needs --spec, the role spec that prompts it",
+                          fix="add --spec path/to/spec.yaml")
+    from rolecall.serve.prompted import PromptedBot
+    from rolecall.spec import load_role_spec
+
+    role_spec = load_role_spec(spec)  # before the model: a bad spec fails fast
+    return PromptedBot(load_llm(model, None), role_spec, temperature=temperature,
+                       max_tokens=max_tokens)

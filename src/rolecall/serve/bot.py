@@ -12,9 +12,9 @@ Per user turn:
    the pre-defined question on another topic the LM finds most natural after the context
    (lowest perplexity, scored by the generator).
 
-Every reply carries its provenance: the path taken (``retrieved``, ``generated`` or
-``fallback``), each stage's scores and the thresholds they were compared with, and the
-latency of each stage and of the whole turn.
+Every reply (``serve/reply.py``) carries its provenance: the path taken (``retrieved``,
+``generated`` or ``fallback``), each stage's scores and the thresholds they were compared
+with, and the latency of each stage and of the whole turn.
 
 A bot directory holds the models, each optional but at least one way to answer::
 
@@ -30,17 +30,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rolecall.errors import ConfigError, InputFileError, describe_validation
 from rolecall.records import Turn
+from rolecall.serve.reply import Reply, draw_unrejected, ms_since
 
 BOT_FILE = "bot.json"
-REGENERATE_TRIES = 4  # samples drawn when a person rejected the generator's reply
 FALLBACK_QUESTIONS = ["요즘 즐겨 보시는 프로그램 있으세요?", "오늘 식사는 잘 챙겨 드셨어요?",
                       "요즘 날씨가 어떤가요?", "최근에 산책은 다녀오셨어요?"]
 
@@ -66,21 +65,11 @@ class BotSettings(BaseModel):
                              "relative to the bot directory")
 
 
-@dataclass
-class Reply:
-    """What the bot says and why."""
-
-    text: str
-    path: Literal["retrieved", "generated", "fallback"]
-    stages: list[dict[str, Any]] = field(default_factory=list)
-    latency_ms: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 class Bot:
-    """The loaded parts; ``reply(history)`` answers the last user turn."""
+    """The loaded parts; ``reply(history)`` answers the last user turn (a ``ChatBot``,
+    ``serve/reply.py``)."""
+
+    version = "rfg"  # the web app sets one that hashes the bot's files (web/bots.py)
 
     def __init__(self, settings: BotSettings | None = None, selector: Any = None,
                  generator: Any = None, classifier: Any = None):
@@ -157,7 +146,7 @@ class Bot:
             guarded = self._guard(history, text, stages)
             if guarded is not None:
                 text, path = guarded, "fallback"
-        return Reply(text, path, stages, _ms(started))
+        return Reply(text, path, stages, ms_since(started))
 
     def _retrieve(self, history: list[Turn], stages: list[dict], exclude: set[str]
                   ) -> str | None:
@@ -180,26 +169,24 @@ class Bot:
         if not answerable and self.generator is None:
             stage["note"] = "unanswerable, but there is no generator: the best candidate"
             answerable = True
-        stage["ms"] = _ms(started)
+        stage["ms"] = ms_since(started)
         stages.append(stage)
         return best.text if answerable else None
 
     def _generate(self, history: list[Turn], stages: list[dict], exclude: set[str]
                   ) -> tuple[str, str]:
-        """The generator's reply; sampled (up to ``REGENERATE_TRIES`` times) when the
-        reply at the configured temperature was rejected before."""
+        """The generator's reply; sampled again (``draw_unrejected``) when the reply at
+        the configured temperature was rejected before."""
         started = time.perf_counter()
-        temperature, tries = self.settings.temperature, 0
-        while True:
-            text = self.generator.generate([history], self.settings.max_new_tokens,
-                                           temperature, seed=tries)[0]
-            tries += 1
-            if text not in exclude or tries > REGENERATE_TRIES:
-                break
-            temperature = max(temperature, 0.8)
+
+        def draw(temperature: float, seed: int) -> str:
+            return self.generator.generate([history], self.settings.max_new_tokens,
+                                           temperature, seed=seed)[0]
+
+        text, tries, temperature = draw_unrejected(draw, self.settings.temperature, exclude)
         stages.append({"stage": "generate", "text": text, "tries": tries,
                        "temperature": temperature, "alpha": self.generator.settings.alpha,
-                       "ms": _ms(started)})
+                       "ms": ms_since(started)})
         return text, "generated"
 
     def _guard(self, history: list[Turn], text: str, stages: list[dict]) -> str | None:
@@ -225,7 +212,7 @@ class Bot:
                 best = 0  # no LM to rank them: the first, as configured
             question = questions[best]
             stage["fallback"] = question
-        stage["ms"] = _ms(started)
+        stage["ms"] = ms_since(started)
         stages.append(stage)
         return question
 
@@ -244,10 +231,6 @@ def _prompted_generator(directory: Path, settings: BotSettings, llm: Any):
     if llm is None:
         llm = LLM(load_backend(settings.generator_model), Cache(config.cache_path()))
     return PromptedGenerator(llm, spec)
-
-
-def _ms(started: float) -> float:
-    return round(1000 * (time.perf_counter() - started), 2)
 
 
 def _read_settings(path: Path) -> BotSettings:

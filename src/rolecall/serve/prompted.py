@@ -1,4 +1,4 @@
-"""An LLM prompted with the role spec, in the place of a trained generator.
+"""An LLM prompted with the role spec: as the bot's generator, or as the whole bot.
 
 The Retrieve-fail-Generate bot (``serve/bot.py``) falls back to its generator when
 retrieval fails. The paper's generator is a fine-tuned LM (``rolecall train generator``:
@@ -6,16 +6,21 @@ LoRA, MLE + unlikelihood, minutes to hours of training); before one is trained, 
 strong instruction model on a server, the role spec itself can prompt any LLM
 (``prompts/*/chat_role.j2``). ``PromptedGenerator`` offers what the bot asks of a
 generator (``generate``, ``response_perplexities``, ``settings.alpha``) through rolecall's
-LLM layer, so its calls are cached like every other call. ``bot.json``'s
-``generator_model`` turns it on for a bot directory without ``generator/``.
+LLM layer, so its calls are cached like every other call (when the ``LLM`` has a cache).
+``bot.json``'s ``generator_model`` turns it on for a bot directory without ``generator/``.
+
+``PromptedBot`` is that generator answering every turn by itself, with no retrieval and
+no guard (path ``llm``): the web app's ``llm`` bot and ``rolecall chat --model M --spec S``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from rolecall.records import RoleSpec, Turn
+from rolecall.serve.reply import Reply, draw_unrejected, ms_since
 
 
 @dataclass(frozen=True)
@@ -64,3 +69,28 @@ class PromptedGenerator:
             completion = sample[0].completion
             out.append(completion.perplexity if completion is not None else float("inf"))
         return out
+
+
+class PromptedBot:
+    """A ``ChatBot`` (``serve/reply.py``): the prompted LLM's line is the reply; a reply a
+    person rejected is drawn again (``draw_unrejected``)."""
+
+    version = "llm"  # the web app sets one naming the model and hashing the prompt
+
+    def __init__(self, llm, spec: RoleSpec, temperature: float = 0.7, max_tokens: int = 64):
+        self.generator = PromptedGenerator(llm, spec)
+        self.temperature, self.max_tokens = temperature, max_tokens
+
+    def reply(self, history: Sequence[Turn], exclude: Collection[str] = ()) -> Reply:
+        started = time.perf_counter()
+
+        def draw(temperature: float, seed: int) -> str:
+            return self.generator.reply(history, self.max_tokens, temperature, seed)
+
+        text, tries, temperature = draw_unrejected(draw, self.temperature, exclude)
+        stage = {"stage": "generate", "model": self.generator.llm.model_id, "tries": tries,
+                 "excluded": len(exclude), "temperature": temperature,
+                 "ms": ms_since(started)}
+        # subtle: every draw may come back empty (a model that stops at once); a turn
+        # of the dialogue is never empty, so the bot says it has nothing to say
+        return Reply(text or "...", "llm", [stage], ms_since(started))

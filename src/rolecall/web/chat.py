@@ -5,7 +5,8 @@ category (from the role spec), keeps the rejected turn as a negative example (st
 ``fixed``, its category, the full context before it) and replaces it with a regenerated
 alternative at the same position; repeatable until the reply is good. **Save dialogue**
 marks the live turns ``saved``: positives. Every bot turn records the bot's version and
-its provenance.
+its provenance (the ``Reply`` of ``serve/reply.py`` without its text; only its ``path`` is
+read back, by the dashboard and the SSA items).
 
 The user's message is committed before the bot is asked: a bot that fails (a dead LLM
 server, a broken model directory) shows an error and loses nothing; "Ask the bot again"
@@ -74,9 +75,9 @@ def _bot_turn(chat: ChatSession, db: Session, index: int, exclude: set[str]) -> 
     settings = _settings(chat, db)
     history = as_history([t for t in live_turns(chat) if t.index < index])
     bot = bot_for(settings.bot, settings.spec)
-    answer = bot.reply(history, exclude)
-    turn = ChatTurn(session_id=chat.id, index=index, role=Speaker.BOT, text=answer.text,
-                    bot_version=bot.version, provenance=answer.provenance)
+    reply = bot.reply(history, exclude)
+    turn = ChatTurn(session_id=chat.id, index=index, role=Speaker.BOT, text=reply.text,
+                    bot_version=bot.version, provenance=reply.provenance())
     db.add(turn)
     db.flush()
     return turn
