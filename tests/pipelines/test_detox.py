@@ -58,7 +58,7 @@ def run(path: Path, **kwargs):
 
 def test_the_example_config_is_valid_and_its_paths_resolve():
     config = load_detox_config(REPO / "examples" / "kda" / "config.yaml")
-    assert config.generate.ns == [0, 3, 5, 7, 9]
+    assert config.generate.ns == (0, 3, 5, 7, 9)
     assert Path(config.sentences.path.rsplit(":", 1)[0]).name == "chatbot_data.csv"
     assert all(Path(c.rsplit(":", 1)[0]).is_absolute() for c in config.slang.corpora)
 

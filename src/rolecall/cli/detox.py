@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out, run_pipeline
+from rolecall.cli.common import MODEL_HELP, err, load_llm, out, run_pipeline, validated
 from rolecall.cli.detox_model import (
     offensiveness_data_command,
     rewrite_command,
@@ -53,8 +53,8 @@ def detox_generate(
     except ValueError:
         raise ConfigError(f"--ns '{ns}' is not a list of numbers", fix="e.g. --ns 0,3,5,7,9"
                           ) from None
-    config = DetoxConfig(ns=n_values, temperature=temperature, max_tokens=max_tokens,
-                         seed=seed, language=language)
+    config = validated(DetoxConfig, ns=n_values, temperature=temperature,
+                       max_tokens=max_tokens, seed=seed)
     if max(n_values) > 0 and index_dir is None:
         raise ConfigError("n > 0 needs retrieved comments", fix="pass --index DIR (built "
                           "with 'rolecall slang index'), or use --ns 0")
@@ -64,9 +64,9 @@ def detox_generate(
     index = SlangIndex.load(index_dir) if index_dir else None
     llm = load_llm(model, cache, concurrency)
     run = RunDir(out_dir, "detox generate", {"sentences": sentences, "index": str(index_dir),
-                                             **vars(config)})
+                                             **config.model_dump(), "language": language})
     try:
-        counts = generate_stage(llm, run, rows, index, config, progress)
+        counts = generate_stage(llm, run, rows, index, config, language, progress)
     finally:
         err.print(f"{llm.model_id}: {llm.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.prompts import Template, load_template
@@ -26,15 +28,24 @@ from rolecall.rundir import Files
 DEFAULT_NS = (0, 3, 5, 7, 9)
 
 
-@dataclass(frozen=True)
-class DetoxConfig:
-    ns: tuple[int, ...] = DEFAULT_NS
-    temperature: float = 0.8
-    top_p: float = 0.95
-    max_tokens: int = 80
+class DetoxConfig(BaseModel):
+    """How candidates are written: the ``generate`` section of a ``detox run`` config and
+    the options of ``rolecall detox generate`` (the language is the run's, not this)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ns: tuple[int, ...] = Field(DEFAULT_NS, description="retrieved comments per rewrite")
+    temperature: float = Field(0.8, ge=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_tokens: int = Field(80, ge=1)
     seed: int = 0
-    language: str = "ko"
     template: str = "detox_rewrite"
+
+    @field_validator("ns")
+    @classmethod
+    def _ns(cls, ns: tuple[int, ...]) -> tuple[int, ...]:
+        if not ns or any(n < 0 for n in ns) or len(set(ns)) != len(ns):
+            raise ValueError("a list of distinct numbers >= 0, e.g. [0, 3, 5, 7, 9]")
+        return ns
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,6 @@ class Planned:
 def plan_candidates(sentences: Sequence[tuple[str, str]], index: SlangIndex | None,
                     config: DetoxConfig, template: Template) -> list[Planned]:
     """One request per (sentence, n); retrieval runs once per sentence at the largest n."""
-    if any(n < 0 for n in config.ns):
-        raise ValueError("every n must be >= 0")
     largest = max(config.ns)
     if largest and index is None:
         raise ValueError("n > 0 needs a slang index")
@@ -82,9 +91,9 @@ def candidate_problem(neutral: str, text: str) -> str | None:
 
 def generate_candidates(llm: LLM, sentences: Sequence[tuple[str, str]],
                         index: SlangIndex | None, config: DetoxConfig, out_dir: Path,
-                        progress: bool = True) -> dict[str, int]:
+                        progress: bool = True, language: str = "ko") -> dict[str, int]:
     """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable."""
-    template = load_template(config.template, config.language)
+    template = load_template(config.template, language)
     plan = plan_candidates(sentences, index, config, template)
     with ResumableJsonl(out_dir / Files.CANDIDATES,
                         key=lambda r: r["provenance"]["candidate_id"]) as kept, \

@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.generate.detox import DEFAULT_NS, DetoxConfig, generate_candidates
+from rolecall.generate.detox import DetoxConfig, generate_candidates
 from rolecall.jsonl import ResumableJsonl, read_jsonl, write_jsonl
 from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
@@ -64,22 +64,6 @@ class SentencesSection(_Section):
     delimiter: str | None = None
     limit: int | None = Field(None, ge=1)
     max_chars: int = Field(200, ge=1, description="longer sentences are skipped")
-
-
-class GenerateSection(_Section):
-    ns: list[int] = Field(default_factory=lambda: list(DEFAULT_NS))
-    temperature: float = Field(0.8, ge=0)
-    top_p: float = Field(0.95, gt=0, le=1)
-    max_tokens: int = Field(80, ge=1)
-    seed: int = 0
-    template: str = "detox_rewrite"
-
-    @field_validator("ns")
-    @classmethod
-    def _ns(cls, ns: list[int]) -> list[int]:
-        if not ns or any(n < 0 for n in ns) or len(set(ns)) != len(ns):
-            raise ValueError("a list of distinct numbers >= 0, e.g. [0, 3, 5, 7, 9]")
-        return ns
 
 
 class FilterSection(_Section):
@@ -119,7 +103,7 @@ class DetoxRunConfig(_Section):
     retries: int = Field(4, ge=0, description="tries again after a transient LLM error")
     slang: SlangSection | None = None
     sentences: SentencesSection
-    generate: GenerateSection = Field(default_factory=GenerateSection)
+    generate: DetoxConfig = Field(default_factory=DetoxConfig)
     filter: FilterSection = Field(default_factory=FilterSection)
     export: ExportSection = Field(default_factory=ExportSection)
     geval: GevalSection = Field(default_factory=GevalSection)
@@ -234,12 +218,12 @@ def _sha256(path: Path) -> str:
 
 
 def generate_stage(llm: LLM, run: RunDir, rows: Sequence[tuple[str, str]],
-                   index: SlangIndex | None, config: DetoxConfig,
+                   index: SlangIndex | None, config: DetoxConfig, language: str,
                    progress: bool = True) -> dict:
     run.record_model("generator", llm.model_id)
-    run.record_prompt(config.template, load_template(config.template, config.language).source)
+    run.record_prompt(config.template, load_template(config.template, language).source)
     before = llm.stats.as_dict()
-    counts = generate_candidates(llm, rows, index, config, run.path, progress)
+    counts = generate_candidates(llm, rows, index, config, run.path, progress, language)
     run.finish_stage("generate", counts, [llm], [before])
     return counts
 
@@ -407,12 +391,8 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
                                       config.sentences.limit, config.sentences.max_chars,
                                       config.language)
     r.run.manifest["neutral_skipped"] = skipped
-    generation = DetoxConfig(ns=tuple(config.generate.ns),
-                             temperature=config.generate.temperature,
-                             top_p=config.generate.top_p, max_tokens=config.generate.max_tokens,
-                             seed=config.generate.seed, language=config.language,
-                             template=config.generate.template)
-    counts = generate_stage(r.llm_for(None), r.run, rows, r.index, generation, r.progress)
+    counts = generate_stage(r.llm_for(None), r.run, rows, r.index, config.generate,
+                            config.language, r.progress)
     return counts, (json.dumps(counts, ensure_ascii=False)
                     + (f"; skipped sentences: {skipped}" if any(skipped.values()) else ""))
 
