@@ -14,6 +14,8 @@ demo: setup
 test: setup
 	@.venv/bin/ruff check src tests bench || { \
 	  echo "lint failed: .venv/bin/ruff check --fix src tests bench fixes most of it" >&2; exit 1; }
+	@log=$$(.venv/bin/ruff format --check src tests bench 2>&1) || { echo "$$log" >&2; \
+	  echo "format check failed: .venv/bin/ruff format src tests bench formats them" >&2; exit 1; }
 	@site=$$(mktemp -d); log=$$(NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict \
 	  --site-dir "$$site" 2>&1); rc=$$?; rm -rf "$$site"; [ $$rc = 0 ] || { echo "$$log" >&2; \
 	  echo "docs build failed: fix the warnings above (.venv/bin/mkdocs serve shows the site)" >&2; \

@@ -39,9 +39,11 @@ from rolecall.pipelines.detox import (
 )
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-CORPORA = [str(DATA / "slang" / "beep_unlabeled_comments.txt"),
-           f"{DATA / 'slang' / 'beep_labeled_train.tsv'}:comments",
-           f"{DATA / 'slang' / 'curse_detection.txt'}:1"]
+CORPORA = [
+    str(DATA / "slang" / "beep_unlabeled_comments.txt"),
+    f"{DATA / 'slang' / 'beep_labeled_train.tsv'}:comments",
+    f"{DATA / 'slang' / 'curse_detection.txt'}:1",
+]
 
 
 class BackendClock:
@@ -64,6 +66,7 @@ class BackendClock:
                 with self._lock:
                     self.seconds += time.perf_counter() - started
                     self.calls += 1
+
         backend.complete = timed
 
 
@@ -76,12 +79,13 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-detox-"))
-    slang = SlangSection(index=str(args.index or work / "index"), corpora=CORPORA,
-                         delimiter="|")
+    slang = SlangSection(index=str(args.index or work / "index"), corpora=CORPORA, delimiter="|")
     started = time.perf_counter()
     index = index_stage(slang, progress=False)
-    print(f"slang index: {len(index):,} comments, ready in "
-          f"{time.perf_counter() - started:.1f} s (built once, reused by every run)")
+    print(
+        f"slang index: {len(index):,} comments, ready in "
+        f"{time.perf_counter() - started:.1f} s (built once, reused by every run)"
+    )
 
     clock = BackendClock()
     backend = load_backend(args.model)  # loaded before the clock starts, like a warm server
@@ -92,12 +96,16 @@ def main() -> None:
         return LLM(backend, Cache(work / "cache.sqlite"))
 
     config = DetoxRunConfig(
-        out=str(work / "run"), model=args.model, slang=slang,
-        sentences=SentencesSection(path=f"{DATA / 'neutral' / 'chatbot_data.csv'}:Q",
-                                   limit=args.sentences),
+        out=str(work / "run"),
+        model=args.model,
+        slang=slang,
+        sentences=SentencesSection(
+            path=f"{DATA / 'neutral' / 'chatbot_data.csv'}:Q", limit=args.sentences
+        ),
         generate=GenerateSection(ns=[int(n) for n in args.ns.split(",")]),
         export=ExportSection(formats=["csv", "parquet"]),
-        geval=GevalSection(criteria=["overall"], limit=5))
+        geval=GevalSection(criteria=["overall"], limit=5),
+    )
     started = time.perf_counter()
     results = run_detox(config, load, progress=False, say=lambda line: None)
     wall = time.perf_counter() - started
@@ -105,12 +113,18 @@ def main() -> None:
     candidates = results["generate"]["candidates"]
     pairs = results["filter"]["overall"]["kept"]
     outside = wall - clock.seconds
-    print(f"{args.sentences} sentences x n in {args.ns}: {candidates} candidates, {pairs} "
-          f"pairs, {clock.calls} backend calls, wall {wall:.1f} s, backend {clock.seconds:.1f} s")
-    print(f"pairs per minute: {pairs / wall * 60:.2f}; candidates per minute: "
-          f"{candidates / wall * 60:.2f}")
-    print(f"wall / backend: {wall / clock.seconds:.3f}; share of wall time outside the LLM: "
-          f"{outside / wall:.1%} (target < 10%)")
+    print(
+        f"{args.sentences} sentences x n in {args.ns}: {candidates} candidates, {pairs} "
+        f"pairs, {clock.calls} backend calls, wall {wall:.1f} s, backend {clock.seconds:.1f} s"
+    )
+    print(
+        f"pairs per minute: {pairs / wall * 60:.2f}; candidates per minute: "
+        f"{candidates / wall * 60:.2f}"
+    )
+    print(
+        f"wall / backend: {wall / clock.seconds:.3f}; share of wall time outside the LLM: "
+        f"{outside / wall:.1%} (target < 10%)"
+    )
     print(f"outputs: {work / 'run'}")
 
 

@@ -47,11 +47,17 @@ DATA = ROOT.parent / "shared" / "data"
 
 
 def lexicon_baseline(texts: list[str]) -> list[str]:
-    words = [w.strip() for w in (DATA / "lexicon" / "korean_bad_words.txt")
-             .read_text(encoding="utf-8").splitlines() if len(w.strip()) >= 2]
+    words = [
+        w.strip()
+        for w in (DATA / "lexicon" / "korean_bad_words.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()
+        if len(w.strip()) >= 2
+    ]
 
     def clean(text: str) -> str:
         return " ".join(t for t in text.split() if not any(w in t for w in words))
+
     return [clean(t) for t in texts]
 
 
@@ -73,59 +79,89 @@ def main() -> None:
     torch.set_num_threads(2)
     pairs = read_kda_csv(DATA / "detox" / "kda_ko.csv")
     train, test = split_pairs(pairs, 0.1, args.seed)
-    test = test[:args.test_pairs]
-    print(f"K/DA: {len(pairs)} pairs -> train {len(train)}, held-out {len(test)} used; "
-          f"detox model on the first {args.train_pairs} training pairs", flush=True)
+    test = test[: args.test_pairs]
+    print(
+        f"K/DA: {len(pairs)} pairs -> train {len(train)}, held-out {len(test)} used; "
+        f"detox model on the first {args.train_pairs} training pairs",
+        flush=True,
+    )
 
     # the judge: an offensiveness classifier on frozen Gemma features
     started = time.perf_counter()
     backbone = load_backbone("embedded")
     examples = offensiveness_examples(DATA, train, args.per_source, args.seed)
-    classifier = Classifier.create(backbone, ClassifierSettings(max_length=128,
-                                                                response_max=120),
-                                   Features(backbone, args.cache_dir))
+    classifier = Classifier.create(
+        backbone,
+        ClassifierSettings(max_length=128, response_max=120),
+        Features(backbone, args.cache_dir),
+    )
     classifier.fit(examples, TrainConfig(epochs=5, batch_size=32, lr=1e-3, seed=args.seed))
     dev = beep_examples(DATA / "eval" / "beep_labeled_dev.tsv")
-    judge = {"train_examples": len(examples),
-             **{f"beep_dev_{k}": round(v, 3) for k, v in classifier.evaluate(dev).items()},
-             "seconds": round(time.perf_counter() - started, 1)}
+    judge = {
+        "train_examples": len(examples),
+        **{f"beep_dev_{k}": round(v, 3) for k, v in classifier.evaluate(dev).items()},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     print(f"offensiveness classifier: {judge}", flush=True)
 
     # the detox model
     started = time.perf_counter()
-    model = DetoxModel.create("embedded", DetoxSettings(max_length=192, response_max=96),
-                              args.seed)
-    history = model.fit_pairs(train[:args.train_pairs], TrainConfig(
-        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed))
+    model = DetoxModel.create("embedded", DetoxSettings(max_length=192, response_max=96), args.seed)
+    history = model.fit_pairs(
+        train[: args.train_pairs],
+        TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),
+    )
     trained = time.perf_counter() - started
     inputs, references = [p.toxic for p in test], [p.neutral for p in test]
     started = time.perf_counter()
     rewrites = model.rewrite(inputs)
     rewrite_seconds = time.perf_counter() - started
 
-    systems = {"input (copy)": inputs, "lexicon deletion": lexicon_baseline(inputs),
-               "detox model": rewrites, "reference (neutral)": references}
-    results = {name: {"chrf": round(chrf(outputs, references), 2),
-                      "bleu": round(bleu(outputs, references), 2),
-                      "offensive_rate": round(offensive_rate(classifier, outputs), 3)}
-               for name, outputs in systems.items()}
+    systems = {
+        "input (copy)": inputs,
+        "lexicon deletion": lexicon_baseline(inputs),
+        "detox model": rewrites,
+        "reference (neutral)": references,
+    }
+    results = {
+        name: {
+            "chrf": round(chrf(outputs, references), 2),
+            "bleu": round(bleu(outputs, references), 2),
+            "offensive_rate": round(offensive_rate(classifier, outputs), 3),
+        }
+        for name, outputs in systems.items()
+    }
     print(f"\n{'system':24s}{'chrF':>8s}{'BLEU':>8s}{'offensive':>12s}")
     for name, row in results.items():
         print(f"{name:24s}{row['chrf']:8.2f}{row['bleu']:8.2f}{row['offensive_rate']:12.3f}")
     before = results["input (copy)"]["offensive_rate"]
     after = results["detox model"]["offensive_rate"]
-    print(f"detox outputs less offensive than the inputs: {'yes' if after < before else 'NO'}"
-          f" ({before:.3f} -> {after:.3f})")
+    print(
+        f"detox outputs less offensive than the inputs: {'yes' if after < before else 'NO'}"
+        f" ({before:.3f} -> {after:.3f})"
+    )
     for source, output in list(zip(inputs, rewrites))[:5]:
         print(f"  {source}\n  -> {output}")
-    print(json.dumps({"bench": "detox_quality", "train_pairs": args.train_pairs,
-                      "test_pairs": len(test), "epochs": args.epochs, "lr": args.lr,
-                      "batch_size": args.batch_size, "steps": history["steps"],
-                      "first_loss": round(history["first_loss"], 4),
-                      "last_loss": round(history["last_loss"], 4),
-                      "train_seconds": round(trained, 1),
-                      "rewrite_seconds": round(rewrite_seconds, 1), "judge": judge,
-                      "results": results}, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "bench": "detox_quality",
+                "train_pairs": args.train_pairs,
+                "test_pairs": len(test),
+                "epochs": args.epochs,
+                "lr": args.lr,
+                "batch_size": args.batch_size,
+                "steps": history["steps"],
+                "first_loss": round(history["first_loss"], 4),
+                "last_loss": round(history["last_loss"], 4),
+                "train_seconds": round(trained, 1),
+                "rewrite_seconds": round(rewrite_seconds, 1),
+                "judge": judge,
+                "results": results,
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

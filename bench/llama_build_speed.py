@@ -52,8 +52,20 @@ print(json.dumps({"prompt_tokens": len(ids), "prompt_tps": len(ids) / prompt_sec
 
 
 def unpack(wheel: Path, into: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--target", str(into), str(wheel)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(into),
+            str(wheel),
+        ],
+        check=True,
+    )
     return into
 
 
@@ -63,8 +75,13 @@ def run_once(path: Path | None, tokens: int) -> dict:
         import os
 
         env = {**os.environ, "PYTHONPATH": str(path)}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(tokens)], capture_output=True,
-                          text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tokens)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     if proc.returncode < 0:
         return {"crashed": signal.Signals(-proc.returncode).name}
     if proc.returncode != 0:
@@ -74,8 +91,12 @@ def run_once(path: Path | None, tokens: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", action="append", default=[],
-                        help="NAME=WHEEL: another build to compare with the installed one")
+    parser.add_argument(
+        "--build",
+        action="append",
+        default=[],
+        help="NAME=WHEEL: another build to compare with the installed one",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=96)
     args = parser.parse_args()
@@ -98,20 +119,30 @@ def main() -> None:
             summary[name] = runs[-1]
             print(f"{name:>10}: {runs[-1]}")
             continue
-        summary[name] = {"gen_tps": round(statistics.median(r["gen_tps"] for r in ok), 1),
-                         "prompt_tps": round(statistics.median(r["prompt_tps"] for r in ok), 1),
-                         "runs": len(ok)}
+        summary[name] = {
+            "gen_tps": round(statistics.median(r["gen_tps"] for r in ok), 1),
+            "prompt_tps": round(statistics.median(r["prompt_tps"] for r in ok), 1),
+            "runs": len(ok),
+        }
         info = ok[0]["system_info"]
-        print(f"{name:>10}: generation {summary[name]['gen_tps']} tok/s, prompt "
-              f"{summary[name]['prompt_tps']} tok/s ({len(ok)} runs) | {info}")
+        print(
+            f"{name:>10}: generation {summary[name]['gen_tps']} tok/s, prompt "
+            f"{summary[name]['prompt_tps']} tok/s ({len(ok)} runs) | {info}"
+        )
     base = summary["installed"]
-    targets = {"installed_build_runs": {"value": "gen_tps" in base, "target": "== true",
-                                        "met": "gen_tps" in base}}
+    targets = {
+        "installed_build_runs": {
+            "value": "gen_tps" in base,
+            "target": "== true",
+            "met": "gen_tps" in base,
+        }
+    }
     for name, result in summary.items():
         if name != "installed" and "gen_tps" in result and "gen_tps" in base:
             result["gen_ratio_to_installed"] = round(result["gen_tps"] / base["gen_tps"], 3)
             result["prompt_ratio_to_installed"] = round(
-                result["prompt_tps"] / base["prompt_tps"], 3)
+                result["prompt_tps"] / base["prompt_tps"], 3
+            )
     print(json.dumps({"builds": summary, "targets": targets}))
 
 

@@ -35,7 +35,7 @@ DATA = REPO.parent / "shared" / "data" / "neutral" / "chatbot_data.csv"
 def prompts(n: int, offset: int = 0) -> list[str]:
     with DATA.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    return [f"질문: {row['Q']}\n답변:" for row in rows[offset: offset + n]]
+    return [f"질문: {row['Q']}\n답변:" for row in rows[offset : offset + n]]
 
 
 def timed(fn) -> float:
@@ -56,23 +56,32 @@ def in_process(n: int, rounds: int, max_tokens: int, block: int = 4) -> None:
         def direct(chunk):
             for text in chunk:
                 llama.reset()  # the layer resets too (prefix_cache=false, its default)
-                llama.create_completion(text, max_tokens=max_tokens, temperature=0.7,
-                                        top_p=0.9, top_k=0, min_p=0.0, repeat_penalty=1.0,
-                                        seed=1)
+                llama.create_completion(
+                    text,
+                    max_tokens=max_tokens,
+                    temperature=0.7,
+                    top_p=0.9,
+                    top_k=0,
+                    min_p=0.0,
+                    repeat_penalty=1.0,
+                    seed=1,
+                )
 
         def layer(chunk):
             llm.generate([Request(prompt=t, params=params) for t in chunk])
 
         # Small alternating blocks: the shared machine's drift hits both sides alike.
         for b, start in enumerate(range(0, len(texts), block)):
-            chunk = texts[start: start + block]
+            chunk = texts[start : start + block]
             pair = [("direct", direct), ("layer", layer)]
             for name, fn in pair if b % 2 == 0 else pair[::-1]:
                 totals[name] += timed(lambda: fn(chunk))
         assert llm.stats.calls == len(texts) and llm.stats.failures == 0
     d, lay, count = totals["direct"], totals["layer"], len(texts)
-    print(f"in-process llamacpp:embedded, {count} prompts, {max_tokens} new tokens each, "
-          f"alternating blocks of {block}")
+    print(
+        f"in-process llamacpp:embedded, {count} prompts, {max_tokens} new tokens each, "
+        f"alternating blocks of {block}"
+    )
     print(f"  direct Llama.create_completion  {d:.2f}s  ({d / count * 1000:.0f} ms/prompt)")
     print(f"  rolecall LLM layer              {lay:.2f}s  ({lay / count * 1000:.0f} ms/prompt)")
     print(f"  ratio layer/direct = {lay / d:.3f}  (target <= 1.05)")
@@ -85,11 +94,14 @@ def concurrency(url: str, n: int, max_tokens: int, label: str) -> None:
         backend = load_backend(f"openai:{url}?timeout=120&max_concurrency=16")
         llm = LLM(backend, Cache(":memory:"), concurrency=workers)
         texts = prompts(n, offset=1000 + workers)  # distinct prompts: no cache hits
-        times[workers] = timed(lambda: llm.generate(
-            [Request(prompt=t, params=params) for t in texts]))
+        times[workers] = timed(
+            lambda: llm.generate([Request(prompt=t, params=params) for t in texts])
+        )
         assert llm.stats.failures == 0, llm.stats.failed_items[:3]
-    print(f"{label}: {n} prompts  concurrency 1: {times[1]:.2f}s  concurrency 8: "
-          f"{times[8]:.2f}s  speed-up x{times[1] / times[8]:.2f}")
+    print(
+        f"{label}: {n} prompts  concurrency 1: {times[1]:.2f}s  concurrency 8: "
+        f"{times[8]:.2f}s  speed-up x{times[1] / times[8]:.2f}"
+    )
 
 
 def main() -> None:
@@ -97,8 +109,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=24)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=16)
-    parser.add_argument("--delay", type=float, default=0.2,
-                        help="answer delay of the stand-in remote server (s)")
+    parser.add_argument(
+        "--delay", type=float, default=0.2, help="answer delay of the stand-in remote server (s)"
+    )
     args = parser.parse_args()
     in_process(args.n, args.rounds, args.max_tokens)
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,8 +120,12 @@ def main() -> None:
     from tests.llm.flaky_server import FakeOpenAIServer
 
     with FakeOpenAIServer(delay=args.delay) as slow:
-        concurrency(slow.url, args.n, args.max_tokens,
-                    f"stand-in remote API, {args.delay * 1000:.0f} ms per answer")
+        concurrency(
+            slow.url,
+            args.n,
+            args.max_tokens,
+            f"stand-in remote API, {args.delay * 1000:.0f} ms per answer",
+        )
 
 
 if __name__ == "__main__":

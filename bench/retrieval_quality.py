@@ -91,15 +91,20 @@ def describe_backbone(name: str, backbone) -> str:
     return f"{what}, {state}, hidden {backbone.hidden_size}"
 
 
-def train_and_score(kind: str, backbone, train_pairs, contexts, pool, gold, evaluator,
-                    args) -> dict:
+def train_and_score(
+    kind: str, backbone, train_pairs, contexts, pool, gold, evaluator, args
+) -> dict:
     """Train one retriever on the training pairs; its Hits@1/K on the held-out part."""
     started = time.perf_counter()
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                         seed=args.seed)
-    retriever, history = fit_retriever(train_pairs, backbone, RetrieverSettings(kind=kind),
-                                       config, progress=True,
-                                       cache_dir=args.cache_dir if backbone.frozen else None)
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    retriever, history = fit_retriever(
+        train_pairs,
+        backbone,
+        RetrieverSettings(kind=kind),
+        config,
+        progress=True,
+        cache_dir=args.cache_dir if backbone.frozen else None,
+    )
     trained = time.perf_counter() - started
     retriever.encode_contexts(contexts, progress=True)  # held-out features, with a bar
     retriever.encode_candidates(pool, progress=True)
@@ -107,40 +112,52 @@ def train_and_score(kind: str, backbone, train_pairs, contexts, pool, gold, eval
     def score(queries, index):
         return retriever.score(queries, [[pool[j] for j in row] for row in index])
 
-    return {**evaluator(score, contexts, pool, gold), "train_seconds": round(trained, 1),
-            "seconds": round(time.perf_counter() - started, 1), "steps": history["steps"],
-            "first_loss": round(history["first_loss"], 4),
-            "last_loss": round(history["last_loss"], 4)}
+    return {
+        **evaluator(score, contexts, pool, gold),
+        "train_seconds": round(trained, 1),
+        "seconds": round(time.perf_counter() - started, 1),
+        "steps": history["steps"],
+        "first_loss": round(history["first_loss"], 4),
+        "last_loss": round(history["last_loss"], 4),
+    }
 
 
 def rerank_and_score(backbone, train, contexts, pool, gold, evaluator, args) -> dict:
     """Train a reranker on the training pairs; its Hits@1/K on the held-out part."""
     started = time.perf_counter()
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                         seed=args.seed)
-    features = Features(backbone, args.cache_dir if backbone.frozen else None,
-                        batch_size=args.batch_size)
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    features = Features(
+        backbone, args.cache_dir if backbone.frozen else None, batch_size=args.batch_size
+    )
     reranker = Reranker.create(backbone, RerankerSettings(), features)
-    examples = [Example(history=[Turn(role="user", text=q)], response=a, label="positive")
-                for q, a in train]
+    examples = [
+        Example(history=[Turn(role="user", text=q)], response=a, label="positive") for q, a in train
+    ]
     history = reranker.fit(examples, config, progress=True)
     trained = time.perf_counter() - started
 
     def score(queries, index):
         return reranker.score(queries, [[pool[j] for j in row] for row in index], 256)
 
-    return {**evaluator(score, contexts, pool, gold), "train_seconds": round(trained, 1),
-            "seconds": round(time.perf_counter() - started, 1), "steps": history["steps"],
-            "interaction": reranker.settings.interaction,
-            "first_loss": round(history["first_loss"], 4),
-            "last_loss": round(history["last_loss"], 4)}
+    return {
+        **evaluator(score, contexts, pool, gold),
+        "train_seconds": round(trained, 1),
+        "seconds": round(time.perf_counter() - started, 1),
+        "steps": history["steps"],
+        "interaction": reranker.settings.interaction,
+        "first_loss": round(history["first_loss"], 4),
+        "last_loss": round(history["last_loss"], 4),
+    }
 
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backbone", default=EMBEDDED)
-    parser.add_argument("--train-backbone", action="store_true",
-                        help="fine-tune the backbone too (GPU); frozen by default")
+    parser.add_argument(
+        "--train-backbone",
+        action="store_true",
+        help="fine-tune the backbone too (GPU); frozen by default",
+    )
     parser.add_argument("--limit", type=int, default=None, help="use only N pairs")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -162,15 +179,18 @@ def main() -> None:
     gold = [position[a] for _, a in test]
     ks = tuple(k for k in KS if k <= len(pool))
     evaluator = HitsEvaluator(ks=ks, seed=args.seed)
-    print(f"data: {args.data.name}: {len(pairs)} pairs -> train {len(train)}, held-out "
-          f"{len(test)} (pool of {len(pool)} unique answers); Hits@1/K for K in {ks}",
-          flush=True)
+    print(
+        f"data: {args.data.name}: {len(pairs)} pairs -> train {len(train)}, held-out "
+        f"{len(test)} (pool of {len(pool)} unique answers); Hits@1/K for K in {ks}",
+        flush=True,
+    )
     results: dict[str, dict] = {"random": {f"hits@1/{k}": 1 / k for k in ks}}
     started = time.perf_counter()
     bm25 = bm25_scores([q for q, _ in test], pool)
     results["bm25 (kiwi morphemes, Q vs A)"] = {
-        **evaluator(lambda _, index: np.take_along_axis(bm25, index, axis=1), test, pool,
-                    gold), "seconds": round(time.perf_counter() - started, 2)}
+        **evaluator(lambda _, index: np.take_along_axis(bm25, index, axis=1), test, pool, gold),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
     started = time.perf_counter()
     backbone = load_backbone(args.backbone, frozen=not args.train_backbone)
@@ -183,17 +203,31 @@ def main() -> None:
             scored = rerank_and_score(backbone, train, contexts, pool, gold, evaluator, args)
             results[f"reranker ({scored['interaction']})"] = scored
             continue
-        results[f"{kind}-encoder"] = train_and_score(kind, backbone, train_pairs, contexts,
-                                                     pool, gold, evaluator, args)
+        results[f"{kind}-encoder"] = train_and_score(
+            kind, backbone, train_pairs, contexts, pool, gold, evaluator, args
+        )
 
     print(f"\nHits@1/K on {len(test)} held-out questions; backbone: {name}")
     print(f"{'model':32s}" + "".join(f"{f'hits@1/{k}':>12s}" for k in ks))
     for model, metrics in results.items():
         print(f"{model:32s}" + "".join(f"{metrics[f'hits@1/{k}']:12.3f}" for k in ks))
-    print(json.dumps({"bench": "retrieval_quality", "data": args.data.name, "backbone": name,
-                      "pairs": len(pairs), "train": len(train), "held_out": len(test),
-                      "pool": len(pool), "epochs": args.epochs, "seed": args.seed,
-                      "results": results}, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "bench": "retrieval_quality",
+                "data": args.data.name,
+                "backbone": name,
+                "pairs": len(pairs),
+                "train": len(train),
+                "held_out": len(test),
+                "pool": len(pool),
+                "epochs": args.epochs,
+                "seed": args.seed,
+                "results": results,
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -77,8 +77,10 @@ def read_data() -> tuple[list[tuple[str, str]], list[str]]:
 
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"p50_ms": round(1000 * statistics.median(ordered), 2),
-            "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 2)}
+    return {
+        "p50_ms": round(1000 * statistics.median(ordered), 2),
+        "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 2),
+    }
 
 
 def timed(function, queries: list[str]) -> tuple[list[float], list]:
@@ -97,14 +99,20 @@ def context(question: str) -> str:
 def train_models(backbone, train_pairs, args):
     """A poly-encoder and a reranker on (question, answer) pairs."""
     config = TrainConfig(epochs=1, batch_size=32, max_steps=args.steps, seed=0)
-    retriever, _ = fit_retriever([(context(q), a) for q, a in train_pairs], backbone,
-                                 RetrieverSettings(kind="poly"), config, progress=True,
-                                 cache_dir=args.cache_dir)
-    settings = RerankerSettings(interaction=args.interaction, max_length=128,
-                                response_max=48)
+    retriever, _ = fit_retriever(
+        [(context(q), a) for q, a in train_pairs],
+        backbone,
+        RetrieverSettings(kind="poly"),
+        config,
+        progress=True,
+        cache_dir=args.cache_dir,
+    )
+    settings = RerankerSettings(interaction=args.interaction, max_length=128, response_max=48)
     reranker = Reranker.create(backbone, settings, retriever.features)  # one cache in memory
-    examples = [Example(history=[Turn(role="user", text=q)], response=a, label="positive")
-                for q, a in train_pairs[:args.rerank_examples]]
+    examples = [
+        Example(history=[Turn(role="user", text=q)], response=a, label="positive")
+        for q, a in train_pairs[: args.rerank_examples]
+    ]
     reranker.fit(examples, TrainConfig(epochs=1, batch_size=16, seed=0), progress=True)
     return retriever, reranker
 
@@ -118,6 +126,7 @@ def bm25_search(candidates: list[str]):
         ids = [vocab[t] for t in search_tokens([query])[0] if t in vocab]
         scores = model.get_scores_from_ids(ids) if ids else np.zeros(len(candidates))
         return list(np.argsort(-scores)[:k])
+
     return search
 
 
@@ -127,9 +136,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--k", type=int, default=10, help="candidates the reranker scores")
     parser.add_argument("--passes", type=int, default=10, help="MC dropout passes")
     parser.add_argument("--steps", type=int, default=300, help="retriever training steps")
-    parser.add_argument("--rerank-examples", type=int, default=5000,
-                        help="training examples of the reranker (joint: each one is 8 "
-                        "backbone passes; use ~100)")
+    parser.add_argument(
+        "--rerank-examples",
+        type=int,
+        default=5000,
+        help="training examples of the reranker (joint: each one is 8 backbone passes; use ~100)",
+    )
     parser.add_argument("--interaction", default="attention", choices=["attention", "joint"])
     parser.add_argument("--backbone", default=EMBEDDED)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features")
@@ -142,13 +154,12 @@ def main() -> None:
     pairs, candidates = read_data()
     assert len(candidates) == MIN_CANDIDATES, len(candidates)
     train, test = split_by(pairs, key=lambda pair: pair[0], held_out=0.1, seed=0)
-    held_out = [(context(q), a) for q, a in test][:args.queries]
+    held_out = [(context(q), a) for q, a in test][: args.queries]
     if len(held_out) < args.queries:
         raise SystemExit(f"only {len(held_out)} held-out questions: lower --queries")
     queries = [q for q, _ in held_out]
     warm = [context(q) for q, _ in train[:3]]
-    print(f"{len(candidates):,} candidates; {len(queries)} held-out queries",
-          flush=True)
+    print(f"{len(candidates):,} candidates; {len(queries)} held-out queries", flush=True)
 
     backbone = load_backbone(args.backbone)
     retriever, reranker = train_models(backbone, train, args)
@@ -179,27 +190,43 @@ def main() -> None:
     gold = [a for _, a in held_out]
     quality = {
         "poly top-1 = gold": np.mean([r[0].text == g for r, g in zip(retrieved, gold)]),
-        f"gold in poly top-{args.k}": np.mean([any(s.text == g for s in r)
-                                              for r, g in zip(retrieved, gold)]),
-        "rerank top-1 = gold": np.mean([t.best.text == g for t, g in zip(turns, gold)])}
+        f"gold in poly top-{args.k}": np.mean(
+            [any(s.text == g for s in r) for r, g in zip(retrieved, gold)]
+        ),
+        "rerank top-1 = gold": np.mean([t.best.text == g for t, g in zip(turns, gold)]),
+    }
     base = results["bm25 top-k (baseline)"]["p50_ms"]
     print(f"\n{'part':40s}{'p50 ms':>10s}{'p95 ms':>10s}{'p50 / bm25':>12s}")
     for name, value in results.items():
-        print(f"{name:40s}{value['p50_ms']:10.1f}{value['p95_ms']:10.1f}"
-              f"{value['p50_ms'] / base:12.1f}")
+        print(
+            f"{name:40s}{value['p50_ms']:10.1f}{value['p95_ms']:10.1f}"
+            f"{value['p50_ms'] / base:12.1f}"
+        )
     p50 = results["retrieve + rerank"]["p50_ms"]
-    print(f"retrieve + rerank p50 = {p50:.1f} ms (target < 150 ms), k = {args.k}, "
-          f"backbone {backbone.source} ({'frozen' if backbone.frozen else 'trainable'}), "
-          f"reranker {reranker.settings.interaction}, one context pass per turn: "
-          f"{selector.shared}")
+    print(
+        f"retrieve + rerank p50 = {p50:.1f} ms (target < 150 ms), k = {args.k}, "
+        f"backbone {backbone.source} ({'frozen' if backbone.frozen else 'trainable'}), "
+        f"reranker {reranker.settings.interaction}, one context pass per turn: "
+        f"{selector.shared}"
+    )
     for name, value in quality.items():
         print(f"{name:40s}{value:10.3f}")
-    print(json.dumps({"bench": "selection_latency", "candidates": len(candidates),
-                      "queries": len(queries), "k": args.k, "passes": args.passes,
-                      "interaction": reranker.settings.interaction,
-                      "backbone": backbone.source, "results": results,
-                      "quality": {k: round(float(v), 4) for k, v in quality.items()}},
-                     ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "bench": "selection_latency",
+                "candidates": len(candidates),
+                "queries": len(queries),
+                "k": args.k,
+                "passes": args.passes,
+                "interaction": reranker.settings.interaction,
+                "backbone": backbone.source,
+                "results": results,
+                "quality": {k: round(float(v), 4) for k, v in quality.items()},
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -58,10 +58,13 @@ def read_groups() -> list[tuple[str, list[str]]]:
 def examples_of(groups: list[tuple[str, list[str]]]) -> list[Example]:
     out = []
     for neutral, rewrites in groups:
-        out.append(Example(history=[], response=neutral, label="positive",
-                           dialogue_id=neutral))
-        out += [Example(history=[], response=r, label="negative", category="offensive",
-                        dialogue_id=neutral) for r in rewrites]
+        out.append(Example(history=[], response=neutral, label="positive", dialogue_id=neutral))
+        out += [
+            Example(
+                history=[], response=r, label="negative", category="offensive", dialogue_id=neutral
+            )
+            for r in rewrites
+        ]
     return out
 
 
@@ -93,36 +96,46 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--alpha", type=float, default=1.0)
     parser.add_argument("--timing-batches", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timing-only", action="store_true",
-                        help="skip the three trainings; time the steps on fresh adapters")
+    parser.add_argument(
+        "--timing-only",
+        action="store_true",
+        help="skip the three trainings; time the steps on fresh adapters",
+    )
     return parser.parse_args()
 
 
 def main() -> None:
     args = arguments()
     torch.set_num_threads(2)
-    train_groups, test_groups = split_by(read_groups(), key=lambda g: g[0], held_out=0.2,
-                                         seed=args.seed)
-    train = examples_of(train_groups[:args.train_sentences])
-    test = examples_of(test_groups[:args.test_sentences])
+    train_groups, test_groups = split_by(
+        read_groups(), key=lambda g: g[0], held_out=0.2, seed=args.seed
+    )
+    train = examples_of(train_groups[: args.train_sentences])
+    test = examples_of(test_groups[: args.test_sentences])
     count = {label: sum(e.label == label for e in train) for label in ("positive", "negative")}
-    print(f"train: {count['positive']} positives, {count['negative']} negatives; held-out: "
-          f"{sum(e.label == 'positive' for e in test)} / "
-          f"{sum(e.label == 'negative' for e in test)}", flush=True)
+    print(
+        f"train: {count['positive']} positives, {count['negative']} negatives; held-out: "
+        f"{sum(e.label == 'positive' for e in test)} / "
+        f"{sum(e.label == 'negative' for e in test)}",
+        flush=True,
+    )
 
     started = time.perf_counter()
     base_model, tokenizer = load_hf_model("embedded")
-    print(f"embedded Gemma 3 270M loaded through transformers in "
-          f"{time.perf_counter() - started:.1f} s", flush=True)
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                         seed=args.seed)
+    print(
+        f"embedded Gemma 3 270M loaded through transformers in "
+        f"{time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
     settings = GeneratorSettings(max_length=128, response_max=96)
     results, generators = {}, {}
     runs = (("base", None), ("MLE", 0.0), ("MLE+UL", args.alpha))
     for name, alpha in runs[-1:] if args.timing_only else runs:
         model = copy.deepcopy(base_model)
-        generator = Generator.create((model, tokenizer), settings.model_copy(
-            update={"alpha": alpha or 0.0}), seed=args.seed)
+        generator = Generator.create(
+            (model, tokenizer), settings.model_copy(update={"alpha": alpha or 0.0}), seed=args.seed
+        )
         row: dict = {}
         if args.timing_only:
             generators[name] = generator
@@ -130,11 +143,13 @@ def main() -> None:
         if alpha is not None:
             started = time.perf_counter()
             history = generator.fit(train, config, progress=True)
-            row.update(steps=history["steps"], train_seconds=round(
-                time.perf_counter() - started, 1), first_loss=round(history["first_loss"], 3),
-                last_loss=round(history["last_loss"], 3))
-        row.update({k: round(v, 3) for k, v in generator.perplexity(test, progress=True)
-                    .items()})
+            row.update(
+                steps=history["steps"],
+                train_seconds=round(time.perf_counter() - started, 1),
+                first_loss=round(history["first_loss"], 3),
+                last_loss=round(history["last_loss"], 3),
+            )
+        row.update({k: round(v, 3) for k, v in generator.perplexity(test, progress=True).items()})
         results[name] = row
         generators[name] = generator
         print(f"{name}: {row}", flush=True)
@@ -142,14 +157,19 @@ def main() -> None:
     # step time on the same batches, MLE and MLE+UL alternating (both on the MLE+UL model's
     # adapters, restored after each measurement)
     ul = generators["MLE+UL"]
-    batches = [train[i:i + args.batch_size] for i in
-               range(0, args.batch_size * args.timing_batches, args.batch_size)]
+    batches = [
+        train[i : i + args.batch_size]
+        for i in range(0, args.batch_size * args.timing_batches, args.batch_size)
+    ]
     mle_loss, ul_loss = type(ul.loss_fn)(0.0), ul.loss_fn
     timings: dict[str, list[float]] = {"MLE": [], "MLE+UL": []}
     step_seconds(ul, batches[:1], args.lr)  # warm-up
     for round_number in range(2):
-        for name, loss in ((("MLE", mle_loss), ("MLE+UL", ul_loss)) if round_number == 0
-                           else (("MLE+UL", ul_loss), ("MLE", mle_loss))):
+        for name, loss in (
+            (("MLE", mle_loss), ("MLE+UL", ul_loss))
+            if round_number == 0
+            else (("MLE+UL", ul_loss), ("MLE", mle_loss))
+        ):
             ul.loss_fn = loss
             timings[name] += step_seconds(ul, batches, args.lr)
     ul.loss_fn = ul_loss
@@ -158,19 +178,34 @@ def main() -> None:
     if results:
         print(f"\n{'model':10s}{'PPL(pos)':>12s}{'PPL(neg)':>12s}{'neg/pos':>10s}")
         for name, row in results.items():
-            print(f"{name:10s}{row['ppl_positive']:12.2f}{row['ppl_negative']:12.2f}"
-                  f"{row['ppl_ratio']:10.3f}")
+            print(
+                f"{name:10s}{row['ppl_positive']:12.2f}{row['ppl_negative']:12.2f}"
+                f"{row['ppl_ratio']:10.3f}"
+            )
         better = results["MLE+UL"]["ppl_ratio"] > results["MLE"]["ppl_ratio"]
         print(f"MLE+UL neg/pos ratio exceeds MLE's: {'yes' if better else 'NO'}")
     ratio = median["MLE+UL"] / median["MLE"]
-    print(f"training step, median of {len(timings['MLE'])} on the same batches: MLE "
-          f"{median['MLE']:.3f} s, MLE+UL {median['MLE+UL']:.3f} s, ratio {ratio:.3f} "
-          f"(target <= 1.15)")
-    print(json.dumps({"bench": "ul_vs_mle", "train_examples": len(train),
-                      "test_examples": len(test), "epochs": args.epochs, "lr": args.lr,
-                      "alpha": args.alpha, "results": results,
-                      "step_seconds": {k: round(v, 4) for k, v in median.items()},
-                      "step_ratio": round(ratio, 4)}, ensure_ascii=False))
+    print(
+        f"training step, median of {len(timings['MLE'])} on the same batches: MLE "
+        f"{median['MLE']:.3f} s, MLE+UL {median['MLE+UL']:.3f} s, ratio {ratio:.3f} "
+        f"(target <= 1.15)"
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "ul_vs_mle",
+                "train_examples": len(train),
+                "test_examples": len(test),
+                "epochs": args.epochs,
+                "lr": args.lr,
+                "alpha": args.alpha,
+                "results": results,
+                "step_seconds": {k: round(v, 4) for k, v in median.items()},
+                "step_ratio": round(ratio, 4),
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

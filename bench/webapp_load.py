@@ -100,11 +100,13 @@ MESSAGE = re.compile(r'id="error"><p>(.*?)</p>', re.S)
 # an exception's last line, and the statement a database error names
 EXCEPTION_LINE = re.compile(r"^([\w.]+(Error|Exception|Timeout)\b.*|\[SQL: .*)$", re.M)
 # the app as `rolecall serve` runs it, in its own process (its own GIL and core)
-SERVER = ("import sys, uvicorn\n"
-          "from rolecall.store import connect\n"
-          "from rolecall.web import create_app\n"
-          "uvicorn.run(create_app(connect(sys.argv[1])), host='127.0.0.1',"
-          " port=int(sys.argv[2]), log_level='warning', access_log=False)\n")
+SERVER = (
+    "import sys, uvicorn\n"
+    "from rolecall.store import connect\n"
+    "from rolecall.web import create_app\n"
+    "uvicorn.run(create_app(connect(sys.argv[1])), host='127.0.0.1',"
+    " port=int(sys.argv[2]), log_level='warning', access_log=False)\n"
+)
 KINDS = ("home", "item", "label")
 NAMES = {"home": "GET / (baseline)", "item": "GET /items/{id}", "label": "POST label"}
 
@@ -118,16 +120,16 @@ def free_port() -> int:
 BURST_USER = "burst"
 
 
-def populate(url: str, annotators: int, per_annotator: int, burst_forms: int
-             ) -> tuple[list, int]:
+def populate(url: str, annotators: int, per_annotator: int, burst_forms: int) -> tuple[list, int]:
     """Schema, project, accounts and items; returns [(username, user id, item ids)], the
     double-submit annotator (``BURST_USER``, with ``burst_forms`` items) last."""
     pairs = read_kda_csv(DATA / "detox" / "kda_ko.csv")
     engine = connect(url)
     try:
         upgrade(engine)
-        settings = ProjectSettings(spec=yaml.safe_load(SPEC.read_text(encoding="utf-8")),
-                                   bot=BotConfig(model="embedded"))  # never loaded
+        settings = ProjectSettings(
+            spec=yaml.safe_load(SPEC.read_text(encoding="utf-8")), bot=BotConfig(model="embedded")
+        )  # never loaded
         people = []
         with session(engine) as db:
             project = Project(name="load", settings=settings.model_dump(mode="json"))
@@ -140,9 +142,14 @@ def populate(url: str, annotators: int, per_annotator: int, burst_forms: int
             items = []
             for n in range(annotators * per_annotator + burst_forms):
                 pair = pairs[n % len(pairs)]
-                items.append(Item(project_id=project.id, kind=ItemKind.PAIR,
-                                  payload=pair.model_dump(mode="json"),
-                                  source=f"kda_ko.csv:{n % len(pairs) + 2}"))
+                items.append(
+                    Item(
+                        project_id=project.id,
+                        kind=ItemKind.PAIR,
+                        payload=pair.model_dump(mode="json"),
+                        source=f"kda_ko.csv:{n % len(pairs) + 2}",
+                    )
+                )
             db.add_all(items)
             db.flush()
             owned = [[] for _ in people]
@@ -163,8 +170,12 @@ def serving(url: str, log_path: Path):
     """The app in a uvicorn subprocess on a free loopback port; yields its base URL."""
     port = free_port()
     with open(log_path, "wb") as log:
-        server = subprocess.Popen([sys.executable, "-c", SERVER, url, str(port)],
-                                  stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        server = subprocess.Popen(
+            [sys.executable, "-c", SERVER, url, str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -175,8 +186,9 @@ def serving(url: str, log_path: Path):
             except httpx.HTTPError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("the web app did not start:\n"
-                                 + log_path.read_text(errors="replace")[-3000:])
+                raise SystemExit(
+                    "the web app did not start:\n" + log_path.read_text(errors="replace")[-3000:]
+                )
             time.sleep(0.1)
         yield base
     finally:
@@ -195,8 +207,7 @@ class Annotator:
     items: list[int]
     client: httpx.AsyncClient | None = None
     acked: dict[int, dict] = field(default_factory=dict)  # item id -> the answers saved
-    latencies: dict[str, list[float]] = field(
-        default_factory=lambda: {kind: [] for kind in KINDS})
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
     errors: Counter = field(default_factory=Counter)
     server_errors: int = 0  # answers with a 5xx status
     requests: int = 0
@@ -206,8 +217,10 @@ class Annotator:
 def _problem(response: httpx.Response) -> str:
     found = MESSAGE.search(response.text)
     text = found.group(1) if found else response.text[:120]
-    return f"{response.status_code} {response.request.method} " \
-           f"{re.sub(r'/[0-9]+', '/N', response.request.url.path)}: {' '.join(text.split())}"
+    return (
+        f"{response.status_code} {response.request.method} "
+        f"{re.sub(r'/[0-9]+', '/N', response.request.url.path)}: {' '.join(text.split())}"
+    )
 
 
 async def timed(who: Annotator, kind: str, expected: int, call) -> httpx.Response | None:
@@ -232,12 +245,19 @@ async def log_in(who: Annotator, base: str, timeout: float, gate: asyncio.Semaph
     who.client = httpx.AsyncClient(base_url=base, timeout=timeout, follow_redirects=False)
     async with gate:
         form = await who.client.get("/login")
-        response = await who.client.post("/login", data={
-            "username": who.username, "password": PASSWORD, "next": "/",
-            "csrf": CSRF.search(form.text).group(1)})
+        response = await who.client.post(
+            "/login",
+            data={
+                "username": who.username,
+                "password": PASSWORD,
+                "next": "/",
+                "csrf": CSRF.search(form.text).group(1),
+            },
+        )
     if response.status_code != 303 or "rolecall_session" not in who.client.cookies:
-        raise SystemExit(f"{who.username} could not log in: {response.status_code} "
-                         f"{response.text[:300]}")
+        raise SystemExit(
+            f"{who.username} could not log in: {response.status_code} {response.text[:300]}"
+        )
 
 
 async def annotate(who: Annotator, deadline: float, think: float, seed: int) -> None:
@@ -261,10 +281,12 @@ async def annotate(who: Annotator, deadline: float, think: float, seed: int) -> 
             await asyncio.sleep(think)
         if not open_window():
             break
-        answers = {"consistent": rng.choice(["yes", "no"]),
-                   "offensive": rng.choice(["yes", "no"])}
-        data = {"csrf": CSRF.search(form.text).group(1),
-                "shown_at": SHOWN_AT.search(form.text).group(1), **answers}
+        answers = {"consistent": rng.choice(["yes", "no"]), "offensive": rng.choice(["yes", "no"])}
+        data = {
+            "csrf": CSRF.search(form.text).group(1),
+            "shown_at": SHOWN_AT.search(form.text).group(1),
+            **answers,
+        }
         saved = await timed(who, "label", 303, client.post(f"/items/{item}/label", data=data))
         if saved is None:
             await asyncio.sleep(0.05)
@@ -277,14 +299,16 @@ async def annotate(who: Annotator, deadline: float, think: float, seed: int) -> 
         item = int(target.rsplit("/", 1)[1])
 
 
-async def drive(base: str, people: list[Annotator], seconds: float, think: float,
-                timeout: float) -> float:
+async def drive(
+    base: str, people: list[Annotator], seconds: float, think: float, timeout: float
+) -> float:
     gate = asyncio.Semaphore(4)  # logins are CPU-bound on the server: no need to pile up
     await asyncio.gather(*(log_in(who, base, timeout, gate) for who in people))
     start = time.monotonic()
     try:
-        await asyncio.gather(*(annotate(who, start + seconds, think, n)
-                               for n, who in enumerate(people)))
+        await asyncio.gather(
+            *(annotate(who, start + seconds, think, n) for n, who in enumerate(people))
+        )
         return time.monotonic() - start
     finally:
         await asyncio.gather(*(who.client.aclose() for who in people))
@@ -300,22 +324,29 @@ async def double_submit(base: str, who: Annotator, submits: int, timeout: float)
             if form is None:
                 statuses["form not shown"] += 1
                 continue
-            data = {"csrf": CSRF.search(form.text).group(1),
-                    "shown_at": SHOWN_AT.search(form.text).group(1),
-                    "consistent": "yes", "offensive": "no"}
+            data = {
+                "csrf": CSRF.search(form.text).group(1),
+                "shown_at": SHOWN_AT.search(form.text).group(1),
+                "consistent": "yes",
+                "offensive": "no",
+            }
             answers = await asyncio.gather(
                 *(who.client.post(f"/items/{item}/label", data=data) for _ in range(submits)),
-                return_exceptions=True)
+                return_exceptions=True,
+            )
             for answer in answers:
-                statuses[type(answer).__name__ if isinstance(answer, Exception)
-                         else answer.status_code] += 1
+                statuses[
+                    type(answer).__name__ if isinstance(answer, Exception) else answer.status_code
+                ] += 1
     finally:
         await who.client.aclose()
-    return {"forms": len(who.items), "submits": len(who.items) * submits,
-            "redirects": statuses.get(303, 0),
-            "server_errors": sum(n for s, n in statuses.items()
-                                 if not isinstance(s, int) or s >= 500),
-            "statuses": {str(s): n for s, n in statuses.items()}}
+    return {
+        "forms": len(who.items),
+        "submits": len(who.items) * submits,
+        "redirects": statuses.get(303, 0),
+        "server_errors": sum(n for s, n in statuses.items() if not isinstance(s, int) or s >= 500),
+        "statuses": {str(s): n for s, n in statuses.items()},
+    }
 
 
 def burst_rows(url: str, who: Annotator) -> list[int]:
@@ -323,8 +354,9 @@ def burst_rows(url: str, who: Annotator) -> list[int]:
     engine = connect(url)
     try:
         with session(engine) as db:
-            found = Counter(db.scalars(select(Annotation.item_id).where(
-                Annotation.user_id == who.user_id)))
+            found = Counter(
+                db.scalars(select(Annotation.item_id).where(Annotation.user_id == who.user_id))
+            )
     finally:
         engine.dispose()
     return [found.get(item, 0) for item in who.items]
@@ -335,10 +367,11 @@ def check_writes(url: str, people: list[Annotator]) -> dict:
     engine = connect(url)
     try:
         with session(engine) as db:
-            rows = db.execute(select(Annotation.user_id, Annotation.item_id, Annotation.payload)
-                              .where(Annotation.kind == "pair",
-                                     Annotation.user_id.in_([w.user_id for w in people]))
-                              ).all()
+            rows = db.execute(
+                select(Annotation.user_id, Annotation.item_id, Annotation.payload).where(
+                    Annotation.kind == "pair", Annotation.user_id.in_([w.user_id for w in people])
+                )
+            ).all()
     finally:
         engine.dispose()
     stored: dict[int, dict[int, dict]] = {}
@@ -349,11 +382,15 @@ def check_writes(url: str, people: list[Annotator]) -> dict:
         mine = stored.get(who.user_id, {})
         acked += len(who.acked)
         lost += sum(item not in mine for item in who.acked)
-        wrong += sum(item in mine and mine[item] != answers
-                     for item, answers in who.acked.items())
+        wrong += sum(item in mine and mine[item] != answers for item, answers in who.acked.items())
         unacked += sum(item not in who.acked for item in mine)
-    return {"acknowledged": acked, "stored": len(rows), "lost": lost, "wrong": wrong,
-            "unacknowledged_stored": unacked}
+    return {
+        "acknowledged": acked,
+        "stored": len(rows),
+        "lost": lost,
+        "wrong": wrong,
+        "unacknowledged_stored": unacked,
+    }
 
 
 def percentiles(seconds: list[float]) -> dict:
@@ -363,8 +400,12 @@ def percentiles(seconds: list[float]) -> dict:
         cuts = [seconds[0]] * 99
     else:
         cuts = statistics.quantiles(seconds, n=100, method="inclusive")
-    return {"n": len(seconds), "p50_ms": round(cuts[49] * 1000, 2),
-            "p95_ms": round(cuts[94] * 1000, 2), "p99_ms": round(cuts[98] * 1000, 2)}
+    return {
+        "n": len(seconds),
+        "p50_ms": round(cuts[49] * 1000, 2),
+        "p95_ms": round(cuts[94] * 1000, 2),
+        "p99_ms": round(cuts[98] * 1000, 2),
+    }
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -372,19 +413,23 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> dict:
-    print(f"\n== {name}: {args.annotators} annotators x {args.items_per_annotator} items, "
-          f"{args.seconds:g} s ==", flush=True)
+    print(
+        f"\n== {name}: {args.annotators} annotators x {args.items_per_annotator} items, "
+        f"{args.seconds:g} s ==",
+        flush=True,
+    )
     began = time.monotonic()
-    owned, _project = populate(url, args.annotators, args.items_per_annotator,
-                               args.burst_forms)
+    owned, _project = populate(url, args.annotators, args.items_per_annotator, args.burst_forms)
     people = [Annotator(username, user_id, items) for username, user_id, items in owned]
     burster = people.pop()
-    print(f"setup (schema, {len(people)} accounts, {sum(len(o[2]) for o in owned)} items): "
-          f"{time.monotonic() - began:.1f} s", flush=True)
+    print(
+        f"setup (schema, {len(people)} accounts, {sum(len(o[2]) for o in owned)} items): "
+        f"{time.monotonic() - began:.1f} s",
+        flush=True,
+    )
     log_path = folder / f"server-{name}.log"
     with serving(url, log_path) as base:
-        elapsed = asyncio.run(drive(base, people, args.seconds, args.think_ms / 1000,
-                                    args.timeout))
+        elapsed = asyncio.run(drive(base, people, args.seconds, args.think_ms / 1000, args.timeout))
         burst = asyncio.run(double_submit(base, burster, args.burst_submits, args.timeout))
     writes = check_writes(url, people)
     rows = burst_rows(url, burster)
@@ -392,15 +437,22 @@ def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> 
     errors = sum((who.errors for who in people), Counter())
     server_log = log_path.read_text(errors="replace")
     exceptions = Counter(m.group(0)[:200] for m in EXCEPTION_LINE.finditer(server_log))
-    latency = {kind: percentiles([s for who in people for s in who.latencies[kind]])
-               for kind in KINDS}
+    latency = {
+        kind: percentiles([s for who in people for s in who.latencies[kind]]) for kind in KINDS
+    }
     requests = sum(who.requests for who in people)
     result = {
-        "backend": name, "annotators": args.annotators, "seconds": round(elapsed, 2),
-        "requests": requests, "requests_per_s": round(requests / elapsed, 1),
-        **writes, "writes_per_s": round(writes["acknowledged"] / elapsed, 1),
-        "errors": sum(errors.values()), "exhausted_annotators": sum(w.exhausted for w in people),
-        "server_errors": sum(w.server_errors for w in people), "double_submit": burst,
+        "backend": name,
+        "annotators": args.annotators,
+        "seconds": round(elapsed, 2),
+        "requests": requests,
+        "requests_per_s": round(requests / elapsed, 1),
+        **writes,
+        "writes_per_s": round(writes["acknowledged"] / elapsed, 1),
+        "errors": sum(errors.values()),
+        "exhausted_annotators": sum(w.exhausted for w in people),
+        "server_errors": sum(w.server_errors for w in people),
+        "double_submit": burst,
         "latency": latency,
         "label_p50_over_home_p50": ratio(latency["label"]["p50_ms"], latency["home"]["p50_ms"]),
         "label_p95_over_home_p95": ratio(latency["label"]["p95_ms"], latency["home"]["p95_ms"]),
@@ -413,27 +465,37 @@ def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> 
 
 
 def report(r: dict) -> None:
-    print(f"window {r['seconds']:.1f} s (until the last in-flight answer): "
-          f"{r['requests']} requests ({r['requests_per_s']}/s), "
-          f"label writes acknowledged {r['acknowledged']} ({r['writes_per_s']}/s), "
-          f"stored {r['stored']}, lost {r['lost']}, wrong {r['wrong']}, "
-          f"stored without acknowledgement {r['unacknowledged_stored']}, "
-          f"errors {r['errors']}, annotators out of items {r['exhausted_annotators']}")
+    print(
+        f"window {r['seconds']:.1f} s (until the last in-flight answer): "
+        f"{r['requests']} requests ({r['requests_per_s']}/s), "
+        f"label writes acknowledged {r['acknowledged']} ({r['writes_per_s']}/s), "
+        f"stored {r['stored']}, lost {r['lost']}, wrong {r['wrong']}, "
+        f"stored without acknowledgement {r['unacknowledged_stored']}, "
+        f"errors {r['errors']}, annotators out of items {r['exhausted_annotators']}"
+    )
     base = r["latency"]["home"]
-    print(f"{'request':22s}{'n':>8s}{'p50 ms':>10s}{'p95 ms':>10s}{'p99 ms':>10s}"
-          f"{'p50/base':>10s}{'p95/base':>10s}")
+    print(
+        f"{'request':22s}{'n':>8s}{'p50 ms':>10s}{'p95 ms':>10s}{'p99 ms':>10s}"
+        f"{'p50/base':>10s}{'p95/base':>10s}"
+    )
     for kind in KINDS:
         value = r["latency"][kind]
-        cells = [f"{value[k]:10.1f}" if value[k] is not None else f"{'-':>10s}"
-                 for k in ("p50_ms", "p95_ms", "p99_ms")]
+        cells = [
+            f"{value[k]:10.1f}" if value[k] is not None else f"{'-':>10s}"
+            for k in ("p50_ms", "p95_ms", "p99_ms")
+        ]
         ratios = [ratio(value[k], base[k]) for k in ("p50_ms", "p95_ms")]
-        print(f"{NAMES[kind]:22s}{value['n']:8d}{''.join(cells)}"
-              + "".join(f"{x:10.2f}" if x is not None else f"{'-':>10s}" for x in ratios))
+        print(
+            f"{NAMES[kind]:22s}{value['n']:8d}{''.join(cells)}"
+            + "".join(f"{x:10.2f}" if x is not None else f"{'-':>10s}" for x in ratios)
+        )
     b = r["double_submit"]
-    print(f"double-submit burst: {b['forms']} forms x {b['submits'] // max(b['forms'], 1)} "
-          f"submits at once: {b['redirects']} redirects, {b['server_errors']} server errors, "
-          f"{b['forms_with_one_row']}/{b['forms']} forms with one row (statuses "
-          f"{b['statuses']})")
+    print(
+        f"double-submit burst: {b['forms']} forms x {b['submits'] // max(b['forms'], 1)} "
+        f"submits at once: {b['redirects']} redirects, {b['server_errors']} server errors, "
+        f"{b['forms_with_one_row']}/{b['forms']} forms with one row (statuses "
+        f"{b['statuses']})"
+    )
     for text, count in r["error_kinds"].items():
         print(f"  error x{count}: {text}")
     for text, count in r["server_exceptions"].items():
@@ -451,8 +513,10 @@ def postgres_database(server_url: str | None):
         if server_url is None:
             bindir = find_pg_bindir()
             if bindir is None:
-                raise RuntimeError("no PostgreSQL server binaries (initdb, pg_ctl, postgres); "
-                                   "install postgresql, set PG_BINDIR or pass --postgres-url")
+                raise RuntimeError(
+                    "no PostgreSQL server binaries (initdb, pg_ctl, postgres); "
+                    "install postgresql, set PG_BINDIR or pass --postgres-url"
+                )
             server = TempPostgres(bindir)
             try:
                 server_url = server.start()
@@ -475,27 +539,40 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--annotators", type=int, default=50)
-    parser.add_argument("--backends", default="sqlite,postgres",
-                        help="comma-separated: sqlite, postgres")
-    parser.add_argument("--postgres-url", default=None,
-                        help="a server to use instead of a throw-away one (needs CREATE "
-                             "DATABASE); a fresh database is made on it and dropped")
+    parser.add_argument(
+        "--backends", default="sqlite,postgres", help="comma-separated: sqlite, postgres"
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=None,
+        help="a server to use instead of a throw-away one (needs CREATE "
+        "DATABASE); a fresh database is made on it and dropped",
+    )
     parser.add_argument("--items-per-annotator", type=int, default=400)
-    parser.add_argument("--think-ms", type=float, default=0.0,
-                        help="pause between showing an item and labelling it")
+    parser.add_argument(
+        "--think-ms", type=float, default=0.0, help="pause between showing an item and labelling it"
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    parser.add_argument("--burst-forms", type=int, default=5,
-                        help="label forms each sent --burst-submits times at once")
+    parser.add_argument(
+        "--burst-forms",
+        type=int,
+        default=5,
+        help="label forms each sent --burst-submits times at once",
+    )
     parser.add_argument("--burst-submits", type=int, default=30)
     args = parser.parse_args()
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(args.backends) - {"sqlite", "postgres"}
     if unknown:
         parser.error(f"unknown backend(s) {', '.join(sorted(unknown))}: use sqlite, postgres")
-    if min(args.annotators, args.items_per_annotator, args.burst_forms,
-           args.burst_submits) < 1 or args.seconds <= 0:
-        parser.error("--annotators, --items-per-annotator, --seconds, --burst-forms and "
-                     "--burst-submits must be positive")
+    if (
+        min(args.annotators, args.items_per_annotator, args.burst_forms, args.burst_submits) < 1
+        or args.seconds <= 0
+    ):
+        parser.error(
+            "--annotators, --items-per-annotator, --seconds, --burst-forms and "
+            "--burst-submits must be positive"
+        )
     return args
 
 
@@ -506,8 +583,9 @@ def main() -> None:
     try:
         for backend in args.backends:
             if backend == "sqlite":
-                results.append(run_backend(
-                    "sqlite", f"sqlite:///{folder / 'load.sqlite'}", args, folder))
+                results.append(
+                    run_backend("sqlite", f"sqlite:///{folder / 'load.sqlite'}", args, folder)
+                )
                 continue
             try:
                 with postgres_database(args.postgres_url) as url:
@@ -518,24 +596,41 @@ def main() -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
-    print(f"\n{'backend':10s}{'writes/s':>10s}{'acked':>8s}{'stored':>8s}{'lost':>6s}"
-          f"{'errors':>8s}{'label p50':>11s}{'label p95':>11s}{'home p50':>10s}"
-          f"{'p50 ratio':>11s}{'p95 ratio':>11s}")
+    print(
+        f"\n{'backend':10s}{'writes/s':>10s}{'acked':>8s}{'stored':>8s}{'lost':>6s}"
+        f"{'errors':>8s}{'label p50':>11s}{'label p95':>11s}{'home p50':>10s}"
+        f"{'p50 ratio':>11s}{'p95 ratio':>11s}"
+    )
     for r in results:
         label, home = r["latency"]["label"], r["latency"]["home"]
-        print(f"{r['backend']:10s}{r['writes_per_s']:10.1f}{r['acknowledged']:8d}"
-              f"{r['stored']:8d}{r['lost']:6d}{r['errors']:8d}"
-              f"{label['p50_ms'] or 0:11.1f}{label['p95_ms'] or 0:11.1f}"
-              f"{home['p50_ms'] or 0:10.1f}{r['label_p50_over_home_p50'] or 0:11.2f}"
-              f"{r['label_p95_over_home_p95'] or 0:11.2f}")
-    print("ratios: label POST latency over GET / latency (the baseline), same run, same "
-          f"concurrency; {os.cpu_count()} CPU cores shared by client, server and database")
+        print(
+            f"{r['backend']:10s}{r['writes_per_s']:10.1f}{r['acknowledged']:8d}"
+            f"{r['stored']:8d}{r['lost']:6d}{r['errors']:8d}"
+            f"{label['p50_ms'] or 0:11.1f}{label['p95_ms'] or 0:11.1f}"
+            f"{home['p50_ms'] or 0:10.1f}{r['label_p50_over_home_p50'] or 0:11.2f}"
+            f"{r['label_p95_over_home_p95'] or 0:11.2f}"
+        )
+    print(
+        "ratios: label POST latency over GET / latency (the baseline), same run, same "
+        f"concurrency; {os.cpu_count()} CPU cores shared by client, server and database"
+    )
     goals = targets(results)
-    print(json.dumps({"bench": "webapp_load", "annotators": args.annotators,
-                      "seconds": args.seconds, "items_per_annotator": args.items_per_annotator,
-                      "think_ms": args.think_ms, "cpus": os.cpu_count(),
-                      "results": results, "not_measured": failures, "targets": goals},
-                     ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "bench": "webapp_load",
+                "annotators": args.annotators,
+                "seconds": args.seconds,
+                "items_per_annotator": args.items_per_annotator,
+                "think_ms": args.think_ms,
+                "cpus": os.cpu_count(),
+                "results": results,
+                "not_measured": failures,
+                "targets": goals,
+            },
+            ensure_ascii=False,
+        )
+    )
     broken = failures or not all(goal["met"] for goal in goals.values())
     sys.exit(1 if broken else 0)
 
@@ -548,15 +643,28 @@ def targets(results: list[dict]) -> dict:
         name, burst = r["backend"], r["double_submit"]
         rows = burst["rows_per_form"]
         for key, value, target, met in (
-                ("lost_writes", r["lost"], "== 0", r["lost"] == 0),
-                ("wrong_writes", r["wrong"], "== 0", r["wrong"] == 0),
-                ("server_errors", r["server_errors"], "== 0", r["server_errors"] == 0),
-                ("double_submit_server_errors", burst["server_errors"], "== 0",
-                 burst["server_errors"] == 0),
-                ("double_submit_redirects", burst["redirects"], f"== {burst['submits']}",
-                 burst["redirects"] == burst["submits"]),
-                ("double_submit_rows_per_form", max(rows, default=0), "== 1 for every form",
-                 bool(rows) and all(n == 1 for n in rows))):
+            ("lost_writes", r["lost"], "== 0", r["lost"] == 0),
+            ("wrong_writes", r["wrong"], "== 0", r["wrong"] == 0),
+            ("server_errors", r["server_errors"], "== 0", r["server_errors"] == 0),
+            (
+                "double_submit_server_errors",
+                burst["server_errors"],
+                "== 0",
+                burst["server_errors"] == 0,
+            ),
+            (
+                "double_submit_redirects",
+                burst["redirects"],
+                f"== {burst['submits']}",
+                burst["redirects"] == burst["submits"],
+            ),
+            (
+                "double_submit_rows_per_form",
+                max(rows, default=0),
+                "== 1 for every form",
+                bool(rows) and all(n == 1 for n in rows),
+            ),
+        ):
             goals[f"{name}_{key}"] = {"value": value, "target": target, "met": met}
     return goals
 

@@ -22,14 +22,25 @@ from tests.conftest import REPO
 
 
 def rolecall(*args: str, env_extra: dict | None = None, **popen) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ROLECALL_PLUGINS": "tests.fakes",
-           **(env_extra or {})}
-    return subprocess.Popen([sys.executable, "-m", "rolecall.cli", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "ROLECALL_PLUGINS": "tests.fakes",
+        **(env_extra or {}),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "rolecall.cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
-def run_to_end(*args: str, timeout: float = 600, env_extra: dict | None = None
-               ) -> subprocess.CompletedProcess:
+def run_to_end(
+    *args: str, timeout: float = 600, env_extra: dict | None = None
+) -> subprocess.CompletedProcess:
     process = rolecall(*args, env_extra=env_extra)
     try:
         stdout, stderr = process.communicate(timeout=timeout)

@@ -17,15 +17,27 @@ def make_examples(n: int = 24, negatives: bool = True) -> list[Example]:
     """Dialogues of two turns; every third response is out of bounds (when asked)."""
     examples = []
     for i in range(n):
-        history = [Turn(role="user", text=USERS[i % 4]),
-                   Turn(role="system", text=GOOD[(i + 1) % 4]),
-                   Turn(role="user", text=USERS[(i + 2) % 4])]
+        history = [
+            Turn(role="user", text=USERS[i % 4]),
+            Turn(role="system", text=GOOD[(i + 1) % 4]),
+            Turn(role="user", text=USERS[(i + 2) % 4]),
+        ]
         if negatives and i % 3 == 0:
-            examples.append(Example(history=history, response=BAD[i % 3], label="negative",
-                                    category="persona", dialogue_id=f"d{i}"))
+            examples.append(
+                Example(
+                    history=history,
+                    response=BAD[i % 3],
+                    label="negative",
+                    category="persona",
+                    dialogue_id=f"d{i}",
+                )
+            )
         else:
-            examples.append(Example(history=history, response=GOOD[i % 4], label="positive",
-                                    dialogue_id=f"d{i}"))
+            examples.append(
+                Example(
+                    history=history, response=GOOD[i % 4], label="positive", dialogue_id=f"d{i}"
+                )
+            )
     return examples
 
 

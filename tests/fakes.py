@@ -78,12 +78,19 @@ class FakeBackend(Backend):
         if request.params.logprobs is not None:
             top = [TopLogprob(token=w, logprob=-0.5) for w in WORDS[: request.params.logprobs]]
             logprobs = [TokenLogprob(token=w, logprob=-0.5, top=top) for w in words]
-        return Completion(text=" ".join(words), finish_reason="stop",
-                          tokens_in=len(prompt.split()), tokens_out=count, logprobs=logprobs)
+        return Completion(
+            text=" ".join(words),
+            finish_reason="stop",
+            tokens_in=len(prompt.split()),
+            tokens_out=count,
+            logprobs=logprobs,
+        )
 
 
-register_backend("fake", BackendEntry(factory=FakeBackend, options=FakeOptions,
-                                      summary="deterministic fake for tests"))
+register_backend(
+    "fake",
+    BackendEntry(factory=FakeBackend, options=FakeOptions, summary="deterministic fake for tests"),
+)
 
 
 def use_backend(monkeypatch, scheme: str, entry: BackendEntry) -> None:

@@ -25,18 +25,36 @@ def free_port() -> int:
 
 
 class LocalServer:
-    def __init__(self, model_path: str | Path, log_path: str | Path, n_ctx: int = 2048,
-                 startup_timeout: float = 180.0):
+    def __init__(
+        self,
+        model_path: str | Path,
+        log_path: str | Path,
+        n_ctx: int = 2048,
+        startup_timeout: float = 180.0,
+    ):
         try:
             import llama_cpp.server.app  # noqa: F401
         except ImportError as exc:
-            raise BackendNotInstalled(f"llama_cpp.server is not importable ({exc})",
-                                      fix="pip install 'llama-cpp-python[server]'") from None
+            raise BackendNotInstalled(
+                f"llama_cpp.server is not importable ({exc})",
+                fix="pip install 'llama-cpp-python[server]'",
+            ) from None
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = Path(log_path)
-        self._command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path),
-                         "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(n_ctx)]
+        self._command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(n_ctx),
+        ]
         self._timeout = startup_timeout
         self.process: subprocess.Popen | None = None
 
@@ -51,8 +69,9 @@ class LocalServer:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise BackendError(f"llama.cpp server exited ({self.process.returncode}); "
-                                   f"log: {self.tail()}")
+                raise BackendError(
+                    f"llama.cpp server exited ({self.process.returncode}); log: {self.tail()}"
+                )
             try:
                 with opener.open(f"{self.url}/models", timeout=2) as answer:
                     if answer.status == 200:
@@ -60,8 +79,9 @@ class LocalServer:
             except OSError:
                 time.sleep(0.3)
         self.__exit__()
-        raise BackendError(f"llama.cpp server not up after {self._timeout:.0f}s; "
-                           f"log: {self.tail()}")
+        raise BackendError(
+            f"llama.cpp server not up after {self._timeout:.0f}s; log: {self.tail()}"
+        )
 
     def tail(self, chars: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]

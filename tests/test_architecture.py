@@ -53,8 +53,11 @@ def rolecall_imports(path: Path) -> list[tuple[str, int]]:
             names = [alias.name for alias in node.names]
         else:
             continue
-        found += [(name, node.lineno) for name in names
-                  if name == "rolecall" or name.startswith("rolecall.")]
+        found += [
+            (name, node.lineno)
+            for name in names
+            if name == "rolecall" or name.startswith("rolecall.")
+        ]
     return found
 
 
@@ -77,12 +80,15 @@ def test_every_import_points_down():
         for module, line in rolecall_imports(path):
             target = unit_of(module)
             if target != unit and FLOOR[target] >= FLOOR[unit]:
-                upward.append(f"{path.relative_to(REPO)}:{line} imports {module} "
-                              f"(floor {FLOOR[unit]} -> {FLOOR[target]})")
+                upward.append(
+                    f"{path.relative_to(REPO)}:{line} imports {module} "
+                    f"(floor {FLOOR[unit]} -> {FLOOR[target]})"
+                )
     assert not upward, "imports that run sideways or up:\n" + "\n".join(upward)
 
 
 def test_test_helpers_do_not_ship_in_the_package():
-    shipped = [path for path in PACKAGE.rglob("*.py")
-               if "def tiny_" in path.read_text(encoding="utf-8")]
+    shipped = [
+        path for path in PACKAGE.rglob("*.py") if "def tiny_" in path.read_text(encoding="utf-8")
+    ]
     assert not shipped, f"test-only code belongs in tests/: {shipped}"

@@ -30,10 +30,26 @@ def test_doctor_reports_a_bad_model_and_fails():
 @pytest.mark.embedded
 def test_json_schema_and_perplexity_commands(tmp_path):
     schema = tmp_path / "schema.json"
-    schema.write_text(json.dumps({"type": "object", "properties": {
-        "answer": {"type": "string", "enum": ["예", "아니오"]}}, "required": ["answer"]}))
-    result = run_to_end("llm", "complete", "질문: 오늘 식사하셨어요?\n답:", "--json-schema",
-                        str(schema), "--temperature", "0", "--max-tokens", "20")
+    schema.write_text(
+        json.dumps(
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "enum": ["예", "아니오"]}},
+                "required": ["answer"],
+            }
+        )
+    )
+    result = run_to_end(
+        "llm",
+        "complete",
+        "질문: 오늘 식사하셨어요?\n답:",
+        "--json-schema",
+        str(schema),
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "20",
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["answer"] in ("예", "아니오")
     result = run_to_end("llm", "perplexity", "오늘은 날씨가 맑습니다.")
@@ -43,14 +59,26 @@ def test_json_schema_and_perplexity_commands(tmp_path):
 
 def test_records_check_counts_valid_records_and_names_bad_lines(tmp_path):
     good = tmp_path / "examples.jsonl"
-    good.write_text(json.dumps({"history": [{"role": "user", "text": "안녕하세요"}],
-                                "response": "네, 안녕하세요 어르신.", "label": "positive"},
-                               ensure_ascii=False) + "\n", encoding="utf-8")
+    good.write_text(
+        json.dumps(
+            {
+                "history": [{"role": "user", "text": "안녕하세요"}],
+                "response": "네, 안녕하세요 어르신.",
+                "label": "positive",
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     result = run_to_end("records", "check", str(good), "--as", "example")
     assert result.returncode == 0 and "1 valid Example records" in result.stdout
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(good.read_text(encoding="utf-8") +
-                   '{"history": [], "response": "x", "label": "negative"}\n', encoding="utf-8")
+    bad.write_text(
+        good.read_text(encoding="utf-8")
+        + '{"history": [], "response": "x", "label": "negative"}\n',
+        encoding="utf-8",
+    )
     result = run_to_end("records", "check", str(bad), "--as", "example")
     assert result.returncode == 1 and "bad.jsonl:2:" in result.stderr
     assert "error category" in result.stderr and "Traceback" not in result.stderr
@@ -66,18 +94,25 @@ def test_bad_sampling_options_are_clear():
 
 def test_slang_index_and_search_commands(tmp_path):
     corpus = tmp_path / "comments.txt"
-    corpus.write_text("\n".join([
-        "오늘 날씨 진짜 좋네 산책 가야지",
-        "이 드라마 작가 진짜 노답이다 ㅋㅋ",
-        "점심 메뉴 추천 좀 해줘요 배고파",
-        "주식 또 떨어졌네 개미들 곡소리 난다",
-        "오늘 날씨 진짜 좋네 산책 가야지",
-    ]) + "\n", encoding="utf-8")
+    corpus.write_text(
+        "\n".join(
+            [
+                "오늘 날씨 진짜 좋네 산책 가야지",
+                "이 드라마 작가 진짜 노답이다 ㅋㅋ",
+                "점심 메뉴 추천 좀 해줘요 배고파",
+                "주식 또 떨어졌네 개미들 곡소리 난다",
+                "오늘 날씨 진짜 좋네 산책 가야지",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     index = tmp_path / "index"
     result = run_to_end("slang", "index", str(corpus), "--out", str(index), "--no-progress")
     assert result.returncode == 0, result.stderr
-    result = run_to_end("slang", "search", str(index), "주식이 많이 떨어졌어요", "-k", "2",
-                        "--json")
+    result = run_to_end(
+        "slang", "search", str(index), "주식이 많이 떨어졌어요", "-k", "2", "--json"
+    )
     assert result.returncode == 0, result.stderr
     hits = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert hits[0]["id"] == "comments.txt:4" and "개미" in hits[0]["text"]
@@ -87,12 +122,24 @@ def test_slang_index_and_search_commands(tmp_path):
 
 def test_detox_generate_filter_export_commands(tmp_path):
     sentences = tmp_path / "neutral.csv"
-    sentences.write_text("Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n"
-                         "오늘 회의가 취소되었습니다.,중복\n", encoding="utf-8")
+    sentences.write_text(
+        "Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n"
+        "오늘 회의가 취소되었습니다.,중복\n",
+        encoding="utf-8",
+    )
     run = tmp_path / "run"
     common = ["-m", "fake:x", "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
-    result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--ns", "0",
-                        "--out", str(run), *common)
+    result = run_to_end(
+        "detox",
+        "generate",
+        "--sentences",
+        f"{sentences}:Q",
+        "--ns",
+        "0",
+        "--out",
+        str(run),
+        *common,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1])["planned"] == 2  # the duplicate went
     result = run_to_end("detox", "filter", "--out", str(run), *common)
@@ -101,39 +148,71 @@ def test_detox_generate_filter_export_commands(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = (run / "kda.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == "neutral,implicit" and len(rows) - 1 == len(
-        (run / "pairs.jsonl").read_text(encoding="utf-8").splitlines())
+        (run / "pairs.jsonl").read_text(encoding="utf-8").splitlines()
+    )
     assert "neutral.csv:Q" in (run / "DATA_CARD.md").read_text(encoding="utf-8")
-    result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--out",
-                        str(run), *common)
+    result = run_to_end(
+        "detox", "generate", "--sentences", f"{sentences}:Q", "--out", str(run), *common
+    )
     assert result.returncode == 2 and "--index" in result.stderr
     # resumed step by step with another setting: refused, nothing in the run changes
     before = (run / "candidates.jsonl").read_bytes()
-    result = run_to_end("detox", "generate", "--sentences", f"{sentences}:Q", "--ns", "0",
-                        "--seed", "7", "--out", str(run), *common)
+    result = run_to_end(
+        "detox",
+        "generate",
+        "--sentences",
+        f"{sentences}:Q",
+        "--ns",
+        "0",
+        "--seed",
+        "7",
+        "--out",
+        str(run),
+        *common,
+    )
     assert result.returncode == 2 and "(seed changed)" in result.stderr
     assert "Traceback" not in result.stderr and (run / "candidates.jsonl").read_bytes() == before
 
 
 def test_geval_command_compares_datasets(tmp_path):
     pairs = tmp_path / "pairs.csv"
-    pairs.write_text("neutral,implicit\n회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네\n",
-                     encoding="utf-8")
+    pairs.write_text(
+        "neutral,implicit\n회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네\n", encoding="utf-8"
+    )
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("오늘 날씨가 좋네요.\n", encoding="utf-8")
-    result = run_to_end("eval", "geval", str(pairs), str(sentences), "-m", "fake:x",
-                        "--json", "--no-progress")
+    result = run_to_end(
+        "eval", "geval", str(pairs), str(sentences), "-m", "fake:x", "--json", "--no-progress"
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report[str(pairs)]["summary"]) == {"overall", "implicit", "consistency",
-                                                  "fluency"}
+    assert set(report[str(pairs)]["summary"]) == {"overall", "implicit", "consistency", "fluency"}
     assert "consistency" not in report[str(sentences)]["summary"]  # no pairs, no consistency
     assert report[str(pairs)]["summary"]["overall"]["mode"] == "score"
     rewrites = tmp_path / "rewrites.jsonl"  # what 'rolecall detox rewrite --jsonl' writes
-    rewrites.write_text(json.dumps({"input": "회의 취소라니 또 땡땡이네", "output": "회의가 "
-                                    "취소됐네요.", "reference": "회의가 취소됐어요."},
-                                   ensure_ascii=False) + "\n", encoding="utf-8")
-    result = run_to_end("eval", "geval", str(rewrites), "-m", "fake:x", "--json",
-                        "--no-progress", "--criteria", "consistency,fluency")
+    rewrites.write_text(
+        json.dumps(
+            {
+                "input": "회의 취소라니 또 땡땡이네",
+                "output": "회의가 취소됐네요.",
+                "reference": "회의가 취소됐어요.",
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    result = run_to_end(
+        "eval",
+        "geval",
+        str(rewrites),
+        "-m",
+        "fake:x",
+        "--json",
+        "--no-progress",
+        "--criteria",
+        "consistency,fluency",
+    )
     report = json.loads(result.stdout)[str(rewrites)]
     assert report["summary"]["consistency"]["scored"] == 1  # the output against the reference
     assert [item["criterion"] for item in report["items"]] == ["consistency", "fluency"]
@@ -142,16 +221,24 @@ def test_geval_command_compares_datasets(tmp_path):
 def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
     from tests.llm.flaky_server import FakeOpenAIServer
 
-    (tmp_path / "comments.txt").write_text("회의 또 취소냐 ㅋㅋ\n주식 떡락 개미들 곡소리\n",
-                                           encoding="utf-8")
-    (tmp_path / "neutral.txt").write_text("오늘 회의가 취소되었습니다.\n주식이 떨어졌어요.\n",
-                                          encoding="utf-8")
+    (tmp_path / "comments.txt").write_text(
+        "회의 또 취소냐 ㅋㅋ\n주식 떡락 개미들 곡소리\n", encoding="utf-8"
+    )
+    (tmp_path / "neutral.txt").write_text(
+        "오늘 회의가 취소되었습니다.\n주식이 떨어졌어요.\n", encoding="utf-8"
+    )
     with FakeOpenAIServer(default=503) as server:
-        config = {"out": "run", "cache": "cache.sqlite",
-                  "model": f"openai:{server.url}?model=m&timeout=2", "retries": 0,
-                  "slang": {"index": "index", "corpora": ["comments.txt"]},
-                  "sentences": {"path": "neutral.txt"}, "generate": {"ns": [0, 1]},
-                  "export": {"formats": ["csv"]}, "geval": {"enabled": False}}
+        config = {
+            "out": "run",
+            "cache": "cache.sqlite",
+            "model": f"openai:{server.url}?model=m&timeout=2",
+            "retries": 0,
+            "slang": {"index": "index", "corpora": ["comments.txt"]},
+            "sentences": {"path": "neutral.txt"},
+            "generate": {"ns": [0, 1]},
+            "export": {"formats": ["csv"]},
+            "geval": {"enabled": False},
+        }
         path = tmp_path / "config.yaml"
         path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
         result = run_to_end("detox", "run", str(path), "--no-progress")

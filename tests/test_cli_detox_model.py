@@ -27,10 +27,24 @@ def test_train_rewrite_and_export(tmp_path):
     tokenizer.save_pretrained(tmp_path / "base")
     pairs = PAIRS * 3 + [Pair(neutral="내일 봬요", toxic="내일 보든가 말든가")]
     write_kda_csv(tmp_path / "pairs.csv", pairs)
-    metrics = metrics_of(run_to_end(
-        "detox", "train", str(tmp_path / "pairs.csv"), "--out", str(tmp_path / "detox"),
-        "--base", str(tmp_path / "base"), "--epochs", "4", "--lr", "1e-2",
-        "--test-share", "0.3", "--no-progress"))
+    metrics = metrics_of(
+        run_to_end(
+            "detox",
+            "train",
+            str(tmp_path / "pairs.csv"),
+            "--out",
+            str(tmp_path / "detox"),
+            "--base",
+            str(tmp_path / "base"),
+            "--epochs",
+            "4",
+            "--lr",
+            "1e-2",
+            "--test-share",
+            "0.3",
+            "--no-progress",
+        )
+    )
     assert metrics["test_pairs"] > 0 and 0 <= metrics["chrf"] <= 100
     assert metrics["last_loss"] < metrics["first_loss"]
     source = tmp_path / "input.txt"
@@ -41,23 +55,27 @@ def test_train_rewrite_and_export(tmp_path):
     assert [r["input"] for r in rows] == [PAIRS[0].toxic, PAIRS[1].toxic]
     assert all(isinstance(r["output"], str) for r in rows)
 
-    result = run_to_end("detox", "rewrite", str(tmp_path / "detox"), str(tmp_path / "pairs.csv"),
-                        "--limit", "2")
+    result = run_to_end(
+        "detox", "rewrite", str(tmp_path / "detox"), str(tmp_path / "pairs.csv"), "--limit", "2"
+    )
     assert result.returncode == 0, result.stderr
     (tmp_path / "rewrites.jsonl").write_text(result.stdout, encoding="utf-8")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [(r["input"], r["reference"]) for r in rows] == [(p.toxic, p.neutral)
-                                                           for p in PAIRS[:2]]
+    assert [(r["input"], r["reference"]) for r in rows] == [(p.toxic, p.neutral) for p in PAIRS[:2]]
     scored = metrics_of(run_to_end("detox", "score", str(tmp_path / "rewrites.jsonl")))
     assert scored["rewrites"] == 2 and {"chrf", "bleu", "chrf_copy_input"} <= set(scored)
     assert "offensive_rate_input" not in scored  # no judge given
 
-    exported = metrics_of(run_to_end("train", "export", str(tmp_path / "detox"),
-                                     str(tmp_path / "merged")))
+    exported = metrics_of(
+        run_to_end("train", "export", str(tmp_path / "detox"), str(tmp_path / "merged"))
+    )
     assert exported["kind"] == "detox" and exported["export"] == "merged"
     assert (tmp_path / "merged" / "config.json").is_file()
-    exported = metrics_of(run_to_end("train", "export", str(tmp_path / "detox"),
-                                     str(tmp_path / "adapter"), "--adapter"))
+    exported = metrics_of(
+        run_to_end(
+            "train", "export", str(tmp_path / "detox"), str(tmp_path / "adapter"), "--adapter"
+        )
+    )
     adapter = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text("utf-8"))
     assert adapter["base_model_name_or_path"] == str((tmp_path / "base").resolve())
 
@@ -70,8 +88,9 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert result.returncode == 1 and "only generator and detox" in result.stderr
     empty = tmp_path / "empty.csv"
     empty.write_text("neutral,implicit\n", encoding="utf-8")
-    result = run_to_end("detox", "train", str(empty), "--out", str(tmp_path / "m"),
-                        "--base", str(tmp_path))
+    result = run_to_end(
+        "detox", "train", str(empty), "--out", str(tmp_path / "m"), "--base", str(tmp_path)
+    )
     assert result.returncode == 1 and "has no pairs" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -87,35 +106,67 @@ def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
     (data / "slang" / "beep_labeled_train.tsv").write_text(
         "comments\tcontain_gender_bias\tbias\thate\n"
         "좋은 영상 감사합니다\tFalse\tnone\tnone\n"
-        "이런 쓰레기 같은 놈\tFalse\tnone\toffensive\n", encoding="utf-8")
-    (data / "slang" / "curse_detection.txt").write_text("오늘 날씨 좋다|0\n꺼져 이 바보야|1\n",
-                                                         encoding="utf-8")
+        "이런 쓰레기 같은 놈\tFalse\tnone\toffensive\n",
+        encoding="utf-8",
+    )
+    (data / "slang" / "curse_detection.txt").write_text(
+        "오늘 날씨 좋다|0\n꺼져 이 바보야|1\n", encoding="utf-8"
+    )
     write_kda_csv(data / "detox" / "kda_ko.csv", PAIRS)
-    made = metrics_of(run_to_end("detox", "offensiveness-data", str(data), "--out",
-                                 str(tmp_path / "offensive.jsonl"), "--kda-holdout", "0"))
+    made = metrics_of(
+        run_to_end(
+            "detox",
+            "offensiveness-data",
+            str(data),
+            "--out",
+            str(tmp_path / "offensive.jsonl"),
+            "--kda-holdout",
+            "0",
+        )
+    )
     assert made["examples"] == 4 + len(PAIRS) + len({p.neutral for p in PAIRS})
     assert made["offensive"] == 2 + len(PAIRS)
     tiny(frozen=False).save(tmp_path / "tiny")
-    metrics_of(run_to_end("train", "classifier", str(tmp_path / "offensive.jsonl"), "--out",
-                          str(tmp_path / "judge"), "--backbone", str(tmp_path / "tiny" /
-                                                                      "backbone"),
-                          "--test-share", "0", "--epochs", "2", "--no-progress"))
+    metrics_of(
+        run_to_end(
+            "train",
+            "classifier",
+            str(tmp_path / "offensive.jsonl"),
+            "--out",
+            str(tmp_path / "judge"),
+            "--backbone",
+            str(tmp_path / "tiny" / "backbone"),
+            "--test-share",
+            "0",
+            "--epochs",
+            "2",
+            "--no-progress",
+        )
+    )
     rewrites = tmp_path / "rewrites.jsonl"
-    rewrites.write_text("".join(json.dumps({"input": p.toxic, "output": p.neutral},
-                                           ensure_ascii=False) + "\n" for p in PAIRS),
-                        encoding="utf-8")
-    scored = metrics_of(run_to_end("detox", "score", str(rewrites), "--judge",
-                                   str(tmp_path / "judge")))
+    rewrites.write_text(
+        "".join(
+            json.dumps({"input": p.toxic, "output": p.neutral}, ensure_ascii=False) + "\n"
+            for p in PAIRS
+        ),
+        encoding="utf-8",
+    )
+    scored = metrics_of(
+        run_to_end("detox", "score", str(rewrites), "--judge", str(tmp_path / "judge"))
+    )
     judge = Classifier.load(tmp_path / "judge")
-    assert scored["offensive_rate_input"] == round(offensive_rate(judge, [p.toxic for p in
-                                                                          PAIRS]), 3)
-    assert scored["offensive_rate_output"] == round(offensive_rate(judge, [p.neutral for p in
-                                                                           PAIRS]), 3)
+    assert scored["offensive_rate_input"] == round(
+        offensive_rate(judge, [p.toxic for p in PAIRS]), 3
+    )
+    assert scored["offensive_rate_output"] == round(
+        offensive_rate(judge, [p.neutral for p in PAIRS]), 3
+    )
     assert "chrf" not in scored  # no references in the file
 
     (data / "slang" / "beep_labeled_train.tsv").write_text("text\tlabel\n", encoding="utf-8")
-    result = run_to_end("detox", "offensiveness-data", str(data), "--out",
-                        str(tmp_path / "o.jsonl"))
+    result = run_to_end(
+        "detox", "offensiveness-data", str(data), "--out", str(tmp_path / "o.jsonl")
+    )
     assert result.returncode == 1 and "not BEEP!'s" in result.stderr
     rewrites.write_text('{"input": "a"}\n', encoding="utf-8")
     result = run_to_end("detox", "score", str(rewrites))

@@ -33,15 +33,15 @@ def filled(tmp_path):
     perplexity score (fake:a); the clock around them."""
     path = tmp_path / "cache.sqlite"
     before = time.time()
-    prompt = Request(prompt="오늘 날씨는 어때요?",
-                     params=SamplingParams(temperature=0.3, seed=7, max_tokens=20))
+    prompt = Request(
+        prompt="오늘 날씨는 어때요?", params=SamplingParams(temperature=0.3, seed=7, max_tokens=20)
+    )
     samples = call(path, "fake:a", prompt, n=2)
     time.sleep(0.01)
     chat = call(path, "fake:b", Request(messages=(Message(role="user", content=CHAT),)))[0]
     time.sleep(0.01)
     call(path, "fake:a", Request(prompt="인사:", score_text="안녕하세요 반가워요"))
-    return {"path": path, "samples": samples, "chat": chat, "before": before,
-            "after": time.time()}
+    return {"path": path, "samples": samples, "chat": chat, "before": before, "after": time.time()}
 
 
 def logs(*args: str) -> str:
@@ -60,10 +60,14 @@ def test_the_list_is_newest_first_with_excerpts(filled):
     text = logs("--cache", str(filled["path"]))
     headers = [line for line in text.splitlines() if not line.startswith("  ")]
     assert len(headers) == 4
-    assert [h.split()[4] for h in headers] == ["fake:fake-a", "fake:fake-b", "fake:fake-a",
-                                               "fake:fake-a"]
+    assert [h.split()[4] for h in headers] == [
+        "fake:fake-a",
+        "fake:fake-b",
+        "fake:fake-a",
+        "fake:fake-a",
+    ]
     # the chat: its message flattened onto one line, its output as the backend gave it
-    assert "  prompt: user: 줄 하나 \"줄\" 둘 100%_done" in text
+    assert '  prompt: user: 줄 하나 "줄" 둘 100%_done' in text
     assert f"  output: {filled['chat'].text}" in text
     assert "  prompt: 인사:\n  scored: 안녕하세요 반가워요" in text  # the score call
     only = logs("--cache", str(filled["path"]), "-n", "1").splitlines()
@@ -81,8 +85,11 @@ def test_json_records_hold_prompt_parameters_output_and_time(filled):
     assert {p["output"] for p in prompts} == {s.text for s in filled["samples"]}
     for p in prompts:
         assert p["prompt"] == "오늘 날씨는 어때요?" and p["backend"] == "fake"
-        assert (p["params"]["temperature"], p["params"]["seed"],
-                p["params"]["max_tokens"]) == (0.3, 7, 20)
+        assert (p["params"]["temperature"], p["params"]["seed"], p["params"]["max_tokens"]) == (
+            0.3,
+            7,
+            20,
+        )
     for c in calls:  # stored when the call was made, in UTC
         stamp = time.mktime(time.strptime(c["time"], "%Y-%m-%dT%H:%M:%S+00:00")) - time.timezone
         assert int(filled["before"]) <= stamp <= filled["after"]
@@ -139,7 +146,10 @@ def test_the_command_as_a_user_runs_it(tmp_path):
     assert listed.returncode == 0, listed.stderr
     [entry] = json.loads(listed.stdout)
     assert (entry["prompt"], entry["output"], entry["params"]["seed"]) == (
-        "식사는 하셨어요?", made.stdout.strip(), 3)
+        "식사는 하셨어요?",
+        made.stdout.strip(),
+        3,
+    )
     assert run_to_end("logs", "--path").stdout.strip() == os.environ["ROLECALL_CACHE"]
     missing = run_to_end("logs", "--cache", str(tmp_path / "none.sqlite"))
     assert missing.returncode == 1 and "no LLM cache here" in missing.stderr

@@ -31,17 +31,40 @@ def metrics_of(result) -> dict:
 def test_train_classifier_and_reranker(setup):
     root, backbone = setup
     common = ["--backbone", backbone, "--features-cache", str(root / "features"), *FAST]
-    metrics = metrics_of(run_to_end("train", "classifier", str(root / "examples.jsonl"),
-                                    "--out", str(root / "clf"), "--max-length", "48", *common))
+    metrics = metrics_of(
+        run_to_end(
+            "train",
+            "classifier",
+            str(root / "examples.jsonl"),
+            "--out",
+            str(root / "clf"),
+            "--max-length",
+            "48",
+            *common,
+        )
+    )
     saved = json.loads((root / "clf" / "model.json").read_text())
     assert saved["kind"] == "classifier"
     # what the command printed is what the model directory keeps, and it is a real score
     assert all(saved["metrics"][key] == metrics[key] for key in ("accuracy", "f1"))
-    assert 0 <= metrics["f1"] <= 1 and metrics["test_examples"] > 0 and \
-        metrics["accuracy"] * metrics["test_examples"] == pytest.approx(
-            round(metrics["accuracy"] * metrics["test_examples"]))
-    metrics = metrics_of(run_to_end("train", "reranker", str(root / "examples.jsonl"),
-                                    "--out", str(root / "rr"), "--negatives", "3", *common))
+    assert (
+        0 <= metrics["f1"] <= 1
+        and metrics["test_examples"] > 0
+        and metrics["accuracy"] * metrics["test_examples"]
+        == pytest.approx(round(metrics["accuracy"] * metrics["test_examples"]))
+    )
+    metrics = metrics_of(
+        run_to_end(
+            "train",
+            "reranker",
+            str(root / "examples.jsonl"),
+            "--out",
+            str(root / "rr"),
+            "--negatives",
+            "3",
+            *common,
+        )
+    )
     hits = {key: value for key, value in metrics.items() if key.startswith("hits@1/")}
     assert hits and all(0 <= value <= 1 for value in hits.values()), metrics
     saved = json.loads((root / "rr" / "model.json").read_text())
@@ -53,21 +76,54 @@ def test_bad_input_is_a_clear_error(setup, tmp_path):
     root, backbone = setup
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
-    result = run_to_end("train", "classifier", str(empty), "--out", str(tmp_path / "m"),
-                        "--backbone", backbone, *FAST)
+    result = run_to_end(
+        "train",
+        "classifier",
+        str(empty),
+        "--out",
+        str(tmp_path / "m"),
+        "--backbone",
+        backbone,
+        *FAST,
+    )
     assert result.returncode == 1 and "holds no examples" in result.stderr
     positives = tmp_path / "positives.jsonl"
     write_jsonl(positives, make_examples(12, negatives=False))
-    result = run_to_end("train", "classifier", str(positives), "--out", str(tmp_path / "m"),
-                        "--backbone", backbone, *FAST)
+    result = run_to_end(
+        "train",
+        "classifier",
+        str(positives),
+        "--out",
+        str(tmp_path / "m"),
+        "--backbone",
+        backbone,
+        *FAST,
+    )
     assert result.returncode == 1 and "no negative" in result.stderr
-    result = run_to_end("train", "reranker", str(root / "examples.jsonl"), "--out",
-                        str(tmp_path / "m"), "--backbone", str(tmp_path / "nowhere"), *FAST)
+    result = run_to_end(
+        "train",
+        "reranker",
+        str(root / "examples.jsonl"),
+        "--out",
+        str(tmp_path / "m"),
+        "--backbone",
+        str(tmp_path / "nowhere"),
+        *FAST,
+    )
     assert result.returncode == 1 and "no such model directory" in result.stderr
     assert "Traceback" not in result.stderr
-    result = run_to_end("train", "reranker", str(root / "examples.jsonl"), "--out",
-                        str(tmp_path / "m"), "--backbone", backbone, "--interaction", "both",
-                        *FAST)
+    result = run_to_end(
+        "train",
+        "reranker",
+        str(root / "examples.jsonl"),
+        "--out",
+        str(tmp_path / "m"),
+        "--backbone",
+        backbone,
+        "--interaction",
+        "both",
+        *FAST,
+    )
     assert result.returncode == 2 and "interaction" in result.stderr
     assert "joint" in result.stderr
 
@@ -75,24 +131,60 @@ def test_bad_input_is_a_clear_error(setup, tmp_path):
 def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
     root, backbone = setup
     common = ["--backbone", backbone, "--features-cache", str(root / "features"), *FAST]
-    metrics = metrics_of(run_to_end("train", "retriever", str(root / "examples.jsonl"),
-                                    "--out", str(root / "ret"), "--kind", "poly",
-                                    "--codes", "4", *common))
+    metrics = metrics_of(
+        run_to_end(
+            "train",
+            "retriever",
+            str(root / "examples.jsonl"),
+            "--out",
+            str(root / "ret"),
+            "--kind",
+            "poly",
+            "--codes",
+            "4",
+            *common,
+        )
+    )
     assert metrics["kind"] == "poly" and metrics["candidate_index"].endswith("candidates")
     manifest = json.loads((root / "ret" / "candidates" / "manifest.json").read_text())
     assert manifest["count"] == metrics["candidates"] == 4  # the unique positive responses
-    metrics = metrics_of(run_to_end("train", "reranker", str(root / "examples.jsonl"),
-                                    "--out", str(root / "rr-hard"), "--negatives", "3",
-                                    "--hard-negatives", str(root / "ret" / "candidates"),
-                                    "--interaction", "attention", *common))
+    metrics = metrics_of(
+        run_to_end(
+            "train",
+            "reranker",
+            str(root / "examples.jsonl"),
+            "--out",
+            str(root / "rr-hard"),
+            "--negatives",
+            "3",
+            "--hard-negatives",
+            str(root / "ret" / "candidates"),
+            "--interaction",
+            "attention",
+            *common,
+        )
+    )
     assert any(key.startswith("hits@1/") for key in metrics)
     saved = json.loads((root / "rr-hard" / "model.json").read_text(encoding="utf-8"))
     assert saved["settings"]["interaction"] == "attention"  # with a trainable backbone
     roc = root / "roc.png"
-    result = run_to_end("eval", "unanswerable", str(root / "examples.jsonl"),
-                        "--reranker", str(root / "rr-hard"), "--index",
-                        str(root / "ret" / "candidates"), "--passes", "4", "-m", "fake:x",
-                        "--roc", str(roc), "--features-cache", str(root / "features"))
+    result = run_to_end(
+        "eval",
+        "unanswerable",
+        str(root / "examples.jsonl"),
+        "--reranker",
+        str(root / "rr-hard"),
+        "--index",
+        str(root / "ret" / "candidates"),
+        "--passes",
+        "4",
+        "-m",
+        "fake:x",
+        "--roc",
+        str(roc),
+        "--features-cache",
+        str(root / "features"),
+    )
     report = metrics_of(result)
     assert report["items"] == 20 and 0 < report["unanswerable"] < 20  # 20 positives
     positives, negatives = report["unanswerable"], report["items"] - report["unanswerable"]
@@ -101,15 +193,22 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
         assert result["items"] == 20 and result["unanswerable"] == positives
         # AUC counts (unanswerable, answerable) pairs, ties as halves: a multiple of 1/2n
         halves = result["roc_auc"] * positives * negatives * 2
-        assert 0 <= halves <= 2 * positives * negatives and halves == pytest.approx(
-            round(halves))
+        assert 0 <= halves <= 2 * positives * negatives and halves == pytest.approx(round(halves))
         p, r = result["precision"], result["recall"]
         assert result["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
         assert isinstance(result["threshold"], float)
     assert roc.read_bytes().startswith(b"\x89PNG")
-    result = run_to_end("eval", "unanswerable", str(root / "examples.jsonl"), "--reranker",
-                        str(root / "rr-hard"), "--index", str(root / "ret" / "candidates"),
-                        "--methods", "dropout")
+    result = run_to_end(
+        "eval",
+        "unanswerable",
+        str(root / "examples.jsonl"),
+        "--reranker",
+        str(root / "rr-hard"),
+        "--index",
+        str(root / "ret" / "candidates"),
+        "--methods",
+        "dropout",
+    )
     assert result.returncode == 2 and "mc-dropout, ppl or both" in result.stderr
 
 
@@ -122,14 +221,39 @@ def test_train_generator_on_a_saved_tiny_base(tmp_path):
     model.save_pretrained(tmp_path / "base")
     tokenizer.save_pretrained(tmp_path / "base")
     write_jsonl(tmp_path / "examples.jsonl", make_examples(30))
-    metrics = metrics_of(run_to_end(
-        "train", "generator", str(tmp_path / "examples.jsonl"), "--out", str(tmp_path / "gen"),
-        "--base", str(tmp_path / "base"), "--lora-r", "4", "--max-length", "64",
-        "--epochs", "3", "--lr", "1e-2", "--test-share", "0.3", "--no-progress"))
+    metrics = metrics_of(
+        run_to_end(
+            "train",
+            "generator",
+            str(tmp_path / "examples.jsonl"),
+            "--out",
+            str(tmp_path / "gen"),
+            "--base",
+            str(tmp_path / "base"),
+            "--lora-r",
+            "4",
+            "--max-length",
+            "64",
+            "--epochs",
+            "3",
+            "--lr",
+            "1e-2",
+            "--test-share",
+            "0.3",
+            "--no-progress",
+        )
+    )
     assert metrics["test_examples"] > 0 and metrics["alpha"] == 1.0
     assert metrics["ppl_positive"] < metrics["base_ppl_positive"]
     saved = json.loads((tmp_path / "gen" / "model.json").read_text(encoding="utf-8"))
     assert saved["kind"] == "generator" and saved["settings"]["base"] == str(tmp_path / "base")
-    result = run_to_end("train", "generator", str(tmp_path / "examples.jsonl"), "--out",
-                        str(tmp_path / "g2"), "--base", str(tmp_path / "nowhere"))
+    result = run_to_end(
+        "train",
+        "generator",
+        str(tmp_path / "examples.jsonl"),
+        "--out",
+        str(tmp_path / "g2"),
+        "--base",
+        str(tmp_path / "nowhere"),
+    )
     assert result.returncode == 1 and "no such model directory" in result.stderr

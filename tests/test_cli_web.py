@@ -18,8 +18,16 @@ SPEC = str(REPO / "examples" / "carecall" / "spec.yaml")
 
 
 def add_user(url: str, name: str, password: str, *extra: str):
-    process = rolecall("web", "add-user", name, "--password-stdin", "--db", url, *extra,
-                       stdin=__import__("subprocess").PIPE)
+    process = rolecall(
+        "web",
+        "add-user",
+        name,
+        "--password-stdin",
+        "--db",
+        url,
+        *extra,
+        stdin=__import__("subprocess").PIPE,
+    )
     stdout, stderr = process.communicate(password + "\n", timeout=120)
     return process.returncode, stdout, stderr
 
@@ -35,14 +43,26 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
     code, _, stderr = add_user(url, "bob", "short")
     assert code == 2 and "too short" in stderr and "Traceback" not in stderr
 
-    made = run_to_end("web", "add-project", "carecall", "--spec", SPEC, "-m", "fake:x",
-                      "--member", "ann", "--db", url)
+    made = run_to_end(
+        "web",
+        "add-project",
+        "carecall",
+        "--spec",
+        SPEC,
+        "-m",
+        "fake:x",
+        "--member",
+        "ann",
+        "--db",
+        url,
+    )
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["members"] == ["ann"]
     result = run_to_end("web", "add-project", "carecall", "--spec", SPEC, "--db", url)
     assert result.returncode == 2 and "exists" in result.stderr
-    result = run_to_end("web", "add-project", "other", "--spec", SPEC, "--member", "nobody",
-                        "--db", url)
+    result = run_to_end(
+        "web", "add-project", "other", "--spec", SPEC, "--member", "nobody", "--db", url
+    )
     assert result.returncode == 2 and "no user 'nobody'" in result.stderr
     engine = connect(url)
     with session(engine) as db:
@@ -53,20 +73,43 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
         chat = ChatSession(project_id=project.id, user_id=user.id)
         db.add(chat)
         db.flush()
-        db.add_all([ChatTurn(session_id=chat.id, index=0, role="user", text="안녕하세요"),
-                    ChatTurn(session_id=chat.id, index=1, role="bot", text="반가워요",
-                             status="fixed", error_category="style")])
+        db.add_all(
+            [
+                ChatTurn(session_id=chat.id, index=0, role="user", text="안녕하세요"),
+                ChatTurn(
+                    session_id=chat.id,
+                    index=1,
+                    role="bot",
+                    text="반가워요",
+                    status="fixed",
+                    error_category="style",
+                ),
+            ]
+        )
     engine.dispose()
-    exported = run_to_end("web", "export", "carecall", "--out", str(tmp_path / "ex.jsonl"),
-                          "--pairs", str(tmp_path / "pairs.csv"), "--pair-labels",
-                          str(tmp_path / "labels.csv"), "--db", url)
+    exported = run_to_end(
+        "web",
+        "export",
+        "carecall",
+        "--out",
+        str(tmp_path / "ex.jsonl"),
+        "--pairs",
+        str(tmp_path / "pairs.csv"),
+        "--pair-labels",
+        str(tmp_path / "labels.csv"),
+        "--db",
+        url,
+    )
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout)["negatives"] == 1
     row = json.loads((tmp_path / "ex.jsonl").read_text(encoding="utf-8"))
     assert (row["label"], row["category"], row["response"]) == ("negative", "style", "반가워요")
     assert (tmp_path / "pairs.csv").read_text(encoding="utf-8") == "neutral,implicit\n"
-    assert (tmp_path / "labels.csv").read_text(encoding="utf-8").startswith(
-        "item_id,filter,label,annotator")
+    assert (
+        (tmp_path / "labels.csv")
+        .read_text(encoding="utf-8")
+        .startswith("item_id,filter,label,annotator")
+    )
     result = run_to_end("web", "export", "missing", "--out", str(tmp_path / "x"), "--db", url)
     assert result.returncode == 2 and "no project" in result.stderr
 
@@ -81,8 +124,14 @@ def test_rolecall_serve_answers_on_loopback(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"sqlite:///{tmp_path / 'web.sqlite'}"
-    server = rolecall("serve", "--port", str(port), "--db", url,
-                      env_extra={"ROLECALL_HOME": str(tmp_path / "home")})
+    server = rolecall(
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        url,
+        env_extra={"ROLECALL_HOME": str(tmp_path / "home")},
+    )
     try:
         deadline, answer = time.monotonic() + 60, None
         while answer is None and time.monotonic() < deadline:

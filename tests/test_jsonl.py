@@ -9,19 +9,23 @@ from rolecall.records import Pair
 
 def test_round_trip_keeps_korean_text(tmp_path):
     path = tmp_path / "pairs.jsonl"
-    pairs = [Pair(neutral="오늘 날씨 좋네요.", toxic="날씨 하나는 좋네, 너랑 달리.",
-                  provenance={"n": 3})]
+    pairs = [
+        Pair(neutral="오늘 날씨 좋네요.", toxic="날씨 하나는 좋네, 너랑 달리.", provenance={"n": 3})
+    ]
     assert write_jsonl(path, pairs) == 1
     assert "오늘" in path.read_text(encoding="utf-8")  # not \\u-escaped
     assert list(read_jsonl(path, Pair)) == pairs
 
 
-@pytest.mark.parametrize("content, line, needle", [
-    ('{"neutral": "a", "toxic": "b"}\n{"neutral": "a"\n', 2, "not valid JSON"),
-    ('{"neutral": "a", "toxic": "b"}\n\n[1, 2]\n', 3, "expected a JSON object"),
-    ('{"neutral": "a"}\n', 1, "toxic: Field required"),
-    ('{"neutral": "a", "toxic": "b", "extra": 1}\n', 1, "extra"),
-])
+@pytest.mark.parametrize(
+    "content, line, needle",
+    [
+        ('{"neutral": "a", "toxic": "b"}\n{"neutral": "a"\n', 2, "not valid JSON"),
+        ('{"neutral": "a", "toxic": "b"}\n\n[1, 2]\n', 3, "expected a JSON object"),
+        ('{"neutral": "a"}\n', 1, "toxic: Field required"),
+        ('{"neutral": "a", "toxic": "b", "extra": 1}\n', 1, "extra"),
+    ],
+)
 def test_malformed_lines_are_named(tmp_path, content, line, needle):
     path = tmp_path / "bad.jsonl"
     path.write_text(content, encoding="utf-8")

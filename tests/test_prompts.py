@@ -8,13 +8,24 @@ from rolecall.prompts import available, load_template
 from rolecall.records import Category, Dialogue, Turn
 
 # One distinctive value per variable a template may use: each must reach the rendered text.
-CATEGORY = Category(name="VAL-CATNAME", description="VAL-CATDESC",
-                    forbidden_examples=["VAL-FORBIDDEN"], error_category="not_safe")
+CATEGORY = Category(
+    name="VAL-CATNAME",
+    description="VAL-CATDESC",
+    forbidden_examples=["VAL-FORBIDDEN"],
+    error_category="not_safe",
+)
 HISTORY = [Turn(role="system", text="VAL-SYSTEM"), Turn(role="user", text="VAL-USER")]
-VALUES = {"outline": "VAL-OUTLINE", "categories": [CATEGORY], "history": HISTORY,
-          "response": "VAL-RESPONSE", "example": Dialogue(id="d", turns=HISTORY),
-          "neutral": "VAL-NEUTRAL", "toxic": "VAL-TOXIC", "text": "VAL-TEXT",
-          "comments": ["VAL-COMMENT"]}
+VALUES = {
+    "outline": "VAL-OUTLINE",
+    "categories": [CATEGORY],
+    "history": HISTORY,
+    "response": "VAL-RESPONSE",
+    "example": Dialogue(id="d", turns=HISTORY),
+    "neutral": "VAL-NEUTRAL",
+    "toxic": "VAL-TOXIC",
+    "text": "VAL-TEXT",
+    "comments": ["VAL-COMMENT"],
+}
 
 
 @pytest.mark.parametrize("language", ["ko", "en"])
@@ -30,14 +41,16 @@ def test_every_template_declares_its_form_and_renders_every_value(language):
         found = set(re.findall(r"VAL-[A-Z]+", text))
         expected = {m for k in used for m in re.findall(r"VAL-[A-Z]+", repr(VALUES[k]))}
         # subtle: the chat-role prompt shows only category descriptions, never names/examples
-        missing = expected - found - ({"VAL-CATNAME", "VAL-FORBIDDEN"} if name == "chat_role"
-                                      else set())
+        missing = (
+            expected - found - ({"VAL-CATNAME", "VAL-FORBIDDEN"} if name == "chat_role" else set())
+        )
         assert not missing, f"{language}/{name} never shows {missing}"
 
 
 def test_chat_role_template_renders_without_the_form_line():
-    text = load_template("chat_role", "ko").render(outline="돌봄 전화 봇입니다.",
-                                                   categories=[], history=[])
+    text = load_template("chat_role", "ko").render(
+        outline="돌봄 전화 봇입니다.", categories=[], history=[]
+    )
     assert text.startswith("돌봄 전화 봇입니다.") and text.endswith("시스템:")
     assert "form:" not in text
 

@@ -12,7 +12,8 @@ def test_manifest_records_models_prompts_counts_and_each_start(tmp_path):
     run.record_prompt("rewrite", "{# form: completion #}\n문장: {{ s }}")
     run.record_stage("generate", {"candidates": 10}, {"calls": 10})
     RunDir(tmp_path / "run", "detox run", {"n": [0, 3]}).record_stage(
-        "generate", {"candidates": 10}, {"calls": 0})
+        "generate", {"candidates": 10}, {"calls": 0}
+    )
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["models"]["generator"] == "llamacpp:embedded/gemma"
     assert manifest["prompts"]["rewrite"] == text_hash("{# form: completion #}\n문장: {{ s }}")
@@ -26,8 +27,11 @@ def test_a_resumed_command_must_keep_its_settings(tmp_path):
 
     RunDir(tmp_path, "detox generate", {"ns": (0, 3), "seed": 0, "concurrency": 8})
     # the same settings (a tuple saved as a list), another concurrency and cache: resumes
-    RunDir(tmp_path, "detox generate", {"ns": [0, 3], "seed": 0, "concurrency": 2,
-                                        "cache": "/elsewhere"})
+    RunDir(
+        tmp_path,
+        "detox generate",
+        {"ns": [0, 3], "seed": 0, "concurrency": 2, "cache": "/elsewhere"},
+    )
     with pytest.raises(ConfigError, match=r"\(ns, seed changed\)") as caught:
         RunDir(tmp_path, "detox generate", {"ns": [0, 5], "seed": 1})
     assert "manifest.json, config.detox generate" in caught.value.fix
@@ -72,7 +76,9 @@ def test_finish_stage_records_the_calls_since_the_start_and_raises_on_failures(t
     judge_b.stats.failed_items.append({"request": 1, "attempts": 5, "error": "HTTP 503"})
     with pytest.raises(BatchFailed, match="1 LLM calls failed.*HTTP 503"):
         run.finish_stage("filter", {"pairs": 2}, [judge_a, judge_b], before)
-    failures = [json.loads(line) for line in
-                (tmp_path / "filter.failures.jsonl").read_text(encoding="utf-8").splitlines()]
+    failures = [
+        json.loads(line)
+        for line in (tmp_path / "filter.failures.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert failures == [{"model": "b", "request": 1, "attempts": 5, "error": "HTTP 503"}]
     assert run.manifest["stages"]["filter"]["counts"] == {"pairs": 2}  # recorded first

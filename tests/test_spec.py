@@ -17,22 +17,36 @@ categories:
 def test_the_carecall_example_spec_is_valid():
     spec = load_role_spec(REPO / "examples" / "carecall" / "spec.yaml")
     names = {c.name for c in spec.categories}
-    assert {"sensibleness", "style", "safety", "persona", "temporality",
-            "unsupported_features"} <= names
-    assert {"not sensible", "wrong persona", "policy violation", "not safe"} <= \
-        set(spec.error_categories)
+    assert {
+        "sensibleness",
+        "style",
+        "safety",
+        "persona",
+        "temporality",
+        "unsupported_features",
+    } <= names
+    assert {"not sensible", "wrong persona", "policy violation", "not safe"} <= set(
+        spec.error_categories
+    )
 
 
-@pytest.mark.parametrize("text, needle", [
-    (GOOD.replace("    error_category: wrong persona\n", ""),
-     "categories[0].error_category: Field required"),
-    (GOOD.replace("outline: 어르신께", "outlne: 어르신께"), "outlne: Extra inputs"),
-    (GOOD + "  - name: persona\n    description: x\n    error_category: y\n", "repeated"),
-    (GOOD.replace("name: test", "name: [test"), "not valid YAML"),
-    ("- just\n- a list\n", "must be a YAML mapping"),
-    (GOOD.replace('["저도 어제 김치찌개 먹었어요."]', "3"),
-     "categories[0].forbidden_examples: Input should be a valid list"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        (
+            GOOD.replace("    error_category: wrong persona\n", ""),
+            "categories[0].error_category: Field required",
+        ),
+        (GOOD.replace("outline: 어르신께", "outlne: 어르신께"), "outlne: Extra inputs"),
+        (GOOD + "  - name: persona\n    description: x\n    error_category: y\n", "repeated"),
+        (GOOD.replace("name: test", "name: [test"), "not valid YAML"),
+        ("- just\n- a list\n", "must be a YAML mapping"),
+        (
+            GOOD.replace('["저도 어제 김치찌개 먹었어요."]', "3"),
+            "categories[0].forbidden_examples: Input should be a valid list",
+        ),
+    ],
+)
 def test_spec_errors_name_the_file_and_field(tmp_path, text, needle):
     path = tmp_path / "spec.yaml"
     path.write_text(text, encoding="utf-8")

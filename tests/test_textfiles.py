@@ -34,6 +34,7 @@ def error(path, *args, **kwargs) -> InputFileError:
 
 # ---- encodings -----------------------------------------------------------------------
 
+
 def test_cp949_names_line_byte_and_the_iconv_line(tmp_path):
     good = "좋아요\n괜찮아요\n".encode()
     path = write(tmp_path / "korean windows.txt", good + "안녕하세요\n".encode("cp949"))
@@ -48,8 +49,10 @@ def test_cp949_names_line_byte_and_the_iconv_line(tmp_path):
     assert err.line == 1 and "is not CP949 text: byte 6" in err.message
     assert "looks like UTF-8" in err.message and "encoding='utf-8'" in err.fix
     whole = write(tmp_path / "cp949.txt", "좋아요\n안녕하세요\n".encode("cp949"))
-    assert read_corpus(whole, encoding="cp949") == [("cp949.txt:1", "좋아요"),
-                                                    ("cp949.txt:2", "안녕하세요")]
+    assert read_corpus(whole, encoding="cp949") == [
+        ("cp949.txt:1", "좋아요"),
+        ("cp949.txt:2", "안녕하세요"),
+    ]
 
 
 def test_cp949_csv_with_the_encoding_named(tmp_path):
@@ -71,8 +74,7 @@ def test_a_byte_order_mark_is_read_silently(tmp_path, codec):
     assert read_text_file(path) == "Q,A\n안녕,네\n"
 
 
-@pytest.mark.parametrize("codec, name", [("utf-16-le", "UTF-16LE"),
-                                         ("utf-16-be", "UTF-16BE")])
+@pytest.mark.parametrize("codec, name", [("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE")])
 @pytest.mark.parametrize("text", ["좋아요\n안녕\n", "hello\nworld\n"])
 def test_utf16_without_a_bom_is_recognised(tmp_path, codec, name, text):
     path = write(tmp_path / "c.txt", text.encode(codec))
@@ -89,15 +91,18 @@ def test_unknown_encoding_gets_a_generic_fix(tmp_path):
 
 
 def test_nul_bytes_and_archives(tmp_path):
-    err = error(write(tmp_path / "nul.tsv", "comments\thate\n댓글\tnone\n가\x00나\tx\n"),
-                "comments")
+    err = error(
+        write(tmp_path / "nul.tsv", "comments\thate\n댓글\tnone\n가\x00나\tx\n"), "comments"
+    )
     assert err.line == 3 and "has a NUL character (byte 29)" in err.message
     assert "tr -d" in err.fix
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("sheet.xml", "<x/>")
-    assert "zip archive (an Excel .xlsx?)" in error(write(tmp_path / "c.csv",
-                                                           buffer.getvalue()), "Q").message
+    assert (
+        "zip archive (an Excel .xlsx?)"
+        in error(write(tmp_path / "c.csv", buffer.getvalue()), "Q").message
+    )
     err = error(write(tmp_path / "c.txt.gz", gzip.compress("댓글\n".encode())))
     assert "gzip-compressed" in err.message and "gunzip -k" in err.fix
 
@@ -114,6 +119,7 @@ def test_missing_file_and_directory(tmp_path):
 
 
 # ---- giant lines ---------------------------------------------------------------------
+
 
 def test_a_5mb_line_is_read_and_dropped_as_too_long(tmp_path):
     giant = "아주 긴 댓글 " * 625_000  # 5 MB in UTF-8
@@ -142,12 +148,15 @@ def test_a_field_over_csvs_limit_is_read(tmp_path, name, sep, default_csv_field_
     assert clean_records(rows)[1]["dropped"]["too_long"] == 1
 
 
-@pytest.mark.parametrize("line", [
-    ".".join(str(i) for i in range(300_000)),        # "0.1.2.3...": was quadratic
-    "-".join(["word"] * 200_000) + ".com/x",         # a giant slug
-    "a." * 500_000 + "com/",                          # one giant bare domain
-    "@a " * 200_000 + "댓글",                         # reply markers, one pass
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        ".".join(str(i) for i in range(300_000)),  # "0.1.2.3...": was quadratic
+        "-".join(["word"] * 200_000) + ".com/x",  # a giant slug
+        "a." * 500_000 + "com/",  # one giant bare domain
+        "@a " * 200_000 + "댓글",  # reply markers, one pass
+    ],
+)
 def test_giant_pathological_lines_clean_in_linear_time(line):
     started = time.perf_counter()
     kept, report = clean_comments([line], max_chars=None)
@@ -155,36 +164,52 @@ def test_giant_pathological_lines_clean_in_linear_time(line):
     assert report["input"] == 1
 
 
-@pytest.mark.parametrize("line, cleaned", [
-    ("여기m.blog.naver.com/abc 좋아요", "여기 좋아요"),  # glued to Hangul: all of it
-    ("...naver.me/5h07 대박", "... 대박"),              # after an ellipsis
-    ("1.2.3 버전 naver.com 좋아요", "1.2.3 버전 naver.com 좋아요"),
-])
+@pytest.mark.parametrize(
+    "line, cleaned",
+    [
+        ("여기m.blog.naver.com/abc 좋아요", "여기 좋아요"),  # glued to Hangul: all of it
+        ("...naver.me/5h07 대박", "... 대박"),  # after an ellipsis
+        ("1.2.3 버전 naver.com 좋아요", "1.2.3 버전 naver.com 좋아요"),
+    ],
+)
 def test_bare_domains_after_the_linear_rewrite(line, cleaned):
     assert clean_comments([line], min_chars=1)[0] == [cleaned]
 
 
 # ---- broken delimited files ----------------------------------------------------------
 
-@pytest.mark.parametrize("name, content, args, needle, line", [
-    # a quote never closed: the row where it opens, even when it swallowed the rest
-    ("c.csv", 'Q,A\n안녕,네\n"열린 따옴표,네\n다음,줄\n', ("Q",),
-     "broken row: a quote opened in it is never closed", 3),
-    ("c.csv", 'Q,A\n"닫힌"뒤에 글,네\n', ("Q",), "broken row", 2),
-    ("c.csv", "Q,A\n안녕,네\n혼자\n", ("Q",), "broken row: 1 fields, expected 2", 3),
-    ("c.csv", "Q,A\n안녕,네,또\n", ("Q",), "broken row: 3 fields, expected 2", 2),
-    ("c.txt", "댓글|1\n댓글만\n", ("1", "|"), "broken row: 1 fields, expected 2", 2),
-    ("c.txt", "댓글만\n", ("2", "|"), "broken row: 1 fields, expected 2", 1),
-    ("c.csv", "Q,A\n안녕,네\n", ("q",), "has no column 'q'; its columns are: Q, A", None),
-    ("c.csv", "", ("Q",), "is an empty corpus: the file is empty (0 bytes)", None),
-    ("c.txt", "", (), "is an empty corpus: the file is empty (0 bytes)", None),
-    ("c.txt", " \n\t\n", (), "is an empty corpus: the file has only blank lines", None),
-    ("c.csv", "Q,A\n", ("Q",), "empty corpus: it has a header row and nothing under it",
-     None),
-    ("c.csv", "Q,A\n,네\n  ,네\n", ("Q",), "empty corpus: column Q is blank in every row",
-     None),
-    ("c.txt", "첫 번째 댓글\r두 번째 댓글\r", (), "old Mac line endings (CR only)", None),
-])
+
+@pytest.mark.parametrize(
+    "name, content, args, needle, line",
+    [
+        # a quote never closed: the row where it opens, even when it swallowed the rest
+        (
+            "c.csv",
+            'Q,A\n안녕,네\n"열린 따옴표,네\n다음,줄\n',
+            ("Q",),
+            "broken row: a quote opened in it is never closed",
+            3,
+        ),
+        ("c.csv", 'Q,A\n"닫힌"뒤에 글,네\n', ("Q",), "broken row", 2),
+        ("c.csv", "Q,A\n안녕,네\n혼자\n", ("Q",), "broken row: 1 fields, expected 2", 3),
+        ("c.csv", "Q,A\n안녕,네,또\n", ("Q",), "broken row: 3 fields, expected 2", 2),
+        ("c.txt", "댓글|1\n댓글만\n", ("1", "|"), "broken row: 1 fields, expected 2", 2),
+        ("c.txt", "댓글만\n", ("2", "|"), "broken row: 1 fields, expected 2", 1),
+        ("c.csv", "Q,A\n안녕,네\n", ("q",), "has no column 'q'; its columns are: Q, A", None),
+        ("c.csv", "", ("Q",), "is an empty corpus: the file is empty (0 bytes)", None),
+        ("c.txt", "", (), "is an empty corpus: the file is empty (0 bytes)", None),
+        ("c.txt", " \n\t\n", (), "is an empty corpus: the file has only blank lines", None),
+        ("c.csv", "Q,A\n", ("Q",), "empty corpus: it has a header row and nothing under it", None),
+        (
+            "c.csv",
+            "Q,A\n,네\n  ,네\n",
+            ("Q",),
+            "empty corpus: column Q is blank in every row",
+            None,
+        ),
+        ("c.txt", "첫 번째 댓글\r두 번째 댓글\r", (), "old Mac line endings (CR only)", None),
+    ],
+)
 def test_broken_files(tmp_path, name, content, args, needle, line):
     err = error(write(tmp_path / name, content), *args)
     assert needle in err.message and err.line == line
@@ -200,11 +225,15 @@ def test_missing_column_fixes(tmp_path):
 
 # ---- blank and non-Korean lines ------------------------------------------------------
 
-@pytest.mark.parametrize("name, content, args", [
-    ("c.txt", "첫 번째 댓글\n\n   \n\t\n두 번째 댓글\n", ()),
-    ("c.tsv", "comments\tlabel\n첫 번째 댓글\t1\n\n   \n\t\n두 번째 댓글\t0\n", ("comments",)),
-    ("c.txt", "첫 번째 댓글|1\n\n   \n|\n두 번째 댓글|0\n", ("1", "|")),
-])
+
+@pytest.mark.parametrize(
+    "name, content, args",
+    [
+        ("c.txt", "첫 번째 댓글\n\n   \n\t\n두 번째 댓글\n", ()),
+        ("c.tsv", "comments\tlabel\n첫 번째 댓글\t1\n\n   \n\t\n두 번째 댓글\t0\n", ("comments",)),
+        ("c.txt", "첫 번째 댓글|1\n\n   \n|\n두 번째 댓글|0\n", ("1", "|")),
+    ],
+)
 def test_blank_and_whitespace_lines_become_empty_rows(tmp_path, name, content, args):
     rows = read_corpus(write(tmp_path / name, content), *args)
     assert [text for _, text in rows if text.strip()] == ["첫 번째 댓글", "두 번째 댓글"]
@@ -214,13 +243,16 @@ def test_blank_and_whitespace_lines_become_empty_rows(tmp_path, name, content, a
 
 
 def test_non_korean_lines_are_kept_and_counted(tmp_path):
-    path = write(tmp_path / "c.txt", "한국어 댓글입니다\nthis is so cringe lol\n"
-                                     "ㅋㅋㅋ 진짜 웃기네\n日本語のコメント\n")
+    path = write(
+        tmp_path / "c.txt",
+        "한국어 댓글입니다\nthis is so cringe lol\nㅋㅋㅋ 진짜 웃기네\n日本語のコメント\n",
+    )
     kept, report = clean_records(read_corpus(path))
     assert len(kept) == 4 and report["kept_without_hangul"] == 2
 
 
 # ---- the real files ------------------------------------------------------------------
+
 
 def test_the_real_corpora_read_cleanly():
     neutral = read_corpus(SHARED_DATA / "neutral" / "chatbot_data.csv", "Q")

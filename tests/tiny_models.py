@@ -31,32 +31,55 @@ def tiny_tokenizer(texts: Sequence[str], vocab_size: int = 400) -> Any:
     raw = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     raw.normalizer = normalizers.NFC()
     raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    raw.train_from_iterator(list(texts), trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=specials, show_progress=False))
+    raw.train_from_iterator(
+        list(texts),
+        trainers.WordPieceTrainer(
+            vocab_size=vocab_size, special_tokens=specials, show_progress=False
+        ),
+    )
     # the trainer numbers tokens in hash order, which changes from run to run: renumber
     # (specials first, then sorted) so that a seeded tiny model is the same model every time
     learned = sorted(set(raw.get_vocab()) - set(specials))
-    raw.model = models.WordPiece({t: i for i, t in enumerate(specials + learned)},
-                                 unk_token="[UNK]")
+    raw.model = models.WordPiece(
+        {t: i for i, t in enumerate(specials + learned)}, unk_token="[UNK]"
+    )
     raw.post_processor = processors.BertProcessing(
-        ("[SEP]", raw.token_to_id("[SEP]")), ("[CLS]", raw.token_to_id("[CLS]")))
-    return PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]",
-                                   unk_token="[UNK]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+        ("[SEP]", raw.token_to_id("[SEP]")), ("[CLS]", raw.token_to_id("[CLS]"))
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
 
 
-def tiny_backbone(texts: Sequence[str], hidden_size: int = 32, layers: int = 2,
-                  vocab_size: int = 400, max_length: int = 512, seed: int = 0,
-                  dropout: float = 0.1) -> Backbone:
+def tiny_backbone(
+    texts: Sequence[str],
+    hidden_size: int = 32,
+    layers: int = 2,
+    vocab_size: int = 400,
+    max_length: int = 512,
+    seed: int = 0,
+    dropout: float = 0.1,
+) -> Backbone:
     """A random 2-layer BERT and a WordPiece tokenizer trained on ``texts`` (tests)."""
     from transformers import BertConfig, BertModel
 
     tokenizer = tiny_tokenizer(texts, vocab_size)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden_size,
-                        num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=hidden_size * 2, max_position_embeddings=max_length,
-                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=hidden_size * 2,
+        max_position_embeddings=max_length,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
     return Backbone(BertModel(config), tokenizer, "tiny", frozen=False)
 
 
@@ -70,10 +93,17 @@ def tiny_causal_lm(texts: Sequence[str], seed: int = 0) -> tuple[Any, Any]:
     # subtle: LoRA leaves the LM head frozen; at the usual 0.02 init its rows are so short
     # that the logits stay within about +-0.6 whatever the adapters do (no token can
     # become likely), so the test model starts with larger weights
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=512, initializer_range=0.3,
-                         bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.3,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     return LlamaForCausalLM(config), tokenizer

@@ -13,8 +13,18 @@ from rolecall.llm.embedded import PACKAGE, embedded_model_path
 from rolecall.llm.probe import build_summary, cpu_summary
 from rolecall.llm.registry import backend_entry, default_model, known_schemes, missing_requirements
 
-PACKAGES = ["llama-cpp-python", "openai", "transformers", "torch", "gguf", "peft",
-            "sqlalchemy", "alembic", "psycopg", PACKAGE]
+PACKAGES = [
+    "llama-cpp-python",
+    "openai",
+    "transformers",
+    "torch",
+    "gguf",
+    "peft",
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
+    PACKAGE,
+]
 
 
 def _version(name: str) -> str:
@@ -66,6 +76,5 @@ def check_model(out: Console, model: str | None) -> bool:
     result = probe_model(model)
     for i, line in enumerate(explain(result)):
         style = "green" if result.ok else "red"
-        out.print(f"[{style}]{escape(line)}[/{style}]" if i == 0 else escape(line),
-                  highlight=False)
+        out.print(f"[{style}]{escape(line)}[/{style}]" if i == 0 else escape(line), highlight=False)
     return result.ok

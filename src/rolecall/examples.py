@@ -23,24 +23,38 @@ def examples_from_dialogue(dialogue: Dialogue) -> list[Example]:
             continue
         if turn.out_of_bounds is None:
             break
-        history = [t.model_copy(update={"out_of_bounds": None, "category": None})
-                   for t in dialogue.turns[:index]]
+        history = [
+            t.model_copy(update={"out_of_bounds": None, "category": None})
+            for t in dialogue.turns[:index]
+        ]
         if turn.out_of_bounds:
-            examples.append(Example(history=history, response=turn.text, label="negative",
-                                    category=turn.category or "unspecified",
-                                    dialogue_id=dialogue.id))
+            examples.append(
+                Example(
+                    history=history,
+                    response=turn.text,
+                    label="negative",
+                    category=turn.category or "unspecified",
+                    dialogue_id=dialogue.id,
+                )
+            )
             break
-        examples.append(Example(history=history, response=turn.text, label="positive",
-                                dialogue_id=dialogue.id))
+        examples.append(
+            Example(history=history, response=turn.text, label="positive", dialogue_id=dialogue.id)
+        )
     return examples
 
 
 def marked_in_bounds(dialogue: Dialogue) -> Dialogue:
     """A dialogue written to be in bounds (e.g. the shipped examples): every system turn
     marked so, which makes every system turn a positive example."""
-    return dialogue.model_copy(update={"turns": [
-        t.model_copy(update={"out_of_bounds": False}) if t.role == "system" else t
-        for t in dialogue.turns]})
+    return dialogue.model_copy(
+        update={
+            "turns": [
+                t.model_copy(update={"out_of_bounds": False}) if t.role == "system" else t
+                for t in dialogue.turns
+            ]
+        }
+    )
 
 
 def examples_from_dialogues(dialogues: Iterable[Dialogue]) -> Iterator[Example]:
@@ -48,8 +62,9 @@ def examples_from_dialogues(dialogues: Iterable[Dialogue]) -> Iterator[Example]:
         yield from examples_from_dialogue(dialogue)
 
 
-def examples_from_forbidden(spec: RoleSpec, dialogues: Sequence[Dialogue],
-                            per_example: int = 3, seed: int = 0) -> list[Example]:
+def examples_from_forbidden(
+    spec: RoleSpec, dialogues: Sequence[Dialogue], per_example: int = 3, seed: int = 0
+) -> list[Example]:
     """Negatives from the role spec: each forbidden example as the system's reply after
     ``per_example`` contexts drawn from ``dialogues`` (a history ending in a user turn),
     labelled with its category's error category. All placements of one forbidden example
@@ -60,8 +75,12 @@ def examples_from_forbidden(spec: RoleSpec, dialogues: Sequence[Dialogue],
     드셨다고 했는데) 오늘 점심은 드셨어요?", is out of bounds only in the context it
     describes, which a random context is not: such examples are skipped.
     """
-    contexts = [d.turns[:i] for d in dialogues for i, t in enumerate(d.turns)
-                if t.role == "system" and i > 0 and d.turns[i - 1].role == "user"]
+    contexts = [
+        d.turns[:i]
+        for d in dialogues
+        for i, t in enumerate(d.turns)
+        if t.role == "system" and i > 0 and d.turns[i - 1].role == "user"
+    ]
     if not contexts:
         return []
     rng = random.Random(seed)
@@ -71,10 +90,16 @@ def examples_from_forbidden(spec: RoleSpec, dialogues: Sequence[Dialogue],
             if text.lstrip().startswith("("):
                 continue
             for history in rng.sample(contexts, min(per_example, len(contexts))):
-                examples.append(Example(
-                    history=[t.model_copy(update={"out_of_bounds": None, "category": None})
-                             for t in history],
-                    response=text.strip(), label="negative",
-                    category=category.error_category,
-                    dialogue_id=f"spec:{category.name}:{number}"))
+                examples.append(
+                    Example(
+                        history=[
+                            t.model_copy(update={"out_of_bounds": None, "category": None})
+                            for t in history
+                        ],
+                        response=text.strip(),
+                        label="negative",
+                        category=category.error_category,
+                        dialogue_id=f"spec:{category.name}:{number}",
+                    )
+                )
     return examples

@@ -29,34 +29,45 @@ def parse_line(path: str | Path, number: int, line: str, model: type[M] | None =
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise InputFileError(path, f"not valid JSON ({exc.msg} at column {exc.colno})",
-                             fix="each line must be one JSON object", line=number) from None
+        raise InputFileError(
+            path,
+            f"not valid JSON ({exc.msg} at column {exc.colno})",
+            fix="each line must be one JSON object",
+            line=number,
+        ) from None
     if not isinstance(data, dict):
-        raise InputFileError(path, f"expected a JSON object, found {type(data).__name__}",
-                             fix="each line must be one JSON object", line=number)
+        raise InputFileError(
+            path,
+            f"expected a JSON object, found {type(data).__name__}",
+            fix="each line must be one JSON object",
+            line=number,
+        )
     if model is None:
         return data
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputFileError(path, f"not a valid {model.__name__}: {describe_validation(exc)}",
-                             line=number) from None
+        raise InputFileError(
+            path, f"not a valid {model.__name__}: {describe_validation(exc)}", line=number
+        ) from None
 
 
 def read_jsonl(path: str | Path, model: type[M] | None = None) -> Iterator[Any]:
     """Yield the records of a JSONL file (dicts, or ``model`` instances); blank lines skipped."""
     path = Path(path)
     if not path.is_file():
-        raise InputFileError(path, "file not found" if not path.exists() else "not a file",
-                             fix="check the path")
+        raise InputFileError(
+            path, "file not found" if not path.exists() else "not a file", fix="check the path"
+        )
     with path.open(encoding="utf-8") as handle:
         number = 0
         while True:
             try:
                 line = handle.readline()
             except UnicodeDecodeError:
-                raise InputFileError(path, "is not UTF-8 text", line=number + 1,
-                                     fix="save the file as UTF-8") from None
+                raise InputFileError(
+                    path, "is not UTF-8 text", line=number + 1, fix="save the file as UTF-8"
+                ) from None
             if not line:
                 return
             number += 1
@@ -106,15 +117,20 @@ class ResumableJsonl:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise InputFileError(self.path, "is not UTF-8 text", line=number,
-                                     fix="move the file away and run again") from None
+                raise InputFileError(
+                    self.path,
+                    "is not UTF-8 text",
+                    line=number,
+                    fix="move the file away and run again",
+                ) from None
             if line.strip():
                 self.records.append(parse_line(self.path, number, line))
         if data[cut:].strip():
             # subtle: a kill during a write leaves a last line without its newline (maybe
             # cut inside a UTF-8 character); drop it and let the stage produce it again.
-            log.warning("%s: dropping an incomplete last line left by an interrupted run",
-                        self.path)
+            log.warning(
+                "%s: dropping an incomplete last line left by an interrupted run", self.path
+            )
         if cut < len(data):
             with self.path.open("r+b") as handle:
                 handle.truncate(cut)

@@ -17,6 +17,8 @@ def kiwi():
     try:
         from kiwipiepy import Kiwi
     except ImportError:
-        raise RolecallError("morpheme counts need the Korean analyser kiwipiepy",
-                            fix="pip install kiwipiepy (its model comes with it)") from None
+        raise RolecallError(
+            "morpheme counts need the Korean analyser kiwipiepy",
+            fix="pip install kiwipiepy (its model comes with it)",
+        ) from None
     return Kiwi()

@@ -19,14 +19,20 @@ _console = Console(stderr=True)
 
 
 @contextmanager
-def progress_bar(total: int, description: str, enabled: bool = True
-                 ) -> Iterator[Callable[[int], None]]:
+def progress_bar(
+    total: int, description: str, enabled: bool = True
+) -> Iterator[Callable[[int], None]]:
     """Yield ``advance(steps=1)``; shows a bar on stderr while the block runs."""
     if not enabled:
         yield lambda steps=1: None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=_console, transient=False) as bar:
         task = bar.add_task(description, total=total)
         yield lambda steps=1: bar.advance(task, steps)

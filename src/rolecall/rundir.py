@@ -37,18 +37,18 @@ class Files:
     """The file names of a run directory (one home for every name a pipeline writes)."""
 
     MANIFEST = MANIFEST
-    DIALOGUES = "dialogues.jsonl"            # generated dialogues (dialogue pipeline)
-    REJECTED_DIALOGUES = "rejected.jsonl"    # generations that did not parse, with why
-    VERDICTS = "verdicts.jsonl"              # every out-of-bounds vote
-    JUDGED = "judged.jsonl"                  # dialogues with their first out-of-bounds turn
-    EXAMPLES = "examples.jsonl"              # training examples from the first-OOB split
-    CANDIDATES = "candidates.jsonl"          # K/DA toxic rewrites
+    DIALOGUES = "dialogues.jsonl"  # generated dialogues (dialogue pipeline)
+    REJECTED_DIALOGUES = "rejected.jsonl"  # generations that did not parse, with why
+    VERDICTS = "verdicts.jsonl"  # every out-of-bounds vote
+    JUDGED = "judged.jsonl"  # dialogues with their first out-of-bounds turn
+    EXAMPLES = "examples.jsonl"  # training examples from the first-OOB split
+    CANDIDATES = "candidates.jsonl"  # K/DA toxic rewrites
     REJECTED_CANDIDATES = "rejected_candidates.jsonl"
-    PAIRS = "pairs.jsonl"                    # candidates both filters kept
-    RETENTION = "retention.json"             # per filter and per n
+    PAIRS = "pairs.jsonl"  # candidates both filters kept
+    RETENTION = "retention.json"  # per filter and per n
     KDA_CSV = "kda.csv"
     GEVAL = "geval.json"
-    GEVAL_VOTES = "geval_votes.jsonl"        # every G-Eval vote (item = position in pairs)
+    GEVAL_VOTES = "geval_votes.jsonl"  # every G-Eval vote (item = position in pairs)
 
     @staticmethod
     def verdicts_of(filter_name: str) -> str:
@@ -79,14 +79,25 @@ def fingerprint(config: dict[str, Any] | None) -> dict[str, Any]:
 def _stats_since(llm, before: dict | None) -> dict:
     now = llm.stats.as_dict()
     before = before or {}
-    return {key: (round(value - before.get(key, 0), 3) if isinstance(value, float) else
-                  value - before.get(key, 0)) for key, value in now.items()
-            if isinstance(value, (int, float))}
+    return {
+        key: (
+            round(value - before.get(key, 0), 3)
+            if isinstance(value, float)
+            else value - before.get(key, 0)
+        )
+        for key, value in now.items()
+        if isinstance(value, (int, float))
+    }
 
 
 class RunDir:
-    def __init__(self, path: str | Path, command: str, config: dict[str, Any] | None = None,
-                 check_config: bool = True):
+    def __init__(
+        self,
+        path: str | Path,
+        command: str,
+        config: dict[str, Any] | None = None,
+        check_config: bool = True,
+    ):
         """Open (or create) the run directory for ``command``. ``check_config``: refuse a
         config that differs from the one this command started the directory with (off for
         commands whose outputs are rewritten whole, or keyed by their own file)."""
@@ -96,27 +107,42 @@ class RunDir:
         if check_config:
             self._check_same_config(command, config)
         # one config per command: a directory holds several stages (generate, judge...)
-        self.manifest["config"][command] = fingerprint(config) if check_config else \
-            (config or {})
-        self.manifest["runs"].append({"command": command, "started": time.time(),
-                                      "rolecall": __version__,
-                                      "python": platform.python_version()})
+        self.manifest["config"][command] = fingerprint(config) if check_config else (config or {})
+        self.manifest["runs"].append(
+            {
+                "command": command,
+                "started": time.time(),
+                "rolecall": __version__,
+                "python": platform.python_version(),
+            }
+        )
         self._started = time.perf_counter()
         self.save()
 
     def _read_manifest(self, command: str) -> dict[str, Any]:
         path = self.path / MANIFEST
         if not path.exists():
-            return {"command": command, "created": time.time(), "runs": [], "config": {},
-                    "models": {}, "prompts": {}, "counts": {}, "stages": {}}
+            return {
+                "command": command,
+                "created": time.time(),
+                "runs": [],
+                "config": {},
+                "models": {},
+                "prompts": {},
+                "counts": {},
+                "stages": {},
+            }
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(manifest.get("config"), dict) or "runs" not in manifest:
                 raise ValueError("no config or runs")
         except (ValueError, UnicodeDecodeError, AttributeError) as exc:
-            raise InputFileError(path, f"is not a rolecall run manifest ({exc})",
-                                 fix="use a new output directory, or delete the file if the "
-                                     "directory holds no run worth keeping") from None
+            raise InputFileError(
+                path,
+                f"is not a rolecall run manifest ({exc})",
+                fix="use a new output directory, or delete the file if the "
+                "directory holds no run worth keeping",
+            ) from None
         return manifest
 
     def _check_same_config(self, command: str, config: dict[str, Any] | None) -> None:
@@ -124,14 +150,16 @@ class RunDir:
         if not previous:
             return
         previous, current = fingerprint(previous), fingerprint(config)
-        changed = sorted(k for k in set(previous) | set(current)
-                         if previous.get(k) != current.get(k))
+        changed = sorted(
+            k for k in set(previous) | set(current) if previous.get(k) != current.get(k)
+        )
         if changed:
             raise ConfigError(
                 f"{self.path} was started by '{command}' with other settings "
                 f"({', '.join(changed)} changed): its records would mix two settings",
                 fix="use a new output directory, or run again with the settings it was "
-                    f"started with (manifest.json, config.{command})")
+                f"started with (manifest.json, config.{command})",
+            )
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -142,10 +170,14 @@ class RunDir:
     def record_prompt(self, name: str, template_text: str) -> None:
         self.manifest["prompts"][name] = text_hash(template_text)
 
-    def record_stage(self, stage: str, counts: dict[str, Any], llm_stats: dict | None = None
-                     ) -> None:
-        entry = {"counts": counts, "seconds": round(time.perf_counter() - self._started, 3),
-                 "finished": time.time()}
+    def record_stage(
+        self, stage: str, counts: dict[str, Any], llm_stats: dict | None = None
+    ) -> None:
+        entry = {
+            "counts": counts,
+            "seconds": round(time.perf_counter() - self._started, 3),
+            "finished": time.time(),
+        }
         if llm_stats is not None:
             entry["llm"] = llm_stats
         self.manifest["stages"][stage] = entry
@@ -153,8 +185,13 @@ class RunDir:
         self.manifest["counts"].update(counts)
         self.save()
 
-    def finish_stage(self, stage: str, counts: dict[str, Any], llms: Sequence = (),
-                     before: Sequence[dict] | None = None) -> None:
+    def finish_stage(
+        self,
+        stage: str,
+        counts: dict[str, Any],
+        llms: Sequence = (),
+        before: Sequence[dict] | None = None,
+    ) -> None:
         """Record ``stage`` with the LLM statistics of ``llms`` since ``before`` (their
         ``stats.as_dict()`` when the stage began; from zero when not given); a failed LLM
         call stops the run here, with every finished record kept.
@@ -165,23 +202,28 @@ class RunDir:
         """
         before = list(before) if before is not None else [None] * len(llms)
         per_model = [_stats_since(llm, b) for llm, b in zip(llms, before, strict=True)]
-        stats = ({key: sum(s[key] for s in per_model) for key in per_model[0]}
-                 if per_model else None)
+        stats = {key: sum(s[key] for s in per_model) for key in per_model[0]} if per_model else None
         self.record_stage(stage, counts, stats)
-        failed = [{"model": llm.model_id, **item}
-                  for llm, b in zip(llms, before, strict=True)
-                  for item in llm.stats.failed_items[len((b or {}).get("failed_items", [])):]]
+        failed = [
+            {"model": llm.model_id, **item}
+            for llm, b in zip(llms, before, strict=True)
+            for item in llm.stats.failed_items[len((b or {}).get("failed_items", [])) :]
+        ]
         failures = self.path / Files.failures_of(stage)
         temp = failures.with_name(failures.name + ".tmp")
-        temp.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n"
-                                for item in failed), encoding="utf-8")
+        temp.write_text(
+            "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in failed),
+            encoding="utf-8",
+        )
         os.replace(temp, failures)
         if failed:
-            raise BatchFailed(f"{stage}: {len(failed)} LLM calls failed after retries (first: "
-                              f"{failed[0]['error']}); every finished record is kept in "
-                              f"{self.path}, the failures are listed in {failures}",
-                              fix="fix the cause (server down? bad key?) and run the same "
-                                  "command again: it asks only for what is missing")
+            raise BatchFailed(
+                f"{stage}: {len(failed)} LLM calls failed after retries (first: "
+                f"{failed[0]['error']}); every finished record is kept in "
+                f"{self.path}, the failures are listed in {failures}",
+                fix="fix the cause (server down? bad key?) and run the same "
+                "command again: it asks only for what is missing",
+            )
 
     def save(self) -> None:
         write_json(self.path / MANIFEST, self.manifest)

@@ -41,12 +41,21 @@ from rolecall.korean import HANGUL_RE
 SPREADSHEET_DELIMITERS = {".csv": ",", ".tsv": "\t"}
 DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "pipe": "|", "semicolon": ";"}
 # Byte-order marks, longest first: the UTF-32LE mark starts with the UTF-16LE one.
-BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-        (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"))
-ARCHIVES = ((b"PK\x03\x04", "a zip archive (an Excel .xlsx?)",
-             "save the sheet as 'CSV UTF-8', or unzip it and name the text file inside"),
-            (b"\x1f\x8b", "gzip-compressed", "decompress it first: gunzip -k {file}"))
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+ARCHIVES = (
+    (
+        b"PK\x03\x04",
+        "a zip archive (an Excel .xlsx?)",
+        "save the sheet as 'CSV UTF-8', or unzip it and name the text file inside",
+    ),
+    (b"\x1f\x8b", "gzip-compressed", "decompress it first: gunzip -k {file}"),
+)
 
 
 def normalize_delimiter(delimiter: str | None) -> str | None:
@@ -54,9 +63,11 @@ def normalize_delimiter(delimiter: str | None) -> str | None:
     if delimiter is None:
         return None
     delimiter = DELIMITER_NAMES.get(delimiter.lower(), delimiter)
-    if len(delimiter) != 1 or delimiter in "\r\n\"":
-        raise ConfigError(f"bad delimiter {delimiter!r}",
-                          fix="give one character, or tab, comma, pipe or semicolon")
+    if len(delimiter) != 1 or delimiter in '\r\n"':
+        raise ConfigError(
+            f"bad delimiter {delimiter!r}",
+            fix="give one character, or tab, comma, pipe or semicolon",
+        )
     return delimiter
 
 
@@ -66,16 +77,22 @@ def _quote(path: Path, suffix: str = "") -> str:
 
 def _path_problem(path: Path) -> InputFileError | None:
     if not path.exists():
-        return InputFileError(path, "file not found", fix="check the path (a relative path "
-                              f"starts at {Path.cwd()})")
+        return InputFileError(
+            path, "file not found", fix=f"check the path (a relative path starts at {Path.cwd()})"
+        )
     if path.is_dir():
         files = sorted(p.name for p in path.iterdir() if p.is_file())
-        return InputFileError(path, "is a directory, not a file",
-                              fix=f"name a file inside it, e.g. {path / files[0]}" if files
-                              else "name a file, not a directory")
+        return InputFileError(
+            path,
+            "is a directory, not a file",
+            fix=f"name a file inside it, e.g. {path / files[0]}"
+            if files
+            else "name a file, not a directory",
+        )
     if not path.is_file():
-        return InputFileError(path, "is not a file (a device, pipe or socket)",
-                              fix="name a regular text file")
+        return InputFileError(
+            path, "is not a file (a device, pipe or socket)", fix="name a regular text file"
+        )
     return None
 
 
@@ -85,8 +102,11 @@ def _read_bytes(path: Path) -> bytes:
         if problem is None:
             return path.read_bytes()
     except OSError as exc:
-        problem = InputFileError(path, f"cannot be read ({exc.strerror or exc})",
-                                 fix="check that you may read it: ls -l " + _quote(path))
+        problem = InputFileError(
+            path,
+            f"cannot be read ({exc.strerror or exc})",
+            fix="check that you may read it: ls -l " + _quote(path),
+        )
     raise problem
 
 
@@ -94,9 +114,10 @@ def _check_encoding(encoding: str) -> None:
     try:
         "\n".encode(encoding)  # also refuses codecs that are not text encodings (base64)
     except LookupError:
-        raise ConfigError(f"unknown text encoding {encoding!r}",
-                          fix="use utf-8 (the default), cp949 (Korean Windows, a superset "
-                              "of EUC-KR) or utf-16") from None
+        raise ConfigError(
+            f"unknown text encoding {encoding!r}",
+            fix="use utf-8 (the default), cp949 (Korean Windows, a superset of EUC-KR) or utf-16",
+        ) from None
 
 
 def _ascii_compatible(encoding: str) -> bool:
@@ -131,7 +152,7 @@ def _guess_encoding(data: bytes, offset: int, encoding: str) -> str | None:
         return utf16
     start = data.rfind(b"\n", 0, offset) + 1
     end = data.find(b"\n", offset)
-    line = data[start: end if end >= 0 else len(data)]
+    line = data[start : end if end >= 0 else len(data)]
     for candidate in ("cp949", "utf-8"):
         if codecs.lookup(candidate) == codecs.lookup(encoding):
             continue
@@ -148,22 +169,30 @@ def _convert_fix(path: Path, source: str | None) -> str:
         return "it is UTF-8: read it with encoding='utf-8' (the default)"
     q = _quote(path)
     if source is None:
-        return (f"find its encoding (file -i {q}) and convert it: "
-                f"iconv -f ENCODING -t utf-8 {q} > {_quote(path, '.utf8')}")
+        return (
+            f"find its encoding (file -i {q}) and convert it: "
+            f"iconv -f ENCODING -t utf-8 {q} > {_quote(path, '.utf8')}"
+        )
     return f"convert it: iconv -f {source.lower()} -t utf-8 {q} > {_quote(path, '.utf8')}"
 
 
-def _decode_error(path: Path, data: bytes, encoding: str, exc: UnicodeDecodeError
-                  ) -> InputFileError:
+def _decode_error(
+    path: Path, data: bytes, encoding: str, exc: UnicodeDecodeError
+) -> InputFileError:
     name = "UTF-8" if encoding == "utf-8-sig" else encoding.upper()
     line = data.count(b"\n", 0, exc.start) + 1 if _ascii_compatible(encoding) else None
     guess = _guess_encoding(data, exc.start, encoding)
-    looks = {None: "", "CP949": "; it looks like CP949/EUC-KR, the Korean Windows encoding",
-             "UTF-8": "; it looks like UTF-8"}.get(
-                 guess, f"; it looks like {guess} without a byte-order mark")
-    return InputFileError(path, f"is not {name} text: byte {exc.start} "
-                          f"(0x{data[exc.start]:02x}) does not decode{looks}",
-                          fix=_convert_fix(path, guess), line=line)
+    looks = {
+        None: "",
+        "CP949": "; it looks like CP949/EUC-KR, the Korean Windows encoding",
+        "UTF-8": "; it looks like UTF-8",
+    }.get(guess, f"; it looks like {guess} without a byte-order mark")
+    return InputFileError(
+        path,
+        f"is not {name} text: byte {exc.start} (0x{data[exc.start]:02x}) does not decode{looks}",
+        fix=_convert_fix(path, guess),
+        line=line,
+    )
 
 
 def _nul_error(path: Path, data: bytes, text: str, encoding: str) -> InputFileError:
@@ -171,13 +200,20 @@ def _nul_error(path: Path, data: bytes, text: str, encoding: str) -> InputFileEr
     line = text.count("\n", 0, text.index("\x00")) + 1
     utf16 = _utf16_without_bom(data) if _ascii_compatible(encoding) else None
     if utf16:
-        return InputFileError(path, f"has NUL bytes: it looks like {utf16} without a "
-                              "byte-order mark", fix=_convert_fix(path, utf16), line=line)
+        return InputFileError(
+            path,
+            f"has NUL bytes: it looks like {utf16} without a byte-order mark",
+            fix=_convert_fix(path, utf16),
+            line=line,
+        )
     where = f" (byte {data.index(0)})" if _ascii_compatible(encoding) else ""
-    return InputFileError(path, f"has a NUL character{where}: text has none, so this is a "
-                          "binary file or a broken export", line=line,
-                          fix=f"check the file; to delete the NULs: tr -d '\\000' < "
-                              f"{_quote(path)} > {_quote(path, '.clean')}")
+    return InputFileError(
+        path,
+        f"has a NUL character{where}: text has none, so this is a binary file or a broken export",
+        line=line,
+        fix=f"check the file; to delete the NULs: tr -d '\\000' < "
+        f"{_quote(path)} > {_quote(path, '.clean')}",
+    )
 
 
 def input_lines(source: str | Path) -> list[str]:
@@ -204,8 +240,9 @@ def read_text_file(path: str | Path, encoding: str = "utf-8") -> str:
     data = _read_bytes(path)
     for magic, what, fix in ARCHIVES:
         if data.startswith(magic):
-            raise InputFileError(path, f"is {what}, not a text file",
-                                 fix=fix.format(file=_quote(path)))
+            raise InputFileError(
+                path, f"is {what}, not a text file", fix=fix.format(file=_quote(path))
+            )
     encoding = next((name for bom, name in BOMS if data.startswith(bom)), encoding)
     try:
         text = data.decode(encoding)
@@ -220,26 +257,34 @@ def _lines(path: Path, text: str) -> list[str]:
     """Physical lines (``\\n`` or ``\\r\\n``); not ``splitlines``, which also splits on
     U+2028 and friends and would make the line numbers in ids disagree with ``sed``."""
     if "\r" in text and "\n" not in text:
-        raise InputFileError(path, "has old Mac line endings (CR only), so the whole file "
-                             "would read as one line", fix="convert them: tr '\\r' '\\n' < "
-                             f"{_quote(path)} > {_quote(path, '.unix')}")
+        raise InputFileError(
+            path,
+            "has old Mac line endings (CR only), so the whole file would read as one line",
+            fix=f"convert them: tr '\\r' '\\n' < {_quote(path)} > {_quote(path, '.unix')}",
+        )
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _csv_error(path: Path, exc: csv.Error, start: int, stop: int) -> InputFileError:
     if "unexpected end of data" in str(exc):
-        return InputFileError(path, "broken row: a quote opened in it is never closed (the "
-                              "file ends inside the quoted field)", line=start,
-                              fix='close the quote; a quote inside a quoted field is '
-                                  'written twice ("")')
-    return InputFileError(path, f"broken row ({exc}; the parser stopped at line {stop})",
-                          line=start, fix='a quoted field must end with its quote right '
-                          'before the delimiter; write a quote inside it twice ("")')
+        return InputFileError(
+            path,
+            "broken row: a quote opened in it is never closed (the "
+            "file ends inside the quoted field)",
+            line=start,
+            fix='close the quote; a quote inside a quoted field is written twice ("")',
+        )
+    return InputFileError(
+        path,
+        f"broken row ({exc}; the parser stopped at line {stop})",
+        line=start,
+        fix="a quoted field must end with its quote right "
+        'before the delimiter; write a quote inside it twice ("")',
+    )
 
 
-def csv_rows(path: Path, text: str, delimiter: str = ","
-             ) -> Iterator[tuple[int, list[str]]]:
+def csv_rows(path: Path, text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
     """``(first line, fields)`` per row of a quoted spreadsheet file (a blank line: ``[]``).
 
     A quote never closed, or text after a closing quote, is an ``InputFileError`` naming
@@ -273,13 +318,16 @@ def _blank(fields: list[str]) -> bool:
     return not any(field.strip() for field in fields)
 
 
-def _column_index(path: Path, rows: Iterator[tuple[int, list[str]]], column: str
-                  ) -> tuple[int, int | None]:
+def _column_index(
+    path: Path, rows: Iterator[tuple[int, list[str]]], column: str
+) -> tuple[int, int | None]:
     """``(index, width)``; a name consumes the header row, a number means no header."""
     if column.isdigit():
         if int(column) < 1:
-            raise ConfigError(f"column numbers start at 1, got {column}",
-                              fix=f"use {path.name}:1 for the first field")
+            raise ConfigError(
+                f"column numbers start at 1, got {column}",
+                fix=f"use {path.name}:1 for the first field",
+            )
         return int(column) - 1, None
     header = next((fields for _, fields in rows if not _blank(fields)), None)
     if header is None:
@@ -288,18 +336,24 @@ def _column_index(path: Path, rows: Iterator[tuple[int, list[str]]], column: str
     if column not in header:
         named = [name for name in header if name] or ["1"]
         same = [name for name in named if name.lower() == column.strip().lower()]
-        shown = ", ".join(header[:20]) + (f", ... ({len(header)} in all)"
-                                          if len(header) > 20 else "")
-        raise InputFileError(path, f"has no column {column!r}; its columns are: {shown}",
-                             fix=f"names are case-sensitive: {path.name}:{same[0]}" if same
-                             else f"name one of them, e.g. {path.name}:{named[0]}; or, if "
-                                  "the file has no header row, give a field number "
-                                  f"({path.name}:1 for the first)")
+        shown = ", ".join(header[:20]) + (
+            f", ... ({len(header)} in all)" if len(header) > 20 else ""
+        )
+        raise InputFileError(
+            path,
+            f"has no column {column!r}; its columns are: {shown}",
+            fix=f"names are case-sensitive: {path.name}:{same[0]}"
+            if same
+            else f"name one of them, e.g. {path.name}:{named[0]}; or, if "
+            "the file has no header row, give a field number "
+            f"({path.name}:1 for the first)",
+        )
     return header.index(column), len(header)
 
 
-def _delimited_rows(path: Path, text: str, column: str, delimiter: str, quoted: bool
-                    ) -> list[tuple[int, str]]:
+def _delimited_rows(
+    path: Path, text: str, column: str, delimiter: str, quoted: bool
+) -> list[tuple[int, str]]:
     rows = csv_rows(path, text, delimiter) if quoted else _split_rows(path, text, delimiter)
     index, width = _column_index(path, rows, column)
     out: list[tuple[int, str]] = []
@@ -309,15 +363,21 @@ def _delimited_rows(path: Path, text: str, column: str, delimiter: str, quoted: 
             continue
         width = width or len(fields)  # no header: the first row sets the width
         if len(fields) <= index or len(fields) < width or (quoted and len(fields) > width):
-            fix = ("fix this row: a missing or extra delimiter, or a quote that is not "
-                   "closed (a text holding the delimiter must be quoted)" if quoted else
-                   "fix this row: a missing delimiter, or a text split over two lines by a "
-                   "newline inside it")
+            fix = (
+                "fix this row: a missing or extra delimiter, or a quote that is not "
+                "closed (a text holding the delimiter must be quoted)"
+                if quoted
+                else "fix this row: a missing delimiter, or a text split over two lines by a "
+                "newline inside it"
+            )
             raise InputFileError(
-                path, f"broken row: {len(fields)} fields, expected {max(width, index + 1)}",
-                line=line, fix=fix)
+                path,
+                f"broken row: {len(fields)} fields, expected {max(width, index + 1)}",
+                line=line,
+                fix=fix,
+            )
         extra = len(fields) - width  # > 0 only unquoted: delimiters inside the text
-        out.append((line, delimiter.join(fields[index: index + extra + 1])))
+        out.append((line, delimiter.join(fields[index : index + extra + 1])))
     return out
 
 
@@ -336,9 +396,13 @@ def _why_empty(text: str, column: str | int | None, rows: list[tuple[int, str]])
     return f"column {column} is blank in every row"
 
 
-def read_corpus(path: str | Path, column: str | int | None = None,
-                delimiter: str | None = None, *, encoding: str = "utf-8"
-                ) -> list[tuple[str, str]]:
+def read_corpus(
+    path: str | Path,
+    column: str | int | None = None,
+    delimiter: str | None = None,
+    *,
+    encoding: str = "utf-8",
+) -> list[tuple[str, str]]:
     """``(NAME:LINE, text)`` for every row, blank ones included (cleaning counts them).
 
     ``column`` is a header name or a 1-based field number (no header); without it the file
@@ -361,28 +425,40 @@ def read_corpus(path: str | Path, column: str | int | None = None,
     path = Path(path)
     text = read_text_file(path, encoding)
     if not text.strip():
-        raise InputFileError(path, f"is an empty corpus: {_why_empty(text, None, [])}",
-                             fix="check the path: is it the corpus you meant?")
+        raise InputFileError(
+            path,
+            f"is an empty corpus: {_why_empty(text, None, [])}",
+            fix="check the path: is it the corpus you meant?",
+        )
     suffix = path.suffix.lower()
     quoted = suffix in SPREADSHEET_DELIMITERS
     delimiter = normalize_delimiter(delimiter) or SPREADSHEET_DELIMITERS.get(suffix)
     if column is None and quoted:
-        raise InputFileError(path, "a .csv/.tsv corpus needs its text column; columns: "
-                             + _columns_hint(path, text, delimiter),
-                             fix=f"name it after a colon: {path}:COLUMN")
+        raise InputFileError(
+            path,
+            "a .csv/.tsv corpus needs its text column; columns: "
+            + _columns_hint(path, text, delimiter),
+            fix=f"name it after a colon: {path}:COLUMN",
+        )
     if column is None and delimiter is not None:
-        raise ConfigError(f"{path}: a delimiter was given but no column",
-                          fix=f"name the text column: {path}:COLUMN (a name, or 1 for "
-                              "the first field of a file without a header)")
+        raise ConfigError(
+            f"{path}: a delimiter was given but no column",
+            fix=f"name the text column: {path}:COLUMN (a name, or 1 for "
+            "the first field of a file without a header)",
+        )
     if column is None:
         rows = list(enumerate(_lines(path, text), start=1))
     elif delimiter is None:
-        raise ConfigError(f"{path}: a column was given but no delimiter",
-                          fix="pass the delimiter, e.g. --delimiter '|' (or tab), or "
-                              "name the file .csv/.tsv")
+        raise ConfigError(
+            f"{path}: a column was given but no delimiter",
+            fix="pass the delimiter, e.g. --delimiter '|' (or tab), or name the file .csv/.tsv",
+        )
     else:
         rows = _delimited_rows(path, text, str(column), delimiter, quoted)
     if not any(row_text.strip() for _, row_text in rows):
-        raise InputFileError(path, f"is an empty corpus: {_why_empty(text, column, rows)}",
-                             fix="check the file (and the column, if you named one)")
+        raise InputFileError(
+            path,
+            f"is an empty corpus: {_why_empty(text, column, rows)}",
+            fix="check the file (and the column, if you named one)",
+        )
     return [(f"{path.name}:{line}", row_text) for line, row_text in rows]

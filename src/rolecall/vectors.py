@@ -14,8 +14,7 @@ def faiss_module():
     try:
         import faiss
     except ImportError:
-        raise RolecallError("vector search needs FAISS (faiss-cpu)", fix=INSTALL_FIX
-                            ) from None
+        raise RolecallError("vector search needs FAISS (faiss-cpu)", fix=INSTALL_FIX) from None
     return faiss
 
 

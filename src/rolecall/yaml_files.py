@@ -26,8 +26,12 @@ def read_yaml_mapping(path: str | Path, what: str, fix: str) -> dict[str, Any]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InputFileError(path, f"not valid YAML: {problem}", line=line,
-                             fix="check indentation and quoting on that line") from None
+        raise InputFileError(
+            path,
+            f"not valid YAML: {problem}",
+            line=line,
+            fix="check indentation and quoting on that line",
+        ) from None
     if not isinstance(data, dict):
         raise InputFileError(path, f"a {what} must be a YAML mapping", fix=fix)
     return data
@@ -39,5 +43,6 @@ def load_yaml_model(path: str | Path, model: type[Model], what: str, fix: str) -
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputFileError(path, f"invalid {what}: {describe_validation(exc, '(top level)')}",
-                             fix=fix) from None
+        raise InputFileError(
+            path, f"invalid {what}: {describe_validation(exc, '(top level)')}", fix=fix
+        ) from None

@@ -30,8 +30,7 @@ def test_kappa_edge_cases():
 
 
 def vote(item, label, judge="consistency/score/0"):
-    return Verdict(judge=judge, item_id=item, label=label, raw_output=label,
-                   parse_status="parsed")
+    return Verdict(judge=judge, item_id=item, label=label, raw_output=label, parse_status="parsed")
 
 
 def test_report_per_annotator_and_majority(tmp_path):
@@ -42,10 +41,17 @@ def test_report_per_annotator_and_majority(tmp_path):
         "s1/n0,consistency,shifted,park\n"
         "s2/n0,consistency,shifted,kim\ns2/n0,consistency,maintained,lee\n"
         "s3/n0,consistency,shifted,kim\ns3/n0,consistency,shifted,lee\n"
-        "s9/n0,consistency,shifted,kim\n", encoding="utf-8")
+        "s9/n0,consistency,shifted,kim\n",
+        encoding="utf-8",
+    )
     human = read_human_labels(labels)
-    verdicts = {"consistency": [vote("s1/n0", "maintained"), vote("s2/n0", "maintained"),
-                                vote("s3/n0", "maintained")]}
+    verdicts = {
+        "consistency": [
+            vote("s1/n0", "maintained"),
+            vote("s2/n0", "maintained"),
+            vote("s3/n0", "maintained"),
+        ]
+    }
     report = agreement_report(verdicts, human)["consistency"]
     # kim: s1 agree, s2 disagree, s3 disagree -> 1/3; judge says one label only
     assert report["annotators"]["kim"]["agreement"] == pytest.approx(0.3333)
@@ -82,9 +88,11 @@ def test_krippendorff_alpha_on_the_published_example():
     # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", example C: nominal
     # data of 4 observers on 12 units (None = no label; unit 12 is labelled once and is not
     # pairable); the paper gives alpha = 0.743
-    observers = [[1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
-                 [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
-                 [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
-                 [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]]
+    observers = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+        [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+    ]
     units = [[o[i] for o in observers if o[i] is not None] for i in range(12)]
     assert krippendorff_alpha(units) == pytest.approx(0.743, abs=5e-4)

@@ -16,13 +16,13 @@ def test_accuracy_hand_computed():
 
 def test_precision_recall_f1_hand_computed():
     p, r, f1 = precision_recall_f1(Y_TRUE, Y_PRED)
-    assert p == pytest.approx(3 / 5)          # TP / (TP + FP) = 3 / 5
-    assert r == pytest.approx(3 / 4)          # TP / (TP + FN) = 3 / 4
-    assert f1 == pytest.approx(2 / 3)         # 2*0.6*0.75 / 1.35 = 0.9 / 1.35 = 2/3
+    assert p == pytest.approx(3 / 5)  # TP / (TP + FP) = 3 / 5
+    assert r == pytest.approx(3 / 4)  # TP / (TP + FN) = 3 / 4
+    assert f1 == pytest.approx(2 / 3)  # 2*0.6*0.75 / 1.35 = 0.9 / 1.35 = 2/3
     # class 0 as the positive: TP = 4 (6..9), FP = 1 (3), FN = 2 (4,5)
     p, r, f1 = precision_recall_f1(Y_TRUE, Y_PRED, positive=0)
     assert (p, r) == (pytest.approx(4 / 5), pytest.approx(4 / 6))
-    assert f1 == pytest.approx(8 / 11)        # 2TP / (2TP + FP + FN) = 8 / (8 + 1 + 2)
+    assert f1 == pytest.approx(8 / 11)  # 2TP / (2TP + FP + FN) = 8 / (8 + 1 + 2)
 
 
 def test_zero_over_zero_is_zero():
@@ -45,8 +45,7 @@ def test_string_and_bool_labels():
 def test_more_than_two_classes_is_positive_against_the_rest():
     # "oob" vs the rest: TP 1 (0), FP 0, FN 1 (3); "ok" and "other" confused but negative
     y_true, y_pred = ["oob", "ok", "other", "oob"], ["oob", "other", "ok", "ok"]
-    assert precision_recall_f1(y_true, y_pred, positive="oob") == (1.0, 0.5,
-                                                                   pytest.approx(2 / 3))
+    assert precision_recall_f1(y_true, y_pred, positive="oob") == (1.0, 0.5, pytest.approx(2 / 3))
     assert accuracy(y_true, y_pred) == 0.25
 
 
@@ -74,10 +73,16 @@ def test_classification_evaluator():
     assert isinstance(evaluator, Evaluator)
     assert evaluator.primary_metric == "f1" and evaluator.greater_is_better
     metrics = evaluator(Y_TRUE, Y_PRED)
-    assert metrics == {"accuracy": pytest.approx(0.7), "precision": pytest.approx(0.6),
-                       "recall": pytest.approx(0.75), "f1": pytest.approx(2 / 3),
-                       "support_positive": 4.0, "support_negative": 6.0,
-                       "predicted_positive": 5.0}
+    assert metrics == {
+        "accuracy": pytest.approx(0.7),
+        "precision": pytest.approx(0.6),
+        "recall": pytest.approx(0.75),
+        "f1": pytest.approx(2 / 3),
+        "support_positive": 4.0,
+        "support_negative": 6.0,
+        "predicted_positive": 5.0,
+    }
     assert evaluator.primary(metrics) == pytest.approx(2 / 3)
-    assert ClassificationEvaluator(positive="oob")(["oob", "ok"], ["oob", "oob"])["f1"] == \
-        pytest.approx(2 / 3)  # TP 1, FP 1, FN 0: 2 / (2 + 1)
+    assert ClassificationEvaluator(positive="oob")(["oob", "ok"], ["oob", "oob"])[
+        "f1"
+    ] == pytest.approx(2 / 3)  # TP 1, FP 1, FN 0: 2 / (2 + 1)

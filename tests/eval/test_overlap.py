@@ -45,8 +45,9 @@ def test_bleu_by_hand():
 
 def test_bleu_smooths_an_order_without_matches_and_penalises_brevity():
     # 4-grams: 0 of 1 -> 1 / (2 x 1)
-    assert bleu(["a b c d"], ["a b c e"]) == pytest.approx(100 * (3 / 4 * 2 / 3 * 1 / 2 * 1 / 2)
-                                                           ** 0.25)
+    assert bleu(["a b c d"], ["a b c e"]) == pytest.approx(
+        100 * (3 / 4 * 2 / 3 * 1 / 2 * 1 / 2) ** 0.25
+    )
     assert bleu(["a b c d"], ["a b c d e f"]) == pytest.approx(100 * math.exp(1 - 6 / 4))
     # too short for 4-grams anywhere in the corpus
     assert bleu(["a b"], ["a b"]) == 0.0
@@ -73,9 +74,20 @@ def test_bleu_tokens_split_symbols_but_not_numbers():
     # sacrebleu's intl tokenizer: symbols split off too ("~" is Sm, the old tokenizer kept
     # it on the word); punctuation between two digits stays in the number
     assert bleu_tokens("안녕~ 3.5점, 1,000원! “좋아”…") == [
-        "안녕", "~", "3.5점", ",", "1,000원", "!", "“", "좋아", "”", "…"]
+        "안녕",
+        "~",
+        "3.5점",
+        ",",
+        "1,000원",
+        "!",
+        "“",
+        "좋아",
+        "”",
+        "…",
+    ]
     # so "안녕~" now matches "안녕": unigrams 2/3 (안녕 ~ 친구), bigrams 0/2 -> 1 / (2 x 2);
     # output longer than the reference, no penalty. The old tokenizer gave 50.0
     # (unigrams 1/2: "안녕~" matched nothing; bigrams 0/1 -> 1/2).
     assert bleu(["안녕~ 친구"], ["안녕 친구"], order=2) == pytest.approx(
-        100 * (2 / 3 * 1 / 4) ** 0.5)
+        100 * (2 / 3 * 1 / 4) ** 0.5
+    )

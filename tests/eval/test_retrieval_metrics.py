@@ -14,9 +14,7 @@ from rolecall.eval.retrieval import (
 #   row 0: gold 0.9 beats 0.1 and 0.5          -> rank 1
 #   row 1: gold 0.4 loses to 0.7, beats 0.2    -> rank 2
 #   row 2: gold 0.3 loses to 0.6 and 0.8       -> rank 3
-SCORES = [[0.9, 0.1, 0.5],
-          [0.4, 0.7, 0.2],
-          [0.3, 0.6, 0.8]]
+SCORES = [[0.9, 0.1, 0.5], [0.4, 0.7, 0.2], [0.3, 0.6, 0.8]]
 
 
 def test_hits_at_hand_computed():
@@ -37,8 +35,7 @@ def test_ties_count_against_the_gold():
     assert hits_at(np.ones((4, 5)), 1) == 0.0
 
 
-@pytest.mark.parametrize("bad", [np.empty((0, 3)), np.empty((2, 0)), [1.0, 2.0],
-                                 [[0.1, np.nan]]])
+@pytest.mark.parametrize("bad", [np.empty((0, 3)), np.empty((2, 0)), [1.0, 2.0], [[0.1, np.nan]]])
 def test_hits_at_rejects_bad_matrices(bad):
     with pytest.raises(ValueError):
         hits_at(bad, 1)
@@ -89,13 +86,13 @@ def test_sample_candidates_errors():
 
 
 # a toy retriever: query i and response j are vectors; score = dot product
-POOL = np.eye(30)                 # 30 orthogonal responses
-QUERIES = list(range(30))         # query i is about response i
+POOL = np.eye(30)  # 30 orthogonal responses
+QUERIES = list(range(30))  # query i is about response i
 GOLD = list(range(30))
 
 
 def oracle(queries, candidates):
-    q = POOL[np.asarray(queries)]                       # (n, d)
+    q = POOL[np.asarray(queries)]  # (n, d)
     return np.einsum("nd,nkd->nk", q, POOL[candidates])  # 1 for the gold, 0 elsewhere
 
 
@@ -119,8 +116,9 @@ def test_random_scorer_gets_about_one_over_k():
     rng = np.random.default_rng(1)
     noise = lambda queries, candidates: rng.random(candidates.shape)  # noqa: E731
     queries = list(range(2000))
-    assert hits_at_1_of_k(noise, queries, 500, [q % 500 for q in queries], K=20) == \
-        pytest.approx(1 / 20, abs=0.015)
+    assert hits_at_1_of_k(noise, queries, 500, [q % 500 for q in queries], K=20) == pytest.approx(
+        1 / 20, abs=0.015
+    )
 
 
 def test_hits_evaluator():

@@ -26,12 +26,22 @@ def U(text):
 
 # Two dialogues, six turns. "t0".."t5" below number the turns in order.
 DIALOGUES = [
-    Dialogue(id="s1", turns=[S("안녕하세요 어르신", False),            # t0
-                             U("네 안녕하세요"),                         # t1
-                             S("식사는 하셨어요?", False)]),             # t2
-    Dialogue(id="s2", turns=[S(" 안녕하세요  어르신 ", False),         # t3: t0 with extra spaces
-                             U("밥 먹었어요"),                           # t4
-                             S("저도 밥 먹었어요", True, "wrong persona")]),  # t5
+    Dialogue(
+        id="s1",
+        turns=[
+            S("안녕하세요 어르신", False),  # t0
+            U("네 안녕하세요"),  # t1
+            S("식사는 하셨어요?", False),
+        ],
+    ),  # t2
+    Dialogue(
+        id="s2",
+        turns=[
+            S(" 안녕하세요  어르신 ", False),  # t3: t0 with extra spaces
+            U("밥 먹었어요"),  # t4
+            S("저도 밥 먹었어요", True, "wrong persona"),
+        ],
+    ),  # t5
 ]
 
 # The same for both units:
@@ -39,8 +49,14 @@ DIALOGUES = [
 #   split: s1 -> t0, t2 positive; s2 -> t3 positive, t5 negative  => 3 positive, 1 negative
 #   system texts after whitespace normalisation: 안녕하세요 어르신 (t0 = t3), 식사는 하셨어요?,
 #   저도 밥 먹었어요  => 3 unique system turns
-COMMON = {"dialogues": 2, "turns": 6, "avg_turns_per_dialogue": 3.0,
-          "positive_examples": 3, "negative_examples": 1, "unique_system_turns": 3}
+COMMON = {
+    "dialogues": 2,
+    "turns": 6,
+    "avg_turns_per_dialogue": 3.0,
+    "positive_examples": 3,
+    "negative_examples": 1,
+    "unique_system_turns": 3,
+}
 
 # Eojeol (whitespace tokens):
 #   t0 안녕하세요|어르신 (2)   t1 네|안녕하세요 (2)   t2 식사는|하셨어요? (2)
@@ -48,9 +64,16 @@ COMMON = {"dialogues": 2, "turns": 6, "avg_turns_per_dialogue": 3.0,
 #   unique: 안녕하세요 어르신 네 식사는 하셨어요? 밥 먹었어요 저도                => 8
 #   bigrams per turn 1+1+1+1+1+2 = 7; unique: (안녕하세요,어르신) (네,안녕하세요)
 #   (식사는,하셨어요?) (밥,먹었어요) (저도,밥); t3's and t5's (밥,먹었어요) repeat  => 5
-EOJEOL = COMMON | {"unit": "eojeol", "tokenizer": "whitespace", "words": 13,
-                   "avg_words_per_turn": 13 / 6, "unique_words": 8, "unique_bigrams": 5,
-                   "distinct_1": 8 / 13, "distinct_2": 5 / 7}
+EOJEOL = COMMON | {
+    "unit": "eojeol",
+    "tokenizer": "whitespace",
+    "words": 13,
+    "avg_words_per_turn": 13 / 6,
+    "unique_words": 8,
+    "unique_bigrams": 5,
+    "distinct_1": 8 / 13,
+    "distinct_2": 5 / 7,
+}
 
 # Morphemes (Kiwi "form/tag"; pinned in test_kiwi_morphemes_are_form_slash_tag):
 #   t0 안녕/NNG 하/XSA 세요/EF 어르신/NNG                   4 tokens, 3 bigrams
@@ -64,9 +87,15 @@ EOJEOL = COMMON | {"unit": "eojeol", "tokenizer": "whitespace", "words": 13,
 #   t3 +0, t4 +2 (밥, 먹), t5 +2 (저, 도)                                  => 16
 #   unique bigrams, new per turn: t0 3, t1 +1 (네 안녕), t2 +6, t3 +0,
 #   t4 +2 (밥 먹, 먹 었; 었 어요 seen in t2), t5 +2 (저 도, 도 밥)            => 14
-MORPHEME = COMMON | {"unit": "morpheme", "words": 29, "avg_words_per_turn": 29 / 6,
-                     "unique_words": 16, "unique_bigrams": 14,
-                     "distinct_1": 16 / 29, "distinct_2": 14 / 23}
+MORPHEME = COMMON | {
+    "unit": "morpheme",
+    "words": 29,
+    "avg_words_per_turn": 29 / 6,
+    "unique_words": 16,
+    "unique_bigrams": 14,
+    "distinct_1": 16 / 29,
+    "distinct_2": 14 / 23,
+}
 
 
 def test_eojeol_counts_match_the_hand_count():
@@ -110,42 +139,70 @@ def test_unjudged_dialogues_have_no_examples():
 
 
 def test_unique_system_turns_ignore_whitespace_variants_only():
-    turns = [S("밥은 드셨어요?"), S("밥은  드셨어요?"), S("\t밥은 드셨어요?\n"),
-             S("밥은드셨어요?"), U("밥은 드셨어요?")]
+    turns = [
+        S("밥은 드셨어요?"),
+        S("밥은  드셨어요?"),
+        S("\t밥은 드셨어요?\n"),
+        S("밥은드셨어요?"),
+        U("밥은 드셨어요?"),
+    ]
     # the first three differ only in whitespace; removing a space changes the text;
     # user turns do not count
     assert dialogue_stats([Dialogue(id="w", turns=turns)])["unique_system_turns"] == 2
 
 
-ZERO = {"dialogues": 0, "turns": 0, "avg_turns_per_dialogue": 0.0,
-        "positive_examples": 0, "negative_examples": 0, "unique_system_turns": 0,
-        "words": 0, "avg_words_per_turn": 0.0, "unique_words": 0, "unique_bigrams": 0,
-        "distinct_1": 0.0, "distinct_2": 0.0}
+ZERO = {
+    "dialogues": 0,
+    "turns": 0,
+    "avg_turns_per_dialogue": 0.0,
+    "positive_examples": 0,
+    "negative_examples": 0,
+    "unique_system_turns": 0,
+    "words": 0,
+    "avg_words_per_turn": 0.0,
+    "unique_words": 0,
+    "unique_bigrams": 0,
+    "distinct_1": 0.0,
+    "distinct_2": 0.0,
+}
 
 
 @pytest.mark.parametrize("unit", ["eojeol", "morpheme"])
-@pytest.mark.parametrize("dialogues, nonzero", [
-    ([], {}),
-    ([Dialogue(id="e", turns=[])], {"dialogues": 1}),
-    # blank texts: turns without words (the blank system text is still one system turn)
-    ([Dialogue(id="b", turns=[U(""), S("   ")])],
-     {"dialogues": 1, "turns": 2, "avg_turns_per_dialogue": 2.0, "unique_system_turns": 1}),
-])
+@pytest.mark.parametrize(
+    "dialogues, nonzero",
+    [
+        ([], {}),
+        ([Dialogue(id="e", turns=[])], {"dialogues": 1}),
+        # blank texts: turns without words (the blank system text is still one system turn)
+        (
+            [Dialogue(id="b", turns=[U(""), S("   ")])],
+            {"dialogues": 1, "turns": 2, "avg_turns_per_dialogue": 2.0, "unique_system_turns": 1},
+        ),
+    ],
+)
 def test_empty_inputs_give_zeros_not_errors(unit, dialogues, nonzero):
     stats = dialogue_stats(dialogues, unit=unit)
     assert {k: stats[k] for k in ZERO} == ZERO | nonzero
 
 
 def test_distinct_n_edge_cases():
-    assert ngram_counts([]) == {"unigrams": 0, "unique_unigrams": 0, "bigrams": 0,
-                                "unique_bigrams": 0}
+    assert ngram_counts([]) == {
+        "unigrams": 0,
+        "unique_unigrams": 0,
+        "bigrams": 0,
+        "unique_bigrams": 0,
+    }
     # one-word turns have unigrams but no bigrams: distinct-2 is 0.0, not a crash
     stats = dialogue_stats([Dialogue(id="o", turns=[U("네"), U("네"), U("아니요")])])
     assert (stats["distinct_1"], stats["distinct_2"]) == (2 / 3, 0.0)
     # bigrams do not cross turns: "a b" + "c" has one bigram, not two
     assert ngram_counts([["a", "b"], ["c"]])["bigrams"] == 1
-    assert ngram_counts([["a", "a", "a"]]) == {"unigrams": 3, "unique_unigrams": 1,
-                                               "bigrams": 2, "unique_bigrams": 1}
+    assert ngram_counts([["a", "a", "a"]]) == {
+        "unigrams": 3,
+        "unique_unigrams": 1,
+        "bigrams": 2,
+        "unique_bigrams": 1,
+    }
 
 
 def test_unknown_unit_is_refused():
@@ -160,11 +217,16 @@ def render(table) -> str:
 
 
 def test_table_puts_datasets_side_by_side_in_both_units():
-    columns = {"generated": dataset_stats(DIALOGUES),
-               "one unit": dialogue_stats(DIALOGUES[:1], unit="eojeol")}
+    columns = {
+        "generated": dataset_stats(DIALOGUES),
+        "one unit": dialogue_stats(DIALOGUES[:1], unit="eojeol"),
+    }
     text = render(format_stats_table(columns, title="Table 2"))
-    lines = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
-             for line in text.splitlines() if line.count("│") == 4}
+    lines = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in text.splitlines()
+        if line.count("│") == 4
+    }
     assert lines["dialogues"] == ["2", "1"]
     assert lines["avg turns / dialogue"] == ["3.00", "3.00"]
     assert lines["words (어절)"] == ["13", "6"]

@@ -41,7 +41,7 @@ def test_ties_count_half():
     fpr, tpr, _ = roc_curve(labels, scores)
     assert fpr.tolist() == [0.0, 0.0, 0.5, 1.0] and tpr.tolist() == [0.0, 0.5, 1.0, 1.0]
     assert np.trapezoid(tpr, fpr) == pytest.approx(0.875)  # the tie is the diagonal step
-    assert roc_auc([0, 1, 0, 1, 1], [3.0] * 5) == 0.5      # a constant score: chance
+    assert roc_auc([0, 1, 0, 1, 1], [3.0] * 5) == 0.5  # a constant score: chance
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -57,20 +57,24 @@ def test_matches_a_brute_force_count_on_random_data(seed):
     assert thresholds[0] == np.inf and thresholds[1:].tolist() == sorted(set(scores))[::-1]
     assert np.allclose(tpr, [(pos >= t).mean() for t in thresholds])
     assert np.allclose(fpr, [(neg >= t).mean() for t in thresholds])
-    best = max((precision_recall_f1(labels, (scores >= t).astype(int))[2], t)
-               for t in set(scores))  # equal F1: the larger threshold wins
+    best = max(
+        (precision_recall_f1(labels, (scores >= t).astype(int))[2], t) for t in set(scores)
+    )  # equal F1: the larger threshold wins
     threshold, f1, _, _ = max_f1_threshold(labels, scores)
     assert (f1, threshold) == (pytest.approx(best[0]), best[1])
 
 
-@pytest.mark.parametrize("labels, scores, match", [
-    ([1, 1, 1], [0.1, 0.2, 0.3], "only one class"),
-    ([0, 0], [0.1, 0.2], "only one class"),
-    ([], [], "empty"),
-    ([0, 1, 2], [0.1, 0.2, 0.3], "0 or 1"),
-    ([0, 1], [0.1], "same length"),
-    ([0, 1], [0.1, np.nan], "NaN"),
-])
+@pytest.mark.parametrize(
+    "labels, scores, match",
+    [
+        ([1, 1, 1], [0.1, 0.2, 0.3], "only one class"),
+        ([0, 0], [0.1, 0.2], "only one class"),
+        ([], [], "empty"),
+        ([0, 1, 2], [0.1, 0.2, 0.3], "0 or 1"),
+        ([0, 1], [0.1], "same length"),
+        ([0, 1], [0.1, np.nan], "NaN"),
+    ],
+)
 def test_errors(labels, scores, match):
     for function in (roc_auc, roc_curve, max_f1_threshold):
         with pytest.raises(ValueError, match=match):
@@ -108,8 +112,13 @@ def test_unanswerable_evaluator():
     assert evaluator.primary_metric == "roc_auc" and evaluator.greater_is_better
     metrics = evaluator(labels, perplexity)
     # AUC: of the 9 (pos, neg) pairs only (0.6, 0.7) is lost -> 8/9
-    assert metrics == {"roc_auc": pytest.approx(8 / 9), "threshold": 0.6,
-                       "f1": pytest.approx(6 / 7), "precision": 0.75, "recall": 1.0}
+    assert metrics == {
+        "roc_auc": pytest.approx(8 / 9),
+        "threshold": 0.6,
+        "f1": pytest.approx(6 / 7),
+        "precision": 0.75,
+        "recall": 1.0,
+    }
 
 
 def test_unanswerable_evaluator_with_confidence_scores():
@@ -132,8 +141,11 @@ def test_flag_unanswerable():
 def test_save_roc_png(tmp_path):
     pytest.importorskip("matplotlib")
     fpr, tpr, _ = roc_curve(LABELS, SCORES)
-    path = save_roc_png({"perplexity": (fpr, tpr), "mc dropout": ([0, 1], [0, 1])},
-                        tmp_path / "plots" / "roc.png", title="unanswerable")
+    path = save_roc_png(
+        {"perplexity": (fpr, tpr), "mc dropout": ([0, 1], [0, 1])},
+        tmp_path / "plots" / "roc.png",
+        title="unanswerable",
+    )
     assert path == tmp_path / "plots" / "roc.png"
     data = path.read_bytes()
     assert len(data) > 1000 and data.startswith(b"\x89PNG\r\n\x1a\n")

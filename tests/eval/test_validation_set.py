@@ -29,10 +29,13 @@ def test_half_the_items_get_a_hard_negative():
 
 
 def test_seed_determinism():
-    picks = [[item["label"] for item in build_unanswerable_set(EXAMPLES, negative, seed=s)]
-             for s in range(5)]
-    assert picks[0] == [item["label"] for item in
-                        build_unanswerable_set(EXAMPLES, negative, seed=0)]
+    picks = [
+        [item["label"] for item in build_unanswerable_set(EXAMPLES, negative, seed=s)]
+        for s in range(5)
+    ]
+    assert picks[0] == [
+        item["label"] for item in build_unanswerable_set(EXAMPLES, negative, seed=0)
+    ]
     assert len({tuple(p) for p in picks}) > 1  # other seeds pick other items
 
 

@@ -37,11 +37,19 @@ def test_read_maps_ids_flags_categories_and_extras():
     # user turns are never judged, whether the flag is false or absent
     assert first.turns[1].out_of_bounds is None and first.turns[3].out_of_bounds is None
     assert [t.out_of_bounds for t in second.turns if t.role == "system"] == [
-        False, False, True, True]
+        False,
+        False,
+        True,
+        True,
+    ]
     assert second.metadata == {"topic": "식사", "turn_extras": {"2": {"emotion": "관심"}}}
     assert first.metadata == {}
-    assert third.turns[4] == Turn(role="system", text="무릎이 아프시면 이 약을 드셔 보세요.",
-                                  out_of_bounds=True, category="policy violation")
+    assert third.turns[4] == Turn(
+        role="system",
+        text="무릎이 아프시면 이 약을 드셔 보세요.",
+        out_of_bounds=True,
+        category="policy violation",
+    )
     assert second.turns[4].category is None
 
 
@@ -69,8 +77,9 @@ def test_written_file_is_readable_korean_indented_and_atomic(tmp_path):
 def test_jsonl_and_single_object_files_are_detected(tmp_path):
     data = canonical_fixture()
     jsonl = tmp_path / "dialogues.jsonl"
-    jsonl.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in data) + "\n\n",
-                     encoding="utf-8")
+    jsonl.write_text(
+        "\n".join(json.dumps(d, ensure_ascii=False) for d in data) + "\n\n", encoding="utf-8"
+    )
     assert read_carecall(jsonl) == read_carecall(FIXTURE)
     single = tmp_path / "one.json"
     single.write_text(json.dumps(data[2], ensure_ascii=False, indent=2), encoding="utf-8")
@@ -98,10 +107,14 @@ def test_split_on_the_fixture_matches_the_hand_count(tmp_path):
 
 
 def test_unjudged_system_turns_round_trip_as_null(tmp_path):
-    dialogue = Dialogue(id="gen-1", turns=[
-        Turn(role="system", text="안녕하세요.", out_of_bounds=False),
-        Turn(role="user", text="네."),
-        Turn(role="system", text="식사는 하셨어요?")])
+    dialogue = Dialogue(
+        id="gen-1",
+        turns=[
+            Turn(role="system", text="안녕하세요.", out_of_bounds=False),
+            Turn(role="user", text="네."),
+            Turn(role="system", text="식사는 하셨어요?"),
+        ],
+    )
     out = tmp_path / "c.json"
     write_carecall(out, [dialogue])
     assert json.loads(out.read_text(encoding="utf-8"))[0]["data"][2]["out-of-bounds"] is None
@@ -116,29 +129,40 @@ def _dialogue(*turns, guid="g-7"):
 SYSTEM = {"role": "system", "text": "안녕하세요.", "out-of-bounds": False}
 
 
-@pytest.mark.parametrize("data, needles", [
-    ([], ["list of dialogues is empty"]),
-    ({"a": 1}, ['"guid" is missing']),
-    ([3], ["dialogues[0]", "expected a dialogue object"]),
-    ([_dialogue(SYSTEM), {"data": []}], ["dialogues[1]", '"guid" is missing']),
-    ([_dialogue(SYSTEM, guid="")], ['"guid" must be a non-empty string']),
-    ([{"guid": "g-7"}], ['guid "g-7"', '"data"', "missing"]),
-    ([{"guid": "g-7", "data": {}}], ['guid "g-7"', '"data" must be a list']),
-    ([_dialogue(SYSTEM, {"role": "assistant", "text": "네."})],
-     ['guid "g-7"', "data[1]", '"role" must be "system" or "user"', "assistant"]),
-    ([_dialogue({"text": "네."})], ["data[0]", '"role" is missing']),
-    ([_dialogue(SYSTEM, {"role": "user", "out-of-bounds": False})],
-     ['guid "g-7"', "data[1]", '"text" is missing']),
-    ([_dialogue({"role": "user", "text": 5})], ["data[0]", '"text" must be a string']),
-    ([_dialogue(SYSTEM, SYSTEM | {"out-of-bounds": "true"})],
-     ['guid "g-7"', "data[1]", '"out-of-bounds" must be true or false', '"true"']),
-    ([_dialogue(SYSTEM | {"out-of-bounds": 1})], ["data[0]", "must be true or false"]),
-    ([_dialogue({"role": "user", "text": "네.", "out-of-bounds": True})],
-     ["data[0]", "only system turns are judged"]),
-    ([_dialogue(SYSTEM | {"category": 3})], ['"category" must be a non-empty string']),
-    ([_dialogue(SYSTEM), _dialogue(SYSTEM)], ["dialogues[1]", 'guid "g-7" already used']),
-    ([_dialogue(SYSTEM) | {"turn_extras": {}}], ['"turn_extras" is reserved']),
-])
+@pytest.mark.parametrize(
+    "data, needles",
+    [
+        ([], ["list of dialogues is empty"]),
+        ({"a": 1}, ['"guid" is missing']),
+        ([3], ["dialogues[0]", "expected a dialogue object"]),
+        ([_dialogue(SYSTEM), {"data": []}], ["dialogues[1]", '"guid" is missing']),
+        ([_dialogue(SYSTEM, guid="")], ['"guid" must be a non-empty string']),
+        ([{"guid": "g-7"}], ['guid "g-7"', '"data"', "missing"]),
+        ([{"guid": "g-7", "data": {}}], ['guid "g-7"', '"data" must be a list']),
+        (
+            [_dialogue(SYSTEM, {"role": "assistant", "text": "네."})],
+            ['guid "g-7"', "data[1]", '"role" must be "system" or "user"', "assistant"],
+        ),
+        ([_dialogue({"text": "네."})], ["data[0]", '"role" is missing']),
+        (
+            [_dialogue(SYSTEM, {"role": "user", "out-of-bounds": False})],
+            ['guid "g-7"', "data[1]", '"text" is missing'],
+        ),
+        ([_dialogue({"role": "user", "text": 5})], ["data[0]", '"text" must be a string']),
+        (
+            [_dialogue(SYSTEM, SYSTEM | {"out-of-bounds": "true"})],
+            ['guid "g-7"', "data[1]", '"out-of-bounds" must be true or false', '"true"'],
+        ),
+        ([_dialogue(SYSTEM | {"out-of-bounds": 1})], ["data[0]", "must be true or false"]),
+        (
+            [_dialogue({"role": "user", "text": "네.", "out-of-bounds": True})],
+            ["data[0]", "only system turns are judged"],
+        ),
+        ([_dialogue(SYSTEM | {"category": 3})], ['"category" must be a non-empty string']),
+        ([_dialogue(SYSTEM), _dialogue(SYSTEM)], ["dialogues[1]", 'guid "g-7" already used']),
+        ([_dialogue(SYSTEM) | {"turn_extras": {}}], ['"turn_extras" is reserved']),
+    ],
+)
 def test_malformed_dialogues_name_the_guid_and_turn(tmp_path, data, needles):
     path = write_json(tmp_path / "bad.json", data)
     with pytest.raises(InputFileError) as info:
@@ -149,19 +173,25 @@ def test_malformed_dialogues_name_the_guid_and_turn(tmp_path, data, needles):
         assert needle in message
 
 
-@pytest.mark.parametrize("content, line, needle", [
-    ("", None, "the file is empty"),
-    ("   \n", None, "the file is empty"),
-    ("안녕하세요", 1, "not valid JSON"),
-    ('[{"guid": "a",\n "data": [}\n]', 2, "not valid JSON"),
-    ('{\n  "guid": "a",\n  "data": [,]\n}', 3, "not valid JSON"),
-    ('{"guid": "a", "data": []}\n{"guid": "b", "data": [\n', 2, "not valid JSON"),
-    ('{"guid": "a", "data": []}\n[1]\n', 2, "expected a JSON object"),
-    ('{"guid": "a", "data": []}\n{"guid": "b", "data": [{"role": "user"}]}\n', 2,
-     'bad.json:2: dialogue (guid "b"): data[0]: "text" is missing'),
-    ('{"guid": "a", "data": []}\n\n{"guid": "a", "data": []}\n', 3, 'already used by line 1'),
-    ('"just a string"', None, "expected a JSON list of dialogues, found str"),
-])
+@pytest.mark.parametrize(
+    "content, line, needle",
+    [
+        ("", None, "the file is empty"),
+        ("   \n", None, "the file is empty"),
+        ("안녕하세요", 1, "not valid JSON"),
+        ('[{"guid": "a",\n "data": [}\n]', 2, "not valid JSON"),
+        ('{\n  "guid": "a",\n  "data": [,]\n}', 3, "not valid JSON"),
+        ('{"guid": "a", "data": []}\n{"guid": "b", "data": [\n', 2, "not valid JSON"),
+        ('{"guid": "a", "data": []}\n[1]\n', 2, "expected a JSON object"),
+        (
+            '{"guid": "a", "data": []}\n{"guid": "b", "data": [{"role": "user"}]}\n',
+            2,
+            'bad.json:2: dialogue (guid "b"): data[0]: "text" is missing',
+        ),
+        ('{"guid": "a", "data": []}\n\n{"guid": "a", "data": []}\n', 3, "already used by line 1"),
+        ('"just a string"', None, "expected a JSON list of dialogues, found str"),
+    ],
+)
 def test_malformed_files_name_the_line(tmp_path, content, line, needle):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="utf-8")
@@ -176,8 +206,7 @@ def test_missing_and_non_utf8_files(tmp_path):
     with pytest.raises(InputFileError, match="file not found"):
         read_carecall(tmp_path / "nope.json")
     path = tmp_path / "euc-kr.json"
-    path.write_bytes('[{"guid": "a", "data": [{"role": "user", "text": "안녕"}]}]'
-                     .encode("euc-kr"))
+    path.write_bytes('[{"guid": "a", "data": [{"role": "user", "text": "안녕"}]}]'.encode("euc-kr"))
     with pytest.raises(InputFileError, match="not UTF-8"):
         read_carecall(path)
 
@@ -188,15 +217,32 @@ def test_a_bom_is_tolerated(tmp_path):
     assert read_carecall(path) == read_carecall(FIXTURE)
 
 
-@pytest.mark.parametrize("dialogue, needle", [
-    (Dialogue(id="d", turns=[Turn(role="user", text="네.", out_of_bounds=True)]),
-     "user turn is marked out of bounds"),
-    (Dialogue(id="d", turns=[], metadata={"guid": "x"}), "would overwrite the corpus keys"),
-    (Dialogue(id="d", turns=[Turn(role="user", text="네.")],
-              metadata={"turn_extras": {"1": {"x": 1}}}), "turns that do not exist"),
-    (Dialogue(id="d", turns=[Turn(role="user", text="네.")],
-              metadata={"turn_extras": {"0": {"text": "b"}}}), "would overwrite ['text']"),
-])
+@pytest.mark.parametrize(
+    "dialogue, needle",
+    [
+        (
+            Dialogue(id="d", turns=[Turn(role="user", text="네.", out_of_bounds=True)]),
+            "user turn is marked out of bounds",
+        ),
+        (Dialogue(id="d", turns=[], metadata={"guid": "x"}), "would overwrite the corpus keys"),
+        (
+            Dialogue(
+                id="d",
+                turns=[Turn(role="user", text="네.")],
+                metadata={"turn_extras": {"1": {"x": 1}}},
+            ),
+            "turns that do not exist",
+        ),
+        (
+            Dialogue(
+                id="d",
+                turns=[Turn(role="user", text="네.")],
+                metadata={"turn_extras": {"0": {"text": "b"}}},
+            ),
+            "would overwrite ['text']",
+        ),
+    ],
+)
 def test_export_refuses_what_it_cannot_write_losslessly(tmp_path, dialogue, needle):
     out = tmp_path / "out.json"
     with pytest.raises(RolecallError) as info:

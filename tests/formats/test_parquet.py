@@ -24,22 +24,43 @@ REPO = Path(__file__).resolve().parents[2]
 
 def generated(candidate: str, n: int, comments: list[str], **extra) -> Pair:
     """A pair with the provenance ``generate/detox.py`` gives it, plus ``extra`` keys."""
-    return Pair(neutral="오늘 회의는 세 시에 시작합니다.",
-                toxic=f"회의래 ㅋㅋ 또 시작이네 {candidate}",
-                provenance={"candidate_id": candidate, "sentence_id": "s-1", "n": n,
-                            "comment_ids": comments, "prompt_hash": "ab12",
-                            "model": "fake:echo", "seed": 7, **extra})
+    return Pair(
+        neutral="오늘 회의는 세 시에 시작합니다.",
+        toxic=f"회의래 ㅋㅋ 또 시작이네 {candidate}",
+        provenance={
+            "candidate_id": candidate,
+            "sentence_id": "s-1",
+            "n": n,
+            "comment_ids": comments,
+            "prompt_hash": "ab12",
+            "model": "fake:echo",
+            "seed": 7,
+            **extra,
+        },
+    )
 
 
 PAIRS = [
     generated("s-1:n0:0", 0, []),
-    generated("s-1:n3:1", 3, ["comments.csv:12", "comments.csv:40", "댓글.txt:3"],
-              judge={"consistency": "maintained", "scores": [0.9, 0.1]}),
+    generated(
+        "s-1:n3:1",
+        3,
+        ["comments.csv:12", "comments.csv:40", "댓글.txt:3"],
+        judge={"consistency": "maintained", "scores": [0.9, 0.1]},
+    ),
     # an explicit None and values of other types than the columns' stay as they were
-    Pair(neutral="비가 와서 길이 막힌다.", toxic="비 오면 또 거북이 운전 ㅉㅉ",
-         provenance={"sentence_id": 17, "n": 3.0, "seed": None, "comment_ids": ["x", 2],
-                     "note": "손으로 고침"}),
-    Pair(neutral="그는 \"괜찮다\"고,\n말했다.", toxic="괜찮다고? 퍽이나, ㅋㅋ"),
+    Pair(
+        neutral="비가 와서 길이 막힌다.",
+        toxic="비 오면 또 거북이 운전 ㅉㅉ",
+        provenance={
+            "sentence_id": 17,
+            "n": 3.0,
+            "seed": None,
+            "comment_ids": ["x", 2],
+            "note": "손으로 고침",
+        },
+    ),
+    Pair(neutral='그는 "괜찮다"고,\n말했다.', toxic="괜찮다고? 퍽이나, ㅋㅋ"),
 ]
 
 
@@ -62,11 +83,17 @@ def test_columns_are_typed_and_flattened(tmp_path):
     assert rows[1]["implicit"] == PAIRS[1].toxic and rows[1]["n"] == 3
     assert rows[1]["comment_ids"][2] == "댓글.txt:3"
     assert json.loads(rows[1]["provenance"]) == {
-        "judge": {"consistency": "maintained", "scores": [0.9, 0.1]}}
+        "judge": {"consistency": "maintained", "scores": [0.9, 0.1]}
+    }
     assert rows[0]["provenance"] is None and rows[0]["comment_ids"] == []
     assert (rows[2]["sentence_id"], rows[2]["n"], rows[2]["seed"]) == (None, None, None)
-    assert json.loads(rows[2]["provenance"]) == {"sentence_id": 17, "n": 3.0, "seed": None,
-                                                 "comment_ids": ["x", 2], "note": "손으로 고침"}
+    assert json.loads(rows[2]["provenance"]) == {
+        "sentence_id": 17,
+        "n": 3.0,
+        "seed": None,
+        "comment_ids": ["x", 2],
+        "note": "손으로 고침",
+    }
     assert rows[3]["candidate_id"] is None and rows[3]["provenance"] is None
 
 
@@ -81,10 +108,16 @@ def test_an_empty_export_keeps_the_schema(tmp_path):
 
 def test_a_foreign_file_with_the_kda_columns_is_read_like_the_csv(tmp_path):
     path = tmp_path / "kda.parquet"
-    pq.write_table(pa.table({"neutral": [" 안녕하세요 "], "implicit": ["안녕하시긴 ㅋ"],
-                             "label": [1]}), path)
-    assert read_parquet(path) == [Pair(neutral="안녕하세요", toxic="안녕하시긴 ㅋ",
-                                       provenance={"source": "kda.parquet", "row": 0})]
+    pq.write_table(
+        pa.table({"neutral": [" 안녕하세요 "], "implicit": ["안녕하시긴 ㅋ"], "label": [1]}), path
+    )
+    assert read_parquet(path) == [
+        Pair(
+            neutral="안녕하세요",
+            toxic="안녕하시긴 ㅋ",
+            provenance={"source": "kda.parquet", "row": 0},
+        )
+    ]
 
 
 def test_bad_files_are_named(tmp_path):
@@ -112,12 +145,17 @@ def own_table() -> pa.Table:
     return pairs_to_table(PAIRS[:2])
 
 
-@pytest.mark.parametrize("make, needle", [
-    (lambda: pa.table({"text": ["가"]}), "is not a K/DA pairs file"),
-    (lambda: pa.table({"neutral": [1], "implicit": [2]}), "needs the string columns"),
-    (lambda: own_table().replace_schema_metadata({"rolecall.format": "examples"}),
-     "holds rolecall 'examples' records"),
-])
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda: pa.table({"text": ["가"]}), "is not a K/DA pairs file"),
+        (lambda: pa.table({"neutral": [1], "implicit": [2]}), "needs the string columns"),
+        (
+            lambda: own_table().replace_schema_metadata({"rolecall.format": "examples"}),
+            "holds rolecall 'examples' records",
+        ),
+    ],
+)
 def test_other_parquet_files_are_refused(tmp_path, make, needle):
     path = tmp_path / "other.parquet"
     pq.write_table(make(), path)
@@ -126,15 +164,22 @@ def test_other_parquet_files_are_refused(tmp_path, make, needle):
     assert str(path) in str(info.value) and info.value.fix
 
 
-@pytest.mark.parametrize("change, needle", [
-    (lambda t: t.drop_columns(["seed"]), "missing ['seed']"),
-    (lambda t: t.set_column(4, "n", pa.array(["3", "5"])), "wrong type (n: string)"),
-    (lambda t: t.set_column(9, "provenance", pa.array(["[1]", None])),
-     "row 0: the provenance column is not a JSON object"),
-    (lambda t: t.set_column(9, "provenance", pa.array(['{"n": 1}', None])),
-     "row 0: the provenance column is not a JSON object"),
-    (lambda t: t.set_column(1, "implicit", pa.array(["ㅋ", None])), "row 1: not a valid pair"),
-])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda t: t.drop_columns(["seed"]), "missing ['seed']"),
+        (lambda t: t.set_column(4, "n", pa.array(["3", "5"])), "wrong type (n: string)"),
+        (
+            lambda t: t.set_column(9, "provenance", pa.array(["[1]", None])),
+            "row 0: the provenance column is not a JSON object",
+        ),
+        (
+            lambda t: t.set_column(9, "provenance", pa.array(['{"n": 1}', None])),
+            "row 0: the provenance column is not a JSON object",
+        ),
+        (lambda t: t.set_column(1, "implicit", pa.array(["ㅋ", None])), "row 1: not a valid pair"),
+    ],
+)
 def test_damaged_own_files_name_the_problem(tmp_path, change, needle):
     path = write_with(tmp_path / "pairs.parquet", change(own_table()))
     with pytest.raises(InputFileError) as info:
@@ -206,11 +251,14 @@ def test_hf_dataset_replaces_an_old_export_but_nothing_else(tmp_path):
     assert (precious / "notes.txt").read_text() == "keep me"
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    ({"info": {"licence": "MIT"}}, "unknown dataset info key(s) ['licence']"),
-    ({"info": {"license": 3}}, "must be text"),
-    ({"split": "train set"}, "bad split name"),
-])
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"info": {"licence": "MIT"}}, "unknown dataset info key(s) ['licence']"),
+        ({"info": {"license": 3}}, "must be text"),
+        ({"split": "train set"}, "bad split name"),
+    ],
+)
 def test_hf_dataset_options_are_checked(tmp_path, kwargs, needle):
     with pytest.raises(ConfigError) as info:
         write_hf_dataset(tmp_path / "ds", PAIRS, **kwargs)
@@ -224,12 +272,19 @@ def test_hf_export_works_offline_and_writes_only_its_folder(tmp_path):
     home.mkdir()
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "XDG_"))}
-    env |= {"HOME": str(home), "TMPDIR": str(home), "HF_DATASETS_OFFLINE": "1",
-            "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
-    script = ("from rolecall.formats.parquet import write_hf_dataset\n"
-              "from rolecall.records import Pair\n"
-              "write_hf_dataset('ds', [Pair(neutral='가', toxic='나')])\n"
-              "import datasets\nassert len(datasets.load_from_disk('ds')) == 1\n")
+    env |= {
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(REPO / "src"),
+    }
+    script = (
+        "from rolecall.formats.parquet import write_hf_dataset\n"
+        "from rolecall.records import Pair\n"
+        "write_hf_dataset('ds', [Pair(neutral='가', toxic='나')])\n"
+        "import datasets\nassert len(datasets.load_from_disk('ds')) == 1\n"
+    )
     subprocess.run([sys.executable, "-c", script], cwd=work, env=env, check=True, timeout=120)
     assert [p.name for p in work.iterdir()] == ["ds"]
     assert list(home.iterdir()) == []

@@ -15,11 +15,18 @@ from rolecall.llm import LLM, Cache, load_backend
 from rolecall.prompts import load_template
 from rolecall.retrieval import SlangIndex, build_index
 
-COMMENTS = ["주식 또 떨어졌네 개미들 곡소리 난다", "회의 또 취소냐 윗분들 일 안하시네",
-            "날씨 좋은데 방구석 여포들 뭐하냐", "점심 메뉴 고르기 귀찮다 진짜",
-            "회의 길게 하는 부장 진짜 노답", "비 오면 출근 안하고 싶다 ㅋㅋ",
-            "주식 물렸다 한강 가야하나", "회의실 예약 또 꼬였네 ㅉㅉ", "오늘도 야근각 ㅋㅋ",
-            "점심 먹고 졸린 건 국룰"]
+COMMENTS = [
+    "주식 또 떨어졌네 개미들 곡소리 난다",
+    "회의 또 취소냐 윗분들 일 안하시네",
+    "날씨 좋은데 방구석 여포들 뭐하냐",
+    "점심 메뉴 고르기 귀찮다 진짜",
+    "회의 길게 하는 부장 진짜 노답",
+    "비 오면 출근 안하고 싶다 ㅋㅋ",
+    "주식 물렸다 한강 가야하나",
+    "회의실 예약 또 꼬였네 ㅉㅉ",
+    "오늘도 야근각 ㅋㅋ",
+    "점심 먹고 졸린 건 국룰",
+]
 SENTENCES = [("s:1", "오늘 회의가 취소되었습니다."), ("s:2", "주식이 많이 떨어졌어요.")]
 
 
@@ -36,7 +43,8 @@ def test_one_request_per_sentence_and_n_with_n_comments_each(index):
     template = load_template("detox_rewrite")
     plan = plan_candidates(SENTENCES, index, DetoxConfig(), template)
     assert [(p.sentence_id, p.n) for p in plan] == [
-        (s, n) for s, _ in SENTENCES for n in (0, 3, 5, 7, 9)]
+        (s, n) for s, _ in SENTENCES for n in (0, 3, 5, 7, 9)
+    ]
     for p in plan:
         # a small corpus has fewer matching comments than n: provenance says how many
         assert len(p.comment_ids) <= p.n and (p.n == 0 or p.comment_ids)
@@ -53,8 +61,9 @@ def test_one_request_per_sentence_and_n_with_n_comments_each(index):
 
 
 def test_larger_n_extends_smaller_n(index):
-    plan = plan_candidates(SENTENCES[:1], index, DetoxConfig(ns=(3, 5)),
-                           load_template("detox_rewrite"))
+    plan = plan_candidates(
+        SENTENCES[:1], index, DetoxConfig(ns=(3, 5)), load_template("detox_rewrite")
+    )
     assert plan[1].comment_ids[:3] == plan[0].comment_ids
 
 
@@ -72,8 +81,15 @@ def test_candidates_carry_provenance_and_resume(index, tmp_path):
     assert counts["planned"] == 10 and counts["candidates"] + counts["rejected"] == 10
     pairs = list(read_jsonl(tmp_path / "candidates.jsonl"))
     first = pairs[0]["provenance"]
-    assert set(first) == {"candidate_id", "sentence_id", "n", "comment_ids", "prompt_hash",
-                          "model", "seed"}
+    assert set(first) == {
+        "candidate_id",
+        "sentence_id",
+        "n",
+        "comment_ids",
+        "prompt_hash",
+        "model",
+        "seed",
+    }
     assert first["model"] == "fake:fake-x" and first["prompt_hash"].startswith("sha256:")
     again = LLM(load_backend("fake:x"), Cache(cache))
     generate_candidates(again, SENTENCES, index, DetoxConfig(), tmp_path, progress=False)

@@ -22,15 +22,25 @@ CALLS = re.compile(r"(\d+) calls, (\d+) cache hits")
 
 def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
     out = tmp_path / "demo"
-    first = run_to_end("demo", "--out", str(out), "--dialogues", "2", "--sentences", "2",
-                       "--no-progress", timeout=3000)
+    first = run_to_end(
+        "demo",
+        "--out",
+        str(out),
+        "--dialogues",
+        "2",
+        "--sentences",
+        "2",
+        "--no-progress",
+        timeout=3000,
+    )
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     for stage in ("spec", "data", "models", "chat", "kda", "stats"):
         assert stage in summary and stage in summary["seconds"]
     # the bot answered every scripted turn, and each reply says how it was made
-    turns = [json.loads(line) for line in (out / "chat.jsonl").read_text(
-        encoding="utf-8").splitlines()]
+    turns = [
+        json.loads(line) for line in (out / "chat.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert len(turns) == 6 and all(t["text"].strip() for t in turns)
     assert all(t["path"] in ("retrieved", "generated", "fallback") for t in turns)
     assert all(t["latency_ms"] > 0 and t["stages"] for t in turns)
@@ -54,8 +64,17 @@ def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
     made = [int(calls) for calls, _ in CALLS.findall(first.stderr)]
     assert made and sum(made) > 0
 
-    again = run_to_end("demo", "--out", str(out), "--dialogues", "2", "--sentences", "2",
-                       "--no-progress", timeout=1200)
+    again = run_to_end(
+        "demo",
+        "--out",
+        str(out),
+        "--dialogues",
+        "2",
+        "--sentences",
+        "2",
+        "--no-progress",
+        timeout=1200,
+    )
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "models: up to date" in again.stdout
     calls, hits = map(int, CALLS.findall(again.stderr)[-1])
@@ -63,6 +82,8 @@ def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
     # the same conversation, from the cache
     assert (out / "chat.jsonl").read_text(encoding="utf-8").count("\n") == 6
     rerun = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert [t["text"] for t in turns] == [json.loads(line)["text"] for line in (
-        out / "chat.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [t["text"] for t in turns] == [
+        json.loads(line)["text"]
+        for line in (out / "chat.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert rerun["seconds"]["total"] < summary["seconds"]["total"]

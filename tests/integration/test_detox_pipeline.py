@@ -31,13 +31,22 @@ SENTENCES = 20
 
 def write_config(root: Path, name: str) -> Path:
     config = {
-        "out": name, "cache": f"{name}/cache.sqlite", "model": "llamacpp:embedded",
-        "slang": {"index": "index", "delimiter": "|",
-                  "corpora": [str(SLANG / "beep_unlabeled_comments.txt"),
-                              f"{SLANG / 'beep_labeled_train.tsv'}:comments",
-                              f"{SLANG / 'curse_detection.txt'}:1"]},
-        "sentences": {"path": f"{SHARED_DATA / 'neutral' / 'chatbot_data.csv'}:Q",
-                      "limit": SENTENCES},
+        "out": name,
+        "cache": f"{name}/cache.sqlite",
+        "model": "llamacpp:embedded",
+        "slang": {
+            "index": "index",
+            "delimiter": "|",
+            "corpora": [
+                str(SLANG / "beep_unlabeled_comments.txt"),
+                f"{SLANG / 'beep_labeled_train.tsv'}:comments",
+                f"{SLANG / 'curse_detection.txt'}:1",
+            ],
+        },
+        "sentences": {
+            "path": f"{SHARED_DATA / 'neutral' / 'chatbot_data.csv'}:Q",
+            "limit": SENTENCES,
+        },
         "generate": {"ns": NS, "seed": 7},
         "export": {"formats": ["csv", "parquet", "hf"], "name": "integration test"},
         "geval": {"criteria": ["overall", "consistency"], "limit": 4},
@@ -86,7 +95,10 @@ def root(tmp_path_factory) -> Path:
 def test_the_index_holds_all_three_corpora(root):
     manifest = json.loads((root / "index" / "manifest.json").read_text(encoding="utf-8"))
     assert [s["name"] for s in manifest["sources"]] == [
-        "beep_unlabeled_comments.txt", "beep_labeled_train.tsv", "curse_detection.txt"]
+        "beep_unlabeled_comments.txt",
+        "beep_labeled_train.tsv",
+        "curse_detection.txt",
+    ]
     assert all(s["kept"] > 1000 for s in manifest["sources"])
     assert manifest["comments"] > 40_000
 
@@ -101,8 +113,11 @@ def test_every_sentence_gets_a_candidate_per_n_with_its_retrieved_comments(root)
         prov = pair.provenance
         assert prov["n"] in NS and len(prov["comment_ids"]) <= prov["n"]
         assert prov["prompt_hash"].startswith("sha256:") and prov["model"]
-        assert all(i.split(":")[0] in {"beep_unlabeled_comments.txt", "beep_labeled_train.tsv",
-                                       "curse_detection.txt"} for i in prov["comment_ids"])
+        assert all(
+            i.split(":")[0]
+            in {"beep_unlabeled_comments.txt", "beep_labeled_train.tsv", "curse_detection.txt"}
+            for i in prov["comment_ids"]
+        )
     assert all(p.provenance["comment_ids"] == [] for p in candidates if p.provenance["n"] == 0)
     assert any(len(p.provenance["comment_ids"]) == 9 for p in candidates)
 
@@ -139,11 +154,19 @@ def test_killed_twice_and_resumed_gives_the_same_outputs_with_no_call_repeated(r
     config = write_config(root, "killed")
     killed = root / "killed"
     cache = killed / "cache.sqlite"
-    kill_when(rolecall("detox", "run", str(config), "--no-progress"),
-              killed / "candidates.jsonl", 30, limit=1200)
+    kill_when(
+        rolecall("detox", "run", str(config), "--no-progress"),
+        killed / "candidates.jsonl",
+        30,
+        limit=1200,
+    )
     after_first = cached_calls(cache)
-    kill_when(rolecall("detox", "run", str(config), "--no-progress"),
-              killed / "verdicts_consistency.jsonl", 20, limit=1200)
+    kill_when(
+        rolecall("detox", "run", str(config), "--no-progress"),
+        killed / "verdicts_consistency.jsonl",
+        20,
+        limit=1200,
+    )
     after_second = cached_calls(cache)
     assert 0 < after_first < after_second
     detox_run(config)
@@ -152,12 +175,13 @@ def test_killed_twice_and_resumed_gives_the_same_outputs_with_no_call_repeated(r
     total = last_run_calls(ref)
     assert cached_calls(cache) == cached_calls(ref / "cache.sqlite") == total
     assert last_run_calls(killed) == total - after_second  # nothing asked twice
-    assert keyed(killed / "candidates.jsonl", candidate_key) == \
-        keyed(ref / "candidates.jsonl", candidate_key)
-    assert keyed(killed / "rejected_candidates.jsonl", lambda r: r["id"]) == \
-        keyed(ref / "rejected_candidates.jsonl", lambda r: r["id"])
+    assert keyed(killed / "candidates.jsonl", candidate_key) == keyed(
+        ref / "candidates.jsonl", candidate_key
+    )
+    assert keyed(killed / "rejected_candidates.jsonl", lambda r: r["id"]) == keyed(
+        ref / "rejected_candidates.jsonl", lambda r: r["id"]
+    )
     for name in ("verdicts_consistency.jsonl", "verdicts_implicit.jsonl"):
         assert keyed(killed / name, verdict_key) == keyed(ref / name, verdict_key)
     for name in ("pairs.jsonl", "kda.csv", "retention.json", "geval.json"):
         assert (killed / name).read_bytes() == (ref / name).read_bytes(), name
-

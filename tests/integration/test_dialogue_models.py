@@ -46,12 +46,24 @@ def carecall_examples() -> list[Example]:
                 continue
             history = dialogue.turns[:index]
             if len(examples) % 4 == 3:
-                examples.append(Example(history=history, response=offensive[len(examples) // 4],
-                                        label="negative", category="offensive",
-                                        dialogue_id=dialogue.id))
+                examples.append(
+                    Example(
+                        history=history,
+                        response=offensive[len(examples) // 4],
+                        label="negative",
+                        category="offensive",
+                        dialogue_id=dialogue.id,
+                    )
+                )
             else:
-                examples.append(Example(history=history, response=turn.text,
-                                        label="positive", dialogue_id=dialogue.id))
+                examples.append(
+                    Example(
+                        history=history,
+                        response=turn.text,
+                        label="positive",
+                        dialogue_id=dialogue.id,
+                    )
+                )
     return examples[:160]
 
 
@@ -65,10 +77,16 @@ def setup(tmp_path_factory):
 
 def test_the_classifier_separates_offensive_responses(setup):
     root, _, backbone = setup
-    metrics = train_classifier(root / "examples.jsonl", root / "classifier", backbone,
-                               ClassifierSettings(max_length=192, response_max=48),
-                               TrainConfig(epochs=6, batch_size=16, lr=2e-3), test_share=0.25,
-                               progress=False, cache_dir=root / "features")
+    metrics = train_classifier(
+        root / "examples.jsonl",
+        root / "classifier",
+        backbone,
+        ClassifierSettings(max_length=192, response_max=48),
+        TrainConfig(epochs=6, batch_size=16, lr=2e-3),
+        test_share=0.25,
+        progress=False,
+        cache_dir=root / "features",
+    )
     assert metrics["last_loss"] < metrics["first_loss"]
     assert metrics["test_out_of_bounds"] > 0 and metrics["roc_auc"] > 0.7, metrics
     saved = json.loads((root / "classifier" / "model.json").read_text(encoding="utf-8"))
@@ -77,16 +95,24 @@ def test_the_classifier_separates_offensive_responses(setup):
 
 def test_retriever_index_and_reranker_with_mc_dropout(setup):
     root, examples, backbone = setup
-    settings = RetrieverSettings(kind="poly", codes=8, context_max_tokens=128,
-                                 candidate_max_tokens=48)
-    metrics = train_retriever(root / "examples.jsonl", root / "retriever", backbone, settings,
-                              TrainConfig(epochs=4, batch_size=16), progress=False,
-                              cache_dir=root / "features")
+    settings = RetrieverSettings(
+        kind="poly", codes=8, context_max_tokens=128, candidate_max_tokens=48
+    )
+    metrics = train_retriever(
+        root / "examples.jsonl",
+        root / "retriever",
+        backbone,
+        settings,
+        TrainConfig(epochs=4, batch_size=16),
+        progress=False,
+        cache_dir=root / "features",
+    )
     assert np.mean(metrics["losses"][-5:]) < np.mean(metrics["losses"][:5]), metrics["losses"]
     retriever = Retriever.load(root / "retriever", root / "features")
     pairs = selection_pairs(examples)
-    built = build_candidate_index(retriever, unique_candidates(r for _, r in pairs),
-                                  root / "index", progress=False)
+    built = build_candidate_index(
+        retriever, unique_candidates(r for _, r in pairs), root / "index", progress=False
+    )
     contexts = [context for context, _ in pairs[:8]]
     hits = built.search(contexts, k=5)
     assert [len(row) for row in hits] == [5] * 8
@@ -94,13 +120,14 @@ def test_retriever_index_and_reranker_with_mc_dropout(setup):
 
     # the default for a frozen backbone: a cross-attention head over separate states, cut
     # like the retriever's so that a live turn runs the context through Gemma once
-    reranker = Reranker.create(backbone, RerankerSettings(
-        context_max_tokens=128, candidate_max_tokens=48, negatives=3),
-        Features(backbone, root / "features"))
+    reranker = Reranker.create(
+        backbone,
+        RerankerSettings(context_max_tokens=128, candidate_max_tokens=48, negatives=3),
+        Features(backbone, root / "features"),
+    )
     assert reranker.settings.interaction == "attention"
     positives = [e for e in examples if e.label == "positive"][:48]
-    history = reranker.fit(positives, TrainConfig(epochs=4, batch_size=8, lr=2e-3),
-                           progress=False)
+    history = reranker.fit(positives, TrainConfig(epochs=4, batch_size=8, lr=2e-3), progress=False)
     losses = history["losses"]  # one per batch of 8: compare the first and last epochs
     assert np.mean(losses[-6:]) < np.mean(losses[:6]), losses
     found = [[text for _, text, _ in row] for row in hits]

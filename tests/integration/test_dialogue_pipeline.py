@@ -23,14 +23,38 @@ pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 EXAMPLES = REPO / "examples" / "carecall" / "dialogues.jsonl"
-GENERATE = ["dialogues", "generate", "--spec", str(SPEC), "--examples", str(EXAMPLES),
-            "-n", "16", "--max-tokens", "256", "--accept-unfinished", "--seed", "1",
-            "--frequency-penalty", "0.5", "--presence-penalty", "0.3", "--no-progress"]
+GENERATE = [
+    "dialogues",
+    "generate",
+    "--spec",
+    str(SPEC),
+    "--examples",
+    str(EXAMPLES),
+    "-n",
+    "16",
+    "--max-tokens",
+    "256",
+    "--accept-unfinished",
+    "--seed",
+    "1",
+    "--frequency-penalty",
+    "0.5",
+    "--presence-penalty",
+    "0.3",
+    "--no-progress",
+]
 
 
 def judge_args(dialogues: Path) -> list[str]:
-    return ["dialogues", "judge", "--spec", str(SPEC), "--dialogues", str(dialogues),
-            "--no-progress"]
+    return [
+        "dialogues",
+        "judge",
+        "--spec",
+        str(SPEC),
+        "--dialogues",
+        str(dialogues),
+        "--no-progress",
+    ]
 
 
 def keyed(path: Path, *keys: str) -> dict:
@@ -41,14 +65,16 @@ def keyed(path: Path, *keys: str) -> dict:
 
 
 def run_stage(args: list[str], out: Path) -> dict:
-    result = run_to_end(*args, "--out", str(out), "--cache", str(out / "cache.sqlite"),
-                        timeout=2400)
+    result = run_to_end(
+        *args, "--out", str(out), "--cache", str(out / "cache.sqlite"), timeout=2400
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def kill_and_resume(args: list[str], out: Path, watch: str, kill_at: int, stage: str,
-                    reference: Path) -> None:
+def kill_and_resume(
+    args: list[str], out: Path, watch: str, kill_at: int, stage: str, reference: Path
+) -> None:
     cache = out / "cache.sqlite"
     out.mkdir(parents=True)
     kill_when(rolecall(*args, "--out", str(out), "--cache", str(cache)), out / watch, kill_at)
@@ -81,11 +107,13 @@ def test_judging_killed_and_resumed_gives_the_same_verdicts_and_examples(pipelin
     args = judge_args(pipeline / "ref" / "dialogues.jsonl")
     kill_and_resume(args, resumed, "verdicts.jsonl", 4, "judge", pipeline / "ref")
     ref = pipeline / "ref"
-    assert keyed(resumed / "verdicts.jsonl", "item_id", "judge") == \
-        keyed(ref / "verdicts.jsonl", "item_id", "judge")
+    assert keyed(resumed / "verdicts.jsonl", "item_id", "judge") == keyed(
+        ref / "verdicts.jsonl", "item_id", "judge"
+    )
     for name in ("judged.jsonl", "examples.jsonl"):
-        assert (resumed / name).read_text(encoding="utf-8") == \
-            (ref / name).read_text(encoding="utf-8")
+        assert (resumed / name).read_text(encoding="utf-8") == (ref / name).read_text(
+            encoding="utf-8"
+        )
 
 
 def test_outputs_export_and_count(pipeline, tmp_path):
@@ -97,19 +125,16 @@ def test_outputs_export_and_count(pipeline, tmp_path):
     assert all(v["parse_status"] == "parsed" and v["raw_output"] for v in verdicts)
 
     carecall = tmp_path / "generated.json"
-    result = run_to_end("dialogues", "export-carecall", str(ref / "judged.jsonl"),
-                        str(carecall))
+    result = run_to_end("dialogues", "export-carecall", str(ref / "judged.jsonl"), str(carecall))
     assert result.returncode == 0, result.stderr
     exported = read_carecall(carecall)
     assert [d.id for d in exported] == [d["id"] for d in judged]
     assert [t.text for t in exported[0].turns] == [t["text"] for t in judged[0]["turns"]]
 
-    result = run_to_end("dialogues", "stats", str(ref / "judged.jsonl"), str(EXAMPLES),
-                        "--json")
+    result = run_to_end("dialogues", "stats", str(ref / "judged.jsonl"), str(EXAMPLES), "--json")
     assert result.returncode == 0, result.stderr
     stats = json.loads(result.stdout)
     generated_stats = stats["judged.jsonl"]["eojeol"]
     assert generated_stats["dialogues"] == len(judged)
-    assert generated_stats["positive_examples"] == sum(e["label"] == "positive"
-                                                       for e in examples)
+    assert generated_stats["positive_examples"] == sum(e["label"] == "positive" for e in examples)
     assert stats["dialogues.jsonl"]["eojeol"]["dialogues"] == 39

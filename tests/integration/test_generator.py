@@ -27,13 +27,13 @@ def test_mle_plus_unlikelihood_on_the_embedded_model(tmp_path):
     positives = [e for e in examples if e.label == "positive"][:12]
     negatives = [e for e in examples if e.label == "negative"][:6]
     train = positives + negatives
-    generator = Generator.create("embedded", GeneratorSettings(max_length=192,
-                                                               response_max=48), seed=0)
+    generator = Generator.create(
+        "embedded", GeneratorSettings(max_length=192, response_max=48), seed=0
+    )
     trainable = sum(p.numel() for p in generator.model.parameters() if p.requires_grad)
     assert 0 < trainable < 5_000_000  # LoRA adapters only, not the 270M weights
     before = generator.perplexity(train)
-    history = generator.fit(train, TrainConfig(epochs=2, batch_size=6, lr=1e-3),
-                            progress=False)
+    history = generator.fit(train, TrainConfig(epochs=2, batch_size=6, lr=1e-3), progress=False)
     after = generator.perplexity(train)
     assert history["steps"] == 6
     assert after["ppl_positive"] < before["ppl_positive"], (before, after)
@@ -47,7 +47,8 @@ def test_mle_plus_unlikelihood_on_the_embedded_model(tmp_path):
     assert not (tmp_path / "gen" / "base").exists()  # the embedded base is a reference
     again = Generator.load(tmp_path / "gen")
     assert again.perplexity(positives[:4]) == pytest.approx(
-        generator.perplexity(positives[:4]), rel=1e-4)
+        generator.perplexity(positives[:4]), rel=1e-4
+    )
     adapter = generator.export(tmp_path / "adapter", merged=False)
     config = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
     assert (tmp_path / config["base_model_name_or_path"]).joinpath("config.json").is_file()

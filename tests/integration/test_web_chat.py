@@ -26,8 +26,9 @@ def test_chat_and_fix_with_the_embedded_model(tmp_path):
     upgrade(engine)
     with session(engine) as db:
         add_user(db, "admin", PASSWORD, Role.ADMIN)
-    project_id = make_project(engine, "embedded", BotConfig(model="llamacpp:embedded",
-                                                            max_tokens=40))
+    project_id = make_project(
+        engine, "embedded", BotConfig(model="llamacpp:embedded", max_tokens=40)
+    )
     admin = client_for(engine, "admin")  # admins see every project
     chat = start_chat(admin, project_id)
     greeting = "안녕하세요, 오늘 날씨가 좋네요."
@@ -38,10 +39,15 @@ def test_chat_and_fix_with_the_embedded_model(tmp_path):
     assert post(admin, f"{chat}/turns/{first.id}/fix", chat, category="style").status_code == 303
     assert post(admin, f"{chat}/save", chat).status_code == 303
     with session(engine) as db:
-        live = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot",
-                                                 ChatTurn.status == "saved")).one()
+        live = db.scalars(
+            select(ChatTurn).where(ChatTurn.role == "bot", ChatTurn.status == "saved")
+        ).one()
     assert live.text.strip() and live.text != first.text
-    rows = [json.loads(line) for line in
-            admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()]
-    assert [(r["label"], r["response"]) for r in rows] == [("negative", first.text),
-                                                           ("positive", live.text)]
+    rows = [
+        json.loads(line)
+        for line in admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()
+    ]
+    assert [(r["label"], r["response"]) for r in rows] == [
+        ("negative", first.text),
+        ("positive", live.text),
+    ]

@@ -67,8 +67,9 @@ class KdaScripted(Backend):
                 logprob = -1.0  # content-free: no word preferred but for the bias
             if request.score_text == " 노골적":
                 logprob += self.bias
-            return Completion(text=request.score_text,
-                              logprobs=[TokenLogprob(token="x", logprob=logprob)])
+            return Completion(
+                text=request.score_text, logprobs=[TokenLogprob(token="x", logprob=logprob)]
+            )
         if "??" in text:
             return Completion(text="글쎄요")
         return Completion(text=json.dumps({"label": wanted}, ensure_ascii=False))
@@ -76,20 +77,32 @@ class KdaScripted(Backend):
 
 @pytest.fixture(autouse=True)
 def _scripted_judges(monkeypatch):
-    use_backend(monkeypatch, "kda-scripted", BackendEntry(
-        factory=KdaScripted, options=KdaOptions, summary="scripted K/DA judge"))
-    use_backend(monkeypatch, "kda-contrary", BackendEntry(
-        factory=Contrary, options=KdaOptions, summary="scripted K/DA judge, contrary"))
+    use_backend(
+        monkeypatch,
+        "kda-scripted",
+        BackendEntry(factory=KdaScripted, options=KdaOptions, summary="scripted K/DA judge"),
+    )
+    use_backend(
+        monkeypatch,
+        "kda-contrary",
+        BackendEntry(factory=Contrary, options=KdaOptions, summary="scripted K/DA judge, contrary"),
+    )
 
 
 def pair(i, n, toxic):
-    return Pair(neutral=f"중립 문장 {i}", toxic=toxic,
-                provenance={"candidate_id": f"s{i}/n{n}", "n": n})
+    return Pair(
+        neutral=f"중립 문장 {i}", toxic=toxic, provenance={"candidate_id": f"s{i}/n{n}", "n": n}
+    )
 
 
-PAIRS = [pair(1, 0, "대답: 네 알겠습니다"), pair(1, 3, "뭐래 ㅋㅋ 또 그소리"),
-         pair(2, 0, "평범하게 바꾼 문장"), pair(2, 3, "노골 욕설 문장"),
-         pair(3, 0, "높으신 분들 ㅋㅋ"), pair(3, 3, "대답 ㅋㅋ")]
+PAIRS = [
+    pair(1, 0, "대답: 네 알겠습니다"),
+    pair(1, 3, "뭐래 ㅋㅋ 또 그소리"),
+    pair(2, 0, "평범하게 바꾼 문장"),
+    pair(2, 3, "노골 욕설 문장"),
+    pair(3, 0, "높으신 분들 ㅋㅋ"),
+    pair(3, 3, "대답 ㅋㅋ"),
+]
 
 
 def judges(llm):
@@ -101,18 +114,34 @@ def test_filters_run_in_order_and_only_consistent_candidates_reach_the_second(tm
     report, kept = filter_pairs(judges(llm), PAIRS, tmp_path, progress=False)
     implicit_prompts = [p for p in llm.backend.prompts if "맥락" not in p]
     judged_second = {rewrite_of(p) for p in implicit_prompts}
-    assert judged_second == {"뭐래 ㅋㅋ 또 그소리", "평범하게 바꾼 문장", "노골 욕설 문장",
-                             "높으신 분들 ㅋㅋ"}  # the two "대답" candidates never got there
+    assert judged_second == {
+        "뭐래 ㅋㅋ 또 그소리",
+        "평범하게 바꾼 문장",
+        "노골 욕설 문장",
+        "높으신 분들 ㅋㅋ",
+    }  # the two "대답" candidates never got there
     assert [p.provenance["candidate_id"] for p in kept] == ["s1/n3", "s3/n0"]
     assert sorted(f.name for f in tmp_path.iterdir()) == [  # the judge writes verdicts only
-        "verdicts_consistency.jsonl", "verdicts_implicit.jsonl"]
+        "verdicts_consistency.jsonl",
+        "verdicts_implicit.jsonl",
+    ]
     first, second = report["filters"]
-    assert (first["filter"], first["in"], first["kept"], first["retention"]) == \
-        ("consistency", 6, 4, round(4 / 6, 4))
-    assert (second["filter"], second["in"], second["kept"], second["retention"]) == \
-        ("implicit", 4, 2, 0.5)
-    assert first["by_n"] == {"0": {"in": 3, "kept": 2, "unparsed": 0, "retention": 0.6667},
-                             "3": {"in": 3, "kept": 2, "unparsed": 0, "retention": 0.6667}}
+    assert (first["filter"], first["in"], first["kept"], first["retention"]) == (
+        "consistency",
+        6,
+        4,
+        round(4 / 6, 4),
+    )
+    assert (second["filter"], second["in"], second["kept"], second["retention"]) == (
+        "implicit",
+        4,
+        2,
+        0.5,
+    )
+    assert first["by_n"] == {
+        "0": {"in": 3, "kept": 2, "unparsed": 0, "retention": 0.6667},
+        "3": {"in": 3, "kept": 2, "unparsed": 0, "retention": 0.6667},
+    }
     assert second["by_n"]["3"] == {"in": 2, "kept": 1, "unparsed": 0, "retention": 0.5}
     assert report["overall"] == {"in": 6, "kept": 2, "retention": round(2 / 6, 4)}
 
@@ -164,10 +193,8 @@ class Contrary(KdaScripted):
         answer = super().complete(request, sample_index)
         if request.kind == "score":
             flipped = -3.0 if answer.logprobs[0].logprob > -1 else -0.1
-            return Completion(text=answer.text, logprobs=[TokenLogprob(token="x",
-                                                                       logprob=flipped)])
+            return Completion(text=answer.text, logprobs=[TokenLogprob(token="x", logprob=flipped)])
         return answer
-
 
 
 def test_a_panel_of_judge_models_pools_votes_and_ties_drop_the_candidate(tmp_path):
@@ -183,8 +210,9 @@ def test_a_panel_of_judge_models_pools_votes_and_ties_drop_the_candidate(tmp_pat
     # a third model that agrees with the first breaks the ties its way
     third = LLM(load_backend("kda-scripted:z"))
     third.backend.model_id = "kda-2"
-    report, _ = filter_pairs(make_panels([agree, contrary, third]), PAIRS, tmp_path / "3",
-                          progress=False)
+    report, _ = filter_pairs(
+        make_panels([agree, contrary, third]), PAIRS, tmp_path / "3", progress=False
+    )
     assert [f["kept"] for f in report["filters"]] == [4, 2]
 
 
@@ -193,28 +221,49 @@ def test_majority_ties_go_against_the_keep_label():
     from rolecall.records import Verdict
 
     def vote(label):
-        return Verdict(judge="consistency", item_id="a", label=label, raw_output=label,
-                       parse_status="parsed", model="m")
+        return Verdict(
+            judge="consistency",
+            item_id="a",
+            label=label,
+            raw_output=label,
+            parse_status="parsed",
+            model="m",
+        )
 
     assert majority([vote("maintained"), vote("shifted")], "maintained").label == "shifted"
     assert majority([vote("shifted"), vote("maintained")], "maintained").label == "shifted"
-    assert majority([vote("implicit"), vote("none"), vote("none"), vote("implicit"),
-                     vote("explicit")], "implicit").label == "none"
-    assert majority([vote("maintained"), vote("maintained"), vote("shifted")],
-                    "maintained").label == "maintained"
+    assert (
+        majority(
+            [vote("implicit"), vote("none"), vote("none"), vote("implicit"), vote("explicit")],
+            "implicit",
+        ).label
+        == "none"
+    )
+    assert (
+        majority([vote("maintained"), vote("maintained"), vote("shifted")], "maintained").label
+        == "maintained"
+    )
 
 
 def test_calibration_divides_out_a_label_prior(tmp_path):
     biased = LLM(load_backend("kda-scripted:x?explicit_bias=5"))
     implicit = [pair(i, 0, text) for i, text in enumerate(["높으신 분들 ㅋㅋ", "평범한 문장"])]
     _, plain = make_panels([biased])[1][0]
-    assert [plain.parse_output(p, [s[0].completion for s in biased.generate(
-        plain.format_input(p))], "m").label for p in implicit] == ["explicit", "explicit"]
+    assert [
+        plain.parse_output(
+            p, [s[0].completion for s in biased.generate(plain.format_input(p))], "m"
+        ).label
+        for p in implicit
+    ] == ["explicit", "explicit"]
 
     _, calibrated = make_panels([biased], calibrated=True)[1][0]
     assert calibrated.prior["노골적"] == pytest.approx(-math.log(1 + 2 * math.exp(-5)))
-    verdicts = [calibrated.parse_output(p, [s[0].completion for s in biased.generate(
-        calibrated.format_input(p))], "m") for p in implicit]
+    verdicts = [
+        calibrated.parse_output(
+            p, [s[0].completion for s in biased.generate(calibrated.format_input(p))], "m"
+        )
+        for p in implicit
+    ]
     assert [v.label for v in verdicts] == ["implicit", "none"]
     raw = json.loads(verdicts[0].raw_output)
     assert raw["prior"] == pytest.approx(calibrated.prior) and "loglikelihood" in raw
@@ -224,5 +273,6 @@ def test_calibration_divides_out_a_label_prior(tmp_path):
 def test_calibration_leaves_generate_mode_alone():
     llm = LLM(load_backend("kda-scripted:x?scoring=false"))
     panels = make_panels([llm], calibrated=True)
-    assert all(judge.mode == "generate" and judge.prior is None
-               for panel in panels for _, judge in panel)
+    assert all(
+        judge.mode == "generate" and judge.prior is None for panel in panels for _, judge in panel
+    )

@@ -19,9 +19,14 @@ from rolecall.llm.registry import BackendEntry
 from rolecall.records import Category, Dialogue, RoleSpec, Turn, Verdict
 from tests.fakes import use_backend
 
-SPEC = RoleSpec(name="s", outline="어르신께 안부 전화를 드리는 인공지능 상담원입니다.", categories=[
-    Category(name="persona", description="인공지능입니다.", error_category="wrong persona"),
-    Category(name="safety", description="안전합니다.", error_category="not safe")])
+SPEC = RoleSpec(
+    name="s",
+    outline="어르신께 안부 전화를 드리는 인공지능 상담원입니다.",
+    categories=[
+        Category(name="persona", description="인공지능입니다.", error_category="wrong persona"),
+        Category(name="safety", description="안전합니다.", error_category="not safe"),
+    ],
+)
 
 
 def last_system_line(prompt: str) -> str:
@@ -55,8 +60,10 @@ class Scripted(Backend):
             flagged = "저도" in last_system_line(request.prompt)
             wanted = " persona" if flagged else " 적절"
             logprob = -0.2 if request.score_text == wanted else -2.0 - len(request.score_text)
-            return Completion(text=request.score_text,
-                              logprobs=[TokenLogprob(token=request.score_text, logprob=logprob)])
+            return Completion(
+                text=request.score_text,
+                logprobs=[TokenLogprob(token=request.score_text, logprob=logprob)],
+            )
         line = last_system_line(request.messages[0].content)
         if "???" in line:
             return Completion(text="잘 모르겠습니다")
@@ -67,8 +74,11 @@ class Scripted(Backend):
 
 @pytest.fixture(autouse=True)
 def _scripted(monkeypatch):
-    use_backend(monkeypatch, "scripted", BackendEntry(factory=Scripted, options=ScriptedOptions,
-                                                      summary="scripted judge for tests"))
+    use_backend(
+        monkeypatch,
+        "scripted",
+        BackendEntry(factory=Scripted, options=ScriptedOptions, summary="scripted judge for tests"),
+    )
 
 
 def dialogue(did: str, *system_texts: str) -> Dialogue:
@@ -102,20 +112,32 @@ def test_score_mode_compares_label_likelihoods():
 
 def test_run_judges_up_to_the_first_oob_turn_and_splits(tmp_path):
     llm = LLM(load_backend("scripted:x"))
-    counts, judged, examples = judge_dialogues(llm, make_judge(SPEC, llm.backend), DIALOGUES,
-                                               tmp_path, progress=False)
+    counts, judged, examples = judge_dialogues(
+        llm, make_judge(SPEC, llm.backend), DIALOGUES, tmp_path, progress=False
+    )
     # a: 3 turns judged (stops at "저도"), b: 3, c: 3 ("저도" at its third turn)
     assert counts["judged_turns"] == 9 and counts["out_of_bounds"] == 2
     # three label scores per turn, never past the OOB turn; b and c open with the same
     # turn, which is judged once
     assert llm.backend.calls == 8 * 3
     assert [(e.dialogue_id, e.label) for e in examples] == [
-        ("a", "positive"), ("a", "positive"), ("a", "negative"),
-        ("b", "positive"), ("b", "positive"), ("b", "positive"),
-        ("c", "positive"), ("c", "positive"), ("c", "negative")]
+        ("a", "positive"),
+        ("a", "positive"),
+        ("a", "negative"),
+        ("b", "positive"),
+        ("b", "positive"),
+        ("b", "positive"),
+        ("c", "positive"),
+        ("c", "positive"),
+        ("c", "negative"),
+    ]
     judged = {d.id: d for d in judged}
-    assert [t.out_of_bounds for t in judged["a"].turns if t.role == "system"] == \
-        [False, False, True, None]
+    assert [t.out_of_bounds for t in judged["a"].turns if t.role == "system"] == [
+        False,
+        False,
+        True,
+        None,
+    ]
     assert len(list(read_jsonl(tmp_path / "verdicts.jsonl"))) == 9
     assert sorted(f.name for f in tmp_path.iterdir()) == ["verdicts.jsonl"]  # its sink only
 
@@ -135,25 +157,45 @@ def test_generate_mode_parses_json_and_keeps_unparsed_answers(tmp_path):
 
 def test_votes_over_samples_are_all_kept(tmp_path):
     llm = LLM(load_backend("scripted:x?scoring=false"))
-    judge_dialogues(llm, make_judge(SPEC, llm.backend, temperature=0.7), DIALOGUES[:1],
-                    tmp_path, samples=3, progress=False)
+    judge_dialogues(
+        llm,
+        make_judge(SPEC, llm.backend, temperature=0.7),
+        DIALOGUES[:1],
+        tmp_path,
+        samples=3,
+        progress=False,
+    )
     votes = list(read_jsonl(tmp_path / "verdicts.jsonl"))
     assert len(votes) == 3 * 3
     assert {v["judge"] for v in votes} == {f"out_of_bounds/generate/{i}" for i in range(3)}
 
 
 def vote(label, category=None, status="parsed"):
-    return Verdict(judge="j", item_id="i", label=label if status == "parsed" else None,
-                   category=category, raw_output=str(label), parse_status=status)
+    return Verdict(
+        judge="j",
+        item_id="i",
+        label=label if status == "parsed" else None,
+        category=category,
+        raw_output=str(label),
+        parse_status=status,
+    )
 
 
 def test_majority_vote():
-    assert majority([vote("in-bounds"), vote("in-bounds"), vote("out-of-bounds", "not safe")]
-                    ).label == "in-bounds"
+    assert (
+        majority([vote("in-bounds"), vote("in-bounds"), vote("out-of-bounds", "not safe")]).label
+        == "in-bounds"
+    )
     tie = majority([vote("in-bounds"), vote("out-of-bounds", "not safe")])
     assert (tie.label, tie.category) == ("out-of-bounds", "not safe")  # ties flag the turn
-    mixed = majority([vote("out-of-bounds", "style"), vote("out-of-bounds", "not safe"),
-                      vote("out-of-bounds", "not safe"), vote(None, status="unparsed")])
+    mixed = majority(
+        [
+            vote("out-of-bounds", "style"),
+            vote("out-of-bounds", "not safe"),
+            vote("out-of-bounds", "not safe"),
+            vote(None, status="unparsed"),
+        ]
+    )
     assert mixed.category == "not safe" and mixed.probabilities == {"out-of-bounds": 1.0}
     none = majority([vote(None, status="unparsed"), vote(None, status="unparsed")])
     assert none.parse_status == "unparsed" and json.loads(none.raw_output) == ["None", "None"]

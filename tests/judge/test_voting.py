@@ -14,14 +14,25 @@ def test_most_common_keeps_every_tied_value_in_first_seen_order():
 
 
 def vote(label: str, category: str | None = None) -> Verdict:
-    return Verdict(judge="j", item_id="x", label=label, category=category,
-                   raw_output=label, parse_status="parsed")
+    return Verdict(
+        judge="j",
+        item_id="x",
+        label=label,
+        category=category,
+        raw_output=label,
+        parse_status="parsed",
+    )
 
 
 def test_a_tied_vote_goes_against_keeping_and_the_category_is_the_majority_one():
-    votes = [vote("in-bounds"), vote("out-of-bounds", "persona"), vote("in-bounds"),
-             vote("out-of-bounds", "safety"), vote("out-of-bounds", "safety"),
-             vote("in-bounds")]
+    votes = [
+        vote("in-bounds"),
+        vote("out-of-bounds", "persona"),
+        vote("in-bounds"),
+        vote("out-of-bounds", "safety"),
+        vote("out-of-bounds", "safety"),
+        vote("in-bounds"),
+    ]
     verdict = majority(votes)
     assert verdict.label == "out-of-bounds" and verdict.category == "safety"
     assert verdict.probabilities == {"in-bounds": 0.5, "out-of-bounds": 0.5}

@@ -28,9 +28,15 @@ TOKEN_LOGPROB = -0.25  # every generated token's logprob; alternatives get lower
 
 
 class FakeOpenAIServer:
-    def __init__(self, script: list[Any] | None = None, *, default: Any = "ok",
-                 models: tuple[str, ...] = ("m",), hang_seconds: float = 1.6,
-                 delay: float = 0.0):
+    def __init__(
+        self,
+        script: list[Any] | None = None,
+        *,
+        default: Any = "ok",
+        models: tuple[str, ...] = ("m",),
+        hang_seconds: float = 1.6,
+        delay: float = 0.0,
+    ):
         self.script: deque[Any] = deque(script or ())
         self.default = default
         self.models = models
@@ -39,8 +45,9 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -74,8 +81,10 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if self.path.rstrip("/") != "/v1/models":
                 return self._send(404, _error("not found", "invalid_request_error"))
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"}
-                    for m in server.models]
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "test"}
+                for m in server.models
+            ]
             self._send(200, {"object": "list", "data": data})
 
         def do_POST(self) -> None:
@@ -141,10 +150,15 @@ def completion_answer(body: dict[str, Any]) -> dict[str, Any]:
             "top_logprobs": [dict(reversed(_alternatives(t, k))) for t in tokens],
             "text_offset": [0] * len(tokens),
         }
-    choice = {"index": 0, "text": "".join(tokens), "finish_reason": "length",
-              "logprobs": logprobs}
-    return {"id": "cmpl-1", "object": "text_completion", "created": 0,
-            "model": body.get("model"), "choices": [choice], "usage": _usage(body, tokens)}
+    choice = {"index": 0, "text": "".join(tokens), "finish_reason": "length", "logprobs": logprobs}
+    return {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "created": 0,
+        "model": body.get("model"),
+        "choices": [choice],
+        "usage": _usage(body, tokens),
+    }
 
 
 def chat_answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -153,19 +167,41 @@ def chat_answer(body: dict[str, Any]) -> dict[str, Any]:
     logprobs = None
     if body.get("logprobs"):
         k = int(body.get("top_logprobs") or 0)
-        logprobs = {"content": [
-            {"token": t, "logprob": TOKEN_LOGPROB, "bytes": list(t.encode()),
-             "top_logprobs": [{"token": a, "logprob": lp, "bytes": list(a.encode())}
-                              for a, lp in _alternatives(t, k)]}
-            for t in tokens]}
-    choice = {"index": 0, "finish_reason": "stop", "logprobs": logprobs,
-              "message": {"role": "assistant", "content": "".join(tokens)}}
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0,
-            "model": body.get("model"), "choices": [choice], "usage": _usage(body, tokens)}
+        logprobs = {
+            "content": [
+                {
+                    "token": t,
+                    "logprob": TOKEN_LOGPROB,
+                    "bytes": list(t.encode()),
+                    "top_logprobs": [
+                        {"token": a, "logprob": lp, "bytes": list(a.encode())}
+                        for a, lp in _alternatives(t, k)
+                    ],
+                }
+                for t in tokens
+            ]
+        }
+    choice = {
+        "index": 0,
+        "finish_reason": "stop",
+        "logprobs": logprobs,
+        "message": {"role": "assistant", "content": "".join(tokens)},
+    }
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model"),
+        "choices": [choice],
+        "usage": _usage(body, tokens),
+    }
 
 
 def _usage(body: dict[str, Any], tokens: list[str]) -> dict[str, int]:
     prompt = body.get("prompt") or " ".join(m["content"] for m in body.get("messages", []))
     n_in = len(str(prompt).split())
-    return {"prompt_tokens": n_in, "completion_tokens": len(tokens),
-            "total_tokens": n_in + len(tokens)}
+    return {
+        "prompt_tokens": n_in,
+        "completion_tokens": len(tokens),
+        "total_tokens": n_in + len(tokens),
+    }

@@ -10,20 +10,29 @@ from rolecall.llm.cache import cache_key
 BASE = Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.8, seed=1))
 
 
-@pytest.mark.parametrize("other", [
-    Request(prompt="안녕하세요!", params=BASE.params),
-    Request(prompt="안녕하세요", params=SamplingParams(temperature=0.6, top_p=0.8, seed=1)),
-    Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.9, seed=1)),
-    Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.8, seed=2)),
-    Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.8, seed=1,
-                                                       stop=("\n",))),
-    Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.8, seed=1,
-                                                       max_tokens=12)),
-    Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.8, seed=1,
-                                                       logprobs=2)),
-    Request(messages=(Message(role="user", content="안녕하세요"),), params=BASE.params),
-    Request(prompt="안녕하세요", score_text="반갑습니다", params=BASE.params),
-])
+@pytest.mark.parametrize(
+    "other",
+    [
+        Request(prompt="안녕하세요!", params=BASE.params),
+        Request(prompt="안녕하세요", params=SamplingParams(temperature=0.6, top_p=0.8, seed=1)),
+        Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.9, seed=1)),
+        Request(prompt="안녕하세요", params=SamplingParams(temperature=0.5, top_p=0.8, seed=2)),
+        Request(
+            prompt="안녕하세요",
+            params=SamplingParams(temperature=0.5, top_p=0.8, seed=1, stop=("\n",)),
+        ),
+        Request(
+            prompt="안녕하세요",
+            params=SamplingParams(temperature=0.5, top_p=0.8, seed=1, max_tokens=12),
+        ),
+        Request(
+            prompt="안녕하세요",
+            params=SamplingParams(temperature=0.5, top_p=0.8, seed=1, logprobs=2),
+        ),
+        Request(messages=(Message(role="user", content="안녕하세요"),), params=BASE.params),
+        Request(prompt="안녕하세요", score_text="반갑습니다", params=BASE.params),
+    ],
+)
 def test_every_part_of_a_request_changes_the_key(other):
     assert cache_key("x", "m", BASE, 0) != cache_key("x", "m", other, 0)
 
@@ -31,8 +40,17 @@ def test_every_part_of_a_request_changes_the_key(other):
 def test_backend_model_and_sample_index_change_the_key():
     key = cache_key("x", "m", BASE, 0)
     assert key == cache_key("x", "m", BASE, 0)
-    assert len({key, cache_key("y", "m", BASE, 0), cache_key("x", "n", BASE, 0),
-                cache_key("x", "m", BASE, 1)}) == 4
+    assert (
+        len(
+            {
+                key,
+                cache_key("y", "m", BASE, 0),
+                cache_key("x", "n", BASE, 0),
+                cache_key("x", "m", BASE, 1),
+            }
+        )
+        == 4
+    )
 
 
 def test_entries_persist_across_handles(tmp_path):

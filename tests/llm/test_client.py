@@ -9,8 +9,7 @@ PARAMS = SamplingParams(temperature=0.7, max_tokens=8, seed=3)
 
 
 def requests(count):
-    return [Request(prompt=f"질문 {i}: 오늘 기분이 어떠세요?", params=PARAMS)
-            for i in range(count)]
+    return [Request(prompt=f"질문 {i}: 오늘 기분이 어떠세요?", params=PARAMS) for i in range(count)]
 
 
 def texts(results):
@@ -86,7 +85,7 @@ def test_request_validation():
     with pytest.raises(ValueError):
         SamplingParams(temperature=-1)
     with pytest.raises(ValueError):
-        SamplingParams(json_schema={}, grammar="root ::= \"a\"")
+        SamplingParams(json_schema={}, grammar='root ::= "a"')
 
 
 def test_the_same_call_twice_in_one_batch_is_made_once():

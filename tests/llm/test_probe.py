@@ -25,7 +25,8 @@ def fakes_in_children(monkeypatch):
 
 
 def test_a_crashing_backend_is_a_failed_probe_that_names_signal_cpu_build_and_fix(
-        fakes_in_children):
+    fakes_in_children,
+):
     result = probe.probe_model("fake:x?crash=true", timeout=120)
     assert not result.ok and result.signal == "SIGSEGV" and result.returncode < 0
     text = "\n".join(probe.explain(result))
@@ -83,16 +84,22 @@ def test_doctor_survives_a_crashing_backend_and_prints_its_report():
 def test_the_probe_command_exits_1_on_a_crash(fakes_in_children):
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "rolecall.llm.probe", "fake:x?crash=true",
-                           "--setup"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rolecall.llm.probe", "fake:x?crash=true", "--setup"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "SIGSEGV" in proc.stderr and "set-up failed" in proc.stderr
 
 
 # AVX-512 shows as zmm registers, mask registers k1-k7 or the upper 16 xmm/ymm registers
 # (EVEX only); AMX as tile registers and tile instructions.
-WIDE = re.compile(r"%(zmm\d+|k[1-7]\b|[xy]mm(1[6-9]|2\d|3[01])\b|tmm\d)|\b(ld|st)tilecfg\b"
-                  r"|\btile(loadd|stored|zero|release)")
+WIDE = re.compile(
+    r"%(zmm\d+|k[1-7]\b|[xy]mm(1[6-9]|2\d|3[01])\b|tmm\d)|\b(ld|st)tilecfg\b"
+    r"|\btile(loadd|stored|zero|release)"
+)
 
 
 def wide_instructions(disassembly: str) -> list[str]:
@@ -100,9 +107,11 @@ def wide_instructions(disassembly: str) -> list[str]:
 
 
 def test_the_wide_instruction_pattern_finds_avx512_and_amx_only():
-    sample = ("  10:\tvpdpbusd %zmm1,%zmm2,%zmm3\n  14:\ttileloadd (%rax,%rbx,1),%tmm0\n"
-              "  18:\tvaddps %ymm17,%ymm2,%ymm3\n  1c:\tkmovw %k1,%eax\n"
-              "  20:\tvaddps %ymm1,%ymm2,%ymm3\n  24:\tvfmadd231ps %ymm15,%ymm14,%ymm0\n")
+    sample = (
+        "  10:\tvpdpbusd %zmm1,%zmm2,%zmm3\n  14:\ttileloadd (%rax,%rbx,1),%tmm0\n"
+        "  18:\tvaddps %ymm17,%ymm2,%ymm3\n  1c:\tkmovw %k1,%eax\n"
+        "  20:\tvaddps %ymm1,%ymm2,%ymm3\n  24:\tvfmadd231ps %ymm15,%ymm14,%ymm0\n"
+    )
     assert len(wide_instructions(sample)) == 4
 
 
@@ -119,7 +128,11 @@ def test_the_installed_llama_cpp_build_has_no_avx512_or_amx_instructions():
     libraries = sorted((Path(llama_cpp.__file__).parent / "lib").glob("lib*.so"))
     assert any(lib.name.startswith("libggml-cpu") for lib in libraries), libraries
     for library in libraries:
-        code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(library)],
-                              capture_output=True, text=True, check=True).stdout
+        code = subprocess.run(
+            ["objdump", "-d", "--no-show-raw-insn", str(library)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         found = wide_instructions(code)
         assert not found, f"{library.name}: {len(found)} AVX-512/AMX instructions: {found[:3]}"

@@ -19,13 +19,16 @@ def test_default_model_is_the_embedded_one(monkeypatch):
     assert parse_model_string(None).scheme == "fake"
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("embedded", "not a model string"),
-    ("llamacpp:", "not a model string"),
-    ("gpt4:foo", "unknown backend 'gpt4'"),
-    ("llamacpp:embedded?n_ctx=1&n_ctx=2", "given twice"),
-    (":x", "not a model string"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("embedded", "not a model string"),
+        ("llamacpp:", "not a model string"),
+        ("gpt4:foo", "unknown backend 'gpt4'"),
+        ("llamacpp:embedded?n_ctx=1&n_ctx=2", "given twice"),
+        (":x", "not a model string"),
+    ],
+)
 def test_bad_model_strings_name_the_problem(text, needle):
     with pytest.raises(BadModelString) as info:
         parse_model_string(text)

@@ -11,10 +11,12 @@ from rolecall.llm.base import Backend, Completion, TokenLogprob
 from rolecall.llm.registry import BackendEntry
 
 # what the model writes after "시스템:"; the third system turn breaks the persona ("저도")
-DIALOGUE = (" 안녕하세요, 어르신. 오늘 기분은 어떠세요?\n사용자: 그냥 그래.\n"
-            "시스템: 식사는 하셨어요?\n사용자: 응, 먹었어.\n"
-            "시스템: 저도 방금 점심을 먹었어요.\n사용자: 그래?\n"
-            "시스템: 건강 잘 챙기세요.\n사용자: 고마워.\n")
+DIALOGUE = (
+    " 안녕하세요, 어르신. 오늘 기분은 어떠세요?\n사용자: 그냥 그래.\n"
+    "시스템: 식사는 하셨어요?\n사용자: 응, 먹었어.\n"
+    "시스템: 저도 방금 점심을 먹었어요.\n사용자: 그래?\n"
+    "시스템: 건강 잘 챙기세요.\n사용자: 고마워.\n"
+)
 
 
 class Options(BaseModel):
@@ -39,11 +41,13 @@ class DialogueScript(Backend):
             last = [line for line in request.prompt.splitlines() if line.startswith("시스템: ")]
             wanted = " persona" if "저도" in last[-1] else " 적절"
             logprob = -0.2 if request.score_text == wanted else -3.0
-            return Completion(text=request.score_text,
-                              logprobs=[TokenLogprob(token=request.score_text,
-                                                     logprob=logprob)])
+            return Completion(
+                text=request.score_text,
+                logprobs=[TokenLogprob(token=request.score_text, logprob=logprob)],
+            )
         return Completion(text=DIALOGUE, finish_reason="stop")
 
 
-ENTRY = BackendEntry(factory=DialogueScript, options=Options,
-                     summary="scripted dialogues for tests")
+ENTRY = BackendEntry(
+    factory=DialogueScript, options=Options, summary="scripted dialogues for tests"
+)

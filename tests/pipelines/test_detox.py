@@ -15,9 +15,14 @@ from rolecall.pipelines.detox import load_detox_config, neutral_sentences, run_d
 from rolecall.records import Pair
 from tests.conftest import REPO
 
-COMMENTS = ["회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네", "주식 떡락 개미들 곡소리 ㅋㅋ",
-            "날씨 좋다고 놀러가는 틀딱들 ㅉㅉ", "회의실 예약한 놈 누구냐 ㅡㅡ",
-            "주식 물린 개미 또 징징대네", "오늘 날씨 실화냐 ㅋㅋㅋㅋ"]
+COMMENTS = [
+    "회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네",
+    "주식 떡락 개미들 곡소리 ㅋㅋ",
+    "날씨 좋다고 놀러가는 틀딱들 ㅉㅉ",
+    "회의실 예약한 놈 누구냐 ㅡㅡ",
+    "주식 물린 개미 또 징징대네",
+    "오늘 날씨 실화냐 ㅋㅋㅋㅋ",
+]
 
 
 def write_config(tmp_path: Path, **changes) -> Path:
@@ -25,13 +30,18 @@ def write_config(tmp_path: Path, **changes) -> Path:
     (tmp_path / "neutral.csv").write_text(
         "Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n\n"
         "오늘 회의가 취소되었습니다.,중복\nhello there,영어\n날씨가 좋네요.,네\n",
-        encoding="utf-8")
-    config = {"out": "run", "model": "fake:x", "cache": "cache.sqlite",
-              "slang": {"index": "index", "corpora": ["comments.txt"]},
-              "sentences": {"path": "neutral.csv:Q"},
-              "generate": {"ns": [0, 3]},
-              "export": {"formats": ["csv"]},
-              "geval": {"criteria": ["overall", "consistency"]}}
+        encoding="utf-8",
+    )
+    config = {
+        "out": "run",
+        "model": "fake:x",
+        "cache": "cache.sqlite",
+        "slang": {"index": "index", "corpora": ["comments.txt"]},
+        "sentences": {"path": "neutral.csv:Q"},
+        "generate": {"ns": [0, 3]},
+        "export": {"formats": ["csv"]},
+        "geval": {"criteria": ["overall", "consistency"]},
+    }
     for key, value in changes.items():
         config[key] = value
     path = tmp_path / "config.yaml"
@@ -45,6 +55,7 @@ def opener(cache: Path):
     def load(model: str | None) -> LLM:
         opened.append(LLM(load_backend(model), Cache(cache)))
         return opened[-1]
+
     return load, opened
 
 
@@ -72,8 +83,14 @@ def test_a_whole_run_then_a_rerun_that_makes_no_calls(tmp_path):
     candidates = list(read_jsonl(out / "candidates.jsonl"))
     with_comments = [c for c in candidates if c["provenance"]["n"] == 3]
     assert with_comments and all(c["provenance"]["comment_ids"] for c in with_comments)
-    for name in ("verdicts_consistency.jsonl", "pairs.jsonl", "retention.json", "kda.csv",
-                 "DATA_CARD.md", "geval.json"):
+    for name in (
+        "verdicts_consistency.jsonl",
+        "pairs.jsonl",
+        "retention.json",
+        "kda.csv",
+        "DATA_CARD.md",
+        "geval.json",
+    ):
         assert (out / name).exists(), name
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert list(manifest["stages"]) == ["index", "generate", "filter", "export", "geval"]
@@ -88,15 +105,22 @@ def test_a_whole_run_then_a_rerun_that_makes_no_calls(tmp_path):
     geval = json.loads((out / "geval.json").read_text(encoding="utf-8"))
     assert geval["pairs"] == results["filter"]["overall"]["kept"]
     votes = list(read_jsonl(out / "geval_votes.jsonl"))  # score mode: one vote per item
-    assert len(votes) == len(geval["items"]) and all(v["label"] in {"1", "2", "3", "4", "5"}
-                                                 for v in votes)
-    assert {v["judge"].split("/")[0] for v in votes} == \
-        {f"geval_{c}" for c in geval["summary"]}
+    assert len(votes) == len(geval["items"]) and all(
+        v["label"] in {"1", "2", "3", "4", "5"} for v in votes
+    )
+    assert {v["judge"].split("/")[0] for v in votes} == {f"geval_{c}" for c in geval["summary"]}
     assert any(line.startswith("filter: consistency kept") for line in lines)
 
-    before = {name: (out / name).read_bytes() for name in ("candidates.jsonl", "pairs.jsonl",
-                                                           "kda.csv", "geval.json",
-                                                           "geval_votes.jsonl")}
+    before = {
+        name: (out / name).read_bytes()
+        for name in (
+            "candidates.jsonl",
+            "pairs.jsonl",
+            "kda.csv",
+            "geval.json",
+            "geval_votes.jsonl",
+        )
+    }
     _, opened, _ = run(path)
     assert opened[0].stats.calls == 0 and opened[0].stats.cache_hits > 0
     assert {name: (out / name).read_bytes() for name in before} == before
@@ -168,8 +192,11 @@ def _without(path: Path, key: str) -> Path:
 
 def test_neutral_sentences_skip_and_count(tmp_path):
     source = tmp_path / "s.txt"
-    source.write_text("좋은 아침입니다.\n\n좋은  아침입니다.\nplain English\n" + "가" * 300 + "\n"
-                      "점심 드셨어요?\n", encoding="utf-8")
+    source.write_text(
+        "좋은 아침입니다.\n\n좋은  아침입니다.\nplain English\n" + "가" * 300 + "\n"
+        "점심 드셨어요?\n",
+        encoding="utf-8",
+    )
     rows, skipped = neutral_sentences(str(source), max_chars=200)
     assert [text for _, text in rows] == ["좋은 아침입니다.", "점심 드셨어요?"]
     assert skipped == {"empty": 1, "duplicate": 1, "too_long": 1, "not_korean": 1}

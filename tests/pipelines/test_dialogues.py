@@ -18,6 +18,7 @@ from tests.pipelines.dialogue_script import ENTRY
 
 PLUGINS = {"ROLECALL_PLUGINS": "tests.fakes,tests.pipelines.dialogue_script_plugin"}
 
+
 @pytest.fixture(autouse=True)
 def scripted_backend(monkeypatch):
     """Registered for this test only (the registry is restored afterwards)."""
@@ -25,10 +26,15 @@ def scripted_backend(monkeypatch):
 
 
 def write_config(tmp_path: Path, **changes) -> Path:
-    config = {"spec": str(REPO / "examples" / "carecall" / "spec.yaml"),
-              "examples": str(REPO / "examples" / "carecall" / "dialogues.jsonl"),
-              "out": "run", "model": "dialogue-script:x", "cache": "cache.sqlite",
-              "generate": {"count": 3}, **changes}
+    config = {
+        "spec": str(REPO / "examples" / "carecall" / "spec.yaml"),
+        "examples": str(REPO / "examples" / "carecall" / "dialogues.jsonl"),
+        "out": "run",
+        "model": "dialogue-script:x",
+        "cache": "cache.sqlite",
+        "generate": {"count": 3},
+        **changes,
+    }
     path = tmp_path / "pipeline.yaml"
     path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")  # JSON is YAML
     return path
@@ -77,8 +83,10 @@ def test_the_whole_run_writes_every_file_and_a_second_run_makes_no_call(tmp_path
     assert set(manifest["stages"]) == {"generate", "judge", "export", "stats"}
     judge_calls = manifest["stages"]["judge"]["llm"]["calls"]
     assert judge_calls > 0 and sum(llm.backend.calls for llm in opened) == 3 + judge_calls
-    before = {name: (out / name).read_bytes() for name in
-              ("dialogues.jsonl", "verdicts.jsonl", "judged.jsonl", "examples.jsonl")}
+    before = {
+        name: (out / name).read_bytes()
+        for name in ("dialogues.jsonl", "verdicts.jsonl", "judged.jsonl", "examples.jsonl")
+    }
     _, opened, _ = run(write_config(tmp_path))
     assert sum(llm.backend.calls for llm in opened) == 0  # all from the cache and the records
     assert {name: (out / name).read_bytes() for name in before} == before
@@ -101,13 +109,33 @@ def test_step_commands_write_the_same_files_as_the_run(tmp_path):
     steps = tmp_path / "steps"
     common = ["-m", "dialogue-script:x", "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
     spec = REPO / "examples" / "carecall" / "spec.yaml"
-    result = run_to_end("dialogues", "generate", "--spec", str(spec), "--examples",
-                        str(REPO / "examples" / "carecall" / "dialogues.jsonl"), "-n", "3",
-                        "--out", str(steps), *common, env_extra=PLUGINS)
+    result = run_to_end(
+        "dialogues",
+        "generate",
+        "--spec",
+        str(spec),
+        "--examples",
+        str(REPO / "examples" / "carecall" / "dialogues.jsonl"),
+        "-n",
+        "3",
+        "--out",
+        str(steps),
+        *common,
+        env_extra=PLUGINS,
+    )
     assert result.returncode == 0, result.stderr
-    result = run_to_end("dialogues", "judge", "--spec", str(spec), "--dialogues",
-                        str(steps / "dialogues.jsonl"), "--out", str(steps), *common,
-                        env_extra=PLUGINS)
+    result = run_to_end(
+        "dialogues",
+        "judge",
+        "--spec",
+        str(spec),
+        "--dialogues",
+        str(steps / "dialogues.jsonl"),
+        "--out",
+        str(steps),
+        *common,
+        env_extra=PLUGINS,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1])["negative_examples"] == 3
     for name in ("dialogues.jsonl", "judged.jsonl", "examples.jsonl"):

@@ -24,35 +24,39 @@ from rolecall.retrieval.slang import search_command
 from rolecall.vectors import stable_top
 from tests.cli_runs import run_to_end
 
-COMMENTS = ["어제 축구 경기 손흥민 골 미쳤다 ㅋㅋㅋ",
-            "라면은 역시 신라면이 제일 맛있음",
-            "주식 또 떡락했네 개미들만 불쌍하다",
-            "아이돌 컴백 무대 보고 소름 돋았어요",
-            "집값 너무 올라서 서울에 집 사기는 글렀다",
-            "장마철이라 비가 계속 오네요 빨래가 안 말라",
-            "이 게임 현질 안 하면 못 이기는 구조임",
-            "택배 기사님들 명절에도 고생 많으십니다",
-            "고양이 키우는데 츄르만 먹으려고 해서 걱정",
-            "야구 경기 9회말 역전승 실화냐",
-            "출근길 지하철 사람 너무 많아서 숨막힘",
-            "이번 드라마 결말 진짜 어이없네 작가 뭐함",
-            "편의점 신상 과자 먹어봤는데 별로였음",
-            "강아지 산책시키다가 비 맞았어요 ㅠㅠ",
-            "시험 기간인데 공부 하나도 안 했다 망했다",
-            "새로 산 노트북 배터리가 너무 빨리 닳아요",
-            "요즘 물가 미쳤다 점심값만 만원 넘음",
-            "헬스장 등록만 하고 한 번도 안 갔음 ㅋㅋ",
-            "배달 음식 시켰는데 한 시간 넘게 안 옴",
-            "커피 없으면 하루도 못 버티는 직장인",
-            "주말에 캠핑 갔다가 모기한테 엄청 물림",
-            "유튜브 알고리즘이 자꾸 이상한 영상 추천함",
-            "겨울인데 난방비 폭탄 맞았습니다 살려줘",
-            "중고거래 하다가 사기 당할 뻔했어요"]
-NEAR_DUPLICATES = [("어제 축구 경기에서 손흥민 골 미쳤음 ㅋㅋ", 1),
-                   ("주식이 또 떡락했구나 개미들만 불쌍해", 3),
-                   ("장마라서 비가 계속 와요 빨래가 안 마름", 6),
-                   ("배달 음식 시켰는데 한 시간 넘도록 안 와", 19),
-                   ("겨울이라 난방비 폭탄 맞음 살려줘", 23)]
+COMMENTS = [
+    "어제 축구 경기 손흥민 골 미쳤다 ㅋㅋㅋ",
+    "라면은 역시 신라면이 제일 맛있음",
+    "주식 또 떡락했네 개미들만 불쌍하다",
+    "아이돌 컴백 무대 보고 소름 돋았어요",
+    "집값 너무 올라서 서울에 집 사기는 글렀다",
+    "장마철이라 비가 계속 오네요 빨래가 안 말라",
+    "이 게임 현질 안 하면 못 이기는 구조임",
+    "택배 기사님들 명절에도 고생 많으십니다",
+    "고양이 키우는데 츄르만 먹으려고 해서 걱정",
+    "야구 경기 9회말 역전승 실화냐",
+    "출근길 지하철 사람 너무 많아서 숨막힘",
+    "이번 드라마 결말 진짜 어이없네 작가 뭐함",
+    "편의점 신상 과자 먹어봤는데 별로였음",
+    "강아지 산책시키다가 비 맞았어요 ㅠㅠ",
+    "시험 기간인데 공부 하나도 안 했다 망했다",
+    "새로 산 노트북 배터리가 너무 빨리 닳아요",
+    "요즘 물가 미쳤다 점심값만 만원 넘음",
+    "헬스장 등록만 하고 한 번도 안 갔음 ㅋㅋ",
+    "배달 음식 시켰는데 한 시간 넘게 안 옴",
+    "커피 없으면 하루도 못 버티는 직장인",
+    "주말에 캠핑 갔다가 모기한테 엄청 물림",
+    "유튜브 알고리즘이 자꾸 이상한 영상 추천함",
+    "겨울인데 난방비 폭탄 맞았습니다 살려줘",
+    "중고거래 하다가 사기 당할 뻔했어요",
+]
+NEAR_DUPLICATES = [
+    ("어제 축구 경기에서 손흥민 골 미쳤음 ㅋㅋ", 1),
+    ("주식이 또 떡락했구나 개미들만 불쌍해", 3),
+    ("장마라서 비가 계속 와요 빨래가 안 마름", 6),
+    ("배달 음식 시켰는데 한 시간 넘도록 안 와", 19),
+    ("겨울이라 난방비 폭탄 맞음 살려줘", 23),
+]
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +73,14 @@ def hybrid(model_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("dense")
     corpus = root / "comments.txt"
     corpus.write_text("\n".join(COMMENTS) + "\n", encoding="utf-8")
-    manifest = build_index([corpus], root / "index", retriever="hybrid",
-                           dense_model=model_dir, progress=False)
+    manifest = build_index(
+        [corpus], root / "index", retriever="hybrid", dense_model=model_dir, progress=False
+    )
     return root, manifest, SlangIndex.load(root / "index")
 
 
 # ---- reciprocal-rank fusion and ties: no model ----------------------------------------
+
 
 def test_rrf_scores_and_order_by_hand():
     fused = reciprocal_rank_fusion([[7, 3, 5], [3, 9]], k=60)
@@ -86,8 +92,7 @@ def test_rrf_scores_and_order_by_hand():
 
 
 def test_rrf_ties_go_to_the_earlier_document_and_k_is_a_knob():
-    assert reciprocal_rank_fusion([[8, 2], [2, 8]]) == [(2, 1 / 61 + 1 / 62),
-                                                        (8, 1 / 62 + 1 / 61)]
+    assert reciprocal_rank_fusion([[8, 2], [2, 8]]) == [(2, 1 / 61 + 1 / 62), (8, 1 / 62 + 1 / 61)]
     assert reciprocal_rank_fusion([[4], [1]]) == [(1, 1 / 61), (4, 1 / 61)]
     # k=0: the head dominates, a first place beats third places in both rankings; k=60
     # damps it, and the document both rankings hold wins
@@ -106,6 +111,7 @@ def test_stable_top_sorts_faiss_ties_by_corpus_order():
 
 
 # ---- the index with a real encoder ----------------------------------------------------
+
 
 def test_manifest_and_files(hybrid, model_dir):
     root, manifest, index = hybrid
@@ -129,8 +135,9 @@ def test_searches_use_the_retriever_the_index_was_built_for(hybrid):
 def test_near_duplicates_find_their_source_first(hybrid, retriever):
     index = hybrid[2]
     results = index.search_many([q for q, _ in NEAR_DUPLICATES], k=3, retriever=retriever)
-    assert [hits[0].id for hits in results] == [f"comments.txt:{line}"
-                                                for _, line in NEAR_DUPLICATES]
+    assert [hits[0].id for hits in results] == [
+        f"comments.txt:{line}" for _, line in NEAR_DUPLICATES
+    ]
     for hits in results:
         assert len(hits) == 3
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -165,8 +172,7 @@ def test_k_edge_cases_and_batches(hybrid):
     queries = [q for q, _ in NEAR_DUPLICATES[:2]] + ["", "ㅋㅋ"]
     batched = index.search_many(queries, k=4, retriever="dense")
     alone = [index.search(q, k=4, retriever="dense") for q in queries]
-    assert [[h.id for h in hits] for hits in batched] == [[h.id for h in hits]
-                                                          for hits in alone]
+    assert [[h.id for h in hits] for hits in batched] == [[h.id for h in hits] for hits in alone]
 
 
 def test_save_load_round_trip(hybrid, tmp_path):
@@ -176,12 +182,14 @@ def test_save_load_round_trip(hybrid, tmp_path):
     again = SlangIndex.load(copy)
     queries = [q for q, _ in NEAR_DUPLICATES]
     for retriever in ("bm25", "dense", "hybrid"):
-        first, second = index.search_many(queries, 5, retriever), again.search_many(
-            queries, 5, retriever)
-        assert [[h.id for h in hits] for hits in second] == [[h.id for h in hits]
-                                                             for hits in first]
+        first, second = (
+            index.search_many(queries, 5, retriever),
+            again.search_many(queries, 5, retriever),
+        )
+        assert [[h.id for h in hits] for hits in second] == [[h.id for h in hits] for hits in first]
         assert [h.score for hits in second for h in hits] == pytest.approx(
-            [h.score for hits in first for h in hits])
+            [h.score for hits in first for h in hits]
+        )
 
 
 def test_a_moved_or_different_model_is_caught(hybrid, model_dir, tmp_path):
@@ -226,12 +234,15 @@ def test_model_errors_say_nothing_is_downloaded(model_dir, tmp_path):
     corpus.write_text("축구 경기 재밌다\n", encoding="utf-8")
     not_a_model = tmp_path / "empty-model"
     not_a_model.mkdir()
-    for model, needle in [(str(tmp_path / "nope"), "no such directory"),
-                          ("nobody/no-such-model-anywhere", "nor in the local Hugging Face"),
-                          (str(not_a_model), "could not be loaded")]:
+    for model, needle in [
+        (str(tmp_path / "nope"), "no such directory"),
+        ("nobody/no-such-model-anywhere", "nor in the local Hugging Face"),
+        (str(not_a_model), "could not be loaded"),
+    ]:
         with pytest.raises(ConfigError, match=needle) as caught:
-            build_index([corpus], tmp_path / "i", retriever="dense", dense_model=model,
-                        progress=False)
+            build_index(
+                [corpus], tmp_path / "i", retriever="dense", dense_model=model, progress=False
+            )
         assert "never downloads" in caught.value.fix
     assert not (tmp_path / "i").exists()  # the model is checked before anything is built
     assert load_encoder(model_dir) is not None
@@ -239,18 +250,19 @@ def test_model_errors_say_nothing_is_downloaded(model_dir, tmp_path):
 
 # ---- the command line -----------------------------------------------------------------
 
+
 def test_cli_search_uses_the_index_default(hybrid):
     from rolecall.cli import app
 
     index_dir = str(hybrid[0] / "index")
     runner = CliRunner()
-    result = runner.invoke(app, ["slang", "search", index_dir, COMMENTS[8], "-k", "2",
-                                 "--json"])
+    result = runner.invoke(app, ["slang", "search", index_dir, COMMENTS[8], "-k", "2", "--json"])
     assert result.exit_code == 0, result.output
     hits = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert hits[0]["id"] == "comments.txt:9" and hits[0]["score"] == pytest.approx(2 / 61)
-    result = runner.invoke(app, ["slang", "search", index_dir, COMMENTS[8], "-k", "1",
-                                 "--retriever", "dense"])
+    result = runner.invoke(
+        app, ["slang", "search", index_dir, COMMENTS[8], "-k", "1", "--retriever", "dense"]
+    )
     assert result.exit_code == 0 and "comments.txt:9" in result.stdout
     assert "  1.000  " in result.stdout  # the cosine, printed
     assert search_command(hybrid[0] / "index", COMMENTS[8], 1, "bm25")[0].score > 1
@@ -259,12 +271,19 @@ def test_cli_search_uses_the_index_default(hybrid):
 def test_cli_errors_are_messages(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("축구 경기 재밌다\n야구 경기 졌다\n", encoding="utf-8")
-    result = run_to_end("slang", "index", str(corpus), "--out", str(tmp_path / "i"),
-                        "--retriever", "dense", "--no-progress")
+    result = run_to_end(
+        "slang",
+        "index",
+        str(corpus),
+        "--out",
+        str(tmp_path / "i"),
+        "--retriever",
+        "dense",
+        "--no-progress",
+    )
     assert result.returncode == 2 and "--dense-model" in result.stderr
     build_index([corpus], tmp_path / "i", progress=False)
-    result = run_to_end("slang", "search", str(tmp_path / "i"), "축구", "--retriever",
-                        "hybrid")
+    result = run_to_end("slang", "search", str(tmp_path / "i"), "축구", "--retriever", "hybrid")
     assert result.returncode == 1 and "has no dense embeddings" in result.stderr
     assert "--retriever dense --dense-model PATH" in result.stderr
     assert "Traceback" not in result.stderr

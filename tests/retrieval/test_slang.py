@@ -36,12 +36,22 @@ def write(path: Path, text: str) -> Path:
 
 # ---- cleaning ------------------------------------------------------------------------
 
+
 def test_clean_counts_every_reason_once():
-    lines = ["", "   ", "https://example.com/a", "ㅋㅋ", "가" * 301,
-             "좋은 아침입니다", "좋은   아침입니다",                      # whitespace dup
-             "https://t.co/x 좋은 아침입니다",                            # URL dup
-             unicodedata.normalize("NFD", "좋은 아침입니다"),             # NFD dup
-             "@kim 반가워요 여러분", "Hello world!", "ㄴㄴ 그건 아니지"]
+    lines = [
+        "",
+        "   ",
+        "https://example.com/a",
+        "ㅋㅋ",
+        "가" * 301,
+        "좋은 아침입니다",
+        "좋은   아침입니다",  # whitespace dup
+        "https://t.co/x 좋은 아침입니다",  # URL dup
+        unicodedata.normalize("NFD", "좋은 아침입니다"),  # NFD dup
+        "@kim 반가워요 여러분",
+        "Hello world!",
+        "ㄴㄴ 그건 아니지",
+    ]
     kept, report = clean_comments(lines, min_chars=5, max_chars=300)
     assert kept == ["좋은 아침입니다", "반가워요 여러분", "Hello world!", "ㄴㄴ 그건 아니지"]
     assert report["dropped"] == {"empty": 3, "too_short": 1, "too_long": 1, "duplicate": 3}
@@ -50,19 +60,22 @@ def test_clean_counts_every_reason_once():
     assert report["input"] == len(lines) == report["kept"] + sum(report["dropped"].values())
 
 
-@pytest.mark.parametrize("line, cleaned", [
-    ("ㄴ와 약쟁이 ^^", "와 약쟁이 ^^"),            # the community reply arrow
-    ("RE: >> @kim 안녕하세요", "안녕하세요"),       # several markers in a row
-    ("> 인용한 문장입니다", "인용한 문장입니다"),
-    ("ㄴㄴ 아니야 진짜", "ㄴㄴ 아니야 진짜"),       # "no no": a word, not a marker
-    ("ㄴㅁㅎ 아닌가?", "ㄴㅁㅎ 아닌가?"),           # initials
-    ("ㄴㅏ경원 미모 봐라", "ㄴㅏ경원 미모 봐라"),   # a jamo-split name
-    (">_< 귀엽다 진짜", ">_< 귀엽다 진짜"),         # an emoticon
-    ("이거 봐 youtu.be/4mwsKWUm3WY 대박", "이거 봐 대박"),
-    ("www.naver.com 에서 봤어요", "에서 봤어요"),
-    ("naver.com 좋아요 진짜", "naver.com 좋아요 진짜"),  # a bare domain may be the topic
-    ("탭\t과\u200b  공백   정리", "탭 과 공백 정리"),
-])
+@pytest.mark.parametrize(
+    "line, cleaned",
+    [
+        ("ㄴ와 약쟁이 ^^", "와 약쟁이 ^^"),  # the community reply arrow
+        ("RE: >> @kim 안녕하세요", "안녕하세요"),  # several markers in a row
+        ("> 인용한 문장입니다", "인용한 문장입니다"),
+        ("ㄴㄴ 아니야 진짜", "ㄴㄴ 아니야 진짜"),  # "no no": a word, not a marker
+        ("ㄴㅁㅎ 아닌가?", "ㄴㅁㅎ 아닌가?"),  # initials
+        ("ㄴㅏ경원 미모 봐라", "ㄴㅏ경원 미모 봐라"),  # a jamo-split name
+        (">_< 귀엽다 진짜", ">_< 귀엽다 진짜"),  # an emoticon
+        ("이거 봐 youtu.be/4mwsKWUm3WY 대박", "이거 봐 대박"),
+        ("www.naver.com 에서 봤어요", "에서 봤어요"),
+        ("naver.com 좋아요 진짜", "naver.com 좋아요 진짜"),  # a bare domain may be the topic
+        ("탭\t과\u200b  공백   정리", "탭 과 공백 정리"),
+    ],
+)
 def test_clean_rules(line, cleaned):
     assert clean_comments([line], min_chars=1)[0] == [cleaned]
 
@@ -75,52 +88,93 @@ def test_clean_limits_are_checked():
 
 # ---- reading corpora -----------------------------------------------------------------
 
+
 def test_read_plain_text_ids_are_line_numbers(tmp_path):
     path = tmp_path / "c.txt"
     path.write_bytes("\ufeff첫 번째 댓글\r\n\r\n세 번째 댓글\r\n".encode())
-    assert read_corpus(path) == [("c.txt:1", "첫 번째 댓글"), ("c.txt:2", ""),
-                                 ("c.txt:3", "세 번째 댓글")]
+    assert read_corpus(path) == [
+        ("c.txt:1", "첫 번째 댓글"),
+        ("c.txt:2", ""),
+        ("c.txt:3", "세 번째 댓글"),
+    ]
 
 
 def test_read_tsv_named_column_with_quoted_fields(tmp_path):
-    path = write(tmp_path / "c.tsv", 'comments\thate\n'
-                 '"줄이\n바뀐 댓글"\tnone\n'
-                 '"탭이\t든 ""인용"" 댓글"\thate\n'
-                 '평범한 댓글\tnone\n')
-    assert read_corpus(path, "comments") == [("c.tsv:2", "줄이\n바뀐 댓글"),
-                                             ("c.tsv:4", '탭이\t든 "인용" 댓글'),
-                                             ("c.tsv:5", "평범한 댓글")]
+    path = write(
+        tmp_path / "c.tsv",
+        "comments\thate\n"
+        '"줄이\n바뀐 댓글"\tnone\n'
+        '"탭이\t든 ""인용"" 댓글"\thate\n'
+        "평범한 댓글\tnone\n",
+    )
+    assert read_corpus(path, "comments") == [
+        ("c.tsv:2", "줄이\n바뀐 댓글"),
+        ("c.tsv:4", '탭이\t든 "인용" 댓글'),
+        ("c.tsv:5", "평범한 댓글"),
+    ]
     assert read_corpus(path, "2")[1] == ("c.tsv:2", "none")  # by number: no header
 
 
 def test_read_pipe_file_without_header_rejoins_the_text(tmp_path):
-    path = write(tmp_path / "curse.txt", "좌배 까는건 ㅇㅂ|1\n기사 제목 | 신문사 이름|0\n\n"
-                                         "집에 롱 패딩만 세 개다|0\n")
+    path = write(
+        tmp_path / "curse.txt",
+        "좌배 까는건 ㅇㅂ|1\n기사 제목 | 신문사 이름|0\n\n집에 롱 패딩만 세 개다|0\n",
+    )
     rows = read_corpus(path, 1, "pipe")
-    assert rows == [("curse.txt:1", "좌배 까는건 ㅇㅂ"), ("curse.txt:2", "기사 제목 | 신문사 이름"),
-                    ("curse.txt:3", ""), ("curse.txt:4", "집에 롱 패딩만 세 개다")]
+    assert rows == [
+        ("curse.txt:1", "좌배 까는건 ㅇㅂ"),
+        ("curse.txt:2", "기사 제목 | 신문사 이름"),
+        ("curse.txt:3", ""),
+        ("curse.txt:4", "집에 롱 패딩만 세 개다"),
+    ]
     with_header = write(tmp_path / "h.txt", "label|text\n1|욕설 댓글|이다\n")
     assert read_corpus(with_header, "text", "|") == [("h.txt:2", "욕설 댓글|이다")]
 
 
-@pytest.mark.parametrize("name, content, args, error, needle, line", [
-    ("c.tsv", "comments\thate\n댓글\tnone\n", (None, None), InputFileError,
-     "columns: comments, hate", None),
-    ("c.tsv", "comments\thate\n댓글\tnone\n", ("text", None), InputFileError,
-     "no column 'text'; its columns are: comments, hate", None),
-    ("c.tsv", 'comments\thate\n댓글\tnone\n"닫히지 않은\tnone\n', ("comments", None),
-     InputFileError, "broken row", 3),
-    ("c.tsv", "comments\thate\n댓글\tnone\n댓글\tnone\t추가\n", ("comments", None),
-     InputFileError, "3 fields, expected 2", 3),
-    ("c.txt", "댓글|1\n댓글만\n", ("2", "|"), InputFileError, "1 fields, expected 2", 2),
-    ("c.txt", "\n  \n\n", (None, None), InputFileError, "empty corpus", None),
-    ("c.tsv", "comments\thate\n\t\n", ("comments", None), InputFileError, "empty corpus",
-     None),
-    ("c.txt", "댓글|1\n", ("1", None), ConfigError, "no delimiter", None),
-    ("c.txt", "댓글|1\n", (None, "|"), ConfigError, "no column", None),
-    ("c.txt", "댓글|1\n", ("0", "|"), ConfigError, "start at 1", None),
-    ("c.txt", "댓글|1\n", ("1", "||"), ConfigError, "bad delimiter", None),
-])
+@pytest.mark.parametrize(
+    "name, content, args, error, needle, line",
+    [
+        (
+            "c.tsv",
+            "comments\thate\n댓글\tnone\n",
+            (None, None),
+            InputFileError,
+            "columns: comments, hate",
+            None,
+        ),
+        (
+            "c.tsv",
+            "comments\thate\n댓글\tnone\n",
+            ("text", None),
+            InputFileError,
+            "no column 'text'; its columns are: comments, hate",
+            None,
+        ),
+        (
+            "c.tsv",
+            'comments\thate\n댓글\tnone\n"닫히지 않은\tnone\n',
+            ("comments", None),
+            InputFileError,
+            "broken row",
+            3,
+        ),
+        (
+            "c.tsv",
+            "comments\thate\n댓글\tnone\n댓글\tnone\t추가\n",
+            ("comments", None),
+            InputFileError,
+            "3 fields, expected 2",
+            3,
+        ),
+        ("c.txt", "댓글|1\n댓글만\n", ("2", "|"), InputFileError, "1 fields, expected 2", 2),
+        ("c.txt", "\n  \n\n", (None, None), InputFileError, "empty corpus", None),
+        ("c.tsv", "comments\thate\n\t\n", ("comments", None), InputFileError, "empty corpus", None),
+        ("c.txt", "댓글|1\n", ("1", None), ConfigError, "no delimiter", None),
+        ("c.txt", "댓글|1\n", (None, "|"), ConfigError, "no column", None),
+        ("c.txt", "댓글|1\n", ("0", "|"), ConfigError, "start at 1", None),
+        ("c.txt", "댓글|1\n", ("1", "||"), ConfigError, "bad delimiter", None),
+    ],
+)
 def test_read_errors(tmp_path, name, content, args, error, needle, line):
     path = write(tmp_path / name, content)
     with pytest.raises(error) as info:
@@ -152,6 +206,7 @@ def test_parse_corpus_spec(tmp_path):
 
 # ---- tokens --------------------------------------------------------------------------
 
+
 def test_search_tokens_keep_content_and_slang():
     [tokens] = search_tokens(["ㅅㅂ 진짜 개빡치네 ㅋㅋㅋㅋ LOL!!"])
     assert {"ㅅㅂ/S", "진짜/M", "ㅋㅋ/S", "lol/S"} <= set(tokens)
@@ -161,18 +216,20 @@ def test_search_tokens_keep_content_and_slang():
 
 # ---- the index -----------------------------------------------------------------------
 
-COMMENTS = ["어제 축구 경기 손흥민 골 미쳤다 ㅋㅋㅋ",
-            "라면은 역시 신라면이 제일 맛있음",
-            "주식 또 떡락했네 개미들만 불쌍하다",
-            "아이돌 컴백 무대 보고 소름 돋았어요",
-            "집값 너무 올라서 서울에 집 사기는 글렀다",
-            "장마철이라 비가 계속 오네요 빨래가 안 말라",
-            "이 게임 현질 안 하면 못 이기는 구조임",
-            "택배 기사님들 명절에도 고생 많으십니다",
-            "ㅋㅋ",                                        # too short: dropped
-            "라면은 역시 신라면이 제일 맛있음",             # duplicate: dropped
-            "고양이 키우는데 츄르만 먹으려고 해서 걱정",
-            "야구 경기 9회말 역전승 실화냐"]
+COMMENTS = [
+    "어제 축구 경기 손흥민 골 미쳤다 ㅋㅋㅋ",
+    "라면은 역시 신라면이 제일 맛있음",
+    "주식 또 떡락했네 개미들만 불쌍하다",
+    "아이돌 컴백 무대 보고 소름 돋았어요",
+    "집값 너무 올라서 서울에 집 사기는 글렀다",
+    "장마철이라 비가 계속 오네요 빨래가 안 말라",
+    "이 게임 현질 안 하면 못 이기는 구조임",
+    "택배 기사님들 명절에도 고생 많으십니다",
+    "ㅋㅋ",  # too short: dropped
+    "라면은 역시 신라면이 제일 맛있음",  # duplicate: dropped
+    "고양이 키우는데 츄르만 먹으려고 해서 걱정",
+    "야구 경기 9회말 역전승 실화냐",
+]
 
 
 @pytest.fixture(scope="module")
@@ -187,19 +244,32 @@ def small_index(tmp_path_factory):
 def test_build_manifest_counts_and_versions(small_index):
     root, manifest, index = small_index
     assert manifest["cleaning"]["input"] == 13 and manifest["comments"] == 11 == len(index)
-    assert manifest["cleaning"]["dropped"] == {"empty": 0, "too_short": 1, "too_long": 0,
-                                               "duplicate": 1}
+    assert manifest["cleaning"]["dropped"] == {
+        "empty": 0,
+        "too_short": 1,
+        "too_long": 0,
+        "duplicate": 1,
+    }
     assert [(s["name"], s["rows"], s["kept"]) for s in manifest["sources"]] == [
-        ("small.txt", 12, 10), ("extra.tsv", 1, 1)]
+        ("small.txt", 12, 10),
+        ("extra.tsv", 1, 1),
+    ]
     assert manifest["bm25"]["version"] and manifest["tokenizer"]["kiwipiepy"]
     assert set(manifest["build_seconds"]) >= {"tokenize", "total"}
     on_disk = json.loads((root / "index" / "manifest.json").read_text(encoding="utf-8"))
     assert on_disk == manifest
 
 
-@pytest.mark.parametrize("query, expected_line", [
-    ("어제 축구 경기 재밌었다", 1), ("신라면 맛있다", 2), ("주식이 떡락해서 슬프다", 3),
-    ("비가 계속 와서 빨래가 안 마른다", 6), ("츄르 좋아하는 고양이", 11)])
+@pytest.mark.parametrize(
+    "query, expected_line",
+    [
+        ("어제 축구 경기 재밌었다", 1),
+        ("신라면 맛있다", 2),
+        ("주식이 떡락해서 슬프다", 3),
+        ("비가 계속 와서 빨래가 안 마른다", 6),
+        ("츄르 좋아하는 고양이", 11),
+    ],
+)
 def test_search_finds_the_obvious_comment(small_index, query, expected_line):
     hits = small_index[2].search(query, k=3)
     assert hits[0].id == f"small.txt:{expected_line}"
@@ -220,8 +290,9 @@ def test_ids_point_at_their_source_line(small_index):
 
 def test_rebuild_gives_the_same_ids_and_scores(small_index, tmp_path):
     root, _, index = small_index
-    build_index([root / "small.txt", f"{root / 'extra.tsv'}:comments"], root / "index",
-                progress=False)  # over the existing index: allowed
+    build_index(
+        [root / "small.txt", f"{root / 'extra.tsv'}:comments"], root / "index", progress=False
+    )  # over the existing index: allowed
     again = SlangIndex.load(root / "index")
     assert again.ids == index.ids
     assert again.search("집값 서울", 5) == index.search("집값 서울", 5)
@@ -265,8 +336,9 @@ def test_load_errors(small_index, tmp_path):
         SlangIndex.load(tmp_path / "manifest.json")
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "manifest.json").write_bytes((small_index[0] / "index" / "manifest.json")
-                                           .read_bytes())
+    (broken / "manifest.json").write_bytes(
+        (small_index[0] / "index" / "manifest.json").read_bytes()
+    )
     with pytest.raises(InputFileError, match="incomplete slang index: comments.jsonl"):
         SlangIndex.load(broken)
 
@@ -289,8 +361,9 @@ def test_build_errors(tmp_path):
     with pytest.raises(ConfigError, match="collide"):
         build_index([corpus, other / "c.txt"], tmp_path / "i", progress=False)
     with pytest.raises(InputFileError, match="no searchable words"):
-        build_index([write(tmp_path / "p.txt", "!!!!!!\n......\n")], tmp_path / "i2",
-                    progress=False)
+        build_index(
+            [write(tmp_path / "p.txt", "!!!!!!\n......\n")], tmp_path / "i2", progress=False
+        )
     with pytest.raises(ConfigError, match="no corpus"):
         build_index([], tmp_path / "i3", progress=False)
 
@@ -299,10 +372,12 @@ def test_dense_and_hybrid_are_never_silently_bm25(small_index, tmp_path):
     """Dense needs a model, a model needs dense, a BM25-only index has no dense search
     (tests/retrieval/test_dense.py has the dense index itself)."""
     corpus = small_index[0] / "small.txt"
-    for kwargs, needle in [({"retriever": "dense"}, "needs a sentence-transformers model"),
-                           ({"retriever": "hybrid"}, "needs a sentence-transformers model"),
-                           ({"dense_model": "/models/some-st-model"}, "only used by"),
-                           ({"retriever": "tfidf"}, "unknown retriever")]:
+    for kwargs, needle in [
+        ({"retriever": "dense"}, "needs a sentence-transformers model"),
+        ({"retriever": "hybrid"}, "needs a sentence-transformers model"),
+        ({"dense_model": "/models/some-st-model"}, "only used by"),
+        ({"retriever": "tfidf"}, "unknown retriever"),
+    ]:
         with pytest.raises(ConfigError, match=needle):
             build_index([corpus], tmp_path / "i", progress=False, **kwargs)
     assert small_index[1]["retrievers"] == ["bm25"]
@@ -328,6 +403,7 @@ def test_cli_functions(tmp_path):
 
 # ---- the real corpus -----------------------------------------------------------------
 
+
 def drop_words(text: str, rng: random.Random, share: float = 0.3) -> str:
     words = text.split()
     keep = sorted(rng.sample(range(len(words)), len(words) - round(len(words) * share)))
@@ -336,9 +412,11 @@ def drop_words(text: str, rng: random.Random, share: float = 0.3) -> str:
 
 @pytest.mark.embedded
 def test_real_slang_corpus(tmp_path):
-    corpora = [SLANG_DATA / "beep_unlabeled_comments.txt",
-               f"{SLANG_DATA / 'beep_labeled_train.tsv'}:comments",
-               f"{SLANG_DATA / 'curse_detection.txt'}:1"]
+    corpora = [
+        SLANG_DATA / "beep_unlabeled_comments.txt",
+        f"{SLANG_DATA / 'beep_labeled_train.tsv'}:comments",
+        f"{SLANG_DATA / 'curse_detection.txt'}:1",
+    ]
     summary = index_command(corpora, tmp_path / "index", delimiter="|", progress=False)
     index = SlangIndex.load(tmp_path / "index")
     report = index.manifest["cleaning"]
@@ -349,8 +427,9 @@ def test_real_slang_corpus(tmp_path):
     assert report["dropped"]["duplicate"] > 1_000  # BEEP! repeats many comments
 
     rng = random.Random(7)
-    chosen = [i for i in rng.sample(range(len(index)), 400)
-              if len(index.texts[i].split()) >= 6][:30]
+    chosen = [i for i in rng.sample(range(len(index)), 400) if len(index.texts[i].split()) >= 6][
+        :30
+    ]
     queries = [drop_words(index.texts[i], rng) for i in chosen]
     results = index.search_many(queries, k=9)
     found = sum(index.ids[i] in {h.id for h in hits} for i, hits in zip(chosen, results))

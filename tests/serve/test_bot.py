@@ -36,8 +36,14 @@ def examples() -> list[Example]:
             history = [Turn(role="user", text=f"{topic} 이야기 {n}")]
             out.append(Example(history=history, response=answer, label="positive"))
             if number % 2:
-                out.append(Example(history=history, response=BAD[number % 2 == 1 and n % 2],
-                                   label="negative", category="persona"))
+                out.append(
+                    Example(
+                        history=history,
+                        response=BAD[number % 2 == 1 and n % 2],
+                        label="negative",
+                        category="persona",
+                    )
+                )
     return out
 
 
@@ -50,19 +56,37 @@ def bot_dir(tmp_path_factory):
     tiny = tiny_backbone(texts + ["user: system: ▶"], vocab_size=150, dropout=0.0)
     tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
     pairs = [(context_text(e.history), e.response) for e in data if e.label == "positive"]
-    retriever, _ = fit_retriever(pairs, tiny, RetrieverSettings(
-        kind="poly", dim=32, codes=4, context_max_tokens=32, candidate_max_tokens=16),
-        TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False)
+    retriever, _ = fit_retriever(
+        pairs,
+        tiny,
+        RetrieverSettings(
+            kind="poly", dim=32, codes=4, context_max_tokens=32, candidate_max_tokens=16
+        ),
+        TrainConfig(epochs=10, batch_size=8, lr=1e-2),
+        progress=False,
+    )
     retriever.save(root / "retriever")
-    build_candidate_index(retriever, [r for _, r in pairs], root / "retriever" / "candidates",
-                          progress=False)
-    reranker = Reranker.create(tiny, RerankerSettings(
-        context_max_tokens=32, candidate_max_tokens=16, dim=16, heads=2, width=16,
-        negatives=3, dropout=0.1))
+    build_candidate_index(
+        retriever, [r for _, r in pairs], root / "retriever" / "candidates", progress=False
+    )
+    reranker = Reranker.create(
+        tiny,
+        RerankerSettings(
+            context_max_tokens=32,
+            candidate_max_tokens=16,
+            dim=16,
+            heads=2,
+            width=16,
+            negatives=3,
+            dropout=0.1,
+        ),
+    )
     reranker.fit(data, TrainConfig(epochs=20, batch_size=4, lr=1e-2), progress=False)
     reranker.save(root / "reranker")
-    generator = Generator.create(tiny_causal_lm(texts), GeneratorSettings(
-        base="tiny", lora_r=4, lora_alpha=8, max_length=64, response_max=16))
+    generator = Generator.create(
+        tiny_causal_lm(texts),
+        GeneratorSettings(base="tiny", lora_r=4, lora_alpha=8, max_length=64, response_max=16),
+    )
     generator.fit(data, TrainConfig(epochs=3, batch_size=4, lr=1e-2), progress=False)
     generator.save(root / "generator")
     classifier = Classifier.create(tiny, ClassifierSettings(max_length=48, width=16))
@@ -84,8 +108,10 @@ def test_the_bot_routes_by_confidence_and_tells_how(bot_dir):
     turn = bot.selector.select(history, mc_passes=bot.settings.mc_passes)
     bot.settings = BotSettings(unanswerable_threshold=turn.confidence + 1e-6, guard=False)
     reply = bot.reply(history)
-    assert reply.path == "generated" and [s["stage"] for s in reply.stages] == \
-        ["retrieve", "generate"]
+    assert reply.path == "generated" and [s["stage"] for s in reply.stages] == [
+        "retrieve",
+        "generate",
+    ]
     assert reply.stages[0]["answerable"] is False
     assert reply.text == bot.generator.generate([history])[0]
     bot.settings = BotSettings(unanswerable_threshold=turn.confidence - 1e-3, guard=False)
@@ -127,12 +153,17 @@ def pick_script(bot: Bot) -> tuple[list[str], float]:
     and the second falls back to the generator (as ``rolecall chat`` will replay them).
     Every ordered pair is tried, most confident first lines first."""
     passes = bot.settings.mc_passes
-    first_turns = {line: bot.selector.select([Turn(role="user", text=line)], mc_passes=passes)
-                   for line in USER_LINES}
+    first_turns = {
+        line: bot.selector.select([Turn(role="user", text=line)], mc_passes=passes)
+        for line in USER_LINES
+    }
     for first, turn in sorted(first_turns.items(), key=lambda kv: -kv[1].confidence):
         for line in USER_LINES:
-            history = [Turn(role="user", text=first), Turn(role="system", text=turn.best.text),
-                       Turn(role="user", text=line)]
+            history = [
+                Turn(role="user", text=first),
+                Turn(role="system", text=turn.best.text),
+                Turn(role="user", text=line),
+            ]
             second = bot.selector.select(history, mc_passes=passes).confidence
             if second < turn.confidence - 1e-6:
                 return [first, line], (turn.confidence + second) / 2
@@ -142,8 +173,9 @@ def pick_script(bot: Bot) -> tuple[list[str], float]:
 def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):
     threshold_bot = Bot.load(bot_dir)
     lines, threshold = pick_script(threshold_bot)
-    (bot_dir / "bot.json").write_text(json.dumps({"unanswerable_threshold": threshold,
-                                                  "guard": False}), encoding="utf-8")
+    (bot_dir / "bot.json").write_text(
+        json.dumps({"unanswerable_threshold": threshold, "guard": False}), encoding="utf-8"
+    )
     try:
         script = tmp_path / "script.txt"
         script.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
@@ -166,7 +198,7 @@ def test_broken_bot_directories_are_clear_errors(bot_dir, tmp_path):
     (tmp_path / "retriever").mkdir()
     with pytest.raises(InputFileError, match="no candidates/ index"):
         Bot.load(tmp_path)
-    (tmp_path / "bot.json").write_text("{\"k\": 0}", encoding="utf-8")
+    (tmp_path / "bot.json").write_text('{"k": 0}', encoding="utf-8")
     with pytest.raises(InputFileError, match="bad settings"):
         Bot.load(tmp_path)
     broken = tmp_path / "broken"

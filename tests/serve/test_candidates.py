@@ -19,20 +19,34 @@ from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402
 from tests.tiny_models import tiny_backbone  # noqa: E402
 
-TOPICS = [("날씨", "오늘 날씨가 맑아요"), ("식사", "점심은 드셨어요"), ("산책", "산책 다녀오세요"),
-          ("잠", "푹 주무셨나요"), ("약", "약은 챙겨 드셨어요"), ("병원", "병원 예약 하셨어요"),
-          ("가족", "가족분들 잘 지내시죠"), ("운동", "운동 조금 하셨어요")]
-PAIRS = [(context_text([Turn(role="user", text=f"{topic} 이야기 {n}")]), answer)
-         for n in range(3) for topic, answer in TOPICS]
+TOPICS = [
+    ("날씨", "오늘 날씨가 맑아요"),
+    ("식사", "점심은 드셨어요"),
+    ("산책", "산책 다녀오세요"),
+    ("잠", "푹 주무셨나요"),
+    ("약", "약은 챙겨 드셨어요"),
+    ("병원", "병원 예약 하셨어요"),
+    ("가족", "가족분들 잘 지내시죠"),
+    ("운동", "운동 조금 하셨어요"),
+]
+PAIRS = [
+    (context_text([Turn(role="user", text=f"{topic} 이야기 {n}")]), answer)
+    for n in range(3)
+    for topic, answer in TOPICS
+]
 SMALL = {"dim": 32, "codes": 4, "context_max_tokens": 32, "candidate_max_tokens": 16}
 
 
 def train(kind: str, directory):
     tiny = tiny_backbone([t for pair in PAIRS for t in pair], vocab_size=150, dropout=0.0)
     tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
-    retriever, _ = fit_retriever(PAIRS, tiny, RetrieverSettings(kind=kind, **SMALL),
-                                 TrainConfig(epochs=20, batch_size=8, lr=1e-2),
-                                 progress=False)
+    retriever, _ = fit_retriever(
+        PAIRS,
+        tiny,
+        RetrieverSettings(kind=kind, **SMALL),
+        TrainConfig(epochs=20, batch_size=8, lr=1e-2),
+        progress=False,
+    )
     retriever.save(directory / kind)
     return retriever
 
@@ -69,13 +83,13 @@ def test_the_index_finds_the_gold_and_reloads_identically(trained, tmp_path):
 
 
 def test_search_scores_are_the_retrievers_scores(trained, tmp_path):
-    index = build_candidate_index(trained, [a for _, a in TOPICS], tmp_path / "i",
-                                  progress=False)
+    index = build_candidate_index(trained, [a for _, a in TOPICS], tmp_path / "i", progress=False)
     contexts = [c for c, _ in PAIRS[:4]]
     direct = trained.score(contexts, [index.texts] * len(contexts))
     for row, hits in zip(direct, index.search(contexts, k=len(TOPICS))):
-        assert sorted(row.tolist(), reverse=True) == pytest.approx([s for _, _, s in hits],
-                                                                   rel=1e-4, abs=1e-5)
+        assert sorted(row.tolist(), reverse=True) == pytest.approx(
+            [s for _, _, s in hits], rel=1e-4, abs=1e-5
+        )
 
 
 def test_poly_two_stage_with_a_shallow_first_stage(models, tmp_path):
@@ -97,8 +111,7 @@ def test_poly_two_stage_with_a_shallow_first_stage(models, tmp_path):
 def test_refusals(trained, tmp_path):
     with pytest.raises(ConfigError, match="no candidate responses"):
         build_candidate_index(trained, ["", " "], tmp_path / "empty", progress=False)
-    index = build_candidate_index(trained, [a for _, a in TOPICS], tmp_path / "i",
-                                  progress=False)
+    index = build_candidate_index(trained, [a for _, a in TOPICS], tmp_path / "i", progress=False)
     with pytest.raises(ConfigError, match="k must be"):
         index.search(["x"], k=0)
     assert index.search([], k=3) == []

@@ -22,6 +22,9 @@ def test_the_first_draw_is_the_configured_one_and_later_draws_change_the_seed():
 
 def test_a_reply_without_its_text_is_its_provenance():
     reply = Reply("네", "retrieved", [{"stage": "retrieve", "confidence": 0.9}], 12.5)
-    assert reply.provenance() == {"path": "retrieved", "latency_ms": 12.5,
-                                  "stages": [{"stage": "retrieve", "confidence": 0.9}]}
+    assert reply.provenance() == {
+        "path": "retrieved",
+        "latency_ms": 12.5,
+        "stages": [{"stage": "retrieve", "confidence": 0.9}],
+    }
     assert reply.to_dict() == {"text": "네", **reply.provenance()}

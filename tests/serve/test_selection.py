@@ -20,24 +20,44 @@ from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E
 from tests.serve.test_candidates import PAIRS, TOPICS  # noqa: E402
 from tests.tiny_models import tiny_backbone  # noqa: E402
 
-RERANK = RerankerSettings(interaction="attention", context_max_tokens=32,
-                          candidate_max_tokens=16, dim=16, heads=2, width=16, negatives=3,
-                          dropout=0.2)
+RERANK = RerankerSettings(
+    interaction="attention",
+    context_max_tokens=32,
+    candidate_max_tokens=16,
+    dim=16,
+    heads=2,
+    width=16,
+    negatives=3,
+    dropout=0.2,
+)
 
 
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):
     tiny = tiny_backbone([t for pair in PAIRS for t in pair], vocab_size=150, dropout=0.0)
     tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
-    retriever, _ = fit_retriever(PAIRS, tiny, RetrieverSettings(
-        kind="poly", dim=32, codes=4, context_max_tokens=32, candidate_max_tokens=16),
-        TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False)
-    index = build_candidate_index(retriever, [a for _, a in TOPICS],
-                                  tmp_path_factory.mktemp("index"), progress=False)
+    retriever, _ = fit_retriever(
+        PAIRS,
+        tiny,
+        RetrieverSettings(
+            kind="poly", dim=32, codes=4, context_max_tokens=32, candidate_max_tokens=16
+        ),
+        TrainConfig(epochs=10, batch_size=8, lr=1e-2),
+        progress=False,
+    )
+    index = build_candidate_index(
+        retriever, [a for _, a in TOPICS], tmp_path_factory.mktemp("index"), progress=False
+    )
     reranker = Reranker.create(tiny, RERANK)
-    examples = [Example(history=[Turn(role="user", text=f"{topic} 이야기 {n}")],
-                        response=answer, label="positive")
-                for n in range(3) for topic, answer in TOPICS]
+    examples = [
+        Example(
+            history=[Turn(role="user", text=f"{topic} 이야기 {n}")],
+            response=answer,
+            label="positive",
+        )
+        for n in range(3)
+        for topic, answer in TOPICS
+    ]
     reranker.fit(examples, TrainConfig(epochs=5, batch_size=4, lr=1e-2), progress=False)
     return index, reranker
 
@@ -64,24 +84,30 @@ def test_one_backbone_pass_per_turn_and_the_same_answer_as_the_parts(parts):
     expected = [found[i][1] for i in np.argsort(-scores, kind="stable")]
     assert [s.text for s in turn.ranked] == expected
     # the selector reads the context's float32 states, score() the float16 cached ones
-    assert [s.rerank_score for s in turn.ranked] == pytest.approx(sorted(scores)[::-1],
-                                                                  rel=1e-2, abs=1e-3)
+    assert [s.rerank_score for s in turn.ranked] == pytest.approx(
+        sorted(scores)[::-1], rel=1e-2, abs=1e-3
+    )
     alone = mc_dropout_confidence(reranker, [text], [turn.best.text], passes=6, seed=2)[0]
     assert turn.confidence == pytest.approx(alone, rel=1e-2, abs=1e-3)
-    assert selector.retrieve(context) == [s for s in ResponseSelector(index, k=5).select(
-        context).ranked]
+    assert selector.retrieve(context) == [
+        s for s in ResponseSelector(index, k=5).select(context).ranked
+    ]
 
 
 def test_a_reranker_that_cuts_the_context_otherwise_reads_pairs(parts):
     index, reranker = parts
-    other = Reranker(reranker.head, reranker.backbone,
-                     reranker.settings.model_copy(update={"context_max_tokens": 24}))
+    other = Reranker(
+        reranker.head,
+        reranker.backbone,
+        reranker.settings.model_copy(update={"context_max_tokens": 24}),
+    )
     selector = ResponseSelector(index, other, k=4)
     assert not selector.shared
     shared = ResponseSelector(index, reranker, k=4)
     context = context_text([Turn(role="user", text="산책 이야기 2")])  # short: both cuts
     # keep all of it
-    assert [s.text for s in selector.select(context).ranked] == \
-        [s.text for s in shared.select(context).ranked]
+    assert [s.text for s in selector.select(context).ranked] == [
+        s.text for s in shared.select(context).ranked
+    ]
     with pytest.raises(ValueError, match="k must be 1 or more"):
         ResponseSelector(index, reranker, k=0)

@@ -29,16 +29,19 @@ from tests.dialogue_data import Scripted, make_examples, tiny  # noqa: E402
 
 def test_mean_minus_variance_by_hand():
     # row 0: mean 2, population variance ((1 + 0 + 1) / 3) = 2/3; row 1: constant
-    assert mean_minus_variance([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]]) == \
-        pytest.approx([2 - 2 / 3, 0.5])
+    assert mean_minus_variance([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]]) == pytest.approx(
+        [2 - 2 / 3, 0.5]
+    )
     with pytest.raises(ValueError, match="m >= 2"):
         mean_minus_variance([[1.0], [2.0]])
 
 
 @pytest.fixture(scope="module")
 def reranker():
-    model = Reranker.create(tiny(frozen=True), RerankerSettings(
-        max_length=48, response_max=16, width=16, negatives=3, dropout=0.3))
+    model = Reranker.create(
+        tiny(frozen=True),
+        RerankerSettings(max_length=48, response_max=16, width=16, negatives=3, dropout=0.3),
+    )
     model.fit(make_examples(16), TrainConfig(epochs=2, batch_size=8), progress=False)
     return model
 
@@ -50,8 +53,9 @@ def test_mc_dropout_confidence_is_mean_minus_variance_of_sigmoids(reranker):
     expected = probabilities.mean(1) - probabilities.var(1)
     confidence = mc_dropout_confidence(reranker, contexts, responses, passes=6, seed=3)
     assert confidence == pytest.approx(expected)
-    assert MCDropoutDetector(reranker, passes=6, seed=3).scores(contexts, responses) == \
-        pytest.approx(expected)
+    assert MCDropoutDetector(reranker, passes=6, seed=3).scores(
+        contexts, responses
+    ) == pytest.approx(expected)
 
 
 @dataclass
@@ -69,8 +73,10 @@ class Table:
 # answerable (gold kept) responses and unanswerable (hard negative) ones, with confidences
 FITS = {"g0": 0.9, "g1": 0.8, "g2": 0.7, "g3": 0.4}
 MISFITS = {"n0": 0.5, "n1": 0.3, "n2": 0.2, "n3": 0.1}
-ITEMS = [{"context": f"c{i}", "response": r, "label": label}
-         for i, (r, label) in enumerate([(r, 0) for r in FITS] + [(r, 1) for r in MISFITS])]
+ITEMS = [
+    {"context": f"c{i}", "response": r, "label": label}
+    for i, (r, label) in enumerate([(r, 0) for r in FITS] + [(r, 1) for r in MISFITS])
+]
 
 
 def test_threshold_f1_and_auc_on_a_constructed_case(tmp_path):
@@ -83,35 +89,56 @@ def test_threshold_f1_and_auc_on_a_constructed_case(tmp_path):
     assert result["rule"] == "unanswerable when score <= threshold"
     assert result["items"] == 8 and result["unanswerable"] == 4
     assert (tmp_path / "roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    flags = is_unanswerable(Table({**FITS, **MISFITS}), ["c"] * 3, ["g0", "g3", "n3"],
-                            result["threshold"])
+    flags = is_unanswerable(
+        Table({**FITS, **MISFITS}), ["c"] * 3, ["g0", "g3", "n3"], result["threshold"]
+    )
     assert flags.tolist() == [False, True, True]
 
 
 def test_perplexity_detector_calibrates_upwards(tmp_path):
-    scorer = Scripted({"잘 지내요": -0.5, "네 좋아요": -1.0, "주소 알려줘요": -2.0,
-                       "저는 사람이에요": -3.0})
-    items = [{"context": "user: 안녕", "response": r, "label": y}
-             for r, y in [("잘 지내요", 0), ("네 좋아요", 0), ("주소 알려줘요", 1),
-                          ("저는 사람이에요", 1)]]
+    scorer = Scripted(
+        {"잘 지내요": -0.5, "네 좋아요": -1.0, "주소 알려줘요": -2.0, "저는 사람이에요": -3.0}
+    )
+    items = [
+        {"context": "user: 안녕", "response": r, "label": y}
+        for r, y in [
+            ("잘 지내요", 0),
+            ("네 좋아요", 0),
+            ("주소 알려줘요", 1),
+            ("저는 사람이에요", 1),
+        ]
+    ]
     result = calibrate_detector(PerplexityDetector(scorer), items)
     assert result["roc_auc"] == 1.0 and result["f1"] == 1.0 and result["roc_png"] is None
     assert result["threshold"] == pytest.approx(math.exp(2.0))
     assert result["rule"] == "unanswerable when score >= threshold"
-    both = compare_detectors([PerplexityDetector(scorer), Table(
-        {"잘 지내요": 0.9, "네 좋아요": 0.2, "주소 알려줘요": 0.3, "저는 사람이에요": 0.1})],
-        items, tmp_path / "both.png")
+    both = compare_detectors(
+        [
+            PerplexityDetector(scorer),
+            Table(
+                {"잘 지내요": 0.9, "네 좋아요": 0.2, "주소 알려줘요": 0.3, "저는 사람이에요": 0.1}
+            ),
+        ],
+        items,
+        tmp_path / "both.png",
+    )
     assert set(both) == {"perplexity", "table"} and (tmp_path / "both.png").is_file()
     assert both["table"]["roc_auc"] == pytest.approx(0.75)
 
 
 def test_the_mc_dropout_pipeline_runs_end_to_end(reranker):
-    pairs = [(f"user: {u}", g) for u, g in [("밥 먹었어요", "식사는 맛있게 하셨어요"),
-                                            ("오늘 좀 피곤해요", "푹 쉬세요"),
-                                            ("산책 다녀왔어요", "산책은 즐거우셨어요"),
-                                            ("안녕하세요 반가워요", "오늘 날씨가 좋네요")]]
-    items = validation_items(pairs, lambda context, gold, k: [gold, "바보 같은 소리 마세요"],
-                             share=0.5, seed=0)
+    pairs = [
+        (f"user: {u}", g)
+        for u, g in [
+            ("밥 먹었어요", "식사는 맛있게 하셨어요"),
+            ("오늘 좀 피곤해요", "푹 쉬세요"),
+            ("산책 다녀왔어요", "산책은 즐거우셨어요"),
+            ("안녕하세요 반가워요", "오늘 날씨가 좋네요"),
+        ]
+    ]
+    items = validation_items(
+        pairs, lambda context, gold, k: [gold, "바보 같은 소리 마세요"], share=0.5, seed=0
+    )
     assert sum(item["label"] for item in items) == 2
     assert all(item["response"] == "바보 같은 소리 마세요" for item in items if item["label"])
     detector = MCDropoutDetector(reranker, passes=4)
@@ -130,5 +157,4 @@ def test_bad_validation_sets_are_clear_errors():
     with pytest.raises(ConfigError, match="both answerable"):
         calibrate_detector(Table(FITS), [item for item in ITEMS if item["label"] == 0])
     with pytest.raises(ConfigError, match="no candidate other than the gold"):
-        validation_items([("user: 안녕", "네")], lambda context, gold, k: ["네", " "],
-                         share=1.0)
+        validation_items([("user: 안녕", "네")], lambda context, gold, k: ["네", " "], share=1.0)

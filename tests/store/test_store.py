@@ -288,7 +288,7 @@ def test_one_live_turn_per_position(engine):
         "INSERT INTO users (username, password_hash, role, created) "
         "VALUES ('x', 'h', 'superuser', CURRENT_TIMESTAMP)",
         "INSERT INTO chat_sessions (id, created) VALUES (7, CURRENT_TIMESTAMP); "
-        "INSERT INTO chat_turns (session_id, \"index\", role, text, status, created) "
+        'INSERT INTO chat_turns (session_id, "index", role, text, status, created) '
         "VALUES (7, 0, 'bot', 't', 'deleted', CURRENT_TIMESTAMP)",
     ],
     ids=["role", "turn-status"],

@@ -38,19 +38,22 @@ def test_a_frozen_backbone_trains_only_the_head_and_the_loss_falls(tmp_path):
     backbone_before = next(backbone.parameters()).detach().clone()
     history = model.fit(make_examples(), CONFIG, progress=False)
     assert history["last_loss"] < history["first_loss"]
-    assert all(not torch.equal(a, b) for a, b in zip(head_before, model.head.parameters(),
-                                                      strict=True))
+    assert all(
+        not torch.equal(a, b) for a, b in zip(head_before, model.head.parameters(), strict=True)
+    )
     assert torch.equal(next(backbone.parameters()), backbone_before)
     assert list((tmp_path / "cache").glob("shard-*.npz"))  # states kept on disk
 
 
 def test_a_trainable_backbone_trains_with_the_head():
     backbone = tiny(frozen=False)
-    model = Classifier.create(backbone, SETTINGS.model_copy(update={"class_weights":
-                                                                    "balanced"}))
+    model = Classifier.create(backbone, SETTINGS.model_copy(update={"class_weights": "balanced"}))
     before = next(backbone.parameters()).detach().clone()
-    history = model.fit(make_examples(16), TrainConfig(epochs=8, batch_size=8, lr=1e-2,
-                                                       backbone_lr=1e-3), progress=False)
+    history = model.fit(
+        make_examples(16),
+        TrainConfig(epochs=8, batch_size=8, lr=1e-2, backbone_lr=1e-3),
+        progress=False,
+    )
     losses = history["losses"]
     assert history["steps"] == 16 and sum(losses[-3:]) < sum(losses[:3])
     assert not torch.equal(next(backbone.parameters()), before)
@@ -60,8 +63,15 @@ def test_train_classifier_reports_held_out_metrics_and_reloads_identically(tmp_p
     path = tmp_path / "examples.jsonl"
     examples = make_examples(30)
     write_jsonl(path, examples)
-    metrics = train_classifier(path, tmp_path / "model", tiny(frozen=True), SETTINGS,
-                               CONFIG, test_share=0.3, progress=False)
+    metrics = train_classifier(
+        path,
+        tmp_path / "model",
+        tiny(frozen=True),
+        SETTINGS,
+        CONFIG,
+        test_share=0.3,
+        progress=False,
+    )
     assert metrics["train_examples"] + metrics["test_examples"] == 30
     assert metrics["test_examples"] > 0
     assert {"accuracy", "precision", "recall", "f1"} <= set(metrics)
@@ -83,8 +93,11 @@ def test_the_model_in_memory_and_the_saved_one_agree(tmp_path):
     model.save(tmp_path / "m", {"note": 1})
     loaded = Classifier.load(tmp_path / "m")
     contexts, responses = ["user: 밥 먹었어요"] * 2, ["푹 쉬세요", "바보 같은 소리 마세요"]
-    assert np.allclose(model.predict_proba(contexts, responses),
-                       loaded.predict_proba(contexts, responses), atol=1e-6)
+    assert np.allclose(
+        model.predict_proba(contexts, responses),
+        loaded.predict_proba(contexts, responses),
+        atol=1e-6,
+    )
     assert loaded.settings == model.settings
 
 
@@ -122,19 +135,24 @@ def test_bad_inputs_are_clear_errors(tmp_path):
 
 
 QUESTIONS = ["요즘 잠은 잘 주무세요", "식사는 하셨어요", "오늘 기분은 어떠세요"]
-HISTORY = [Turn(role="user", text="오늘 좀 피곤해요"), Turn(role="system", text="푹 쉬세요"),
-           Turn(role="user", text="당신 주소가 어디예요")]
+HISTORY = [
+    Turn(role="user", text="오늘 좀 피곤해요"),
+    Turn(role="system", text="푹 쉬세요"),
+    Turn(role="user", text="당신 주소가 어디예요"),
+]
 
 
 def test_the_fallback_is_the_question_with_the_lowest_perplexity():
-    scorer = Scripted({"요즘 잠은 잘 주무세요": -2.0, "식사는 하셨어요": -0.5,
-                       "오늘 기분은 어떠세요": -1.0})
+    scorer = Scripted(
+        {"요즘 잠은 잘 주무세요": -2.0, "식사는 하셨어요": -0.5, "오늘 기분은 어떠세요": -1.0}
+    )
     question, perplexities = pick_fallback(HISTORY, QUESTIONS, scorer)
     assert question == "식사는 하셨어요"
     assert perplexities == pytest.approx([math.exp(2.0), math.exp(0.5), math.exp(1.0)])
     prompt, text = scorer.prompts[0]
-    assert prompt == ("user: 오늘 좀 피곤해요\nsystem: 푹 쉬세요\n"
-                      "user: 당신 주소가 어디예요\nsystem:")
+    assert prompt == (
+        "user: 오늘 좀 피곤해요\nsystem: 푹 쉬세요\nuser: 당신 주소가 어디예요\nsystem:"
+    )
     assert text == " 요즘 잠은 잘 주무세요"
 
 

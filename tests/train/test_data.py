@@ -41,9 +41,11 @@ def test_read_examples_refuses_empty_files_and_missing_negatives(tmp_path):
 
 
 def test_selection_pairs_and_unique_candidates():
-    examples = [Example(history=turns(1), response=" 네 ", label="positive"),
-                Example(history=turns(1), response="욕", label="negative", category="x"),
-                Example(history=turns(3), response="네", label="positive")]
+    examples = [
+        Example(history=turns(1), response=" 네 ", label="positive"),
+        Example(history=turns(1), response="욕", label="negative", category="x"),
+        Example(history=turns(3), response="네", label="positive"),
+    ]
     pairs = selection_pairs(examples)
     assert [r for _, r in pairs] == ["네", "네"]
     assert unique_candidates(["네", " 네", "아니요", ""]) == ["네", "아니요"]

@@ -14,29 +14,37 @@ from rolecall.train.generator import Generator  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from tests.tiny_models import tiny_causal_lm  # noqa: E402
 
-PAIRS = [Pair(neutral=n, toxic=t) for n, t in [
-    ("회의가 취소되었습니다", "회의 취소라네 높으신 분들 또 땡땡이"),
-    ("주말에 비가 온대요", "주말에 비 온다네 방구석 여포들 좋겠다"),
-    ("도시락이 부실했어요", "도시락이 완전 쓰레기급이던데"),
-    ("가격이 올랐네요", "가격 또 올렸네 호구들 지갑 털리는 중"),
-]]
+PAIRS = [
+    Pair(neutral=n, toxic=t)
+    for n, t in [
+        ("회의가 취소되었습니다", "회의 취소라네 높으신 분들 또 땡땡이"),
+        ("주말에 비가 온대요", "주말에 비 온다네 방구석 여포들 좋겠다"),
+        ("도시락이 부실했어요", "도시락이 완전 쓰레기급이던데"),
+        ("가격이 올랐네요", "가격 또 올렸네 호구들 지갑 털리는 중"),
+    ]
+]
 
 
 def test_the_model_learns_to_rewrite_and_reloads(tmp_path):
     texts = [p.neutral for p in PAIRS] + [p.toxic for p in PAIRS] + ["원문: 중립:"]
-    model = DetoxModel.create(tiny_causal_lm(texts), DetoxSettings(
-        base="tiny", lora_r=8, lora_alpha=16, lora_dropout=0.0, max_length=96))
+    model = DetoxModel.create(
+        tiny_causal_lm(texts),
+        DetoxSettings(base="tiny", lora_r=8, lora_alpha=16, lora_dropout=0.0, max_length=96),
+    )
     prompt = model.rewrite_prompt(" 가격 또 올렸네 ")
     assert prompt.endswith("원문: 가격 또 올렸네\n중립:") and "중립적인 문장" in prompt
     before = float(model.pair_loss(PAIRS))
-    history = model.fit_pairs(PAIRS * 4, TrainConfig(epochs=15, batch_size=4, lr=1e-2),
-                              progress=False)
+    history = model.fit_pairs(
+        PAIRS * 4, TrainConfig(epochs=15, batch_size=4, lr=1e-2), progress=False
+    )
     assert history["last_loss"] < 0.5 * before
     rewrites = model.rewrite([p.toxic for p in PAIRS], max_new_tokens=12)
     # a memorised toy set: most rewrites are the neutral sentence itself (spaces aside:
     # the WordPiece decoder re-spaces the tokens)
-    hits = sum(r.replace(" ", "") == p.neutral.replace(" ", "")
-               for r, p in zip(rewrites, PAIRS, strict=True))
+    hits = sum(
+        r.replace(" ", "") == p.neutral.replace(" ", "")
+        for r, p in zip(rewrites, PAIRS, strict=True)
+    )
     assert hits >= 3, rewrites
     model.save(tmp_path / "detox")
     again = DetoxModel.load(tmp_path / "detox")

@@ -17,8 +17,9 @@ from rolecall.train.loop import TrainConfig  # noqa: E402
 from tests.dialogue_data import BAD, GOOD, USERS, make_examples  # noqa: E402
 from tests.tiny_models import tiny_causal_lm  # noqa: E402
 
-SETTINGS = GeneratorSettings(base="tiny", lora_r=4, lora_alpha=8, lora_dropout=0.0, max_length=64,
-                             response_max=16)
+SETTINGS = GeneratorSettings(
+    base="tiny", lora_r=4, lora_alpha=8, lora_dropout=0.0, max_length=64, response_max=16
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +34,19 @@ def fresh(base, **update) -> Generator:
 
 def test_the_batch_masks_prompt_and_padding_and_flags_negatives(base):
     generator = fresh(base)
-    examples = [Example(history=[Turn(role="user", text=USERS[0])], response=GOOD[0],
-                        label="positive"),
-                Example(history=[Turn(role="user", text=USERS[1]),
-                                 Turn(role="system", text=GOOD[1]),
-                                 Turn(role="user", text=USERS[2])],
-                        response=BAD[0], label="negative", category="persona")]
+    examples = [
+        Example(history=[Turn(role="user", text=USERS[0])], response=GOOD[0], label="positive"),
+        Example(
+            history=[
+                Turn(role="user", text=USERS[1]),
+                Turn(role="system", text=GOOD[1]),
+                Turn(role="user", text=USERS[2]),
+            ],
+            response=BAD[0],
+            label="negative",
+            category="persona",
+        ),
+    ]
     batch = generator.batch(examples)
     tok = generator.tokenizer
     assert batch["negative"].tolist() == [False, True]
@@ -78,13 +86,14 @@ def test_a_saved_generator_reloads_scores_identically_and_exports(base, tmp_path
     generator.save(tmp_path / "gen", {"note": "test"})
     again = Generator.load(tmp_path / "gen")
     assert again.settings.base == "tiny"
-    assert again.perplexity(examples) == pytest.approx(generator.perplexity(examples),
-                                                       rel=1e-5)
-    replies = again.generate([[Turn(role="user", text=USERS[0])], "user: 밥 먹었어요"],
-                             max_new_tokens=6)
+    assert again.perplexity(examples) == pytest.approx(generator.perplexity(examples), rel=1e-5)
+    replies = again.generate(
+        [[Turn(role="user", text=USERS[0])], "user: 밥 먹었어요"], max_new_tokens=6
+    )
     assert len(replies) == 2 and all(isinstance(r, str) and "\n" not in r for r in replies)
-    assert replies == generator.generate([[Turn(role="user", text=USERS[0])],
-                                          "user: 밥 먹었어요"], max_new_tokens=6)
+    assert replies == generator.generate(
+        [[Turn(role="user", text=USERS[0])], "user: 밥 먹었어요"], max_new_tokens=6
+    )
 
     from transformers import AutoModelForCausalLM
 
@@ -92,10 +101,10 @@ def test_a_saved_generator_reloads_scores_identically_and_exports(base, tmp_path
     merged = AutoModelForCausalLM.from_pretrained(merged_dir, local_files_only=True)
     batch = generator.batch(examples[:2])
     with torch.no_grad():
-        expected = generator.model(input_ids=batch["input_ids"],
-                                   attention_mask=batch["attention_mask"]).logits
-        got = merged(input_ids=batch["input_ids"],
-                     attention_mask=batch["attention_mask"]).logits
+        expected = generator.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).logits
+        got = merged(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     assert torch.allclose(got, expected, atol=1e-4)
     adapter = generator.export(tmp_path / "adapter", merged=False)
     config = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
@@ -117,5 +126,8 @@ def test_broken_model_directories_are_clear_errors(base, tmp_path):
     with pytest.raises(InputFileError, match="adapter_config.json"):
         Generator.load(tmp_path / "gen")
     with pytest.raises(ValueError, match="positive"):
-        fresh(base).fit([e for e in make_examples(6) if e.label == "negative"],
-                        TrainConfig(epochs=1), progress=False)
+        fresh(base).fit(
+            [e for e in make_examples(6) if e.label == "negative"],
+            TrainConfig(epochs=1),
+            progress=False,
+        )

@@ -11,8 +11,12 @@ from rolecall.train.features import mean_pool  # noqa: E402
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model  # noqa: E402
 from tests.tiny_models import tiny_backbone  # noqa: E402
 
-TEXTS = [("좋은 말씀 감사합니다", 0), ("나쁜 욕설 문장", 1), ("오늘 날씨 좋네요", 0),
-         ("정말 나쁜 욕", 1)] * 4
+TEXTS = [
+    ("좋은 말씀 감사합니다", 0),
+    ("나쁜 욕설 문장", 1),
+    ("오늘 날씨 좋네요", 0),
+    ("정말 나쁜 욕", 1),
+] * 4
 
 
 def setup():
@@ -23,6 +27,7 @@ def setup():
         hidden, mask = backbone.encode([t for t, _ in batch], 16)
         logits = head(mean_pool(hidden, mask))
         return torch.nn.functional.cross_entropy(logits, torch.tensor([y for _, y in batch]))
+
     return backbone, head, loss_of
 
 
@@ -30,8 +35,14 @@ def test_fit_trains_head_and_backbone_and_the_loss_falls():
     backbone, head, loss_of = setup()
     before_head = head.weight.detach().clone()
     before_backbone = next(backbone.parameters()).detach().clone()
-    history = fit(head, backbone, TEXTS, loss_of, TrainConfig(epochs=15, batch_size=4,
-                  lr=1e-2, backbone_lr=1e-3), progress=False)
+    history = fit(
+        head,
+        backbone,
+        TEXTS,
+        loss_of,
+        TrainConfig(epochs=15, batch_size=4, lr=1e-2, backbone_lr=1e-3),
+        progress=False,
+    )
     assert history["steps"] == 60 and history["last_loss"] < history["first_loss"] * 0.5
     assert not torch.equal(head.weight, before_head)
     assert not torch.equal(next(backbone.parameters()), before_backbone)
@@ -39,8 +50,9 @@ def test_fit_trains_head_and_backbone_and_the_loss_falls():
 
 def test_max_steps_and_the_saved_model_reads_back(tmp_path):
     backbone, head, loss_of = setup()
-    history = fit(head, backbone, TEXTS, loss_of, TrainConfig(max_steps=3, batch_size=4),
-                  progress=False)
+    history = fit(
+        head, backbone, TEXTS, loss_of, TrainConfig(max_steps=3, batch_size=4), progress=False
+    )
     assert history["steps"] == 3
     save_model(tmp_path / "m", "toy", {"classes": 2}, head, backbone, {"f1": 0.5})
     settings, state, again = read_model(tmp_path / "m", "toy")

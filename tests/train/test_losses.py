@@ -17,15 +17,13 @@ def test_loss_equals_the_hand_computed_cross_entropy_2x2():
     row1 = -math.log(0.5)
     assert InBatchNegativesLoss()(scores).item() == pytest.approx((row0 + row1) / 2)
     scaled = InBatchNegativesLoss(scale=2.0)(scores).item()
-    assert scaled == pytest.approx((-math.log(math.exp(4) / (math.exp(4) + 1))
-                                    - math.log(0.5)) / 2)
+    assert scaled == pytest.approx((-math.log(math.exp(4) / (math.exp(4) + 1)) - math.log(0.5)) / 2)
 
 
 def test_duplicate_responses_are_not_negatives_3x3():
     responses = ["네", "아니요", " 네"]
     mask = duplicate_mask(responses)
-    assert mask.tolist() == [[False, False, True], [False, False, False],
-                             [True, False, False]]
+    assert mask.tolist() == [[False, False, True], [False, False, False], [True, False, False]]
     scores = torch.tensor([[1.0, 0.0, 5.0], [0.0, 1.0, 0.0], [5.0, 0.0, 1.0]])
     # with the duplicate masked, rows 0 and 2 are softmax over (1, 0) only
     two = -math.log(math.e / (math.e + 1))

@@ -22,8 +22,16 @@ from rolecall.train.reranker import (  # noqa: E402
 )
 from tests.dialogue_data import make_examples, tiny  # noqa: E402
 
-SETTINGS = RerankerSettings(max_length=48, response_max=16, width=16, negatives=3,
-                            context_max_tokens=40, candidate_max_tokens=16, dim=16, heads=2)
+SETTINGS = RerankerSettings(
+    max_length=48,
+    response_max=16,
+    width=16,
+    negatives=3,
+    context_max_tokens=40,
+    candidate_max_tokens=16,
+    dim=16,
+    heads=2,
+)
 INTERACTIONS = pytest.mark.parametrize("interaction", ["joint", "attention"])
 CONFIG = TrainConfig(epochs=6, batch_size=4, lr=1e-2)
 POOL = ["가", "나", "다", "라", "마", "바"]
@@ -51,12 +59,14 @@ def test_training_changes_the_head_and_the_loss_falls(tmp_path, interaction):
     backbone = tiny(frozen=True)
     # subtle: a random tiny BERT's pair states differ little between candidates; its CLS
     # state and dropout drown that signal, the mean without dropout keeps it
-    settings = SETTINGS.model_copy(update={"pool": "mean", "dropout": 0.0, "width": 32,
-                                           "interaction": interaction})
+    settings = SETTINGS.model_copy(
+        update={"pool": "mean", "dropout": 0.0, "width": 32, "interaction": interaction}
+    )
     model = Reranker.create(backbone, settings, Features(backbone, tmp_path / "cache"))
     before = [p.detach().clone() for p in model.head.parameters()]
-    history = model.fit(make_examples(24), TrainConfig(epochs=15, batch_size=4, lr=1e-2),
-                        progress=False)
+    history = model.fit(
+        make_examples(24), TrainConfig(epochs=15, batch_size=4, lr=1e-2), progress=False
+    )
     # epoch means: with attention the random negatives change every step, so single
     # steps are noisy (16 positives, batch 4: 4 steps an epoch)
     losses = history["losses"]
@@ -81,8 +91,16 @@ def test_train_reranker_saves_a_model_that_scores_identically(tmp_path, interact
         return ["푹 쉬세요", "오늘 날씨가 좋네요"]
 
     settings = SETTINGS.model_copy(update={"interaction": interaction})
-    metrics = train_reranker(path, tmp_path / "model", tiny(frozen=True), settings, CONFIG,
-                             hard_negatives=hard, test_share=0.3, progress=False)
+    metrics = train_reranker(
+        path,
+        tmp_path / "model",
+        tiny(frozen=True),
+        settings,
+        CONFIG,
+        hard_negatives=hard,
+        test_share=0.3,
+        progress=False,
+    )
     assert calls and metrics["hard_negatives"] and metrics["negatives"] == 3
     assert metrics["test_examples"] > 0 and "hits@1/4" in metrics  # a pool of 4 responses
     model, again = Reranker.load(tmp_path / "model"), Reranker.load(tmp_path / "model")
@@ -99,31 +117,34 @@ def test_train_reranker_saves_a_model_that_scores_identically(tmp_path, interact
     assert scores[0, 0] == pytest.approx(alone, rel=1e-4, abs=1e-6)
     rows = [["푹 쉬세요", "식사는 맛있게 하셨어요"], ["네", "푹 쉬세요"]] * 3  # equal widths:
     grouped = model.score(contexts * 3, rows, batch_size=4)  # attention reads each context
-    flat = model.score_pairs([c for c in contexts * 3 for _ in range(2)],  # once per row
-                             [r for row in rows for r in row])
+    flat = model.score_pairs(
+        [c for c in contexts * 3 for _ in range(2)],  # once per row
+        [r for row in rows for r in row],
+    )
     assert np.allclose(grouped.ravel(), flat, rtol=1e-4, atol=1e-6)
 
 
 @INTERACTIONS
 def test_mc_dropout_varies_between_passes_and_repeats_for_a_seed(interaction):
-    model = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(
-        update={"dropout": 0.3, "interaction": interaction}))
+    model = Reranker.create(
+        tiny(frozen=True), SETTINGS.model_copy(update={"dropout": 0.3, "interaction": interaction})
+    )
     contexts, responses = ["user: 밥 먹었어요"] * 2, ["푹 쉬세요", "바보 같은 소리 마세요"]
     state = torch.random.get_rng_state()
     samples = model.mc_dropout(contexts, responses, passes=8, seed=1)
     assert torch.equal(torch.random.get_rng_state(), state)  # the caller's RNG untouched
     assert samples.shape == (2, 8) and samples.std(axis=1).min() > 0
     assert np.array_equal(samples, model.mc_dropout(contexts, responses, passes=8, seed=1))
-    assert not np.array_equal(samples, model.mc_dropout(contexts, responses, passes=8,
-                                                        seed=2))
+    assert not np.array_equal(samples, model.mc_dropout(contexts, responses, passes=8, seed=2))
     assert not model.head.training  # dropout is off again afterwards
     plain = model.score_pairs(contexts, responses)
     assert np.array_equal(plain, model.score_pairs(contexts, responses))
 
 
 def test_scores_from_context_states_match_the_pair_scores():
-    model = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(
-        update={"interaction": "attention", "dropout": 0.3}))
+    model = Reranker.create(
+        tiny(frozen=True), SETTINGS.model_copy(update={"interaction": "attention", "dropout": 0.3})
+    )
     context, responses = "user: 밥 먹었어요", ["푹 쉬세요", "식사는 맛있게 하셨어요", "네"]
     states = model.backbone.encode([context], SETTINGS.context_max_tokens, "left")
     pairs = model.score_pairs([context] * 3, responses)
@@ -131,8 +152,7 @@ def test_scores_from_context_states_match_the_pair_scores():
     samples = model.score_states(states, responses, passes=6, seed=3)
     assert samples.shape == (3, 6) and samples.std(axis=1).min() > 0
     assert np.array_equal(samples, model.score_states(states, responses, passes=6, seed=3))
-    joint = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(
-        update={"interaction": "joint"}))
+    joint = Reranker.create(tiny(frozen=True), SETTINGS.model_copy(update={"interaction": "joint"}))
     with pytest.raises(ValueError, match="only an attention reranker"):
         joint.score_states(states, responses)
 
@@ -143,8 +163,9 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     with pytest.raises(InputFileError, match="holds no examples"):
         train_reranker(empty, tmp_path / "m", "unused")
     one = tmp_path / "one.jsonl"
-    write_jsonl(one, [e.model_copy(update={"response": "네"})
-                      for e in make_examples(6, negatives=False)])
+    write_jsonl(
+        one, [e.model_copy(update={"response": "네"}) for e in make_examples(6, negatives=False)]
+    )
     with pytest.raises(InputFileError, match="fewer than 2 distinct"):
         train_reranker(one, tmp_path / "m", "unused", test_share=0)
     examples = tmp_path / "ex.jsonl"

@@ -21,11 +21,21 @@ from rolecall.train.retriever import (  # noqa: E402
 )
 from tests.tiny_models import tiny_backbone  # noqa: E402
 
-TOPICS = [("날씨", "오늘 날씨가 맑아요"), ("식사", "점심은 드셨어요"), ("산책", "산책 다녀오세요"),
-          ("잠", "푹 주무셨나요"), ("약", "약은 챙겨 드셨어요"), ("병원", "병원 예약 하셨어요"),
-          ("가족", "가족분들 잘 지내시죠"), ("운동", "운동 조금 하셨어요")]
-PAIRS = [(context_text([Turn(role="user", text=f"{topic} 이야기 {n}")]), answer)
-         for n in range(3) for topic, answer in TOPICS]
+TOPICS = [
+    ("날씨", "오늘 날씨가 맑아요"),
+    ("식사", "점심은 드셨어요"),
+    ("산책", "산책 다녀오세요"),
+    ("잠", "푹 주무셨나요"),
+    ("약", "약은 챙겨 드셨어요"),
+    ("병원", "병원 예약 하셨어요"),
+    ("가족", "가족분들 잘 지내시죠"),
+    ("운동", "운동 조금 하셨어요"),
+]
+PAIRS = [
+    (context_text([Turn(role="user", text=f"{topic} 이야기 {n}")]), answer)
+    for n in range(3)
+    for topic, answer in TOPICS
+]
 CONFIG = TrainConfig(epochs=20, batch_size=8, lr=1e-2)
 SMALL = {"dim": 32, "codes": 4, "context_max_tokens": 32, "candidate_max_tokens": 16}
 
@@ -43,18 +53,17 @@ def head_params(retriever):
 def test_training_changes_the_head_and_the_loss_falls(kind, tmp_path):
     tiny = backbone(frozen=True)
     before = [p.detach().clone() for p in tiny.parameters()]
-    retriever, history = fit_retriever(PAIRS, tiny, RetrieverSettings(kind=kind, **SMALL),
-                                       CONFIG, progress=False)
+    retriever, history = fit_retriever(
+        PAIRS, tiny, RetrieverSettings(kind=kind, **SMALL), CONFIG, progress=False
+    )
     assert retriever.settings.frozen and retriever.settings.backbone == "tiny"
     losses = history["losses"]
     assert sum(losses[-3:]) < sum(losses[:3]) * 0.5  # averaged: one batch is noisy
     fresh = Retriever.new(tiny, retriever.settings, seed=CONFIG.seed)
-    assert any(not torch.equal(a, b) for a, b in
-               zip(head_params(fresh), head_params(retriever)))
+    assert any(not torch.equal(a, b) for a, b in zip(head_params(fresh), head_params(retriever)))
     assert all(torch.equal(a, b) for a, b in zip(before, tiny.parameters()))  # frozen
     contexts = [c for c, _ in PAIRS[:8]]
-    candidates = [[answer] + [a for _, a in TOPICS if a != answer][:4]
-                  for _, answer in PAIRS[:8]]
+    candidates = [[answer] + [a for _, a in TOPICS if a != answer][:4] for _, answer in PAIRS[:8]]
     scores = retriever.score(contexts, candidates)
     assert scores.shape == (8, 5)
     assert (scores.argmax(1) == 0).mean() > 0.5  # gold first well above chance (0.2)
@@ -67,8 +76,13 @@ def test_training_changes_the_head_and_the_loss_falls(kind, tmp_path):
 def test_a_trainable_backbone_trains_and_reloads_identically(tmp_path):
     tiny = backbone(frozen=False)
     before = next(tiny.parameters()).detach().clone()
-    retriever, history = fit_retriever(PAIRS, tiny, RetrieverSettings(kind="poly", **SMALL),
-                                       TrainConfig(epochs=3, batch_size=8), progress=False)
+    retriever, history = fit_retriever(
+        PAIRS,
+        tiny,
+        RetrieverSettings(kind="poly", **SMALL),
+        TrainConfig(epochs=3, batch_size=8),
+        progress=False,
+    )
     assert history["steps"] == 9 and not retriever.settings.frozen
     assert not torch.equal(next(tiny.parameters()), before)
     rows = [[a for _, a in TOPICS]] * 3
@@ -82,13 +96,29 @@ def test_a_trainable_backbone_trains_and_reloads_identically(tmp_path):
 
 def test_train_from_an_examples_file(tmp_path):
     path = tmp_path / "examples.jsonl"
-    write_jsonl(path, [Example(history=[Turn(role="user", text=f"{t} 이야기")], response=a,
-                               label="positive") for t, a in TOPICS]
-                + [Example(history=[Turn(role="user", text="욕")], response="나쁜 말",
-                           label="negative", category="safety")])
-    metrics = train_retriever(path, tmp_path / "model", backbone(True),
-                              RetrieverSettings(kind="bi", **SMALL),
-                              TrainConfig(epochs=1, batch_size=4), progress=False)
+    write_jsonl(
+        path,
+        [
+            Example(history=[Turn(role="user", text=f"{t} 이야기")], response=a, label="positive")
+            for t, a in TOPICS
+        ]
+        + [
+            Example(
+                history=[Turn(role="user", text="욕")],
+                response="나쁜 말",
+                label="negative",
+                category="safety",
+            )
+        ],
+    )
+    metrics = train_retriever(
+        path,
+        tmp_path / "model",
+        backbone(True),
+        RetrieverSettings(kind="bi", **SMALL),
+        TrainConfig(epochs=1, batch_size=4),
+        progress=False,
+    )
     assert metrics["pairs"] == len(TOPICS) and metrics["steps"] == 2
     assert metrics["candidates"] == len(TOPICS) and len(metrics["losses"]) == 2
     assert Retriever.load(metrics["model_dir"]).settings.kind == "bi"

@@ -19,8 +19,12 @@ def softmax(row):
 
 # two rows of three tokens over a vocabulary of three: [prompt, response, response]; the
 # first position predicts the second token, the second the third
-LOGITS = torch.tensor([[[1.0, 2.0, 0.0], [0.5, 0.0, 1.5], [9.0, 9.0, 9.0]],
-                       [[0.0, 1.0, 3.0], [2.0, 0.0, 0.0], [9.0, 9.0, 9.0]]])
+LOGITS = torch.tensor(
+    [
+        [[1.0, 2.0, 0.0], [0.5, 0.0, 1.5], [9.0, 9.0, 9.0]],
+        [[0.0, 1.0, 3.0], [2.0, 0.0, 0.0], [9.0, 9.0, 9.0]],
+    ]
+)
 LABELS = torch.tensor([[IGNORE, 1, 2], [IGNORE, 2, 0]])
 
 

@@ -15,16 +15,24 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "runs" / "screenshots"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        pytest.skip("Debian's chromium is not installed: make setup installs it as root "
-                    "(apt-get install chromium fonts-nanum)")
+        pytest.skip(
+            "Debian's chromium is not installed: make setup installs it as root "
+            "(apt-get install chromium fonts-nanum)"
+        )
     return found
 
 
@@ -35,8 +43,7 @@ def serving(app) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -55,8 +62,7 @@ def serving(app) -> Iterator[str]:
 def browser() -> Iterator:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=chromium_path(),
-                                              args=CHROMIUM_ARGS)
+        instance = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
             yield instance
         finally:

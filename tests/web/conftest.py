@@ -32,8 +32,9 @@ def csrf_of(html: str) -> str:
 def make_project(engine, name: str = "carecall", bot: BotConfig | None = None) -> int:
     import yaml
 
-    settings = ProjectSettings(spec=yaml.safe_load(SPEC_YAML),
-                               bot=bot or BotConfig(model="fake:web"))
+    settings = ProjectSettings(
+        spec=yaml.safe_load(SPEC_YAML), bot=bot or BotConfig(model="fake:web")
+    )
     with session(engine) as db:
         project = Project(name=name, settings=settings.model_dump(mode="json"))
         db.add(project)
@@ -61,7 +62,8 @@ def client_for(engine, username: str | None = None) -> TestClient:
     client = TestClient(create_app(engine), follow_redirects=False)
     if username:
         page = client.get("/login")
-        response = client.post("/login", data={"username": username, "password": PASSWORD,
-                                               "csrf": csrf_of(page.text)})
+        response = client.post(
+            "/login", data={"username": username, "password": PASSWORD, "csrf": csrf_of(page.text)}
+        )
         assert response.status_code == 303, response.text
     return client

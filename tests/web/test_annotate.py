@@ -9,27 +9,41 @@ from sqlalchemy import func, select
 from rolecall.store import Annotation, Assignment, Item, Project, session
 from tests.web.conftest import client_for, csrf_of
 
-DIALOGUES = [{"id": f"d{n}", "turns": [
-    {"role": "system", "text": "안녕하세요, 식사는 하셨어요?"},
-    {"role": "user", "text": "네, 먹었어요."},
-    {"role": "system", "text": "주소 좀 알려 주시겠어요?", "out_of_bounds": True,
-     "category": "policy violation"}]} for n in range(2)]
+DIALOGUES = [
+    {
+        "id": f"d{n}",
+        "turns": [
+            {"role": "system", "text": "안녕하세요, 식사는 하셨어요?"},
+            {"role": "user", "text": "네, 먹었어요."},
+            {
+                "role": "system",
+                "text": "주소 좀 알려 주시겠어요?",
+                "out_of_bounds": True,
+                "category": "policy violation",
+            },
+        ],
+    }
+    for n in range(2)
+]
 PAIRS_CSV = "neutral,implicit\n회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네\n"
 
 
 def upload(client, project_id: int, kind: str, name: str, body: str, per_item: int):
     token = csrf_of(client.get("/admin").text)
-    return client.post(f"/admin/projects/{project_id}/items",
-                       data={"csrf": token, "kind": kind, "per_item": str(per_item)},
-                       files={"file": (name, body.encode("utf-8"))})
+    return client.post(
+        f"/admin/projects/{project_id}/items",
+        data={"csrf": token, "kind": kind, "per_item": str(per_item)},
+        files={"file": (name, body.encode("utf-8"))},
+    )
 
 
 def label(client, item_id: int, **answer):
     page = client.get(f"/items/{item_id}")
     assert page.status_code == 200
     shown_at = page.text.split('name="shown_at" value="')[1].split('"')[0]
-    return client.post(f"/items/{item_id}/label",
-                       data={"csrf": csrf_of(page.text), "shown_at": shown_at, **answer})
+    return client.post(
+        f"/items/{item_id}/label", data={"csrf": csrf_of(page.text), "shown_at": shown_at, **answer}
+    )
 
 
 def test_upload_assign_and_label(site):
@@ -54,7 +68,8 @@ def test_upload_assign_and_label(site):
         rows = db.scalars(select(Annotation).order_by(Annotation.id)).all()
         assert [(r.kind, r.payload) for r in rows] == [
             ("oob", {"first_oob": 2, "category": "policy violation"}),
-            ("oob", {"first_oob": None, "category": None})]
+            ("oob", {"first_oob": None, "category": None}),
+        ]
         assert all(r.seconds_spent is not None and r.seconds_spent >= 0 for r in rows)
     # ann2 does not see ann1's label: its own page shows its own choice only
     page = ann2.get(f"/items/{first}").text
@@ -65,22 +80,29 @@ def test_upload_assign_and_label(site):
         assert db.scalar(select(func.count()).select_from(Annotation)) == 2
 
     # export: the tie between turn 0 (ann1) and none (ann2) goes to the turn: one negative
-    rows = [json.loads(line) for line in
-            admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()]
+    rows = [
+        json.loads(line)
+        for line in admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()
+    ]
     assert [(r["label"], r["category"], r["response"], r["dialogue_id"]) for r in rows] == [
-        ("negative", "style", "안녕하세요, 식사는 하셨어요?", DIALOGUES[0]["id"])]
+        ("negative", "style", "안녕하세요, 식사는 하셨어요?", DIALOGUES[0]["id"])
+    ]
     with session(engine) as db:  # both annotators have both dialogues (2 per item)
-        second = db.scalars(select(Item.id).where(Item.kind == "dialogue", Item.id != first)
-                            ).one()
+        second = db.scalars(select(Item.id).where(Item.kind == "dialogue", Item.id != first)).one()
     for client in (ann1, ann2):
-        assert label(client, second, first_oob="2", category="policy violation"
-                     ).status_code == 303
-    rows = [json.loads(line) for line in
-            admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()]
+        assert label(client, second, first_oob="2", category="policy violation").status_code == 303
+    rows = [
+        json.loads(line)
+        for line in admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()
+    ]
     assert [(r["label"], r["category"]) for r in rows[1:]] == [
-        ("positive", None), ("negative", "policy violation")]
-    assert [t["text"] for t in rows[2]["history"]] == ["안녕하세요, 식사는 하셨어요?",
-                                                       "네, 먹었어요."]
+        ("positive", None),
+        ("negative", "policy violation"),
+    ]
+    assert [t["text"] for t in rows[2]["history"]] == [
+        "안녕하세요, 식사는 하셨어요?",
+        "네, 먹었어요.",
+    ]
 
 
 def test_the_judge_verdict_is_shown_only_when_the_project_says_so(site):
@@ -109,16 +131,20 @@ def test_pairs_are_masked_and_labels_validated(site):
     assert label(ann1, item_id, consistent="maybe", offensive="yes").status_code == 422
     assert label(ann1, item_id, consistent="yes", offensive="yes").status_code == 303
     with session(engine) as db:
-        assert db.scalars(select(Annotation.payload)).one() == {"consistent": True,
-                                                                "offensive": True}
+        assert db.scalars(select(Annotation.payload)).one() == {
+            "consistent": True,
+            "offensive": True,
+        }
     # ann1 yes, ann2 not offensive: a tie, not approved; ann2 changing to yes approves it
     ann2 = client_for(engine, "ann2")
     assert label(ann2, item_id, consistent="yes", offensive="no").status_code == 303
     assert admin.get(f"/projects/{project_id}/export/pairs.csv").text.splitlines() == [
-        "neutral,implicit"]
+        "neutral,implicit"
+    ]
     assert label(ann2, item_id, consistent="yes", offensive="yes").status_code == 303
     assert admin.get(f"/projects/{project_id}/export/pairs.csv").text.splitlines()[1:] == [
-        "회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네"]
+        "회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네"
+    ]
 
 
 def test_pair_labels_export_feeds_the_filter_agreement(site, tmp_path):
@@ -129,10 +155,18 @@ def test_pair_labels_export_feeds_the_filter_agreement(site, tmp_path):
 
     engine, project_id = site
     admin = client_for(engine, "admin")
-    run_pairs = [{"neutral": "회의가 취소됐어요.", "toxic": "회의 또 땡땡이네",
-                  "provenance": {"candidate_id": "c1"}},
-                 {"neutral": "주식이 떨어졌어요.", "toxic": "개미들 곡소리 나겠네",
-                  "provenance": {"candidate_id": "c2"}}]
+    run_pairs = [
+        {
+            "neutral": "회의가 취소됐어요.",
+            "toxic": "회의 또 땡땡이네",
+            "provenance": {"candidate_id": "c1"},
+        },
+        {
+            "neutral": "주식이 떨어졌어요.",
+            "toxic": "개미들 곡소리 나겠네",
+            "provenance": {"candidate_id": "c2"},
+        },
+    ]
     jsonl = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in run_pairs)
     assert upload(admin, project_id, "pair", "pairs.jsonl", jsonl, 2).status_code == 303
     with session(engine) as db:
@@ -141,17 +175,24 @@ def test_pair_labels_export_feeds_the_filter_agreement(site, tmp_path):
     for name, per_item in answers.items():
         client = client_for(engine, name)
         for item_id, (consistent, offensive) in zip(ids, per_item, strict=True):
-            assert label(client, item_id, consistent=consistent,
-                         offensive=offensive).status_code == 303
+            assert (
+                label(client, item_id, consistent=consistent, offensive=offensive).status_code
+                == 303
+            )
     exported = admin.get(f"/projects/{project_id}/export/pair-labels.csv")
     (tmp_path / "labels.csv").write_text(exported.text, encoding="utf-8")
     human = read_human_labels(tmp_path / "labels.csv")
-    assert human["consistency"] == {"c1": {"ann1": "maintained", "ann2": "maintained"},
-                                    "c2": {"ann1": "shifted", "ann2": "shifted"}}
+    assert human["consistency"] == {
+        "c1": {"ann1": "maintained", "ann2": "maintained"},
+        "c2": {"ann1": "shifted", "ann2": "shifted"},
+    }
     assert human["implicit"]["c1"] == {"ann1": "implicit", "ann2": "none"}
-    verdicts = {"consistency": [Verdict(judge="j", item_id=i, label="maintained",
-                                        raw_output="x", parse_status="parsed")
-                                for i in ("c1", "c2")]}
+    verdicts = {
+        "consistency": [
+            Verdict(judge="j", item_id=i, label="maintained", raw_output="x", parse_status="parsed")
+            for i in ("c1", "c2")
+        ]
+    }
     report = agreement_report(verdicts, human)
     assert report["consistency"]["majority_vote"]["agreement"] == 0.5
 
@@ -172,25 +213,33 @@ def test_uploads_and_items_refuse_bad_input_and_strangers(site):
     with session(engine) as db:
         item_id = db.scalars(select(Item.id)).one()
         owner = db.scalars(select(Assignment.user_id)).one()
-    others = [name for name in ("ann1", "ann2", "ann3")
-              if name != {2: "ann1", 3: "ann2"}.get(owner)]
+    others = [
+        name for name in ("ann1", "ann2", "ann3") if name != {2: "ann1", 3: "ann2"}.get(owner)
+    ]
     for name in others:  # not assigned: the item does not exist for them
         client = client_for(engine, name)
         assert client.get(f"/items/{item_id}").status_code == 404
     owner_client = client_for(engine, {2: "ann1", 3: "ann2"}[owner])
     assert label(owner_client, item_id, first_oob="1", category="style").status_code == 422
     page = owner_client.get(f"/items/{item_id}").text
-    for forged in ("1.0.abc", "not-a-time", page.split('name="shown_at" value="')[1]
-                   .split('"')[0].replace(".", "0.", 1)):  # another start, same signature
-        response = owner_client.post(f"/items/{item_id}/label", data={
-            "csrf": csrf_of(page), "shown_at": forged, "first_oob": "none"})
+    for forged in (
+        "1.0.abc",
+        "not-a-time",
+        page.split('name="shown_at" value="')[1].split('"')[0].replace(".", "0.", 1),
+    ):  # another start, same signature
+        response = owner_client.post(
+            f"/items/{item_id}/label",
+            data={"csrf": csrf_of(page), "shown_at": forged, "first_oob": "none"},
+        )
         assert response.status_code == 422 and "start time" in response.text
     assert label(owner_client, item_id, first_oob="2", category="made up").status_code == 422
     annotator = client_for(engine, "ann1")
     token = csrf_of(annotator.get("/").text)
-    response = annotator.post(f"/admin/projects/{project_id}/items",
-                              data={"csrf": token, "kind": "pair"},
-                              files={"file": ("kda.csv", PAIRS_CSV.encode())})
+    response = annotator.post(
+        f"/admin/projects/{project_id}/items",
+        data={"csrf": token, "kind": "pair"},
+        files={"file": ("kda.csv", PAIRS_CSV.encode())},
+    )
     assert response.status_code == 403
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Annotation)) == 0
@@ -214,15 +263,21 @@ def test_the_same_label_form_sent_at_once_is_one_row_and_every_submit_a_redirect
     ann1 = client_for(engine, "ann1")
     (item_id,) = _items(engine, "pair")
     page = ann1.get(f"/items/{item_id}").text
-    data = {"csrf": csrf_of(page), "consistent": "yes", "offensive": "no",
-            "shown_at": page.split('name="shown_at" value="')[1].split('"')[0]}
+    data = {
+        "csrf": csrf_of(page),
+        "consistent": "yes",
+        "offensive": "no",
+        "shown_at": page.split('name="shown_at" value="')[1].split('"')[0],
+    }
 
     async def burst(n: int) -> list[int]:
         transport = httpx.ASGITransport(app=ann1.app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver",
-                                     cookies=dict(ann1.cookies)) as client:
-            answers = await asyncio.gather(*(client.post(f"/items/{item_id}/label", data=data)
-                                             for _ in range(n)))
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://testserver", cookies=dict(ann1.cookies)
+        ) as client:
+            answers = await asyncio.gather(
+                *(client.post(f"/items/{item_id}/label", data=data) for _ in range(n))
+            )
         return [a.status_code for a in answers]
 
     assert asyncio.run(burst(20)) == [303] * 20
@@ -231,7 +286,8 @@ def test_the_same_label_form_sent_at_once_is_one_row_and_every_submit_a_redirect
     with session(engine) as db:
         rows = db.scalars(select(Annotation)).all()
         assert [(r.item_id, r.kind, r.payload) for r in rows] == [
-            (item_id, "pair", {"consistent": True, "offensive": True})]
+            (item_id, "pair", {"consistent": True, "offensive": True})
+        ]
 
 
 def test_bot_turn_items_cannot_be_uploaded(site):
@@ -279,11 +335,18 @@ def test_time_spent_cannot_be_forged_with_what_pages_show(site):
     page = ann1.get(f"/items/{item_id}").text
     token = csrf_of(page)
     stamp = f"{time.time() - 3000:.3f}"
-    old_way = hmac.new(token.encode(), f"{item_id}:{stamp}".encode(),
-                       hashlib.sha256).hexdigest()[:32]
-    response = ann1.post(f"/items/{item_id}/label", data={
-        "csrf": token, "shown_at": f"{stamp}.{old_way}", "consistent": "yes",
-        "offensive": "yes"})
+    old_way = hmac.new(token.encode(), f"{item_id}:{stamp}".encode(), hashlib.sha256).hexdigest()[
+        :32
+    ]
+    response = ann1.post(
+        f"/items/{item_id}/label",
+        data={
+            "csrf": token,
+            "shown_at": f"{stamp}.{old_way}",
+            "consistent": "yes",
+            "offensive": "yes",
+        },
+    )
     assert response.status_code == 422 and "start time" in response.text
     secret = ann1.app.state.secret
     for text in (page, ann1.get("/").text, admin.get("/admin").text):
@@ -292,8 +355,10 @@ def test_time_spent_cannot_be_forged_with_what_pages_show(site):
     restarted = TestClient(create_app(engine, secret=secret), follow_redirects=False)
     restarted.cookies = ann1.cookies
     shown_at = page.split('name="shown_at" value="')[1].split('"')[0]
-    response = restarted.post(f"/items/{item_id}/label", data={
-        "csrf": token, "shown_at": shown_at, "consistent": "yes", "offensive": "no"})
+    response = restarted.post(
+        f"/items/{item_id}/label",
+        data={"csrf": token, "shown_at": shown_at, "consistent": "yes", "offensive": "no"},
+    )
     assert response.status_code == 303
     with session(engine) as db:
         assert db.scalars(select(Annotation.seconds_spent)).one() < 60
@@ -303,25 +368,27 @@ def test_any_unreadable_upload_is_a_clear_400_naming_the_file(site):
     engine, project_id = site
     admin = client_for(engine, "admin")
     deep = '{"id": "d", "turns": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
-    nested = {"neutral": "회의가 취소됐어요.", "toxic": "회의 또 땡땡이네",
-              "provenance": {}}
+    nested = {"neutral": "회의가 취소됐어요.", "toxic": "회의 또 땡땡이네", "provenance": {}}
     level = nested["provenance"]
     for _ in range(100):  # under Python's recursion limit, over the app's nesting limit
         level["k"] = {}
         level = level["k"]
-    cases = [("dialogue", "deep.jsonl", deep.encode(), "nested too deeply"),
-             ("pair", "nested.jsonl", (json.dumps(nested) + "\n").encode(), "nested more"),
-             ("dialogue", "latin.jsonl", "\xff\xfe garbage".encode("latin-1"), "UTF-8"),
-             ("dialogue", "half.jsonl", b'{"id": "x", "turns": [', "half.jsonl"),
-             ("pair", "cp949.csv", "neutral,implicit\n회의,땡땡이\n".encode("cp949"),
-              "cp949.csv"),
-             ("pair", "quote.csv", b'neutral,implicit\n"open,x\n', "quote.csv"),
-             ("pair", "nul.csv", b"neutral,implicit\n\x00a,b\n", "nul.csv")]
+    cases = [
+        ("dialogue", "deep.jsonl", deep.encode(), "nested too deeply"),
+        ("pair", "nested.jsonl", (json.dumps(nested) + "\n").encode(), "nested more"),
+        ("dialogue", "latin.jsonl", "\xff\xfe garbage".encode("latin-1"), "UTF-8"),
+        ("dialogue", "half.jsonl", b'{"id": "x", "turns": [', "half.jsonl"),
+        ("pair", "cp949.csv", "neutral,implicit\n회의,땡땡이\n".encode("cp949"), "cp949.csv"),
+        ("pair", "quote.csv", b'neutral,implicit\n"open,x\n', "quote.csv"),
+        ("pair", "nul.csv", b"neutral,implicit\n\x00a,b\n", "nul.csv"),
+    ]
     for kind, name, body, expected in cases:
         token = csrf_of(admin.get("/admin").text)
-        response = admin.post(f"/admin/projects/{project_id}/items",
-                              data={"csrf": token, "kind": kind, "per_item": "1"},
-                              files={"file": (name, body)})
+        response = admin.post(
+            f"/admin/projects/{project_id}/items",
+            data={"csrf": token, "kind": kind, "per_item": "1"},
+            files={"file": (name, body)},
+        )
         assert response.status_code == 400, (name, response.status_code, response.text[:300])
         assert expected in response.text, (name, response.text[:500])
         assert "/tmp" not in response.text and "upload.csv" not in response.text, name

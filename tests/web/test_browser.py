@@ -52,16 +52,26 @@ def test_chat_fix_save_and_export_in_a_browser(site, request):
         exported = admin.request.get(f"{base}/projects/{project_id}/export/examples.jsonl")
         assert exported.ok
         rows = [json.loads(line) for line in exported.text().splitlines()]
-    context = [{"role": "user", "text": "안녕하세요"}, {"role": "system", "text": first},
-               {"role": "user", "text": "요즘 무릎이 좀 아파요"}]
-    simplified = [(r["label"], r["category"], r["response"],
-                   [{"role": t["role"], "text": t["text"]} for t in r["history"]])
-                  for r in rows]
+    context = [
+        {"role": "user", "text": "안녕하세요"},
+        {"role": "system", "text": first},
+        {"role": "user", "text": "요즘 무릎이 좀 아파요"},
+    ]
+    simplified = [
+        (
+            r["label"],
+            r["category"],
+            r["response"],
+            [{"role": t["role"], "text": t["text"]} for t in r["history"]],
+        )
+        for r in rows
+    ]
     assert simplified == [
         ("positive", None, first, context[:1]),
         ("negative", "not sensible", rejected[0], context),
         ("negative", "wrong persona", rejected[1], context),
-        ("positive", None, final, context)]
+        ("positive", None, final, context),
+    ]
     assert len(list(shots.folder.glob("*.png"))) == shots.count == 7
 
 
@@ -97,8 +107,9 @@ def test_upload_annotate_review_ssa_and_dashboard_in_a_browser(site, request, tm
             uploads.locator("input[name=file]").set_input_files(str(path))
             uploads.locator("input[name=per_item]").fill("2")
             submit(admin, f"form[action='/admin/projects/{project_id}/items'] button")
-        admin.fill(f"form[action='/admin/projects/{project_id}/ssa-items'] "
-                   "input[name=per_item]", "2")
+        admin.fill(
+            f"form[action='/admin/projects/{project_id}/ssa-items'] input[name=per_item]", "2"
+        )
         submit(admin, ".make-ssa")
         shots.take(admin, "admin-after-uploads")
 
@@ -145,7 +156,10 @@ def test_upload_annotate_review_ssa_and_dashboard_in_a_browser(site, request, tm
         approved = admin.request.get(f"{base}/projects/{project_id}/export/pairs.csv").text()
     # chat: 1 negative (style) + 1 positive; the dialogue: 1 positive, then its negative
     assert [(r["label"], r["category"]) for r in rows] == [
-        ("negative", "style"), ("positive", None), ("positive", None),
-        ("negative", "policy violation")]
+        ("negative", "style"),
+        ("positive", None),
+        ("positive", None),
+        ("negative", "policy violation"),
+    ]
     assert approved.splitlines()[1:] == ["회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네"]
     assert shots.count == 8

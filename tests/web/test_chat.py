@@ -31,8 +31,12 @@ def test_chat_fix_twice_save_and_export(site):
     assert post(client, f"{chat}/message", chat, text="오늘 병원에 다녀왔어요").status_code == 303
     with session(engine) as db:
         turns = db.scalars(select(ChatTurn).order_by(ChatTurn.id)).all()
-        assert [(t.index, t.role) for t in turns] == [(0, "user"), (1, "bot"), (2, "user"),
-                                                      (3, "bot")]
+        assert [(t.index, t.role) for t in turns] == [
+            (0, "user"),
+            (1, "bot"),
+            (2, "user"),
+            (3, "bot"),
+        ]
         assert all(t.bot_version.startswith("llm:fake:fake-web:") for t in turns if t.role == "bot")
         last = turns[-1]
     seen = {last.text}
@@ -40,8 +44,9 @@ def test_chat_fix_twice_save_and_export(site):
         response = post(client, f"{chat}/turns/{last.id}/fix", chat, category=category)
         assert response.status_code == 303, response.text
         with session(engine) as db:
-            live = db.scalars(select(ChatTurn).where(ChatTurn.index == 3,
-                                                     ChatTurn.status != "fixed")).one()
+            live = db.scalars(
+                select(ChatTurn).where(ChatTurn.index == 3, ChatTurn.status != "fixed")
+            ).one()
             fixed = db.get(ChatTurn, last.id)
             assert fixed.status == TurnStatus.FIXED and fixed.error_category == category
             assert fixed.replaced_by == live.id and live.text not in seen
@@ -60,8 +65,11 @@ def test_chat_fix_twice_save_and_export(site):
     assert [r["category"] for r in negatives] == ["not sensible", "not safe"]
     assert len(positives) == 2 and positives[1]["response"] == last.text
     assert all(r["dialogue_id"] == f"chat-{chat.rsplit('/', 1)[1]}" for r in rows)
-    assert [t["text"] for t in negatives[0]["history"]] == ["안녕하세요", positives[0]["response"],
-                                                            "오늘 병원에 다녀왔어요"]
+    assert [t["text"] for t in negatives[0]["history"]] == [
+        "안녕하세요",
+        positives[0]["response"],
+        "오늘 병원에 다녀왔어요",
+    ]
 
 
 def test_annotators_see_no_internal_address_of_the_bot(site):
@@ -110,20 +118,28 @@ def test_bot_turns_keep_the_reply_and_group_with_turns_stored_before(site):
     for text in ("안녕하세요", "오늘 병원에 다녀왔어요"):
         assert post(client, f"{chat}/message", chat, text=text).status_code == 303
     with session(engine) as db:
-        first, last = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot")
-                                 .order_by(ChatTurn.id)).all()
+        first, last = db.scalars(
+            select(ChatTurn).where(ChatTurn.role == "bot").order_by(ChatTurn.id)
+        ).all()
         assert set(last.provenance) == {"path", "stages", "latency_ms"}
         assert last.provenance["path"] == "llm"
         assert last.provenance["stages"][0]["excluded"] == 0
-    assert post(client, f"{chat}/turns/{last.id}/fix", chat,
-                category="not sensible").status_code == 303
+    assert (
+        post(client, f"{chat}/turns/{last.id}/fix", chat, category="not sensible").status_code
+        == 303
+    )
     with session(engine) as db:
-        replacement = db.scalars(select(ChatTurn).where(ChatTurn.index == 3,
-                                                        ChatTurn.status != "fixed")).one()
+        replacement = db.scalars(
+            select(ChatTurn).where(ChatTurn.index == 3, ChatTurn.status != "fixed")
+        ).one()
         stage = replacement.provenance["stages"][0]
         assert stage["excluded"] == 1 and stage["tries"] >= 2
-        db.get(ChatTurn, first.id).provenance = {"path": "llm", "model": "fake:fake-web",
-                                                 "tries": 1, "excluded": 0}
+        db.get(ChatTurn, first.id).provenance = {
+            "path": "llm",
+            "model": "fake:fake-web",
+            "tries": 1,
+            "excluded": 0,
+        }
     with session(engine) as db:
         (row,) = path_shares(_bot_turns(db, project_id))
     assert (row["path"], row["turns"], row["share"], row["errors"]) == ("llm", 3, 1.0, 1)

@@ -15,8 +15,10 @@ from tests.web.test_annotate import label
 from tests.web.test_chat import post, start_chat
 
 # per SSA item in id order: ann1's and ann2's (sensible, specific)
-ANSWERS = {"ann1": [("yes", "yes"), ("yes", "no"), ("no", "no"), ("yes", "yes")],
-           "ann2": [("yes", "yes"), ("no", "no"), ("no", "yes"), ("yes", "no")]}
+ANSWERS = {
+    "ann1": [("yes", "yes"), ("yes", "no"), ("no", "no"), ("yes", "yes")],
+    "ann2": [("yes", "yes"), ("no", "no"), ("no", "yes"), ("yes", "no")],
+}
 
 
 def chat_with_two_fixes(engine, project_id: int) -> None:
@@ -27,8 +29,9 @@ def chat_with_two_fixes(engine, project_id: int) -> None:
     for category in ("not sensible", "not safe"):
         page = client.get(chat).text
         turn_id = page.split('/fix"')[0].rsplit("/turns/", 1)[1]
-        response = client.post(f"{chat}/turns/{turn_id}/fix",
-                               data={"csrf": csrf_of(page), "category": category})
+        response = client.post(
+            f"{chat}/turns/{turn_id}/fix", data={"csrf": csrf_of(page), "category": category}
+        )
         assert response.status_code == 303
     assert post(client, f"{chat}/save", chat).status_code == 303
 
@@ -38,32 +41,38 @@ def test_ssa_items_labels_and_dashboard(site):
     chat_with_two_fixes(engine, project_id)  # 4 bot turns shown, 2 fixed
     admin = client_for(engine, "admin")
     token = csrf_of(admin.get("/admin").text)
-    made = admin.post(f"/admin/projects/{project_id}/ssa-items",
-                      data={"csrf": token, "per_item": "2"})
+    made = admin.post(
+        f"/admin/projects/{project_id}/ssa-items", data={"csrf": token, "per_item": "2"}
+    )
     assert made.status_code == 303
-    again = admin.post(f"/admin/projects/{project_id}/ssa-items",
-                       data={"csrf": token, "per_item": "2"})
+    again = admin.post(
+        f"/admin/projects/{project_id}/ssa-items", data={"csrf": token, "per_item": "2"}
+    )
     assert again.status_code == 409  # every bot turn is an item already
     with session(engine) as db:
-        items = db.scalars(select(Item).where(Item.kind == ItemKind.BOT_TURN)
-                           .order_by(Item.id)).all()
+        items = db.scalars(
+            select(Item).where(Item.kind == ItemKind.BOT_TURN).order_by(Item.id)
+        ).all()
         assert len(items) == 4 and all(i.payload["bot_version"] for i in items)
         ids = [i.id for i in items]
     for name, answers in ANSWERS.items():
         client = client_for(engine, name)
         for item_id, (sensible, specific) in zip(ids, answers, strict=True):
-            assert label(client, item_id, sensible=sensible,
-                         specific=specific).status_code == 303
+            assert label(client, item_id, sensible=sensible, specific=specific).status_code == 303
     assert label(client, ids[0], sensible="perhaps", specific="no").status_code == 422
 
     page = admin.get(f"/projects/{project_id}/dashboard")
     assert page.status_code == 200 and "50.0%" in page.text
-    rows = list(csv.DictReader(io.StringIO(
-        admin.get(f"/projects/{project_id}/dashboard.csv").text)))
+    rows = list(
+        csv.DictReader(io.StringIO(admin.get(f"/projects/{project_id}/dashboard.csv").text))
+    )
 
     def value(table: str, key_part: str, metric: str) -> float:
-        found = [r["value"] for r in rows if r["table"] == table and key_part in r["key"]
-                 and r["metric"] == metric]
+        found = [
+            r["value"]
+            for r in rows
+            if r["table"] == table and key_part in r["key"] and r["metric"] == metric
+        ]
         assert len(found) == 1, (table, key_part, metric, found)
         return float(found[0])
 
@@ -75,18 +84,19 @@ def test_ssa_items_labels_and_dashboard(site):
     assert value("ssa", "bot_version", "specificity") == 0.25
     assert value("ssa", "bot_version", "ssa") == 0.375
     # sensible: n_yes 5, n_no 3, one disagreeing item: 1 - 7 * 2 / (64 - 25 - 9)
-    assert value("agreement", "question=sensible", "krippendorff_alpha") == \
-        pytest.approx(1 - 14 / 30)
+    assert value("agreement", "question=sensible", "krippendorff_alpha") == pytest.approx(
+        1 - 14 / 30
+    )
     assert value("throughput", "annotator=ann2;kind=ssa", "labels") == 4
     svg = admin.get(f"/projects/{project_id}/dashboard/error-rates.svg")
     assert svg.headers["content-type"].startswith("image/svg+xml")
     assert "50.0% (2/4)" in svg.text
     # annotators see no dashboard
-    assert client_for(engine, "ann1").get(f"/projects/{project_id}/dashboard").status_code \
-        == 403
+    assert client_for(engine, "ann1").get(f"/projects/{project_id}/dashboard").status_code == 403
 
 
 def test_the_chart_escapes_names():
-    svg = error_rate_svg([{"bot_version": "<v1>", "category": "all", "turns": 2,
-                           "errors": 1, "error_rate": 0.5}])
+    svg = error_rate_svg(
+        [{"bot_version": "<v1>", "category": "all", "turns": 2, "errors": 1, "error_rate": 0.5}]
+    )
     assert "&lt;v1&gt;" in svg and "<v1>" not in svg

@@ -16,8 +16,16 @@ from rolecall.web.auth import add_user
 from tests.web.conftest import PASSWORD, client_for
 from tests.web.test_annotate import label, upload
 
-FORMULAS = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+2", "-_- 회의 또 취소", "@SUM(A1)",
-            "\t=1+1", "'=already quoted", "''-twice", "=cmd|'/C calc'!A0"]
+FORMULAS = [
+    '=HYPERLINK("http://evil.example","x")',
+    "+1+2",
+    "-_- 회의 또 취소",
+    "@SUM(A1)",
+    "\t=1+1",
+    "'=already quoted",
+    "''-twice",
+    "=cmd|'/C calc'!A0",
+]
 NAME = "=cmd|'/C_calc'!A0"
 
 
@@ -29,8 +37,9 @@ def opens_as_formula(cell: str) -> bool:
     return cell[:1] in ("=", "+", "-", "@", "\t", "\r")
 
 
-@pytest.mark.parametrize("text", [*FORMULAS, "", "'", "''", "plain", "'plain", "a=b", "-",
-                                  "\r\n=x", " =x", "'\t"])
+@pytest.mark.parametrize(
+    "text", [*FORMULAS, "", "'", "''", "plain", "'plain", "a=b", "-", "\r\n=x", " =x", "'\t"]
+)
 def test_neutralise_then_restore_is_exact(text):
     safe = neutralise(text)
     assert not opens_as_formula(safe)
@@ -78,11 +87,15 @@ def test_pair_exports_are_spreadsheet_safe_and_read_back_exactly(site, tmp_path)
     # the K/DA reader strips surrounding whitespace: the tab of "\t=1+1" goes, as it would
     # from an unquoted file
     assert [(p.neutral, p.toxic) for p in read] == [
-        (text.strip(), FORMULAS[-1 - n].strip()) for n, text in enumerate(FORMULAS)]
+        (text.strip(), FORMULAS[-1 - n].strip()) for n, text in enumerate(FORMULAS)
+    ]
     (tmp_path / "labels.csv").write_text(labels, encoding="utf-8")
     human = read_human_labels(tmp_path / "labels.csv")
     assert {name for votes in human["implicit"].values() for name in votes} == {
-        "ann1", "ann2", NAME}
+        "ann1",
+        "ann2",
+        NAME,
+    }
 
 
 def test_the_training_jsonl_keeps_the_exact_text(site):
@@ -92,10 +105,20 @@ def test_the_training_jsonl_keeps_the_exact_text(site):
         chat = ChatSession(project_id=project_id, user_id=user_id)
         db.add(chat)
         db.flush()
-        db.add_all([ChatTurn(session_id=chat.id, index=0, role="user", text="=1+1 안녕"),
-                    ChatTurn(session_id=chat.id, index=1, role="bot", text="-_- 네",
-                             status="fixed", error_category="style",
-                             bot_version="=cmd|'/C calc'!A0")])
+        db.add_all(
+            [
+                ChatTurn(session_id=chat.id, index=0, role="user", text="=1+1 안녕"),
+                ChatTurn(
+                    session_id=chat.id,
+                    index=1,
+                    role="bot",
+                    text="-_- 네",
+                    status="fixed",
+                    error_category="style",
+                    bot_version="=cmd|'/C calc'!A0",
+                ),
+            ]
+        )
     admin = client_for(engine, "admin")
     row = json.loads(admin.get(f"/projects/{project_id}/export/examples.jsonl").text)
     assert (row["response"], row["history"][0]["text"]) == ("-_- 네", "=1+1 안녕")

@@ -26,15 +26,15 @@ class Clock:
 
 def try_login(client: TestClient, username: str, password: str):
     token = csrf_of(client.get("/login").text)
-    return client.post("/login", data={"username": username, "password": password,
-                                       "csrf": token})
+    return client.post("/login", data={"username": username, "password": password, "csrf": token})
 
 
 def test_the_41st_quick_wrong_try_from_one_address_is_refused_until_the_lock_ends(site):
     engine, _ = site
     clock = Clock()
-    client = TestClient(create_app(engine, throttle=LoginThrottle(clock=clock)),
-                        follow_redirects=False)
+    client = TestClient(
+        create_app(engine, throttle=LoginThrottle(clock=clock)), follow_redirects=False
+    )
     for n in range(40):  # 40 names, 1 try each: no account reaches its own limit
         response = try_login(client, f"guess{n}", "wrong password")
         assert response.status_code == 401, n
@@ -53,11 +53,11 @@ def test_the_41st_quick_wrong_try_from_one_address_is_refused_until_the_lock_end
 def test_an_account_is_locked_after_its_own_limit_whatever_the_address(site):
     engine, _ = site
     clock = Clock()
-    throttle = LoginThrottle(LoginLimits(per_account=3, per_address=100, lockout_s=60),
-                             clock=clock)
+    throttle = LoginThrottle(LoginLimits(per_account=3, per_address=100, lockout_s=60), clock=clock)
     app = create_app(engine, throttle=throttle)
-    attackers = [TestClient(app, follow_redirects=False, client=(f"10.0.0.{n}", 5000))
-                 for n in range(3)]
+    attackers = [
+        TestClient(app, follow_redirects=False, client=(f"10.0.0.{n}", 5000)) for n in range(3)
+    ]
     for attacker in attackers:  # one wrong try from each of three addresses
         assert try_login(attacker, "ann1", "wrong password").status_code == 401
     response = try_login(attackers[0], "ann1", PASSWORD)
@@ -100,8 +100,9 @@ def test_unknown_and_known_users_cost_the_same(site):
     def wrong_login(name: str) -> float:
         nonlocal token
         start = time.perf_counter()
-        response = client.post("/login", data={"username": name, "password": "wrong one",
-                                               "csrf": token})
+        response = client.post(
+            "/login", data={"username": name, "password": "wrong one", "csrf": token}
+        )
         elapsed = time.perf_counter() - start
         assert response.status_code == 401
         token = csrf_of(response.text)  # each refusal sets a fresh login token
@@ -143,8 +144,11 @@ def test_cookies_are_secure_only_when_asked(site):
     engine, _ = site
     plain = client_for(engine)
     assert "secure" not in plain.get("/login").headers["set-cookie"].lower()
-    secure = TestClient(create_app(engine, secure_cookies=True), follow_redirects=False,
-                        base_url="https://testserver")
+    secure = TestClient(
+        create_app(engine, secure_cookies=True),
+        follow_redirects=False,
+        base_url="https://testserver",
+    )
     assert "; secure" in secure.get("/login").headers["set-cookie"].lower()
     response = try_login(secure, "ann1", PASSWORD)
     assert response.status_code == 303

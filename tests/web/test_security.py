@@ -18,8 +18,12 @@ PUBLIC = {("GET", "/login"), ("POST", "/login")}
 
 
 def all_routes() -> list[tuple[str, str]]:
-    return sorted((method, route.path) for router in routers() for route in router.routes
-                  for method in route.methods)
+    return sorted(
+        (method, route.path)
+        for router in routers()
+        for route in router.routes
+        for method in route.methods
+    )
 
 
 def concrete(path: str) -> str:
@@ -28,8 +32,10 @@ def concrete(path: str) -> str:
 
 def counts(engine) -> tuple[int, ...]:
     with session(engine) as db:
-        return tuple(db.scalar(select(func.count()).select_from(table))
-                     for table in (User, Project, ChatSession, ChatTurn))
+        return tuple(
+            db.scalar(select(func.count()).select_from(table))
+            for table in (User, Project, ChatSession, ChatTurn)
+        )
 
 
 def test_passwords_are_salted_scrypt_hashes():
@@ -64,15 +70,23 @@ def test_a_wrong_password_and_a_login_without_its_token_are_refused(site):
     engine, _ = site
     client = client_for(engine)
     token = csrf_of(client.get("/login").text)
-    response = client.post("/login", data={"username": "ann1", "password": "nope-nope",
-                                           "csrf": token})
+    response = client.post(
+        "/login", data={"username": "ann1", "password": "nope-nope", "csrf": token}
+    )
     assert response.status_code == 401 and "wrong user name or password" in response.text
-    response = client.post("/login", data={"username": "ann1", "password": PASSWORD,
-                                           "csrf": "guess"})
+    response = client.post(
+        "/login", data={"username": "ann1", "password": PASSWORD, "csrf": "guess"}
+    )
     assert response.status_code == 403 and "rolecall_session" not in response.cookies
-    response = client.post("/login", data={"username": "ann1", "password": PASSWORD,
-                                           "csrf": csrf_of(client.get("/login").text),
-                                           "next": "//evil.example/"})
+    response = client.post(
+        "/login",
+        data={
+            "username": "ann1",
+            "password": PASSWORD,
+            "csrf": csrf_of(client.get("/login").text),
+            "next": "//evil.example/",
+        },
+    )
     assert response.status_code == 303 and response.headers["location"] == "/"
 
 
@@ -107,8 +121,9 @@ def test_annotators_cannot_see_or_change_each_others_chats(site):
         assert response.status_code == 404, action
     with session(engine) as db:
         bot_turn = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot")).first()
-    response = intruder.post(f"{chat}/turns/{bot_turn.id}/fix",
-                             data={"csrf": token, "category": "not safe"})
+    response = intruder.post(
+        f"{chat}/turns/{bot_turn.id}/fix", data={"csrf": token, "category": "not safe"}
+    )
     assert response.status_code == 404
     assert counts(engine) == before
     # not a member: the project is invisible; not an admin: no admin pages, no export
@@ -128,22 +143,24 @@ def test_oversized_and_malformed_input_is_refused_and_changes_nothing(site):
     assert response.status_code == 422
     response = client.post(f"{chat}/message", data={"csrf": token, "text": "   "})
     assert response.status_code == 422
-    response = client.post(f"{chat}/message", content=b"x" * 1_100_000,
-                           headers={"content-type": "application/x-www-form-urlencoded"})
+    response = client.post(
+        f"{chat}/message",
+        content=b"x" * 1_100_000,
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert response.status_code == 413
-    response = client.post(f"{chat}/turns/999999/fix", data={"csrf": token,
-                                                             "category": "not safe"})
+    response = client.post(f"{chat}/turns/999999/fix", data={"csrf": token, "category": "not safe"})
     assert response.status_code == 404
     assert client.get("/chats/not-a-number").status_code == 422
     assert counts(engine) == before
     admin = client_for(engine, "admin")
     token = csrf_of(admin.get("/admin").text)
     for spec in ("name: [unclosed", "name: x\noutline: y\ncategories: []"):
-        response = admin.post("/admin/projects", data={"csrf": token, "name": "bad",
-                                                       "spec": spec})
+        response = admin.post("/admin/projects", data={"csrf": token, "name": "bad", "spec": spec})
         assert response.status_code == 422 and "spec" in response.text
-    response = admin.post("/admin/users", data={"csrf": token, "username": "short",
-                                                "password": "1234"})
+    response = admin.post(
+        "/admin/users", data={"csrf": token, "username": "short", "password": "1234"}
+    )
     assert response.status_code == 400 and "too short" in response.text
     assert counts(engine) == before
 
@@ -161,14 +178,13 @@ def test_ids_past_the_id_columns_are_invalid_input_not_a_crash(site):
     engine, _ = site
     client = client_for(engine, "ann1")
     token = csrf_of(client.get("/").text)
-    for number in (2 ** 31, 2 ** 63, 10 ** 30):
+    for number in (2**31, 2**63, 10**30):
         for path in (f"/items/{number}", f"/chats/{number}"):
             response = client.get(path)
             assert response.status_code == 422 and "less than or equal" in response.text
-        response = client.post(f"/items/{number}/label", data={"csrf": token,
-                                                               "shown_at": "1.x"})
+        response = client.post(f"/items/{number}/label", data={"csrf": token, "shown_at": "1.x"})
         assert response.status_code == 422
-    for path in (f"/items/{2 ** 31 - 1}", f"/chats/{2 ** 31 - 1}"):
+    for path in (f"/items/{2**31 - 1}", f"/chats/{2**31 - 1}"):
         assert client.get(path).status_code == 404  # the largest id is merely missing
     assert client.get("/items/０１").status_code == 422  # not ASCII digits
 
@@ -185,17 +201,25 @@ def test_a_chunked_body_over_the_limit_gets_413_with_the_security_headers(site):
         for _ in range(total // 65536):
             yield b"x" * 65536
 
-    response = client.post(f"{chat}/message", content=chunks(1_100_000),
-                           headers={"content-type": "application/x-www-form-urlencoded"})
+    response = client.post(
+        f"{chat}/message",
+        content=chunks(1_100_000),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert response.status_code == 413
     assert response.headers["x-frame-options"] == "DENY"
-    declared = client.post(f"{chat}/message", content=b"x" * 1_100_000,
-                           headers={"content-type": "application/x-www-form-urlencoded"})
+    declared = client.post(
+        f"{chat}/message",
+        content=b"x" * 1_100_000,
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert declared.status_code == 413 and declared.headers["x-content-type-options"] == "nosniff"
     # a small chunked body still reaches the route
-    small = client.post(f"{chat}/message", content=iter([f"csrf={token}&text=".encode(),
-                                                         "안녕".encode()]),
-                        headers={"content-type": "application/x-www-form-urlencoded"})
+    small = client.post(
+        f"{chat}/message",
+        content=iter([f"csrf={token}&text=".encode(), "안녕".encode()]),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert small.status_code == 303
     assert counts(engine)[3] == before[3] + 2  # the message and the bot's answer
 
@@ -222,10 +246,14 @@ def test_an_unexpected_error_is_a_plain_500_with_the_security_headers(site):
 def test_messages_for_annotators_leave_out_internal_addresses_and_paths():
     from rolecall.web.deps import public
 
-    message = ("OpenAI-compatible server http://127.0.0.1:42695/v1 (model m): cannot "
-               "connect; see /tmp/tmpab12/upload.csv or examples/carecall/spec.yaml, K/DA")
+    message = (
+        "OpenAI-compatible server http://127.0.0.1:42695/v1 (model m): cannot "
+        "connect; see /tmp/tmpab12/upload.csv or examples/carecall/spec.yaml, K/DA"
+    )
     shown = public(message)
     assert "127.0.0.1" not in shown and "/tmp/" not in shown
     assert "examples/carecall/spec.yaml" in shown and "K/DA" in shown
-    assert public("llm:openai:http://127.0.0.1:42695/v1#qwen:0123abcd") == \
-        "llm:openai:[internal]#qwen:0123abcd"
+    assert (
+        public("llm:openai:http://127.0.0.1:42695/v1#qwen:0123abcd")
+        == "llm:openai:[internal]#qwen:0123abcd"
+    )

@@ -35,8 +35,11 @@ from rolecall.cli.train import train_app
 from rolecall.cli.web import serve_command, web_app
 from rolecall.errors import RolecallError
 
-app = typer.Typer(help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 app.add_typer(llm_app, name="llm")
 app.add_typer(db_app, name="db")
 app.add_typer(records_app, name="records")
@@ -54,47 +57,68 @@ app.command("logs")(logs_command)
 
 @app.callback()
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging")):
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
 
 
 @app.command()
-def demo(out_dir: Path = typer.Option(Path("runs/demo"), "--out", help="the run directory "
-                                      "(resumable: a second run takes a minute or two)"),
-         model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-         dialogues: int = typer.Option(4, min=1, help="dialogues to generate"),
-         sentences: int = typer.Option(4, min=1, help="neutral sentences for K/DA"),
-         examples: Optional[Path] = typer.Option(None, help="the repository's examples/ "
-                                                 "folder (found by default)"),
-         progress: bool = typer.Option(True)):
+def demo(
+    out_dir: Path = typer.Option(
+        Path("runs/demo"),
+        "--out",
+        help="the run directory (resumable: a second run takes a minute or two)",
+    ),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    dialogues: int = typer.Option(4, min=1, help="dialogues to generate"),
+    sentences: int = typer.Option(4, min=1, help="neutral sentences for K/DA"),
+    examples: Optional[Path] = typer.Option(
+        None, help="the repository's examples/ folder (found by default)"
+    ),
+    progress: bool = typer.Option(True),
+):
     """The main job end to end, small: spec -> dialogues -> judge -> examples -> classifier,
     retriever, reranker -> a scripted chat with the bot -> a K/DA run -> statistics."""
     from rolecall.pipelines.demo import DemoOptions, honest_note, run_demo
 
-    options = DemoOptions(out=out_dir, examples=examples, model=model, dialogues=dialogues,
-                          sentences=sentences, progress=progress)
+    options = DemoOptions(
+        out=out_dir,
+        examples=examples,
+        model=model,
+        dialogues=dialogues,
+        sentences=sentences,
+        progress=progress,
+    )
     opened = []
 
     def load(cache_path: Path):
         opened.append(load_llm(model, cache_path))
         return opened[-1]
 
-    summary = run_demo(options, load, say=lambda line: out.print(line, highlight=False,
-                                                                  markup=False))
+    summary = run_demo(
+        options, load, say=lambda line: out.print(line, highlight=False, markup=False)
+    )
     seconds = summary["seconds"]
     out.print("\n[bold]where everything is[/bold]")
-    rows = [("dialogues (generated, judged)", summary["data"]["dialogues"].rsplit("/", 1)[0]),
-            ("training examples", summary["data"]["examples_file"]),
-            ("bot (classifier, retriever, reranker, bot.json)", summary["chat"]["bot"]),
-            ("chat transcript with scores", summary["chat"]["file"]),
-            ("K/DA run (candidates, verdicts, kda.csv)", summary["kda"]["run"]),
-            ("Table 2 statistics", summary["stats"]["file"]),
-            ("this summary", str(out_dir / "summary.json"))]
+    rows = [
+        ("dialogues (generated, judged)", summary["data"]["dialogues"].rsplit("/", 1)[0]),
+        ("training examples", summary["data"]["examples_file"]),
+        ("bot (classifier, retriever, reranker, bot.json)", summary["chat"]["bot"]),
+        ("chat transcript with scores", summary["chat"]["file"]),
+        ("K/DA run (candidates, verdicts, kda.csv)", summary["kda"]["run"]),
+        ("Table 2 statistics", summary["stats"]["file"]),
+        ("this summary", str(out_dir / "summary.json")),
+    ]
     for what, where in rows:
         out.print(f"  {what:<50} {where}", highlight=False, markup=False)
-    out.print(f"\nmodel {summary['model']}; {seconds['total']:.0f} s in all ("
-              + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items() if k != "total")
-              + ")", highlight=False, markup=False)
+    out.print(
+        f"\nmodel {summary['model']}; {seconds['total']:.0f} s in all ("
+        + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items() if k != "total")
+        + ")",
+        highlight=False,
+        markup=False,
+    )
     for line in honest_note():
         out.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False)
     for llm in opened:
@@ -102,8 +126,10 @@ def demo(out_dir: Path = typer.Option(Path("runs/demo"), "--out", help="the run 
 
 
 @app.command()
-def doctor(model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-           check: bool = typer.Option(True, help="make one real call to the model")):
+def doctor(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    check: bool = typer.Option(True, help="make one real call to the model"),
+):
     """Show installed backends, the embedded model, and check one model string."""
     from rolecall.doctor import run_doctor
 

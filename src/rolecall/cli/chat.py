@@ -30,26 +30,35 @@ def summary(reply) -> str:
         if stage["stage"] == "retrieve" and stage["confidence"] is not None:
             parts.append(f"confidence {stage['confidence']} vs {stage['threshold']}")
         if stage["stage"] == "guard":
-            parts.append(f"P(out of bounds) {stage['p_out_of_bounds']}"
-                         + (" flagged" if stage["flagged"] else ""))
+            parts.append(
+                f"P(out of bounds) {stage['p_out_of_bounds']}"
+                + (" flagged" if stage["flagged"] else "")
+            )
     parts.append(f"{reply.latency_ms:.0f} ms")
     return " · ".join(parts)
 
 
 def chat_command(
-        models_dir: Optional[Path] = typer.Argument(
-            None, help="the bot directory: retriever/, reranker/, generator/, classifier/, "
-            "bot.json (or give --model and --spec)"),
-        model: Optional[str] = typer.Option(
-            None, "--model", "-m", help="instead of a bot directory: this LLM prompted with "
-            "--spec, e.g. llamacpp:embedded or openai:http://localhost:8000/v1?model=NAME"),
-        spec: Optional[Path] = typer.Option(None, help="the role spec (YAML) for --model"),
-        temperature: float = typer.Option(0.7, min=0.0, max=2.0,
-                                          help="--model's sampling temperature"),
-        max_tokens: int = typer.Option(64, min=1, help="--model's reply length"),
-        script: Optional[Path] = typer.Option(None, help="user turns, one per line ('-' = "
-                                              "stdin); prints one JSON reply per turn"),
-        progress: bool = typer.Option(True, help="progress bars while loading")):
+    models_dir: Optional[Path] = typer.Argument(
+        None,
+        help="the bot directory: retriever/, reranker/, generator/, classifier/, "
+        "bot.json (or give --model and --spec)",
+    ),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help="instead of a bot directory: this LLM prompted with "
+        "--spec, e.g. llamacpp:embedded or openai:http://localhost:8000/v1?model=NAME",
+    ),
+    spec: Optional[Path] = typer.Option(None, help="the role spec (YAML) for --model"),
+    temperature: float = typer.Option(0.7, min=0.0, max=2.0, help="--model's sampling temperature"),
+    max_tokens: int = typer.Option(64, min=1, help="--model's reply length"),
+    script: Optional[Path] = typer.Option(
+        None, help="user turns, one per line ('-' = stdin); prints one JSON reply per turn"
+    ),
+    progress: bool = typer.Option(True, help="progress bars while loading"),
+):
     """Chat with a Retrieve-fail-Generate bot or a prompted LLM; every reply shows how it
     was made."""
     from rolecall.textfiles import input_lines
@@ -61,8 +70,7 @@ def chat_command(
             history.append(Turn(role="user", text=line))
             reply = bot.reply(history)
             history.append(Turn(role="system", text=reply.text))
-            print(json.dumps({"user": line, **reply.to_dict()}, ensure_ascii=False),
-                  flush=True)
+            print(json.dumps({"user": line, **reply.to_dict()}, ensure_ascii=False), flush=True)
         return
     out.print("[dim]type a message; an empty line or Ctrl-D ends the chat[/dim]")
     while True:
@@ -79,26 +87,38 @@ def chat_command(
         out.print(f"[dim]     {escape(summary(reply))}[/dim]", highlight=False)
 
 
-def _bot(models_dir: Optional[Path], model: Optional[str], spec: Optional[Path],
-         temperature: float, max_tokens: int, progress: bool):
+def _bot(
+    models_dir: Optional[Path],
+    model: Optional[str],
+    spec: Optional[Path],
+    temperature: float,
+    max_tokens: int,
+    progress: bool,
+):
     """The bot in ``models_dir``, or ``model`` prompted with ``spec``: exactly one."""
     if (models_dir is None) == (model is None):
-        raise ConfigError("give a bot directory or --model (with --spec), not both",
-                          fix="rolecall chat bot/  or  rolecall chat --model MODEL "
-                              "--spec spec.yaml")
+        raise ConfigError(
+            "give a bot directory or --model (with --spec), not both",
+            fix="rolecall chat bot/  or  rolecall chat --model MODEL --spec spec.yaml",
+        )
     if models_dir is not None:
         from rolecall.serve.bot import Bot
 
         if spec is not None:
-            raise ConfigError("--spec goes with --model; a bot directory names its spec "
-                              "in bot.json", fix="drop --spec")
+            raise ConfigError(
+                "--spec goes with --model; a bot directory names its spec in bot.json",
+                fix="drop --spec",
+            )
         return Bot.load(models_dir, progress=progress)
     if spec is None:
-        raise ConfigError("--model needs --spec, the role spec that prompts it",
-                          fix="add --spec path/to/spec.yaml")
+        raise ConfigError(
+            "--model needs --spec, the role spec that prompts it",
+            fix="add --spec path/to/spec.yaml",
+        )
     from rolecall.serve.prompted import PromptedBot
     from rolecall.spec import load_role_spec
 
     role_spec = load_role_spec(spec)  # before the model: a bad spec fails fast
-    return PromptedBot(load_llm(model, None), role_spec, temperature=temperature,
-                       max_tokens=max_tokens)
+    return PromptedBot(
+        load_llm(model, None), role_spec, temperature=temperature, max_tokens=max_tokens
+    )

@@ -15,8 +15,10 @@ from rolecall.errors import ConfigError, describe_validation
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-MODEL_HELP = ("model string, e.g. llamacpp:embedded (default), llamacpp:/m.gguf, "
-              "openai:http://localhost:8000/v1?model=NAME, hf:/path/to/model")
+MODEL_HELP = (
+    "model string, e.g. llamacpp:embedded (default), llamacpp:/m.gguf, "
+    "openai:http://localhost:8000/v1?model=NAME, hf:/path/to/model"
+)
 
 
 def load_llm(model: Optional[str], cache: Optional[Path], concurrency: int = 8, retries: int = 4):
@@ -24,13 +26,21 @@ def load_llm(model: Optional[str], cache: Optional[Path], concurrency: int = 8, 
 
     with err.status(f"loading {model or 'the default model'}..."):
         backend = load_backend(model)
-    return LLM(backend, Cache(cache or config.cache_path()), concurrency=concurrency,
-               retries=retries)
+    return LLM(
+        backend, Cache(cache or config.cache_path()), concurrency=concurrency, retries=retries
+    )
 
 
-def sampling_params(max_tokens: int, temperature: float, top_p: float, seed: Optional[int],
-            stop: list[str], logprobs: Optional[int] = None,
-            json_schema: Optional[Path] = None, grammar: Optional[Path] = None):
+def sampling_params(
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: Optional[int],
+    stop: list[str],
+    logprobs: Optional[int] = None,
+    json_schema: Optional[Path] = None,
+    grammar: Optional[Path] = None,
+):
     from pydantic import ValidationError
 
     from rolecall.llm import SamplingParams
@@ -38,9 +48,16 @@ def sampling_params(max_tokens: int, temperature: float, top_p: float, seed: Opt
     schema = read_json_file(json_schema) if json_schema else None
     gbnf = grammar.read_text(encoding="utf-8") if grammar else None
     try:
-        return SamplingParams(max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                              seed=seed, stop=tuple(stop), logprobs=logprobs,
-                              json_schema=schema, grammar=gbnf)
+        return SamplingParams(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            stop=tuple(stop),
+            logprobs=logprobs,
+            json_schema=schema,
+            grammar=gbnf,
+        )
     except ValidationError as exc:
         raise ConfigError(f"bad sampling options: {describe_validation(exc)}") from None
 
@@ -63,8 +80,10 @@ def validated(model_type, **values):
     try:
         return model_type(**values)
     except ValidationError as exc:
-        raise ConfigError(f"bad settings: {describe_validation(exc)}",
-                          fix="see the command's --help for each option's range") from None
+        raise ConfigError(
+            f"bad settings: {describe_validation(exc)}",
+            fix="see the command's --help for each option's range",
+        ) from None
 
 
 def run_pipeline(run, config, until: str, progress: bool) -> None:
@@ -79,8 +98,13 @@ def run_pipeline(run, config, until: str, progress: bool) -> None:
         return opened[-1]
 
     try:
-        run(config, load, until, progress,
-            say=lambda line: out.print(line, highlight=False, markup=False))
+        run(
+            config,
+            load,
+            until,
+            progress,
+            say=lambda line: out.print(line, highlight=False, markup=False),
+        )
     finally:
         for llm in opened:
             err.print(f"{llm.model_id}: {llm.stats.summary()}")

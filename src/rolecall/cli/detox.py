@@ -17,9 +17,11 @@ from rolecall.cli.detox_model import (
 )
 from rolecall.errors import ConfigError, describe_validation
 
-detox_app = typer.Typer(help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
-                             "export), and the detox model (train, rewrite).",
-                        no_args_is_help=True)
+detox_app = typer.Typer(
+    help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
+    "export), and the detox model (train, rewrite).",
+    no_args_is_help=True,
+)
 detox_app.command("train")(train_command)
 detox_app.command("rewrite")(rewrite_command)
 detox_app.command("score")(score_command)
@@ -28,20 +30,26 @@ detox_app.command("offensiveness-data")(offensiveness_data_command)
 
 @detox_app.command("generate")
 def detox_generate(
-        sentences: str = typer.Option(..., help="neutral sentences: PATH or PATH:COLUMN "
-                                                "(e.g. chatbot_data.csv:Q)"),
-        index_dir: Optional[Path] = typer.Option(None, "--index", help="slang index "
-                                                 "directory ('rolecall slang index')"),
-        out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
-        ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
-        limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
-        max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
-        delimiter: Optional[str] = typer.Option(None),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-        language: str = typer.Option("ko"), temperature: float = typer.Option(0.8),
-        seed: int = typer.Option(0), max_tokens: int = typer.Option(80),
-        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
-        progress: bool = typer.Option(True)):
+    sentences: str = typer.Option(
+        ..., help="neutral sentences: PATH or PATH:COLUMN (e.g. chatbot_data.csv:Q)"
+    ),
+    index_dir: Optional[Path] = typer.Option(
+        None, "--index", help="slang index directory ('rolecall slang index')"
+    ),
+    out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+    ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
+    limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
+    max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
+    delimiter: Optional[str] = typer.Option(None),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    language: str = typer.Option("ko"),
+    temperature: float = typer.Option(0.8),
+    seed: int = typer.Option(0),
+    max_tokens: int = typer.Option(80),
+    concurrency: int = typer.Option(8, min=1),
+    cache: Optional[Path] = typer.Option(None),
+    progress: bool = typer.Option(True),
+):
     """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
     from rolecall.generate.detox import DetoxConfig
     from rolecall.pipelines.detox import generate_stage, neutral_sentences
@@ -51,20 +59,32 @@ def detox_generate(
     try:
         n_values = tuple(int(n) for n in ns.split(","))
     except ValueError:
-        raise ConfigError(f"--ns '{ns}' is not a list of numbers", fix="e.g. --ns 0,3,5,7,9"
-                          ) from None
-    config = validated(DetoxConfig, ns=n_values, temperature=temperature,
-                       max_tokens=max_tokens, seed=seed)
+        raise ConfigError(
+            f"--ns '{ns}' is not a list of numbers", fix="e.g. --ns 0,3,5,7,9"
+        ) from None
+    config = validated(
+        DetoxConfig, ns=n_values, temperature=temperature, max_tokens=max_tokens, seed=seed
+    )
     if max(n_values) > 0 and index_dir is None:
-        raise ConfigError("n > 0 needs retrieved comments", fix="pass --index DIR (built "
-                          "with 'rolecall slang index'), or use --ns 0")
+        raise ConfigError(
+            "n > 0 needs retrieved comments",
+            fix="pass --index DIR (built with 'rolecall slang index'), or use --ns 0",
+        )
     rows, skipped = neutral_sentences(sentences, delimiter, limit, max_chars, language)
     if any(skipped.values()):
         err.print(f"skipped sentences: {skipped}")
     index = SlangIndex.load(index_dir) if index_dir else None
     llm = load_llm(model, cache, concurrency)
-    run = RunDir(out_dir, "detox generate", {"sentences": sentences, "index": str(index_dir),
-                                             **config.model_dump(), "language": language})
+    run = RunDir(
+        out_dir,
+        "detox generate",
+        {
+            "sentences": sentences,
+            "index": str(index_dir),
+            **config.model_dump(),
+            "language": language,
+        },
+    )
     try:
         counts = generate_stage(llm, run, rows, index, config, language, progress)
     finally:
@@ -74,27 +94,39 @@ def detox_generate(
 
 @detox_app.command("filter")
 def detox_filter(
-        out_dir: Path = typer.Option(..., "--out", help="the run directory of 'generate'"),
-        models: Optional[list[str]] = typer.Option(
-            None, "--model", "-m", help=MODEL_HELP + ". Repeat for a panel of judge models: "
-                                                      "majority over all their votes"),
-        mode: str = typer.Option("auto", help="auto, score or generate"),
-        samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
-        language: str = typer.Option("ko"), temperature: float = typer.Option(0.0),
-        calibrate: bool = typer.Option(False, help="score mode: divide out each label "
-                                                   "word's prior on content-free inputs"),
-        consistency_template: Optional[str] = typer.Option(None),
-        implicit_template: Optional[str] = typer.Option(None),
-        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
-        progress: bool = typer.Option(True)):
+    out_dir: Path = typer.Option(..., "--out", help="the run directory of 'generate'"),
+    models: Optional[list[str]] = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help=MODEL_HELP + ". Repeat for a panel of judge models: majority over all their votes",
+    ),
+    mode: str = typer.Option("auto", help="auto, score or generate"),
+    samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
+    language: str = typer.Option("ko"),
+    temperature: float = typer.Option(0.0),
+    calibrate: bool = typer.Option(
+        False, help="score mode: divide out each label word's prior on content-free inputs"
+    ),
+    consistency_template: Optional[str] = typer.Option(None),
+    implicit_template: Optional[str] = typer.Option(None),
+    concurrency: int = typer.Option(8, min=1),
+    cache: Optional[Path] = typer.Option(None),
+    progress: bool = typer.Option(True),
+):
     """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
     from rolecall.pipelines.detox import FilterSection, filter_stage
     from rolecall.rundir import RunDir
 
-    section = FilterSection(models=models or [], mode=mode, samples=samples,
-                            temperature=temperature, calibrate=calibrate,
-                            consistency_template=consistency_template,
-                            implicit_template=implicit_template)
+    section = FilterSection(
+        models=models or [],
+        mode=mode,
+        samples=samples,
+        temperature=temperature,
+        calibrate=calibrate,
+        consistency_template=consistency_template,
+        implicit_template=implicit_template,
+    )
     llms = [load_llm(m, cache, concurrency) for m in dict.fromkeys(models or [None])]
     run = RunDir(out_dir, "detox filter", section.model_dump())
     try:
@@ -106,11 +138,14 @@ def detox_filter(
 
 
 @detox_app.command("export")
-def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run directory"),
-                 name: str = typer.Option("rolecall K/DA pairs"),
-                 licence: str = typer.Option("research use; see the sources' licences"),
-                 formats: str = typer.Option("csv", help="comma-separated: csv, parquet, hf "
-                                                         "(Hugging Face datasets directory)")):
+def detox_export(
+    out_dir: Path = typer.Option(..., "--out", help="the run directory"),
+    name: str = typer.Option("rolecall K/DA pairs"),
+    licence: str = typer.Option("research use; see the sources' licences"),
+    formats: str = typer.Option(
+        "csv", help="comma-separated: csv, parquet, hf (Hugging Face datasets directory)"
+    ),
+):
     """K/DA CSV (neutral,implicit), Parquet, a datasets directory and a data card."""
     from pydantic import ValidationError
 
@@ -118,11 +153,13 @@ def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run direct
     from rolecall.rundir import RunDir
 
     try:
-        section = ExportSection(name=name, licence=licence,
-                                formats=[f.strip() for f in formats.split(",") if f.strip()])
+        section = ExportSection(
+            name=name, licence=licence, formats=[f.strip() for f in formats.split(",") if f.strip()]
+        )
     except ValidationError as exc:
-        raise ConfigError(f"bad --formats: {describe_validation(exc)}",
-                          fix="use csv, parquet and/or hf") from None
+        raise ConfigError(
+            f"bad --formats: {describe_validation(exc)}", fix="use csv, parquet and/or hf"
+        ) from None
     # export rewrites its files whole from the records: new settings mix nothing
     run = RunDir(out_dir, "detox export", section.model_dump(), check_config=False)
     files = export_stage(run, section)
@@ -131,11 +168,15 @@ def detox_export(out_dir: Path = typer.Option(..., "--out", help="the run direct
 
 
 @detox_app.command("run")
-def detox_run(config_path: Path = typer.Argument(..., help="pipeline config (YAML); see "
-                                                           "examples/kda/config.yaml"),
-              until: str = typer.Option("geval", help="stop after this stage: index, "
-                                                      "generate, filter, export or geval"),
-              progress: bool = typer.Option(True)):
+def detox_run(
+    config_path: Path = typer.Argument(
+        ..., help="pipeline config (YAML); see examples/kda/config.yaml"
+    ),
+    until: str = typer.Option(
+        "geval", help="stop after this stage: index, generate, filter, export or geval"
+    ),
+    progress: bool = typer.Option(True),
+):
     """The whole K/DA pipeline: index -> generate -> filter -> export -> G-Eval; resumable."""
     from rolecall.pipelines.detox import load_detox_config, run_detox
 

@@ -23,16 +23,20 @@ from rolecall.errors import InputFileError
 
 
 def train_command(
-        pairs: Path = typer.Argument(..., help="K/DA CSV: neutral,implicit"),
-        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-        base: str = typer.Option("embedded", help="'embedded' or a local causal LM directory"),
-        language: str = typer.Option("ko", help="of the detoxify prompt: ko or en"),
-        test_share: float = typer.Option(0.1, help="neutral sentences held out"),
-        limit: Optional[int] = typer.Option(None, min=1, help="first N training pairs only"),
-        epochs: int = typer.Option(1, min=1), batch_size: int = typer.Option(4, min=1),
-        lr: float = typer.Option(2e-4, help="the paper's"),
-        lora_r: int = typer.Option(8, min=1), max_steps: Optional[int] = typer.Option(None),
-        seed: int = typer.Option(0), progress: bool = typer.Option(True)):
+    pairs: Path = typer.Argument(..., help="K/DA CSV: neutral,implicit"),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    base: str = typer.Option("embedded", help="'embedded' or a local causal LM directory"),
+    language: str = typer.Option("ko", help="of the detoxify prompt: ko or en"),
+    test_share: float = typer.Option(0.1, help="neutral sentences held out"),
+    limit: Optional[int] = typer.Option(None, min=1, help="first N training pairs only"),
+    epochs: int = typer.Option(1, min=1),
+    batch_size: int = typer.Option(4, min=1),
+    lr: float = typer.Option(2e-4, help="the paper's"),
+    lora_r: int = typer.Option(8, min=1),
+    max_steps: Optional[int] = typer.Option(None),
+    seed: int = typer.Option(0),
+    progress: bool = typer.Option(True),
+):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
     from rolecall.formats.kda import read_kda_csv
     from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
@@ -44,14 +48,22 @@ def train_command(
     train, test = split_pairs(rows, test_share, seed) if test_share > 0 else (rows, [])
     train = train[:limit] if limit else train
     where = base if base == "embedded" else str(Path(base).expanduser().resolve())
-    settings = validated(DetoxSettings, base=where, language=language, lora_r=lora_r,
-                         lora_alpha=2 * lora_r)
+    settings = validated(
+        DetoxSettings, base=where, language=language, lora_r=lora_r, lora_alpha=2 * lora_r
+    )
     model = DetoxModel.create(base, settings, seed)
-    history = model.fit_pairs(train, TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr,
-                                                 max_steps=max_steps, seed=seed), progress)
-    metrics = {"train_pairs": len(train), "test_pairs": len(test), "steps": history["steps"],
-               "first_loss": round(history["first_loss"], 4),
-               "last_loss": round(history["last_loss"], 4)}
+    history = model.fit_pairs(
+        train,
+        TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_steps=max_steps, seed=seed),
+        progress,
+    )
+    metrics = {
+        "train_pairs": len(train),
+        "test_pairs": len(test),
+        "steps": history["steps"],
+        "first_loss": round(history["first_loss"], 4),
+        "last_loss": round(history["last_loss"], 4),
+    }
     if test:
         rewrites = model.rewrite([p.toxic for p in test])
         inputs, references = [p.toxic for p in test], [p.neutral for p in test]
@@ -63,20 +75,25 @@ def train_command(
 def _overlap(inputs: list[str], outputs: list[str], references: list[str]) -> dict:
     from rolecall.eval.overlap import bleu, chrf
 
-    return {"chrf": round(chrf(outputs, references), 2),
-            "bleu": round(bleu(outputs, references), 2),
-            "chrf_copy_input": round(chrf(inputs, references), 2),
-            "bleu_copy_input": round(bleu(inputs, references), 2)}
+    return {
+        "chrf": round(chrf(outputs, references), 2),
+        "bleu": round(bleu(outputs, references), 2),
+        "chrf_copy_input": round(chrf(inputs, references), 2),
+        "bleu_copy_input": round(bleu(inputs, references), 2),
+    }
 
 
 def rewrite_command(
-        model_dir: Path = typer.Argument(..., help="from 'rolecall detox train'"),
-        source: Path = typer.Argument(Path("-"), help="one sentence a line ('-' = stdin), or "
-                                                      "a K/DA CSV (neutral,implicit)"),
-        jsonl: bool = typer.Option(False, help="JSON lines {input, output[, reference]} "
-                                               "instead of text (always on for a CSV)"),
-        limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
-        max_new_tokens: int = typer.Option(64, min=1)):
+    model_dir: Path = typer.Argument(..., help="from 'rolecall detox train'"),
+    source: Path = typer.Argument(
+        Path("-"), help="one sentence a line ('-' = stdin), or a K/DA CSV (neutral,implicit)"
+    ),
+    jsonl: bool = typer.Option(
+        False, help="JSON lines {input, output[, reference]} instead of text (always on for a CSV)"
+    ),
+    limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
+    max_new_tokens: int = typer.Option(64, min=1),
+):
     """Rewrite offensive sentences as neutral ones (greedy), one per input line."""
     from rolecall.formats.kda import read_kda_csv
     from rolecall.textfiles import input_lines
@@ -102,27 +119,44 @@ def read_rewrites(path: Path) -> list[dict]:
 
     rows = list(read_jsonl(path))
     for number, row in enumerate(rows, 1):
-        if not (isinstance(row, dict) and isinstance(row.get("input"), str)
-                and isinstance(row.get("output"), str)):
-            raise InputFileError(path, f"line {number} is not {{\"input\": text, \"output\": "
-                                 "text}", fix="score the JSONL of 'rolecall detox rewrite'")
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("input"), str)
+            and isinstance(row.get("output"), str)
+        ):
+            raise InputFileError(
+                path,
+                f'line {number} is not {{"input": text, "output": text}}',
+                fix="score the JSONL of 'rolecall detox rewrite'",
+            )
     if not rows:
-        raise InputFileError(path, "holds no rewrites",
-                             fix="write it with 'rolecall detox rewrite MODEL FILE --jsonl'")
+        raise InputFileError(
+            path,
+            "holds no rewrites",
+            fix="write it with 'rolecall detox rewrite MODEL FILE --jsonl'",
+        )
     with_reference = sum(isinstance(r.get("reference"), str) for r in rows)
     if 0 < with_reference < len(rows):
-        raise InputFileError(path, f"only {with_reference} of {len(rows)} rows have a "
-                             "reference", fix="give every row a reference, or none")
+        raise InputFileError(
+            path,
+            f"only {with_reference} of {len(rows)} rows have a reference",
+            fix="give every row a reference, or none",
+        )
     return rows
 
 
 def score_command(
-        rewrites: Path = typer.Argument(..., help="JSONL from 'rolecall detox rewrite'"),
-        judge: Optional[Path] = typer.Option(None, help="an offensiveness classifier "
-                                                        "('rolecall train classifier' on "
-                                                        "'rolecall detox offensiveness-data')"),
-        features_cache: Optional[Path] = typer.Option(None, help="states of a frozen "
-                                                                 "backbone kept here")):
+    rewrites: Path = typer.Argument(..., help="JSONL from 'rolecall detox rewrite'"),
+    judge: Optional[Path] = typer.Option(
+        None,
+        help="an offensiveness classifier "
+        "('rolecall train classifier' on "
+        "'rolecall detox offensiveness-data')",
+    ),
+    features_cache: Optional[Path] = typer.Option(
+        None, help="states of a frozen backbone kept here"
+    ),
+):
     """Score rewrites: chrF and BLEU against the references, offensive rate before/after."""
     from rolecall.eval.offensiveness import offensive_rate
 
@@ -136,21 +170,30 @@ def score_command(
 
         classifier = Classifier.load(judge, features_cache)
         before, after = offensive_rate(classifier, inputs), offensive_rate(classifier, outputs)
-        metrics |= {"offensive_rate_input": round(before, 3),
-                    "offensive_rate_output": round(after, 3)}
+        metrics |= {
+            "offensive_rate_input": round(before, 3),
+            "offensive_rate_output": round(after, 3),
+        }
     out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
 
 
 def offensiveness_data_command(
-        data_dir: Path = typer.Argument(..., help="the shared corpora (slang/"
-                                                  "beep_labeled_train.tsv, slang/"
-                                                  "curse_detection.txt, detox/kda_ko.csv)"),
-        out_file: Path = typer.Option(..., "--out", "-o", help="examples JSONL to write"),
-        kda_holdout: float = typer.Option(0.1, min=0.0, max=0.9,
-                                          help="K/DA neutral sentences kept out (the same "
-                                               "split as 'detox train --test-share')"),
-        per_source: Optional[int] = typer.Option(None, min=1, help="at most N per corpus"),
-        seed: int = typer.Option(0, help="as given to 'detox train'")):
+    data_dir: Path = typer.Argument(
+        ...,
+        help="the shared corpora (slang/"
+        "beep_labeled_train.tsv, slang/"
+        "curse_detection.txt, detox/kda_ko.csv)",
+    ),
+    out_file: Path = typer.Option(..., "--out", "-o", help="examples JSONL to write"),
+    kda_holdout: float = typer.Option(
+        0.1,
+        min=0.0,
+        max=0.9,
+        help="K/DA neutral sentences kept out (the same split as 'detox train --test-share')",
+    ),
+    per_source: Optional[int] = typer.Option(None, min=1, help="at most N per corpus"),
+    seed: int = typer.Option(0, help="as given to 'detox train'"),
+):
     """Examples for an offensiveness classifier from BEEP!, Curse-detection and K/DA."""
     from rolecall.eval.offensiveness import offensiveness_examples
     from rolecall.formats.kda import read_kda_csv
@@ -162,6 +205,15 @@ def offensiveness_data_command(
     examples = offensiveness_examples(data_dir, train, per_source, seed)
     write_jsonl(out_file, examples)
     offensive = sum(e.label == "negative" for e in examples)
-    out.print(json.dumps({"examples": len(examples), "offensive": offensive,
-                          "kda_pairs_used": len(train), "out": str(out_file)},
-                         ensure_ascii=False), highlight=False)
+    out.print(
+        json.dumps(
+            {
+                "examples": len(examples),
+                "offensive": offensive,
+                "kda_pairs_used": len(train),
+                "out": str(out_file),
+            },
+            ensure_ascii=False,
+        ),
+        highlight=False,
+    )

@@ -10,8 +10,10 @@ import typer
 
 from rolecall.cli.common import MODEL_HELP, err, load_llm, out, run_pipeline, validated
 
-dialogues_app = typer.Typer(help="Role-specified dialogue data (NAACL 2022): generate, "
-                                 "judge, convert, count.", no_args_is_help=True)
+dialogues_app = typer.Typer(
+    help="Role-specified dialogue data (NAACL 2022): generate, judge, convert, count.",
+    no_args_is_help=True,
+)
 
 
 def read_dialogues(path: Path):
@@ -22,21 +24,27 @@ def read_dialogues(path: Path):
 
 @dialogues_app.command("generate")
 def dialogues_generate(
-        spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
-        examples: Path = typer.Option(..., help="example dialogues (JSONL or CareCall .json)"),
-        out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
-        count: int = typer.Option(10, "-n", "--count", min=1),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-        temperature: float = typer.Option(0.5), top_p: float = typer.Option(0.8),
-        max_tokens: int = typer.Option(768), seed: int = typer.Option(0),
-        frequency_penalty: float = typer.Option(0.0, help="OpenAI-style; small base models "
-                                                          "loop less with ~0.5"),
-        presence_penalty: float = typer.Option(0.0),
-        min_turns: int = typer.Option(6),
-        accept_unfinished: bool = typer.Option(False, help="keep dialogues cut by the token "
-                                                           "limit (last turn dropped)"),
-        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
-        progress: bool = typer.Option(True)):
+    spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
+    examples: Path = typer.Option(..., help="example dialogues (JSONL or CareCall .json)"),
+    out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+    count: int = typer.Option(10, "-n", "--count", min=1),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    temperature: float = typer.Option(0.5),
+    top_p: float = typer.Option(0.8),
+    max_tokens: int = typer.Option(768),
+    seed: int = typer.Option(0),
+    frequency_penalty: float = typer.Option(
+        0.0, help="OpenAI-style; small base models loop less with ~0.5"
+    ),
+    presence_penalty: float = typer.Option(0.0),
+    min_turns: int = typer.Option(6),
+    accept_unfinished: bool = typer.Option(
+        False, help="keep dialogues cut by the token limit (last turn dropped)"
+    ),
+    concurrency: int = typer.Option(8, min=1),
+    cache: Optional[Path] = typer.Option(None),
+    progress: bool = typer.Option(True),
+):
     """Generate whole dialogues one-shot from the spec's outline and one example each."""
     from rolecall.pipelines.dialogues import GenerateSection, generate_stage, generation_config
     from rolecall.rundir import RunDir
@@ -44,14 +52,25 @@ def dialogues_generate(
 
     spec = load_role_spec(spec_path)
     shots = read_dialogues(examples)
-    section = validated(GenerateSection, count=count, temperature=temperature, top_p=top_p,
-                       max_tokens=max_tokens, seed=seed, min_turns=min_turns,
-                       frequency_penalty=frequency_penalty, presence_penalty=presence_penalty,
-                       accept_unfinished=accept_unfinished)
+    section = validated(
+        GenerateSection,
+        count=count,
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        seed=seed,
+        min_turns=min_turns,
+        frequency_penalty=frequency_penalty,
+        presence_penalty=presence_penalty,
+        accept_unfinished=accept_unfinished,
+    )
     config = generation_config(section, spec.language)
     llm = load_llm(model, cache, concurrency)
-    run = RunDir(out_dir, "dialogues generate", {"spec": str(spec_path),
-                                                 "examples": str(examples), **vars(config)})
+    run = RunDir(
+        out_dir,
+        "dialogues generate",
+        {"spec": str(spec_path), "examples": str(examples), **vars(config)},
+    )
     try:
         counts = generate_stage(llm, run, spec, shots, config, progress)
     finally:
@@ -61,16 +80,19 @@ def dialogues_generate(
 
 @dialogues_app.command("judge")
 def dialogues_judge(
-        spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
-        dialogues: Path = typer.Option(..., help="dialogues to judge (JSONL or CareCall .json)"),
-        out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-        mode: str = typer.Option("auto", help="auto, score (label log-likelihoods) or "
-                                              "generate (JSON answer)"),
-        samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
-        temperature: float = typer.Option(0.0, help="judge temperature (generate mode)"),
-        concurrency: int = typer.Option(8, min=1), cache: Optional[Path] = typer.Option(None),
-        progress: bool = typer.Option(True)):
+    spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
+    dialogues: Path = typer.Option(..., help="dialogues to judge (JSONL or CareCall .json)"),
+    out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    mode: str = typer.Option(
+        "auto", help="auto, score (label log-likelihoods) or generate (JSON answer)"
+    ),
+    samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
+    temperature: float = typer.Option(0.0, help="judge temperature (generate mode)"),
+    concurrency: int = typer.Option(8, min=1),
+    cache: Optional[Path] = typer.Option(None),
+    progress: bool = typer.Option(True),
+):
     """Judge each system turn up to the first out-of-bounds one; write examples."""
     from rolecall.judge.out_of_bounds import make_judge
     from rolecall.pipelines.dialogues import judge_stage
@@ -81,9 +103,18 @@ def dialogues_judge(
     items = read_dialogues(dialogues)
     llm = load_llm(model, cache, concurrency)
     judge = make_judge(spec, llm.backend, mode, temperature)
-    run = RunDir(out_dir, "dialogues judge", {"spec": str(spec_path), "dialogues":
-                 str(dialogues), "mode": judge.mode, "constrained": judge.constrained,
-                 "samples": samples, "temperature": temperature})
+    run = RunDir(
+        out_dir,
+        "dialogues judge",
+        {
+            "spec": str(spec_path),
+            "dialogues": str(dialogues),
+            "mode": judge.mode,
+            "constrained": judge.constrained,
+            "samples": samples,
+            "temperature": temperature,
+        },
+    )
     try:
         counts = judge_stage(llm, run, judge, items, samples, progress)
     finally:
@@ -92,11 +123,15 @@ def dialogues_judge(
 
 
 @dialogues_app.command("run")
-def dialogues_run(config_path: Path = typer.Argument(..., help="pipeline config (YAML); see "
-                                                              "examples/carecall/pipeline.yaml"),
-                  until: str = typer.Option("stats", help="stop after this stage: generate, "
-                                                          "judge, export or stats"),
-                  progress: bool = typer.Option(True)):
+def dialogues_run(
+    config_path: Path = typer.Argument(
+        ..., help="pipeline config (YAML); see examples/carecall/pipeline.yaml"
+    ),
+    until: str = typer.Option(
+        "stats", help="stop after this stage: generate, judge, export or stats"
+    ),
+    progress: bool = typer.Option(True),
+):
     """The whole dialogue pipeline: generate -> judge -> export -> stats; resumable."""
     from rolecall.pipelines.dialogues import load_dialogue_config, run_dialogues
 
@@ -104,9 +139,10 @@ def dialogues_run(config_path: Path = typer.Argument(..., help="pipeline config 
 
 
 @dialogues_app.command("stats")
-def dialogues_stats(files: list[Path] = typer.Argument(..., help="dialogue files (JSONL or "
-                                                                 "CareCall .json)"),
-                    as_json: bool = typer.Option(False, "--json")):
+def dialogues_stats(
+    files: list[Path] = typer.Argument(..., help="dialogue files (JSONL or CareCall .json)"),
+    as_json: bool = typer.Option(False, "--json"),
+):
     """The paper's Table 2 for each file, side by side (eojeol and Kiwi morphemes)."""
     from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json
 
@@ -121,9 +157,11 @@ def dialogues_stats(files: list[Path] = typer.Argument(..., help="dialogue files
 
 
 @dialogues_app.command("import-carecall")
-def dialogues_import(source: Path, target: Path,
-                     examples: bool = typer.Option(False, help="write training examples "
-                                                               "instead of dialogues")):
+def dialogues_import(
+    source: Path,
+    target: Path,
+    examples: bool = typer.Option(False, help="write training examples instead of dialogues"),
+):
     """CareCall corpus JSON -> rolecall dialogue JSONL (or training examples)."""
     from rolecall.formats.carecall import (
         carecall_to_examples,
@@ -132,8 +170,11 @@ def dialogues_import(source: Path, target: Path,
     )
     from rolecall.jsonl import write_jsonl
 
-    count = (write_examples_jsonl(target, carecall_to_examples(source)) if examples
-             else write_jsonl(target, read_carecall(source)))
+    count = (
+        write_examples_jsonl(target, carecall_to_examples(source))
+        if examples
+        else write_jsonl(target, read_carecall(source))
+    )
     out.print(f"{target}: {count} {'examples' if examples else 'dialogues'}")
 
 

@@ -11,8 +11,9 @@ import typer
 from rolecall.cli.common import MODEL_HELP, err, load_llm, out
 from rolecall.cli.train import unanswerable_command
 
-eval_app = typer.Typer(help="Evaluation: G-Eval, filter-human agreement, unanswerable "
-                                "contexts.", no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Evaluation: G-Eval, filter-human agreement, unanswerable contexts.", no_args_is_help=True
+)
 eval_app.command("unanswerable")(unanswerable_command)
 
 
@@ -41,16 +42,19 @@ def _geval_input(path: Path, limit: Optional[int]):
 
 @eval_app.command("geval")
 def eval_geval(
-        files: list[Path] = typer.Argument(..., help="K/DA CSV (neutral,implicit), Pair "
-                                                      "JSONL, or sentences one a line"),
-        criteria: str = typer.Option("overall,implicit,consistency,fluency"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-        mode: str = typer.Option("auto", help="auto, score, logprobs or sample"),
-        samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
-        limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
-        language: str = typer.Option("ko"), cache: Optional[Path] = typer.Option(None),
-        as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
-        progress: bool = typer.Option(True)):
+    files: list[Path] = typer.Argument(
+        ..., help="K/DA CSV (neutral,implicit), Pair JSONL, or sentences one a line"
+    ),
+    criteria: str = typer.Option("overall,implicit,consistency,fluency"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    mode: str = typer.Option("auto", help="auto, score, logprobs or sample"),
+    samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
+    limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
+    language: str = typer.Option("ko"),
+    cache: Optional[Path] = typer.Option(None),
+    as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
+    progress: bool = typer.Option(True),
+):
     """Score datasets 1-5 per criterion and compare them in one table."""
     from dataclasses import asdict
 
@@ -71,8 +75,12 @@ def eval_geval(
         results = geval(llm, texts, neutrals, usable, mode, samples, language, progress)
         summary = summarise(results)
         everything[str(path)] = {"summary": summary, "items": [asdict(r) for r in results]}
-        cells = [f"{summary[c]['mean']:.2f} ({summary[c]['mode']}, n={summary[c]['scored']})"
-                 if c in summary and summary[c]["mean"] is not None else "-" for c in wanted]
+        cells = [
+            f"{summary[c]['mean']:.2f} ({summary[c]['mode']}, n={summary[c]['scored']})"
+            if c in summary and summary[c]["mean"] is not None
+            else "-"
+            for c in wanted
+        ]
         table.add_row(path.name, *cells)
     if as_json:
         out.print(json.dumps(everything, ensure_ascii=False), markup=False, highlight=False)
@@ -82,9 +90,10 @@ def eval_geval(
 
 
 @eval_app.command("agreement")
-def eval_agreement(run_dir: Path = typer.Option(..., "--run", help="a filtered detox run"),
-                   labels: Path = typer.Option(..., help="CSV: item_id,filter,label"
-                                                         "[,annotator]")):
+def eval_agreement(
+    run_dir: Path = typer.Option(..., "--run", help="a filtered detox run"),
+    labels: Path = typer.Option(..., help="CSV: item_id,filter,label[,annotator]"),
+):
     """Agreement %, Cohen's kappa and majority-vote agreement of people with each filter."""
     from rolecall.eval.agreement import agreement_report, read_human_labels
     from rolecall.jsonl import read_jsonl
@@ -96,5 +105,8 @@ def eval_agreement(run_dir: Path = typer.Option(..., "--run", help="a filtered d
     for name in human:
         path = run_dir / Files.verdicts_of(name)
         verdicts[name] = list(read_jsonl(path, Verdict)) if path.exists() else []
-    out.print(json.dumps(agreement_report(verdicts, human), ensure_ascii=False, indent=2),
-              markup=False, highlight=False)
+    out.print(
+        json.dumps(agreement_report(verdicts, human), ensure_ascii=False, indent=2),
+        markup=False,
+        highlight=False,
+    )

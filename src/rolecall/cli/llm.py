@@ -12,75 +12,106 @@ import typer
 from rolecall.cli.common import MODEL_HELP, err, load_llm, out, sampling_params
 from rolecall.errors import RolecallError
 
-llm_app = typer.Typer(help="Call an LLM directly: one prompt, a batch, a perplexity.",
-                      no_args_is_help=True)
+llm_app = typer.Typer(
+    help="Call an LLM directly: one prompt, a batch, a perplexity.", no_args_is_help=True
+)
 
 
 @llm_app.command("complete")
 def llm_complete(
-        prompt: str = typer.Argument(..., help="the prompt ('-' reads stdin)"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-        chat: bool = typer.Option(False, help="send the prompt as one user message"),
-        n: int = typer.Option(1, "-n", min=1, help="number of samples"),
-        max_tokens: int = typer.Option(128), temperature: float = typer.Option(0.7),
-        top_p: float = typer.Option(1.0), seed: Optional[int] = typer.Option(None),
-        stop: list[str] = typer.Option([], help="stop string (repeatable)"),
-        logprobs: Optional[int] = typer.Option(None, help="return top-K token logprobs"),
-        json_schema: Optional[Path] = typer.Option(None, help="JSON schema file"),
-        grammar: Optional[Path] = typer.Option(None, help="GBNF grammar file"),
-        cache: Optional[Path] = typer.Option(None, help="cache file (default in ROLECALL_HOME)"),
-        as_json: bool = typer.Option(False, "--json", help="print full records as JSON")):
+    prompt: str = typer.Argument(..., help="the prompt ('-' reads stdin)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    chat: bool = typer.Option(False, help="send the prompt as one user message"),
+    n: int = typer.Option(1, "-n", min=1, help="number of samples"),
+    max_tokens: int = typer.Option(128),
+    temperature: float = typer.Option(0.7),
+    top_p: float = typer.Option(1.0),
+    seed: Optional[int] = typer.Option(None),
+    stop: list[str] = typer.Option([], help="stop string (repeatable)"),
+    logprobs: Optional[int] = typer.Option(None, help="return top-K token logprobs"),
+    json_schema: Optional[Path] = typer.Option(None, help="JSON schema file"),
+    grammar: Optional[Path] = typer.Option(None, help="GBNF grammar file"),
+    cache: Optional[Path] = typer.Option(None, help="cache file (default in ROLECALL_HOME)"),
+    as_json: bool = typer.Option(False, "--json", help="print full records as JSON"),
+):
     """Complete one prompt and print the sample(s)."""
     from rolecall.llm import Message, Request
 
     text = sys.stdin.read() if prompt == "-" else prompt
-    params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema,
-                             grammar)
-    request = (Request(messages=(Message(role="user", content=text),), params=params) if chat
-               else Request(prompt=text, params=params))
+    params = sampling_params(
+        max_tokens, temperature, top_p, seed, stop, logprobs, json_schema, grammar
+    )
+    request = (
+        Request(messages=(Message(role="user", content=text),), params=params)
+        if chat
+        else Request(prompt=text, params=params)
+    )
     llm = load_llm(model, cache)
     for sample in llm.generate([request], n)[0]:
         if not sample.ok:
             raise RolecallError(f"the call failed: {sample.error}")
         if as_json:
-            out.print_json(json.dumps({"sample": sample.sample_index, "cached": sample.cached,
-                                       **sample.completion.model_dump()}, ensure_ascii=False))
+            out.print_json(
+                json.dumps(
+                    {
+                        "sample": sample.sample_index,
+                        "cached": sample.cached,
+                        **sample.completion.model_dump(),
+                    },
+                    ensure_ascii=False,
+                )
+            )
         else:
             out.print(sample.completion.text, markup=False, highlight=False)
     err.print(f"[dim]{llm.model_id}: {llm.stats.summary()}[/dim]")
 
 
 @llm_app.command("perplexity")
-def llm_perplexity(text: str = typer.Argument(..., help="the text to score"),
-                   prompt: str = typer.Option("", help="context the text follows"),
-                   model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-                   cache: Optional[Path] = typer.Option(None)):
+def llm_perplexity(
+    text: str = typer.Argument(..., help="the text to score"),
+    prompt: str = typer.Option("", help="context the text follows"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    cache: Optional[Path] = typer.Option(None),
+):
     """Print the log-likelihood and perplexity of TEXT (after --prompt)."""
     from rolecall.llm import Request
 
     llm = load_llm(model, cache)
     completion = llm.complete(Request(prompt=prompt, score_text=text))
-    out.print_json(json.dumps({"tokens": len(completion.logprobs),
-                               "loglikelihood": completion.loglikelihood,
-                               "perplexity": completion.perplexity}))
+    out.print_json(
+        json.dumps(
+            {
+                "tokens": len(completion.logprobs),
+                "loglikelihood": completion.loglikelihood,
+                "perplexity": completion.perplexity,
+            }
+        )
+    )
 
 
 @llm_app.command("batch")
 def llm_batch(
-        input: Path = typer.Argument(..., help='JSONL: {"id", "prompt"|"messages"[, '
-                                               '"score_text"]} per line'),
-        out_path: Path = typer.Option(..., "--out", "-o", help="output JSONL (resumable)"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-        n: int = typer.Option(1, "-n", min=1), max_tokens: int = typer.Option(128),
-        temperature: float = typer.Option(0.7), top_p: float = typer.Option(1.0),
-        seed: Optional[int] = typer.Option(None),
-        stop: list[str] = typer.Option([]), logprobs: Optional[int] = typer.Option(None),
-        json_schema: Optional[Path] = typer.Option(None),
-        concurrency: int = typer.Option(8, min=1), retries: int = typer.Option(4, min=0),
-        cache: Optional[Path] = typer.Option(None),
-        run_dir: Optional[Path] = typer.Option(None, help="write manifest.json here "
-                                                          "(default: next to --out)"),
-        progress: bool = typer.Option(True)):
+    input: Path = typer.Argument(
+        ..., help='JSONL: {"id", "prompt"|"messages"[, "score_text"]} per line'
+    ),
+    out_path: Path = typer.Option(..., "--out", "-o", help="output JSONL (resumable)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    n: int = typer.Option(1, "-n", min=1),
+    max_tokens: int = typer.Option(128),
+    temperature: float = typer.Option(0.7),
+    top_p: float = typer.Option(1.0),
+    seed: Optional[int] = typer.Option(None),
+    stop: list[str] = typer.Option([]),
+    logprobs: Optional[int] = typer.Option(None),
+    json_schema: Optional[Path] = typer.Option(None),
+    concurrency: int = typer.Option(8, min=1),
+    retries: int = typer.Option(4, min=0),
+    cache: Optional[Path] = typer.Option(None),
+    run_dir: Optional[Path] = typer.Option(
+        None, help="write manifest.json here (default: next to --out)"
+    ),
+    progress: bool = typer.Option(True),
+):
     """Run every prompt of a JSONL file; a killed run resumes where it stopped."""
     from rolecall.llm.batch import read_batch_input, run_batch
     from rolecall.rundir import RunDir
@@ -89,13 +120,28 @@ def llm_batch(
     batch = read_batch_input(input, params)
     llm = load_llm(model, cache, concurrency, retries)
     # several batch outputs may share a directory, each keyed by its own (id, sample)
-    run = RunDir(run_dir or out_path.parent, "llm batch",
-                 {"input": str(input), "out": str(out_path), "n": n,
-                  "params": params.model_dump(mode="json")}, check_config=False)
+    run = RunDir(
+        run_dir or out_path.parent,
+        "llm batch",
+        {
+            "input": str(input),
+            "out": str(out_path),
+            "n": n,
+            "params": params.model_dump(mode="json"),
+        },
+        check_config=False,
+    )
     run.record_model("generator", llm.model_id)
     try:
         run_batch(llm, batch, out_path, n, progress=progress)
     finally:
-        run.record_stage("llm batch", {"items": len(batch.ids), "samples": len(batch.ids) * n,
-                                       "failures": llm.stats.failures}, llm.stats.as_dict())
+        run.record_stage(
+            "llm batch",
+            {
+                "items": len(batch.ids),
+                "samples": len(batch.ids) * n,
+                "failures": llm.stats.failures,
+            },
+            llm.stats.as_dict(),
+        )
         err.print(f"{llm.model_id}: {llm.stats.summary()}")

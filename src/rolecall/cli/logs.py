@@ -31,16 +31,24 @@ EXCERPT = 100
 def open_cache(path: Path) -> sqlite3.Connection:
     """The cache file, read-only; InputFileError with the fix when it cannot be read."""
     if not path.is_file():
-        raise InputFileError(path, "no LLM cache here",
-                             fix="pass --cache PATH (or set ROLECALL_CACHE); the cache is "
-                                 "made by the first command that calls a model")
+        raise InputFileError(
+            path,
+            "no LLM cache here",
+            fix="pass --cache PATH (or set ROLECALL_CACHE); the cache is "
+            "made by the first command that calls a model",
+        )
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        db.execute("SELECT key, backend, model, sample_index, request, completion, created "
-                   "FROM calls LIMIT 0")
+        db.execute(
+            "SELECT key, backend, model, sample_index, request, completion, created "
+            "FROM calls LIMIT 0"
+        )
     except sqlite3.DatabaseError as exc:
-        raise InputFileError(path, f"is not a rolecall LLM cache ({exc})",
-                             fix="point --cache (or ROLECALL_CACHE) at the cache file") from None
+        raise InputFileError(
+            path,
+            f"is not a rolecall LLM cache ({exc})",
+            fix="point --cache (or ROLECALL_CACHE) at the cache file",
+        ) from None
     return db
 
 
@@ -48,13 +56,19 @@ def record(row: tuple) -> dict:
     """One cache row as a full record: id, time, backend, model, sample, request, output."""
     key, backend, model, sample_index, request, completion, created = row
     request, completion = json.loads(request), json.loads(completion)
-    return {"id": key,
-            "time": datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="seconds"),
-            "backend": backend, "model": model, "sample_index": sample_index,
-            "prompt": request.get("prompt"), "messages": request.get("messages"),
-            "score_text": request.get("score_text"), "params": request.get("params", {}),
-            "output": completion.get("text", ""),
-            **{k: v for k, v in completion.items() if k != "text"}}
+    return {
+        "id": key,
+        "time": datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="seconds"),
+        "backend": backend,
+        "model": model,
+        "sample_index": sample_index,
+        "prompt": request.get("prompt"),
+        "messages": request.get("messages"),
+        "score_text": request.get("score_text"),
+        "params": request.get("params", {}),
+        "output": completion.get("text", ""),
+        **{k: v for k, v in completion.items() if k != "text"},
+    }
 
 
 def prompt_text(call: dict) -> str:
@@ -75,8 +89,9 @@ def _like(text: str) -> str:
     return "%" + escaped.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def read_calls(db: sqlite3.Connection, count: int = 10, model: str | None = None,
-               query: str | None = None) -> list[dict]:
+def read_calls(
+    db: sqlite3.Connection, count: int = 10, model: str | None = None, query: str | None = None
+) -> list[dict]:
     """The newest ``count`` calls (0 = all) whose ``backend:model`` contains ``model`` and
     whose prompt, messages, scored text or output contain ``query`` (case-insensitive)."""
     where, values = [], []
@@ -88,9 +103,11 @@ def read_calls(db: sqlite3.Connection, count: int = 10, model: str | None = None
         # _matches then looks at the texts themselves
         where.append("(request LIKE ? ESCAPE '\\' OR completion LIKE ? ESCAPE '\\')")
         values += [_like(query)] * 2
-    sql = ("SELECT key, backend, model, sample_index, request, completion, created FROM calls"
-           + (" WHERE " + " AND ".join(where) if where else "")
-           + " ORDER BY created DESC, rowid DESC")
+    sql = (
+        "SELECT key, backend, model, sample_index, request, completion, created FROM calls"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY created DESC, rowid DESC"
+    )
     calls = []
     for row in db.execute(sql, values):
         call = record(row)
@@ -106,28 +123,38 @@ def find_call(db: sqlite3.Connection, call_id: str) -> dict:
     """The one call whose id starts with ``call_id``; RolecallError when none or several."""
     prefix = call_id.strip().lower()
     if not prefix or any(c not in "0123456789abcdef" for c in prefix):
-        raise RolecallError(f"{call_id!r} is not a call id",
-                            fix="ids are hexadecimal; 'rolecall logs' lists them")
-    rows = db.execute("SELECT key, backend, model, sample_index, request, completion, created "
-                      "FROM calls WHERE key LIKE ? LIMIT 2", (prefix + "%",)).fetchall()
+        raise RolecallError(
+            f"{call_id!r} is not a call id", fix="ids are hexadecimal; 'rolecall logs' lists them"
+        )
+    rows = db.execute(
+        "SELECT key, backend, model, sample_index, request, completion, created "
+        "FROM calls WHERE key LIKE ? LIMIT 2",
+        (prefix + "%",),
+    ).fetchall()
     if not rows:
-        raise RolecallError(f"no call with id {prefix} in this cache",
-                            fix="'rolecall logs' lists the ids (check --cache too)")
+        raise RolecallError(
+            f"no call with id {prefix} in this cache",
+            fix="'rolecall logs' lists the ids (check --cache too)",
+        )
     if len(rows) > 1:
-        raise RolecallError(f"more than one call has an id starting with {prefix}",
-                            fix="give more characters of the id")
+        raise RolecallError(
+            f"more than one call has an id starting with {prefix}",
+            fix="give more characters of the id",
+        )
     return record(rows[0])
 
 
 def excerpt(text: str, length: int = EXCERPT) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= length else flat[:length - 1] + "…"
+    return flat if len(flat) <= length else flat[: length - 1] + "…"
 
 
 def _header(call: dict) -> str:
     when = call["time"].replace("T", " ").replace("+00:00", " UTC")
-    return (f"{call['id'][:ID_LENGTH]}  {when}  {call['backend']}:{call['model']}"
-            f"  sample {call['sample_index']}")
+    return (
+        f"{call['id'][:ID_LENGTH]}  {when}  {call['backend']}:{call['model']}"
+        f"  sample {call['sample_index']}"
+    )
 
 
 def _print(text: str = "") -> None:
@@ -148,8 +175,10 @@ def print_whole(call: dict) -> None:
     _print(_header(call))
     params = {k: v for k, v in call["params"].items() if v not in (None, [], ())}
     _print("params: " + json.dumps(params, ensure_ascii=False))
-    _print(f"tokens in {call.get('tokens_in', 0)}, out {call.get('tokens_out', 0)}; "
-           f"finish reason {call.get('finish_reason')}")
+    _print(
+        f"tokens in {call.get('tokens_in', 0)}, out {call.get('tokens_out', 0)}; "
+        f"finish reason {call.get('finish_reason')}"
+    )
     if call["messages"] is not None:
         for message in call["messages"]:
             _print(f"\n## {message['role']}\n{message['content']}")
@@ -162,19 +191,30 @@ def print_whole(call: dict) -> None:
 
 
 def logs_command(
-        call_id: Optional[str] = typer.Argument(None, help="show this call whole (its id from "
-                                                "the list; the first characters are enough)"),
-        count: int = typer.Option(10, "--count", "-n", min=0, help="how many calls, newest "
-                                  "first (0 = all)"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="only calls whose "
-                                            "'backend:model' contains this"),
-        query: Optional[str] = typer.Option(None, "--query", "-q", help="only calls whose "
-                                            "prompt or output contains this text"),
-        as_json: bool = typer.Option(False, "--json", help="full records as JSON: prompt or "
-                                     "messages, parameters, output, tokens, logprobs, time"),
-        cache: Optional[Path] = typer.Option(None, "--cache", help="the cache file (default: "
-                                             "ROLECALL_CACHE or ROLECALL_HOME/llm-cache.sqlite)"),
-        path: bool = typer.Option(False, "--path", help="print the cache file's path and stop")):
+    call_id: Optional[str] = typer.Argument(
+        None, help="show this call whole (its id from the list; the first characters are enough)"
+    ),
+    count: int = typer.Option(
+        10, "--count", "-n", min=0, help="how many calls, newest first (0 = all)"
+    ),
+    model: Optional[str] = typer.Option(
+        None, "--model", "-m", help="only calls whose 'backend:model' contains this"
+    ),
+    query: Optional[str] = typer.Option(
+        None, "--query", "-q", help="only calls whose prompt or output contains this text"
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="full records as JSON: prompt or messages, parameters, output, tokens, logprobs, time",
+    ),
+    cache: Optional[Path] = typer.Option(
+        None,
+        "--cache",
+        help="the cache file (default: ROLECALL_CACHE or ROLECALL_HOME/llm-cache.sqlite)",
+    ),
+    path: bool = typer.Option(False, "--path", help="print the cache file's path and stop"),
+):
     """Browse the LLM call cache: what each model was asked and answered, and when."""
     cache = cache or config.cache_path()
     if path:
@@ -197,5 +237,6 @@ def logs_command(
         out.print_json(json.dumps(calls, ensure_ascii=False))
         return
     print_list(calls)
-    err.print(f"[dim]{len(calls)} of {total} cached calls in {escape(str(cache))}[/dim]",
-              highlight=False)
+    err.print(
+        f"[dim]{len(calls)} of {total} cached calls in {escape(str(cache))}[/dim]", highlight=False
+    )

@@ -16,9 +16,11 @@ spec_app = typer.Typer(help="Role specifications (YAML).", no_args_is_help=True)
 
 
 @db_app.command("upgrade")
-def db_upgrade(url: Optional[str] = typer.Option(None, help="database URL (default: SQLite "
-                                                           "in ROLECALL_HOME, or "
-                                                           "ROLECALL_DATABASE_URL)")):
+def db_upgrade(
+    url: Optional[str] = typer.Option(
+        None, help="database URL (default: SQLite in ROLECALL_HOME, or ROLECALL_DATABASE_URL)"
+    ),
+):
     """Create or migrate the database to the latest schema."""
     from rolecall.store.db import db_upgrade_command
 
@@ -29,8 +31,7 @@ RECORD_TYPES = ["example", "dialogue", "pair", "verdict", "turn"]
 
 
 @records_app.command("check")
-def records_check(path: Path, kind: str = typer.Option(..., "--as",
-                                                       help="/".join(RECORD_TYPES))):
+def records_check(path: Path, kind: str = typer.Option(..., "--as", help="/".join(RECORD_TYPES))):
     """Validate every line of a JSONL file as one record type."""
     from rolecall import records
     from rolecall.jsonl import read_jsonl
@@ -48,5 +49,7 @@ def spec_check(path: Path):
     from rolecall.spec import load_role_spec
 
     spec = load_role_spec(path)
-    out.print(f"{path}: role '{spec.name}' ({spec.language}), {len(spec.categories)} "
-              f"categories -> error categories: {', '.join(spec.error_categories)}")
+    out.print(
+        f"{path}: role '{spec.name}' ({spec.language}), {len(spec.categories)} "
+        f"categories -> error categories: {', '.join(spec.error_categories)}"
+    )

@@ -19,25 +19,36 @@ from rolecall import config as settings_file
 from rolecall.cli.common import out, validated
 from rolecall.errors import ConfigError
 
-train_app = typer.Typer(help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
-                             "classifier, retriever, reranker, generator.",
-                        no_args_is_help=True)
+train_app = typer.Typer(
+    help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
+    "classifier, retriever, reranker, generator.",
+    no_args_is_help=True,
+)
 
 
-BACKBONE_HELP = ("'embedded' (the embedded Gemma 3 270M, frozen) or a local transformers "
-                 "model directory (trained whole unless --frozen)")
+BACKBONE_HELP = (
+    "'embedded' (the embedded Gemma 3 270M, frozen) or a local transformers "
+    "model directory (trained whole unless --frozen)"
+)
 
 
 def _frozen(backbone: str, frozen: Optional[bool]) -> bool:
     return (backbone == "embedded") if frozen is None else frozen
 
 
-def _train_config(epochs: int, batch_size: int, lr: float, backbone_lr: float,
-                  max_steps: Optional[int], seed: int):
+def _train_config(
+    epochs: int, batch_size: int, lr: float, backbone_lr: float, max_steps: Optional[int], seed: int
+):
     from rolecall.train.loop import TrainConfig
 
-    return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, backbone_lr=backbone_lr,
-                       max_steps=max_steps, seed=seed)
+    return TrainConfig(
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        backbone_lr=backbone_lr,
+        max_steps=max_steps,
+        seed=seed,
+    )
 
 
 def _cache(features_cache: Optional[Path]) -> Path:
@@ -45,8 +56,10 @@ def _cache(features_cache: Optional[Path]) -> Path:
 
 
 def _print(metrics: dict) -> None:
-    out.print(json.dumps({k: v for k, v in metrics.items() if k != "losses"},
-                         ensure_ascii=False), highlight=False)
+    out.print(
+        json.dumps({k: v for k, v in metrics.items() if k != "losses"}, ensure_ascii=False),
+        highlight=False,
+    )
 
 
 # typer options shared by every command
@@ -56,26 +69,35 @@ LR = typer.Option(1e-3, help="the head's learning rate")
 BACKBONE_LR = typer.Option(2e-5, help="a trainable backbone's learning rate")
 MAX_STEPS = typer.Option(None, min=1, help="stop after this many steps")
 SEED = typer.Option(0)
-FROZEN = typer.Option(None, "--frozen/--trainable", help="freeze the backbone (default: "
-                                                          "frozen for embedded only)")
-CACHE = typer.Option(None, help="where a frozen backbone's states are kept "
-                                "(default: ROLECALL_HOME/features)")
+FROZEN = typer.Option(
+    None, "--frozen/--trainable", help="freeze the backbone (default: frozen for embedded only)"
+)
+CACHE = typer.Option(
+    None, help="where a frozen backbone's states are kept (default: ROLECALL_HOME/features)"
+)
 PROGRESS = typer.Option(True)
 
 
 @train_app.command("classifier")
 def train_classifier_command(
-        examples: Path = typer.Argument(..., help="examples JSONL (positives and negatives)"),
-        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-        backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
-        frozen: Optional[bool] = FROZEN,
-        max_length: int = typer.Option(512, min=8, help="tokens of history + response; the "
-                                                        "history is cut from the left"),
-        class_weights: str = typer.Option("none", help="none or balanced"),
-        test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
-        epochs: int = EPOCHS, batch_size: int = BATCH, lr: float = LR,
-        backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
-        seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
+    examples: Path = typer.Argument(..., help="examples JSONL (positives and negatives)"),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
+    frozen: Optional[bool] = FROZEN,
+    max_length: int = typer.Option(
+        512, min=8, help="tokens of history + response; the history is cut from the left"
+    ),
+    class_weights: str = typer.Option("none", help="none or balanced"),
+    test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
+    epochs: int = EPOCHS,
+    batch_size: int = BATCH,
+    lr: float = LR,
+    backbone_lr: float = BACKBONE_LR,
+    max_steps: Optional[int] = MAX_STEPS,
+    seed: int = SEED,
+    features_cache: Optional[Path] = CACHE,
+    progress: bool = PROGRESS,
+):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
     from rolecall.train.backbone import load_backbone
     from rolecall.train.classifier import ClassifierSettings, train_classifier
@@ -83,24 +105,34 @@ def train_classifier_command(
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
     config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     model = load_backbone(backbone, _frozen(backbone, frozen))
-    metrics = train_classifier(examples, out_dir, model, settings, config, test_share,
-                               progress, _cache(features_cache))
+    metrics = train_classifier(
+        examples, out_dir, model, settings, config, test_share, progress, _cache(features_cache)
+    )
     _print(metrics)
 
 
 @train_app.command("retriever")
 def train_retriever_command(
-        examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
-        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-        kind: str = typer.Option("poly", help="poly (poly-encoder) or bi (bi-encoder)"),
-        codes: int = typer.Option(16, min=1, help="poly-encoder codes"),
-        backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
-        frozen: Optional[bool] = FROZEN,
-        index: bool = typer.Option(True, help="also build the candidate index (FAISS) of "
-                                              "the unique positive responses in OUT/candidates"),
-        epochs: int = EPOCHS, batch_size: int = BATCH, lr: float = LR,
-        backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
-        seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
+    examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    kind: str = typer.Option("poly", help="poly (poly-encoder) or bi (bi-encoder)"),
+    codes: int = typer.Option(16, min=1, help="poly-encoder codes"),
+    backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
+    frozen: Optional[bool] = FROZEN,
+    index: bool = typer.Option(
+        True,
+        help="also build the candidate index (FAISS) of "
+        "the unique positive responses in OUT/candidates",
+    ),
+    epochs: int = EPOCHS,
+    batch_size: int = BATCH,
+    lr: float = LR,
+    backbone_lr: float = BACKBONE_LR,
+    max_steps: Optional[int] = MAX_STEPS,
+    seed: int = SEED,
+    features_cache: Optional[Path] = CACHE,
+    progress: bool = PROGRESS,
+):
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
     from rolecall.serve.candidates import build_candidate_index
     from rolecall.train.backbone import load_backbone
@@ -110,34 +142,45 @@ def train_retriever_command(
     settings = validated(RetrieverSettings, kind=kind, codes=codes)
     config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     model = load_backbone(backbone, _frozen(backbone, frozen))
-    metrics = train_retriever(examples, out_dir, model, settings, config, progress,
-                              _cache(features_cache))
+    metrics = train_retriever(
+        examples, out_dir, model, settings, config, progress, _cache(features_cache)
+    )
     if index:
         responses = [e.response for e in read_examples(examples) if e.label == "positive"]
         retriever = Retriever.load(out_dir, _cache(features_cache))
-        build_candidate_index(retriever, unique_candidates(responses), out_dir / "candidates",
-                              progress=progress)
+        build_candidate_index(
+            retriever, unique_candidates(responses), out_dir / "candidates", progress=progress
+        )
         metrics["candidate_index"] = str(out_dir / "candidates")
     _print(metrics)
 
 
 @train_app.command("reranker")
 def train_reranker_command(
-        examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
-        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-        negatives: int = typer.Option(7, min=1, help="negatives per example (paper: 7)"),
-        interaction: str = typer.Option(
-            "auto", help="joint: each pair through the backbone (cross-encoder); attention: "
-            "a cross-attention head over separately computed states (fast on a CPU); auto: "
-            "attention for a frozen backbone, joint for a trainable one"),
-        hard_negatives: Optional[Path] = typer.Option(
-            None, help="a candidate index (from 'train retriever') to mine hard negatives"),
-        backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
-        frozen: Optional[bool] = FROZEN,
-        test_share: float = typer.Option(0.1, help="dialogues held out for Hits@1/K"),
-        epochs: int = EPOCHS, batch_size: int = BATCH, lr: float = LR,
-        backbone_lr: float = BACKBONE_LR, max_steps: Optional[int] = MAX_STEPS,
-        seed: int = SEED, features_cache: Optional[Path] = CACHE, progress: bool = PROGRESS):
+    examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    negatives: int = typer.Option(7, min=1, help="negatives per example (paper: 7)"),
+    interaction: str = typer.Option(
+        "auto",
+        help="joint: each pair through the backbone (cross-encoder); attention: "
+        "a cross-attention head over separately computed states (fast on a CPU); auto: "
+        "attention for a frozen backbone, joint for a trainable one",
+    ),
+    hard_negatives: Optional[Path] = typer.Option(
+        None, help="a candidate index (from 'train retriever') to mine hard negatives"
+    ),
+    backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
+    frozen: Optional[bool] = FROZEN,
+    test_share: float = typer.Option(0.1, help="dialogues held out for Hits@1/K"),
+    epochs: int = EPOCHS,
+    batch_size: int = BATCH,
+    lr: float = LR,
+    backbone_lr: float = BACKBONE_LR,
+    max_steps: Optional[int] = MAX_STEPS,
+    seed: int = SEED,
+    features_cache: Optional[Path] = CACHE,
+    progress: bool = PROGRESS,
+):
     """Reranker: the target against random (or retriever-mined) negatives."""
     from rolecall.train.backbone import load_backbone
     from rolecall.train.reranker import RerankerSettings, train_reranker
@@ -153,25 +196,39 @@ def train_reranker_command(
         def mined(context: str, gold: str, k: int) -> list[str]:
             hits = candidate_index.search([context], k + 1)[0]
             return [hit[1] for hit in hits if hit[1] != gold][:k]
+
     model = load_backbone(backbone, _frozen(backbone, frozen))
-    metrics = train_reranker(examples, out_dir, model, settings, config, mined, test_share,
-                             progress, _cache(features_cache))
+    metrics = train_reranker(
+        examples,
+        out_dir,
+        model,
+        settings,
+        config,
+        mined,
+        test_share,
+        progress,
+        _cache(features_cache),
+    )
     _print(metrics)
 
 
 def unanswerable_command(
-        examples: Path = typer.Argument(..., help="held-out examples JSONL (positives used)"),
-        reranker_dir: Path = typer.Option(..., "--reranker", help="from 'train reranker'"),
-        index_dir: Path = typer.Option(..., "--index", help="a candidate index (from 'train "
-                                                            "retriever') for hard negatives"),
-        methods: str = typer.Option("mc-dropout,ppl", help="mc-dropout and/or ppl"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="the LM of the ppl "
-                                            "method (default: the embedded model)"),
-        share: float = typer.Option(0.5, help="golds replaced by hard negatives (App. C)"),
-        passes: int = typer.Option(20, min=2, help="MC dropout passes"),
-        limit: Optional[int] = typer.Option(None, min=2, help="first N positives only"),
-        roc: Optional[Path] = typer.Option(None, help="save the ROC curves here (PNG)"),
-        seed: int = SEED, features_cache: Optional[Path] = CACHE):
+    examples: Path = typer.Argument(..., help="held-out examples JSONL (positives used)"),
+    reranker_dir: Path = typer.Option(..., "--reranker", help="from 'train reranker'"),
+    index_dir: Path = typer.Option(
+        ..., "--index", help="a candidate index (from 'train retriever') for hard negatives"
+    ),
+    methods: str = typer.Option("mc-dropout,ppl", help="mc-dropout and/or ppl"),
+    model: Optional[str] = typer.Option(
+        None, "--model", "-m", help="the LM of the ppl method (default: the embedded model)"
+    ),
+    share: float = typer.Option(0.5, help="golds replaced by hard negatives (App. C)"),
+    passes: int = typer.Option(20, min=2, help="MC dropout passes"),
+    limit: Optional[int] = typer.Option(None, min=2, help="first N positives only"),
+    roc: Optional[Path] = typer.Option(None, help="save the ROC curves here (PNG)"),
+    seed: int = SEED,
+    features_cache: Optional[Path] = CACHE,
+):
     """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
     threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
     from rolecall.llm import LLM, Cache, load_backend
@@ -188,8 +245,10 @@ def unanswerable_command(
     wanted = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = sorted(set(wanted) - {"mc-dropout", "ppl"})
     if unknown or not wanted:
-        raise ConfigError(f"unknown method(s) {unknown or methods!r}",
-                          fix="use mc-dropout, ppl or both (comma-separated)")
+        raise ConfigError(
+            f"unknown method(s) {unknown or methods!r}",
+            fix="use mc-dropout, ppl or both (comma-separated)",
+        )
     pairs = selection_pairs(read_examples(examples))[:limit]
     index = CandidateIndex.load(index_dir)
 
@@ -205,42 +264,68 @@ def unanswerable_command(
         scorer = LLM(load_backend(model), Cache(settings_file.cache_path()))
         detectors.append(PerplexityDetector(scorer))
     results = compare_detectors(detectors, items, roc)
-    _print({"items": len(items), "unanswerable": sum(i["label"] for i in items),
-            "roc_png": str(roc) if roc else None, **results})
+    _print(
+        {
+            "items": len(items),
+            "unanswerable": sum(i["label"] for i in items),
+            "roc_png": str(roc) if roc else None,
+            **results,
+        }
+    )
 
 
 @train_app.command("generator")
 def train_generator_command(
-        examples: Path = typer.Argument(..., help="examples JSONL (positives; negatives for "
-                                                  "the unlikelihood term)"),
-        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-        base: str = typer.Option("embedded", help="'embedded' (Gemma 3 270M through "
-                                 "transformers) or a local causal LM directory"),
-        alpha: float = typer.Option(1.0, min=0.0, help="weight of the unlikelihood term on "
-                                    "negatives; 0 trains by MLE alone"),
-        lora_r: int = typer.Option(8, min=1), lora_alpha: int = typer.Option(16, min=1),
-        target_modules: str = typer.Option("all-linear", help="LoRA targets: all-linear or "
-                                           "module names, comma-separated"),
-        max_length: int = typer.Option(384, min=16, help="prompt + response tokens"),
-        test_share: float = typer.Option(0.1, help="dialogues held out for perplexity"),
-        epochs: int = typer.Option(1, min=1), batch_size: int = typer.Option(8, min=1),
-        lr: float = typer.Option(2e-4, help="the adapters' learning rate"),
-        max_steps: Optional[int] = MAX_STEPS, seed: int = SEED, progress: bool = PROGRESS):
+    examples: Path = typer.Argument(
+        ..., help="examples JSONL (positives; negatives for the unlikelihood term)"
+    ),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    base: str = typer.Option(
+        "embedded",
+        help="'embedded' (Gemma 3 270M through transformers) or a local causal LM directory",
+    ),
+    alpha: float = typer.Option(
+        1.0, min=0.0, help="weight of the unlikelihood term on negatives; 0 trains by MLE alone"
+    ),
+    lora_r: int = typer.Option(8, min=1),
+    lora_alpha: int = typer.Option(16, min=1),
+    target_modules: str = typer.Option(
+        "all-linear", help="LoRA targets: all-linear or module names, comma-separated"
+    ),
+    max_length: int = typer.Option(384, min=16, help="prompt + response tokens"),
+    test_share: float = typer.Option(0.1, help="dialogues held out for perplexity"),
+    epochs: int = typer.Option(1, min=1),
+    batch_size: int = typer.Option(8, min=1),
+    lr: float = typer.Option(2e-4, help="the adapters' learning rate"),
+    max_steps: Optional[int] = MAX_STEPS,
+    seed: int = SEED,
+    progress: bool = PROGRESS,
+):
     """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""
     from rolecall.train.generator import GeneratorSettings, train_generator
 
-    settings = validated(GeneratorSettings, alpha=alpha, lora_r=lora_r, lora_alpha=lora_alpha,
-                         target_modules=target_modules, max_length=max_length)
+    settings = validated(
+        GeneratorSettings,
+        alpha=alpha,
+        lora_r=lora_r,
+        lora_alpha=lora_alpha,
+        target_modules=target_modules,
+        max_length=max_length,
+    )
     config = _train_config(epochs, batch_size, lr, 2e-5, max_steps, seed)
     _print(train_generator(examples, out_dir, base, settings, config, test_share, progress))
 
 
 @train_app.command("export")
 def export_command(
-        model_dir: Path = typer.Argument(..., help="a generator or detox model directory"),
-        target: Path = typer.Argument(..., help="new directory to write"),
-        adapter: bool = typer.Option(False, "--adapter/--merged", help="the LoRA adapter "
-                                     "with its base named, or merged weights (default)")):
+    model_dir: Path = typer.Argument(..., help="a generator or detox model directory"),
+    target: Path = typer.Argument(..., help="new directory to write"),
+    adapter: bool = typer.Option(
+        False,
+        "--adapter/--merged",
+        help="the LoRA adapter with its base named, or merged weights (default)",
+    ),
+):
     """Export a generator or detox model for transformers / vLLM: merged weights (a plain
     model directory) or the LoRA adapter with its base model's path."""
     from rolecall.train.detox_model import DetoxModel
@@ -250,8 +335,14 @@ def export_command(
     model_type = Generator if kind == KIND else DetoxModel
     model = model_type.load(model_dir)
     written = model.export(target, merged=not adapter)
-    _print({"kind": kind, "export": "adapter" if adapter else "merged", "path": str(written),
-            "base": model.base_path()})
+    _print(
+        {
+            "kind": kind,
+            "export": "adapter" if adapter else "merged",
+            "path": str(written),
+            "base": model.base_path(),
+        }
+    )
 
 
 def _model_kind(model_dir: Path) -> str:
@@ -261,11 +352,16 @@ def _model_kind(model_dir: Path) -> str:
     try:
         kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
     except (OSError, json.JSONDecodeError):
-        raise InputFileError(model_dir, "has no readable model.json: not a trained model",
-                             fix="point at a directory from 'rolecall train generator' or "
-                                 "'rolecall detox train'") from None
+        raise InputFileError(
+            model_dir,
+            "has no readable model.json: not a trained model",
+            fix="point at a directory from 'rolecall train generator' or 'rolecall detox train'",
+        ) from None
     if kind not in ("generator", "detox"):
-        raise InputFileError(model_dir, f"holds a {kind} model: only generator and detox "
-                             "models are exported", fix="the selection models (classifier, "
-                             "retriever, reranker) are used from their directories")
+        raise InputFileError(
+            model_dir,
+            f"holds a {kind} model: only generator and detox models are exported",
+            fix="the selection models (classifier, "
+            "retriever, reranker) are used from their directories",
+        )
     return kind

@@ -19,8 +19,7 @@ import typer
 from rolecall.cli.common import out
 from rolecall.errors import ConfigError
 
-web_app = typer.Typer(help="The web app's accounts, projects and exports.",
-                      no_args_is_help=True)
+web_app = typer.Typer(help="The web app's accounts, projects and exports.", no_args_is_help=True)
 
 DB_HELP = "database URL (default: SQLite in ROLECALL_HOME, or ROLECALL_DATABASE_URL)"
 
@@ -33,14 +32,19 @@ def _engine(url: Optional[str]):
     return engine
 
 
-def serve_command(host: str = typer.Option("127.0.0.1", help="0.0.0.0 to listen on every "
-                                                             "interface (put TLS in front)"),
-                  port: int = typer.Option(8000, min=1, max=65535),
-                  db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-                  secure_cookies: Optional[bool] = typer.Option(
-                      None, "--secure-cookies/--no-secure-cookies",
-                      help="send the login cookies over HTTPS only (default: on unless the "
-                           "host is loopback; needs TLS in front of the app)")):
+def serve_command(
+    host: str = typer.Option(
+        "127.0.0.1", help="0.0.0.0 to listen on every interface (put TLS in front)"
+    ),
+    port: int = typer.Option(8000, min=1, max=65535),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    secure_cookies: Optional[bool] = typer.Option(
+        None,
+        "--secure-cookies/--no-secure-cookies",
+        help="send the login cookies over HTTPS only (default: on unless the "
+        "host is loopback; needs TLS in front of the app)",
+    ),
+):
     """Start the web app: chat with Fix, annotation, export."""
     import uvicorn
 
@@ -52,18 +56,24 @@ def serve_command(host: str = typer.Option("127.0.0.1", help="0.0.0.0 to listen 
     engine = _engine(db)
     secure = not is_loopback(host) if secure_cookies is None else secure_cookies
     app = create_app(engine, secure_cookies=secure, secret_file=home() / "web-secret")
-    out.print(f"rolecall web app on http://{host}:{port} (database {safe_url(engine.url)}; "
-              + ("cookies over HTTPS only: serve it behind TLS, or pass --no-secure-cookies)"
-                 if secure else "cookies over HTTP too)"))
+    out.print(
+        f"rolecall web app on http://{host}:{port} (database {safe_url(engine.url)}; "
+        + (
+            "cookies over HTTPS only: serve it behind TLS, or pass --no-secure-cookies)"
+            if secure
+            else "cookies over HTTP too)"
+        )
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @web_app.command("add-user")
-def add_user_command(username: str = typer.Argument(...),
-                     admin: bool = typer.Option(False, "--admin", help="an admin account"),
-                     password_stdin: bool = typer.Option(False, help="read the password "
-                                                                     "from stdin"),
-                     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+def add_user_command(
+    username: str = typer.Argument(...),
+    admin: bool = typer.Option(False, "--admin", help="an admin account"),
+    password_stdin: bool = typer.Option(False, help="read the password from stdin"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+):
     """Create an account (the first admin comes from here)."""
     from rolecall.store import Role, session
     from rolecall.web.auth import add_user
@@ -78,17 +88,19 @@ def add_user_command(username: str = typer.Argument(...),
 
 
 @web_app.command("add-project")
-def add_project_command(name: str = typer.Argument(...),
-                        spec: Path = typer.Option(..., help="role spec YAML"),
-                        model: Optional[str] = typer.Option(None, "--model", "-m",
-                                                            help="an LLM prompted with the "
-                                                                 "spec (default model if "
-                                                                 "neither this nor --bot)"),
-                        bot: Optional[Path] = typer.Option(None, help="a Retrieve-fail-"
-                                                                      "Generate bot "
-                                                                      "directory"),
-                        member: list[str] = typer.Option([], help="user names (repeat)"),
-                        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+def add_project_command(
+    name: str = typer.Argument(...),
+    spec: Path = typer.Option(..., help="role spec YAML"),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help="an LLM prompted with the spec (default model if neither this nor --bot)",
+    ),
+    bot: Optional[Path] = typer.Option(None, help="a Retrieve-fail-Generate bot directory"),
+    member: list[str] = typer.Option([], help="user names (repeat)"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+):
     """Create a project whose people chat with its bot."""
     from sqlalchemy import select
 
@@ -98,34 +110,43 @@ def add_project_command(name: str = typer.Argument(...),
     from rolecall.web.settings import BotConfig, ProjectSettings
 
     if model and bot:
-        raise ConfigError("give --model or --bot, not both",
-                          fix="--model for an LLM prompted with the spec, --bot for trained "
-                              "models")
-    config = (BotConfig(kind="models", path=str(bot.expanduser().resolve())) if bot
-              else BotConfig(model=model))
+        raise ConfigError(
+            "give --model or --bot, not both",
+            fix="--model for an LLM prompted with the spec, --bot for trained models",
+        )
+    config = (
+        BotConfig(kind="models", path=str(bot.expanduser().resolve()))
+        if bot
+        else BotConfig(model=model)
+    )
     settings = ProjectSettings(spec=load_role_spec(spec), bot=config)
     with session(_engine(db)) as s:
         project = add_project(s, name, settings)
         for username in member:
             user = s.scalar(select(User).where(User.username == username))
             if user is None:
-                raise ConfigError(f"no user {username!r}",
-                                  fix=f"create it first: rolecall web add-user {username}")
+                raise ConfigError(
+                    f"no user {username!r}",
+                    fix=f"create it first: rolecall web add-user {username}",
+                )
             s.add(ProjectMember(project_id=project.id, user_id=user.id))
-        out.print(json.dumps({"project": project.name, "id": project.id,
-                              "members": member}, ensure_ascii=False))
+        out.print(
+            json.dumps(
+                {"project": project.name, "id": project.id, "members": member}, ensure_ascii=False
+            )
+        )
 
 
 @web_app.command("export")
-def export_command(project: str = typer.Argument(..., help="project name"),
-                   out_file: Path = typer.Option(..., "--out", "-o",
-                                                 help="examples JSONL to write"),
-                   pairs: Optional[Path] = typer.Option(None, help="also write the approved "
-                                                                   "K/DA pairs (CSV)"),
-                   pair_labels: Optional[Path] = typer.Option(
-                       None, help="also write every pair label for 'rolecall eval agreement "
-                                  "--labels' (CSV)"),
-                   db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)):
+def export_command(
+    project: str = typer.Argument(..., help="project name"),
+    out_file: Path = typer.Option(..., "--out", "-o", help="examples JSONL to write"),
+    pairs: Optional[Path] = typer.Option(None, help="also write the approved K/DA pairs (CSV)"),
+    pair_labels: Optional[Path] = typer.Option(
+        None, help="also write every pair label for 'rolecall eval agreement --labels' (CSV)"
+    ),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+):
     """Feedback and labels -> training data: examples JSONL (Fix -> negatives, saved chats
     -> positives, labelled dialogues split at their first out-of-bounds turn) and the pairs
     annotators approved as K/DA CSV."""
@@ -148,9 +169,11 @@ def export_command(project: str = typer.Argument(..., help="project name"),
         approved = approved_pairs(s, found.id) if pairs else []
         labels = pair_labels_csv(s, found.id) if pair_labels else ""
     out_file.write_text(examples_jsonl(examples), encoding="utf-8")
-    summary = {"examples": len(examples),
-               "negatives": sum(e.label == "negative" for e in examples),
-               "out": str(out_file)}
+    summary = {
+        "examples": len(examples),
+        "negatives": sum(e.label == "negative" for e in examples),
+        "out": str(out_file),
+    }
     if pairs:
         pairs.write_text(pairs_csv(approved), encoding="utf-8")
         summary |= {"pairs": len(approved), "pairs_out": str(pairs)}

@@ -68,8 +68,7 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
         return None
     # units x categories; who gave a label does not matter at the nominal level
     value_counts = np.array([[counts[c] for c in categories] for counts in pairable])
-    return float(krippendorff.alpha(value_counts=value_counts,
-                                    level_of_measurement="nominal"))
+    return float(krippendorff.alpha(value_counts=value_counts, level_of_measurement="nominal"))
 
 
 def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
@@ -83,18 +82,20 @@ def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
         reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig")))
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
-            raise InputFileError(path, f"missing column(s) {missing}",
-                                 fix="columns: item_id,filter,label[,annotator]", line=1)
+            raise InputFileError(
+                path,
+                f"missing column(s) {missing}",
+                fix="columns: item_id,filter,label[,annotator]",
+                line=1,
+            )
         labels: dict = defaultdict(lambda: defaultdict(dict))
         for row in reader:
             # the web app's export quotes cells a spreadsheet would run as formulas
             row = {k: restore(v) if isinstance(v, str) else v for k, v in row.items()}
             if not all((row.get(c) or "").strip() for c in REQUIRED):
-                raise InputFileError(path, "empty item_id, filter or label",
-                                     line=reader.line_num)
+                raise InputFileError(path, "empty item_id, filter or label", line=reader.line_num)
             annotator = (row.get("annotator") or "").strip() or "annotator"
-            labels[row["filter"].strip()][row["item_id"].strip()][annotator] = \
-                row["label"].strip()
+            labels[row["filter"].strip()][row["item_id"].strip()][annotator] = row["label"].strip()
     except UnicodeDecodeError:
         raise InputFileError(path, "is not UTF-8 text", fix="save it as UTF-8") from None
     except csv.Error as exc:
@@ -105,12 +106,16 @@ def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
 def _pair_stats(judge: list[str], human: list[str]) -> dict:
     if not judge:
         return {"items": 0, "agreement": None, "kappa": None}
-    return {"items": len(judge), "agreement": round(percent_agreement(judge, human), 4),
-            "kappa": round(cohen_kappa(judge, human), 4)}
+    return {
+        "items": len(judge),
+        "agreement": round(percent_agreement(judge, human), 4),
+        "kappa": round(cohen_kappa(judge, human), 4),
+    }
 
 
-def agreement_report(verdicts: dict[str, list[Verdict]],
-                     human: dict[str, dict[str, dict[str, str]]]) -> dict:
+def agreement_report(
+    verdicts: dict[str, list[Verdict]], human: dict[str, dict[str, dict[str, str]]]
+) -> dict:
     """``verdicts``: filter -> every vote; ``human``: from ``read_human_labels``."""
     report = {}
     for name, items in human.items():
@@ -124,14 +129,19 @@ def agreement_report(verdicts: dict[str, list[Verdict]],
         per_annotator = {}
         for annotator in annotators:
             shared = [i for i, by in items.items() if annotator in by and i in judged]
-            per_annotator[annotator] = _pair_stats([judged[i] for i in shared],
-                                                   [items[i][annotator] for i in shared])
+            per_annotator[annotator] = _pair_stats(
+                [judged[i] for i in shared], [items[i][annotator] for i in shared]
+            )
         # people who tie have no majority: the item is left out of majority-vote agreement
-        human_majority = {item: top[0] for item, by in items.items()
-                          if len(top := most_common(by.values())) == 1}
+        human_majority = {
+            item: top[0] for item, by in items.items() if len(top := most_common(by.values())) == 1
+        }
         shared = [i for i in human_majority if i in judged]
-        report[name] = {"annotators": per_annotator,
-                        "majority_vote": _pair_stats([judged[i] for i in shared],
-                                                     [human_majority[i] for i in shared]),
-                        "unmatched_items": sorted(set(items) - set(judged))}
+        report[name] = {
+            "annotators": per_annotator,
+            "majority_vote": _pair_stats(
+                [judged[i] for i in shared], [human_majority[i] for i in shared]
+            ),
+            "unmatched_items": sorted(set(items) - set(judged)),
+        }
     return report

@@ -26,8 +26,10 @@ from rolecall.eval.evaluator import Evaluator
 def _pair(y_true: Sequence[Any], y_pred: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     true, pred = np.asarray(y_true), np.asarray(y_pred)
     if true.ndim != 1 or pred.ndim != 1 or len(true) != len(pred):
-        raise ValueError("y_true and y_pred must be flat lists of the same length, got "
-                         f"shapes {true.shape} and {pred.shape}")
+        raise ValueError(
+            "y_true and y_pred must be flat lists of the same length, got "
+            f"shapes {true.shape} and {pred.shape}"
+        )
     if len(true) == 0:
         raise ValueError("no labels to evaluate (y_true is empty)")
     return true, pred
@@ -41,21 +43,25 @@ def accuracy(y_true: Sequence[Any], y_pred: Sequence[Any]) -> float:
     return float(accuracy_score(true, pred))
 
 
-def _is_positive(true: np.ndarray, pred: np.ndarray, positive: Any
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _is_positive(
+    true: np.ndarray, pred: np.ndarray, positive: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """Both label lists as booleans, True = the class ``positive`` (one class against the
     rest, whatever the number of classes)."""
     # subtle: 1 == "1" is False, so string labels with the default positive=1 would score
     # 0.0 everywhere without a word; say so instead
     is_str = isinstance(positive, str)
     if (true.dtype.kind in "US" and not is_str) or (true.dtype.kind in "biuf" and is_str):
-        raise ValueError(f"positive={positive!r} cannot match labels of dtype {true.dtype}: "
-                         "pass the positive class as the labels spell it")
+        raise ValueError(
+            f"positive={positive!r} cannot match labels of dtype {true.dtype}: "
+            "pass the positive class as the labels spell it"
+        )
     return true == positive, pred == positive
 
 
-def precision_recall_f1(y_true: Sequence[Any], y_pred: Sequence[Any], positive: Any = 1
-                        ) -> tuple[float, float, float]:
+def precision_recall_f1(
+    y_true: Sequence[Any], y_pred: Sequence[Any], positive: Any = 1
+) -> tuple[float, float, float]:
     """``(precision, recall, f1)`` of the class ``positive``; 0/0 is defined as 0.0.
 
     scikit-learn's ``precision_recall_fscore_support`` (binary, ``zero_division=0``) on
@@ -66,7 +72,8 @@ def precision_recall_f1(y_true: Sequence[Any], y_pred: Sequence[Any], positive: 
 
     true, pred = _is_positive(*_pair(y_true, y_pred), positive)
     precision, recall, f1, _ = precision_recall_fscore_support(
-        true, pred, average="binary", pos_label=True, zero_division=0)
+        true, pred, average="binary", pos_label=True, zero_division=0
+    )
     return float(precision), float(recall), float(f1)
 
 
@@ -88,7 +95,12 @@ class ClassificationEvaluator(Evaluator):
         true, pred = _pair(y_true, y_pred)
         precision, recall, f1 = precision_recall_f1(true, pred, self.positive)
         n_positive = int((true == self.positive).sum())
-        return {"accuracy": accuracy(true, pred), "precision": precision, "recall": recall,
-                "f1": f1, "support_positive": float(n_positive),
-                "support_negative": float(len(true) - n_positive),
-                "predicted_positive": float((pred == self.positive).sum())}
+        return {
+            "accuracy": accuracy(true, pred),
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "support_positive": float(n_positive),
+            "support_negative": float(len(true) - n_positive),
+            "predicted_positive": float((pred == self.positive).sum()),
+        }

@@ -73,10 +73,12 @@ def _requests(prompt: str, mode: str) -> list[Request]:
     if mode == "score":
         return label_requests(prompt, WORDS)
     if mode == "logprobs":
-        return [Request(prompt=prompt, params=SamplingParams(temperature=0.0, max_tokens=1,
-                                                             logprobs=20))]
-    return [Request(prompt=prompt, params=SamplingParams(temperature=1.0, max_tokens=3,
-                                                         seed=0))]
+        return [
+            Request(
+                prompt=prompt, params=SamplingParams(temperature=0.0, max_tokens=1, logprobs=20)
+            )
+        ]
+    return [Request(prompt=prompt, params=SamplingParams(temperature=1.0, max_tokens=3, seed=0))]
 
 
 @dataclass(frozen=True)
@@ -109,33 +111,42 @@ class GevalJudge:
         return str(item.number)
 
     def format_input(self, item: GevalItem) -> list[Request]:
-        return _requests(self.template.render(text=item.text, neutral=item.neutral),
-                         self.mode)
+        return _requests(self.template.render(text=item.text, neutral=item.neutral), self.mode)
 
-    def parse_output(self, item: GevalItem, completions: list[Completion], model: str
-                     ) -> Verdict:
+    def parse_output(self, item: GevalItem, completions: list[Completion], model: str) -> Verdict:
         common = {"judge": self.name, "item_id": self.item_id(item), "model": model}
         if self.mode == "score":
             word, probabilities, raw = pick_label(WORDS, completions)
-            return Verdict(label=word, probabilities=probabilities, raw_output=raw,
-                           parse_status="parsed", **common)
+            return Verdict(
+                label=word,
+                probabilities=probabilities,
+                raw_output=raw,
+                parse_status="parsed",
+                **common,
+            )
         text = completions[0].text
         if self.mode == "logprobs":
             steps = completions[0].logprobs or []
             found = from_top_logprobs(steps[0].top) if steps else None
             if found is None:
                 return Verdict(raw_output=text, parse_status="unparsed", **common)
-            return Verdict(label=str(max(found, key=found.get)), raw_output=text,
-                           probabilities={str(s): p for s, p in found.items()},
-                           parse_status="parsed", **common)
+            return Verdict(
+                label=str(max(found, key=found.get)),
+                raw_output=text,
+                probabilities={str(s): p for s, p in found.items()},
+                parse_status="parsed",
+                **common,
+            )
         digit = _DIGIT.search(text)
         if digit is None:
             return Verdict(raw_output=text, parse_status="unparsed", **common)
         return Verdict(label=digit.group(), raw_output=text, parse_status="parsed", **common)
 
 
-_NO_SCORE = {"logprobs": "no score token among the top logprobs",
-             "sample": "no sampled answer holds a score 1-5"}
+_NO_SCORE = {
+    "logprobs": "no score token among the top logprobs",
+    "sample": "no sampled answer holds a score 1-5",
+}
 
 
 def _result(item: int, criterion: str, mode: str, votes: Sequence[Verdict]) -> GevalResult:
@@ -158,10 +169,17 @@ def _result(item: int, criterion: str, mode: str, votes: Sequence[Verdict]) -> G
     return result
 
 
-def geval(llm: LLM, texts: Sequence[str], neutrals: Sequence[str] | None,
-          criteria: Sequence[str], mode: str = "auto", samples: int = 5,
-          language: str = "ko", progress: bool = True,
-          votes_out: ResumableJsonl | None = None) -> list[GevalResult]:
+def geval(
+    llm: LLM,
+    texts: Sequence[str],
+    neutrals: Sequence[str] | None,
+    criteria: Sequence[str],
+    mode: str = "auto",
+    samples: int = 5,
+    language: str = "ko",
+    progress: bool = True,
+    votes_out: ResumableJsonl | None = None,
+) -> list[GevalResult]:
     """Score every text on every criterion; ``neutrals`` pairs them for consistency.
     ``votes_out`` keeps every vote (a ``Verdict`` named ``geval_CRITERION/MODE/SAMPLE``)."""
     mode = resolve_mode(mode, MODES, llm.backend, "G-Eval")
@@ -174,10 +192,19 @@ def geval(llm: LLM, texts: Sequence[str], neutrals: Sequence[str] | None,
     results = []
     for criterion in criteria:
         judge = GevalJudge(criterion, mode, load_template(f"geval_{criterion}", language))
-        votes = collect_votes(llm, judge, items, samples if mode == "sample" else 1,
-                              votes_out, progress, f"G-Eval: {criterion}")
-        results += [_result(item.number, criterion, mode, item_votes)
-                    for item, item_votes in zip(items, votes)]
+        votes = collect_votes(
+            llm,
+            judge,
+            items,
+            samples if mode == "sample" else 1,
+            votes_out,
+            progress,
+            f"G-Eval: {criterion}",
+        )
+        results += [
+            _result(item.number, criterion, mode, item_votes)
+            for item, item_votes in zip(items, votes)
+        ]
     return results
 
 
@@ -187,6 +214,10 @@ def summarise(results: Sequence[GevalResult]) -> dict[str, dict]:
     for criterion in dict.fromkeys(r.criterion for r in results):
         rows = [r for r in results if r.criterion == criterion]
         scored = [r.score for r in rows if r.score is not None]
-        table[criterion] = {"mean": sum(scored) / len(scored) if scored else None,
-                            "scored": len(scored), "items": len(rows), "mode": rows[0].mode}
+        table[criterion] = {
+            "mean": sum(scored) / len(scored) if scored else None,
+            "scored": len(scored),
+            "items": len(rows),
+            "mode": rows[0].mode,
+        }
     return table

@@ -31,20 +31,32 @@ OFFENSIVE = "offensive"
 
 def _example(text: str, offensive: bool, source: str) -> Example:
     if offensive:
-        return Example(history=[], response=text, label="negative", category=OFFENSIVE,
-                       dialogue_id=f"{source}:{text}")
+        return Example(
+            history=[],
+            response=text,
+            label="negative",
+            category=OFFENSIVE,
+            dialogue_id=f"{source}:{text}",
+        )
     return Example(history=[], response=text, label="positive", dialogue_id=f"{source}:{text}")
 
 
 def beep_examples(path: Path) -> list[Example]:
-    reader = csv.DictReader(io.StringIO(read_text_file(path), newline=""), delimiter="\t",
-                            quoting=csv.QUOTE_NONE)
+    reader = csv.DictReader(
+        io.StringIO(read_text_file(path), newline=""), delimiter="\t", quoting=csv.QUOTE_NONE
+    )
     if not {"comments", "hate"} <= set(reader.fieldnames or []):
-        raise InputFileError(path, f"has columns {reader.fieldnames}, not BEEP!'s",
-                             fix="give the labeled BEEP! TSV (columns comments, hate, ...)")
+        raise InputFileError(
+            path,
+            f"has columns {reader.fieldnames}, not BEEP!'s",
+            fix="give the labeled BEEP! TSV (columns comments, hate, ...)",
+        )
     rows = list(reader)
-    return [_example(row["comments"].strip(), row["hate"].strip() != "none", "beep")
-            for row in rows if (row.get("comments") or "").strip()]
+    return [
+        _example(row["comments"].strip(), row["hate"].strip() != "none", "beep")
+        for row in rows
+        if (row.get("comments") or "").strip()
+    ]
 
 
 def curse_examples(path: Path) -> list[Example]:
@@ -66,14 +78,17 @@ def kda_examples(pairs: Iterable[Pair]) -> list[Example]:
     return out
 
 
-def offensiveness_examples(data_dir: Path, kda_pairs: Iterable[Pair],
-                           per_source: int | None = None, seed: int = 0) -> list[Example]:
+def offensiveness_examples(
+    data_dir: Path, kda_pairs: Iterable[Pair], per_source: int | None = None, seed: int = 0
+) -> list[Example]:
     """Examples from the three corpora (at most ``per_source`` from each, drawn at random
     with ``seed``), shuffled."""
     rng = random.Random(seed)
-    sources = [beep_examples(data_dir / "slang" / "beep_labeled_train.tsv"),
-               curse_examples(data_dir / "slang" / "curse_detection.txt"),
-               kda_examples(kda_pairs)]
+    sources = [
+        beep_examples(data_dir / "slang" / "beep_labeled_train.tsv"),
+        curse_examples(data_dir / "slang" / "curse_detection.txt"),
+        kda_examples(kda_pairs),
+    ]
     out = []
     for examples in sources:
         if per_source is not None and len(examples) > per_source:

@@ -43,21 +43,25 @@ BLEU_TOKENIZER = "intl"
 
 def _check(outputs: Sequence[str], references: Sequence[str]) -> None:
     if len(outputs) != len(references):
-        raise ValueError(f"{len(outputs)} outputs but {len(references)} references: "
-                         "give one reference per output")
+        raise ValueError(
+            f"{len(outputs)} outputs but {len(references)} references: "
+            "give one reference per output"
+        )
 
 
-def chrf_statistics(output: str, reference: str, order: int = ORDER
-                    ) -> list[tuple[int, int, int]]:
+def chrf_statistics(output: str, reference: str, order: int = ORDER) -> list[tuple[int, int, int]]:
     """Per order n = 1..order: (output n-grams, reference n-grams, matched n-grams)."""
     hyp = extract_all_char_ngrams(output, order)
     ref = extract_all_char_ngrams(reference, order)
-    return [(sum(h.values()), sum(r.values()), sum((h & r).values()))
-            for h, r in zip(hyp, ref, strict=True)]
+    return [
+        (sum(h.values()), sum(r.values()), sum((h & r).values()))
+        for h, r in zip(hyp, ref, strict=True)
+    ]
 
 
-def chrf(outputs: Sequence[str], references: Sequence[str], order: int = ORDER,
-         beta: float = BETA) -> float:
+def chrf(
+    outputs: Sequence[str], references: Sequence[str], order: int = ORDER, beta: float = BETA
+) -> float:
     """Corpus chrF in [0, 100] (0 for an empty corpus)."""
     _check(outputs, references)
     if not outputs:  # sacrebleu raises IndexError on an empty corpus

@@ -34,11 +34,14 @@ ScoreFn = Callable[[Any, np.ndarray], Any]
 def _score_matrix(scores: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
     matrix = np.asarray(scores, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
-        raise ValueError("scores must be a non-empty 2-D matrix (queries x candidates), "
-                         f"got shape {matrix.shape}")
+        raise ValueError(
+            "scores must be a non-empty 2-D matrix (queries x candidates), "
+            f"got shape {matrix.shape}"
+        )
     if np.isnan(matrix).any():
-        raise ValueError("scores contain NaN: a NaN compares false to everything and "
-                         "would rank the gold first")
+        raise ValueError(
+            "scores contain NaN: a NaN compares false to everything and would rank the gold first"
+        )
     return matrix
 
 
@@ -53,8 +56,7 @@ def gold_ranks(scores_of_gold_first: np.ndarray | Sequence[Sequence[float]]) -> 
     return 1 + (matrix[:, 1:] >= matrix[:, :1]).sum(axis=1)
 
 
-def hits_at(scores_of_gold_first: np.ndarray | Sequence[Sequence[float]], k: int = 1
-            ) -> float:
+def hits_at(scores_of_gold_first: np.ndarray | Sequence[Sequence[float]], k: int = 1) -> float:
     """Hits@k: the share of rows whose gold (column 0) ranks within the top ``k``.
 
     Each row holds one query's scores for its K candidates, gold first. Ties count against
@@ -67,8 +69,9 @@ def hits_at(scores_of_gold_first: np.ndarray | Sequence[Sequence[float]], k: int
     return float((gold_ranks(scores_of_gold_first) <= k).mean())
 
 
-def sample_candidates(n_queries: int, gold_index: Sequence[int], pool_size: int, K: int,
-                      seed: int) -> np.ndarray:
+def sample_candidates(
+    n_queries: int, gold_index: Sequence[int], pool_size: int, K: int, seed: int
+) -> np.ndarray:
     """Candidate rows of shape ``(n_queries, K)``: row i is ``[gold_index[i], K-1 others]``.
 
     The K-1 negatives are distinct, drawn uniformly from ``range(pool_size)`` without the
@@ -80,8 +83,10 @@ def sample_candidates(n_queries: int, gold_index: Sequence[int], pool_size: int,
     if K < 1:
         raise ValueError(f"K must be 1 or more, got {K}")
     if pool_size < K:
-        raise ValueError(f"cannot draw {K} distinct candidates from a pool of {pool_size} "
-                         f"responses: use K <= {pool_size} or a larger pool")
+        raise ValueError(
+            f"cannot draw {K} distinct candidates from a pool of {pool_size} "
+            f"responses: use K <= {pool_size} or a larger pool"
+        )
     if n_queries and (gold.min() < 0 or gold.max() >= pool_size):
         raise ValueError(f"gold_index values must lie in range({pool_size})")
     rng = np.random.default_rng(seed)
@@ -95,8 +100,14 @@ def sample_candidates(n_queries: int, gold_index: Sequence[int], pool_size: int,
     return rows
 
 
-def hits_at_1_of_k(score_fn: ScoreFn, queries: Sequence[Any], pool: Sized | int,
-                   gold_index: Sequence[int], K: int, seed: int = 0) -> float:
+def hits_at_1_of_k(
+    score_fn: ScoreFn,
+    queries: Sequence[Any],
+    pool: Sized | int,
+    gold_index: Sequence[int],
+    K: int,
+    seed: int = 0,
+) -> float:
     """Hits@1/K of a scorer: each query's gold among K-1 random other pool responses.
 
     ``score_fn(queries, candidate_index)`` gets ``queries`` exactly as passed here and an
@@ -109,8 +120,14 @@ def hits_at_1_of_k(score_fn: ScoreFn, queries: Sequence[Any], pool: Sized | int,
     return hits_at(_score_sample(score_fn, queries, pool, gold_index, K, seed), 1)
 
 
-def _score_sample(score_fn: ScoreFn, queries: Sequence[Any], pool: Sized | int,
-                  gold_index: Sequence[int], K: int, seed: int) -> np.ndarray:
+def _score_sample(
+    score_fn: ScoreFn,
+    queries: Sequence[Any],
+    pool: Sized | int,
+    gold_index: Sequence[int],
+    K: int,
+    seed: int,
+) -> np.ndarray:
     """Draw the candidate rows for K and score them; the scores' shape is checked."""
     if len(queries) == 0:
         raise ValueError("no queries to evaluate")
@@ -118,8 +135,10 @@ def _score_sample(score_fn: ScoreFn, queries: Sequence[Any], pool: Sized | int,
     candidates = sample_candidates(len(queries), gold_index, pool_size, K, seed)
     scores = np.asarray(score_fn(queries, candidates), dtype=float)
     if scores.shape != candidates.shape:
-        raise ValueError(f"score_fn returned shape {scores.shape}, "
-                         f"expected {candidates.shape} (queries x candidates)")
+        raise ValueError(
+            f"score_fn returned shape {scores.shape}, "
+            f"expected {candidates.shape} (queries x candidates)"
+        )
     return scores
 
 
@@ -151,8 +170,13 @@ class HitsEvaluator(Evaluator):
     def primary_metric(self) -> str:  # type: ignore[override]
         return f"hits@1/{self.ks[0]}"
 
-    def __call__(self, score_fn: ScoreFn, queries: Sequence[Any], pool: Sized | int,
-                 gold_index: Sequence[int]) -> dict[str, float]:
+    def __call__(
+        self,
+        score_fn: ScoreFn,
+        queries: Sequence[Any],
+        pool: Sized | int,
+        gold_index: Sequence[int],
+    ) -> dict[str, float]:
         metrics: dict[str, float] = {}
         for K in self.ks:
             scores = _score_sample(score_fn, queries, pool, gold_index, K, self.seed)

@@ -35,14 +35,22 @@ UNITS: tuple[Unit, ...] = ("eojeol", "morpheme")
 UNIT_LABELS = {"eojeol": "어절", "morpheme": "morphemes"}
 
 # rows of the table: (key, label); the second group is counted once per unit
-DATASET_ROWS = [("dialogues", "dialogues"), ("turns", "turns"),
-                ("avg_turns_per_dialogue", "avg turns / dialogue"),
-                ("positive_examples", "positive examples"),
-                ("negative_examples", "negative examples"),
-                ("unique_system_turns", "unique system turns")]
-WORD_ROWS = [("words", "words"), ("avg_words_per_turn", "avg words / turn"),
-             ("unique_words", "unique words"), ("unique_bigrams", "unique bigrams"),
-             ("distinct_1", "distinct-1"), ("distinct_2", "distinct-2")]
+DATASET_ROWS = [
+    ("dialogues", "dialogues"),
+    ("turns", "turns"),
+    ("avg_turns_per_dialogue", "avg turns / dialogue"),
+    ("positive_examples", "positive examples"),
+    ("negative_examples", "negative examples"),
+    ("unique_system_turns", "unique system turns"),
+]
+WORD_ROWS = [
+    ("words", "words"),
+    ("avg_words_per_turn", "avg words / turn"),
+    ("unique_words", "unique words"),
+    ("unique_bigrams", "unique bigrams"),
+    ("distinct_1", "distinct-1"),
+    ("distinct_2", "distinct-2"),
+]
 
 
 def tokenizer_name(unit: Unit) -> str:
@@ -80,16 +88,21 @@ def ngram_counts(token_lists: Iterable[Sequence[str]]) -> dict[str, int]:
         pairs = list(zip(tokens, tokens[1:]))
         bigrams += len(pairs)
         unique_bigrams.update(pairs)
-    return {"unigrams": unigrams, "unique_unigrams": len(unique_unigrams),
-            "bigrams": bigrams, "unique_bigrams": len(unique_bigrams)}
+    return {
+        "unigrams": unigrams,
+        "unique_unigrams": len(unique_unigrams),
+        "bigrams": bigrams,
+        "unique_bigrams": len(unique_bigrams),
+    }
 
 
 def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else 0.0
 
 
-def dialogue_stats(dialogues: Iterable[Dialogue], examples: Iterable[Example] | None = None,
-                   unit: Unit = "eojeol") -> dict[str, Any]:
+def dialogue_stats(
+    dialogues: Iterable[Dialogue], examples: Iterable[Example] | None = None, unit: Unit = "eojeol"
+) -> dict[str, Any]:
     """One dataset's Table 2 numbers, with words counted in ``unit``.
 
     Positive/negative examples are counted from ``examples`` when given (e.g. an examples
@@ -124,8 +137,11 @@ def dialogue_stats(dialogues: Iterable[Dialogue], examples: Iterable[Example] | 
     }
 
 
-def dataset_stats(dialogues: Iterable[Dialogue], examples: Iterable[Example] | None = None,
-                  units: Sequence[Unit] = UNITS) -> dict[str, dict[str, Any]]:
+def dataset_stats(
+    dialogues: Iterable[Dialogue],
+    examples: Iterable[Example] | None = None,
+    units: Sequence[Unit] = UNITS,
+) -> dict[str, dict[str, Any]]:
     """``dialogue_stats`` in each unit: ``{unit: stats}``, one column of the table."""
     dialogues = list(dialogues)
     examples = None if examples is None else list(examples)
@@ -160,13 +176,16 @@ def format_stats_table(columns: dict[str, dict[str, Any]], title: str | None = N
         table.add_column(name, justify="right")
     for key, label in DATASET_ROWS:
         # these do not depend on the unit: take them from whichever unit a column has
-        table.add_row(label, *(_cell(key, next(iter(c.values()), {}).get(key))
-                               for c in by_unit.values()))
+        table.add_row(
+            label, *(_cell(key, next(iter(c.values()), {}).get(key)) for c in by_unit.values())
+        )
     for unit in units:
         table.add_section()
         for key, label in WORD_ROWS:
-            table.add_row(f"{label} ({UNIT_LABELS[unit]})",
-                          *(_cell(key, c.get(unit, {}).get(key)) for c in by_unit.values()))
+            table.add_row(
+                f"{label} ({UNIT_LABELS[unit]})",
+                *(_cell(key, c.get(unit, {}).get(key)) for c in by_unit.values()),
+            )
     return table
 
 

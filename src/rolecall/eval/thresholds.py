@@ -34,8 +34,10 @@ def _binary(labels: Sequence[int], scores: Sequence[float]) -> tuple[np.ndarray,
     """Labels as 0/1 ints and scores as floats, checked: same length, both classes, no NaN."""
     y, s = np.asarray(labels), np.asarray(scores, dtype=float)
     if y.ndim != 1 or s.ndim != 1 or len(y) != len(s):
-        raise ValueError("labels and scores must be flat lists of the same length, got "
-                         f"shapes {y.shape} and {s.shape}")
+        raise ValueError(
+            "labels and scores must be flat lists of the same length, got "
+            f"shapes {y.shape} and {s.shape}"
+        )
     if len(y) == 0:
         raise ValueError("no labels to evaluate (labels is empty)")
     bad = ~np.isin(y, (0, 1))
@@ -45,13 +47,16 @@ def _binary(labels: Sequence[int], scores: Sequence[float]) -> tuple[np.ndarray,
         raise ValueError("scores contain NaN")
     y = y.astype(np.int64)
     if y.min() == y.max():
-        raise ValueError(f"only one class present in labels (all {int(y[0])}): ROC AUC and "
-                         "the F1 threshold need both positives (1) and negatives (0)")
+        raise ValueError(
+            f"only one class present in labels (all {int(y[0])}): ROC AUC and "
+            "the F1 threshold need both positives (1) and negatives (0)"
+        )
     return y, s
 
 
-def roc_curve(labels: Sequence[int], scores: Sequence[float]
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def roc_curve(
+    labels: Sequence[int], scores: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(fpr, tpr, thresholds)``: one point per distinct score, predicting 1 for ``>= t``.
 
     scikit-learn's ``roc_curve`` with ``drop_intermediate=False``: thresholds fall from
@@ -76,8 +81,9 @@ def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
     return float(roc_auc_score(y, s))
 
 
-def max_f1_threshold(labels: Sequence[int], scores: Sequence[float]
-                     ) -> tuple[float, float, float, float]:
+def max_f1_threshold(
+    labels: Sequence[int], scores: Sequence[float]
+) -> tuple[float, float, float, float]:
     """``(threshold, f1, precision, recall)`` at the threshold with the best F1.
 
     Predicting 1 for ``score >= threshold``; the search runs over the distinct scores, and
@@ -94,12 +100,17 @@ def max_f1_threshold(labels: Sequence[int], scores: Sequence[float]
     fps = np.rint(fpr[1:] * (len(y) - n_pos)).astype(np.int64)
     f1 = 2 * tps / (2 * tps + fps + (n_pos - tps))
     best = int(np.argmax(f1))  # first maximum = the largest threshold (thresholds fall)
-    return (float(thresholds[1:][best]), float(f1[best]),
-            float(tps[best] / (tps[best] + fps[best])), float(tps[best] / n_pos))
+    return (
+        float(thresholds[1:][best]),
+        float(f1[best]),
+        float(tps[best] / (tps[best] + fps[best])),
+        float(tps[best] / n_pos),
+    )
 
 
-def flag_unanswerable(scores: Sequence[float], threshold: float,
-                      higher_is_unanswerable: bool = True) -> np.ndarray:
+def flag_unanswerable(
+    scores: Sequence[float], threshold: float, higher_is_unanswerable: bool = True
+) -> np.ndarray:
     """Booleans, True = unanswerable: ``score >= threshold`` (or ``<=`` if lower is)."""
     s = np.asarray(scores, dtype=float)
     return s >= threshold if higher_is_unanswerable else s <= threshold
@@ -112,8 +123,9 @@ def _area(fpr: Sequence[float], tpr: Sequence[float]) -> float:
     return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))  # trapezoids
 
 
-def save_roc_png(curves: dict[str, tuple[Sequence[float], Sequence[float]]],
-                 path: str | Path, title: str) -> Path:
+def save_roc_png(
+    curves: dict[str, tuple[Sequence[float], Sequence[float]]], path: str | Path, title: str
+) -> Path:
     """Plot ROC curves ``{label: (fpr, tpr)}`` with their AUC and the chance diagonal.
 
     Writes a PNG at ``path`` (parent folders made) and returns the path. matplotlib is an
@@ -127,16 +139,22 @@ def save_roc_png(curves: dict[str, tuple[Sequence[float], Sequence[float]]],
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise BackendNotInstalled("plotting ROC curves needs matplotlib",
-                                  fix="pip install 'rolecall[models]'") from None
+        raise BackendNotInstalled(
+            "plotting ROC curves needs matplotlib", fix="pip install 'rolecall[models]'"
+        ) from None
     figure = Figure(figsize=(5, 5), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     for label, (fpr, tpr) in curves.items():
         axes.plot(fpr, tpr, label=f"{label} (AUC = {areas[label]:.3f})")
     axes.plot([0, 1], [0, 1], linestyle="--", color="grey", label="chance")
-    axes.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate",
-             ylabel="true positive rate", title=title)
+    axes.set(
+        xlim=(0, 1),
+        ylim=(0, 1.01),
+        xlabel="false positive rate",
+        ylabel="true positive rate",
+        title=title,
+    )
     axes.legend(loc="lower right")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -165,5 +183,10 @@ class UnanswerableEvaluator(Evaluator):
         sign = 1.0 if self.higher_is_unanswerable else -1.0
         oriented = sign * np.asarray(scores, dtype=float)
         threshold, f1, precision, recall = max_f1_threshold(labels, oriented)
-        return {"roc_auc": roc_auc(labels, oriented), "threshold": sign * threshold,
-                "f1": f1, "precision": precision, "recall": recall}
+        return {
+            "roc_auc": roc_auc(labels, oriented),
+            "threshold": sign * threshold,
+            "f1": f1,
+            "precision": precision,
+            "recall": recall,
+        }

@@ -22,9 +22,12 @@ from rolecall.errors import ConfigError
 Context = TypeVar("Context")
 
 
-def build_unanswerable_set(examples: Sequence[tuple[Context, str]],
-                           hard_negative: Callable[[Context, str], str],
-                           share: float = 0.5, seed: int = 0) -> list[dict[str, Any]]:
+def build_unanswerable_set(
+    examples: Sequence[tuple[Context, str]],
+    hard_negative: Callable[[Context, str], str],
+    share: float = 0.5,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
     """One item per example, in input order: ``{"context", "response", "label",
     "replaced_gold"}``.
 
@@ -36,8 +39,10 @@ def build_unanswerable_set(examples: Sequence[tuple[Context, str]],
     fitting response unanswerable).
     """
     if not 0.0 <= share <= 1.0:  # also False for NaN
-        raise ConfigError(f"the share of replaced responses must lie in [0, 1], got {share}",
-                          fix="use e.g. 0.5: half of the contexts get a hard negative")
+        raise ConfigError(
+            f"the share of replaced responses must lie in [0, 1], got {share}",
+            fix="use e.g. 0.5: half of the contexts get a hard negative",
+        )
     if len(examples) == 0:
         raise ValueError("no examples to build a validation set from")
     n_replaced = int(share * len(examples) + 0.5)
@@ -46,16 +51,18 @@ def build_unanswerable_set(examples: Sequence[tuple[Context, str]],
     items = []
     for i, (context, gold) in enumerate(examples):
         if i not in picked:
-            items.append({"context": context, "response": gold, "label": 0,
-                          "replaced_gold": None})
+            items.append({"context": context, "response": gold, "label": 0, "replaced_gold": None})
             continue
         negative = hard_negative(context, gold)
         if not isinstance(negative, str):
-            raise ValueError(f"hard_negative returned {type(negative).__name__} for "
-                             f"example {i}, expected a response string")
+            raise ValueError(
+                f"hard_negative returned {type(negative).__name__} for "
+                f"example {i}, expected a response string"
+            )
         if negative == gold:
-            raise ValueError(f"hard_negative returned the gold response itself for example "
-                             f"{i}: it must return the best candidate that is not the gold")
-        items.append({"context": context, "response": negative, "label": 1,
-                      "replaced_gold": gold})
+            raise ValueError(
+                f"hard_negative returned the gold response itself for example "
+                f"{i}: it must return the best candidate that is not the gold"
+            )
+        items.append({"context": context, "response": negative, "label": 1, "replaced_gold": gold})
     return items

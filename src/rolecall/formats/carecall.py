@@ -50,11 +50,14 @@ from rolecall.records import Dialogue, Example, Turn
 FLAG = "out-of-bounds"
 TURN_KEYS = ("role", "text", FLAG, "category")
 TURN_EXTRAS = "turn_extras"  # reserved Dialogue.metadata key, see the module docstring
-FORMAT_FIX = ('a CareCall file is a JSON list of {"guid": ..., "data": [turns]} objects, '
-              'or one such object per line (JSONL)')
+FORMAT_FIX = (
+    'a CareCall file is a JSON list of {"guid": ..., "data": [turns]} objects, '
+    "or one such object per line (JSONL)"
+)
 
 
 # -- reading ---------------------------------------------------------------------------
+
 
 def read_carecall(path: str | Path) -> list[Dialogue]:
     """Read a CareCall JSON (or JSONL) file; every problem names the dialogue and turn."""
@@ -64,9 +67,12 @@ def read_carecall(path: str | Path) -> list[Dialogue]:
     for where, line, raw in _raw_dialogues(path):
         dialogue = dialogue_from_carecall(raw, path, where, line)
         if dialogue.id in seen:
-            raise InputFileError(path, f'{where}: guid "{dialogue.id}" already used by '
-                                 f'{seen[dialogue.id]}', line=line,
-                                 fix="give every dialogue its own guid")
+            raise InputFileError(
+                path,
+                f'{where}: guid "{dialogue.id}" already used by {seen[dialogue.id]}',
+                line=line,
+                fix="give every dialogue its own guid",
+            )
         seen[dialogue.id] = where if line is None else f"line {line}"
         dialogues.append(dialogue)
     return dialogues
@@ -74,8 +80,9 @@ def read_carecall(path: str | Path) -> list[Dialogue]:
 
 def _read_text(path: Path) -> str:
     if not path.is_file():
-        raise InputFileError(path, "file not found" if not path.exists() else "not a file",
-                             fix="check the path")
+        raise InputFileError(
+            path, "file not found" if not path.exists() else "not a file", fix="check the path"
+        )
     try:
         return path.read_bytes().decode("utf-8-sig")  # -sig: tolerate a BOM
     except UnicodeDecodeError:
@@ -94,8 +101,9 @@ def _raw_dialogues(path: Path) -> list[tuple[str, int | None, Any]]:
     if isinstance(data, dict):  # one dialogue object (possibly pretty-printed)
         return [("the dialogue", None, data)]
     if not isinstance(data, list):
-        raise InputFileError(path, f"expected a JSON list of dialogues, found "
-                             f"{type(data).__name__}", fix=FORMAT_FIX)
+        raise InputFileError(
+            path, f"expected a JSON list of dialogues, found {type(data).__name__}", fix=FORMAT_FIX
+        )
     if not data:
         raise InputFileError(path, "the list of dialogues is empty", fix=FORMAT_FIX)
     return [(f"dialogues[{i}]", None, raw) for i, raw in enumerate(data)]
@@ -111,15 +119,24 @@ def _raw_jsonl(path: Path, text: str, exc: json.JSONDecodeError):
         if first is None or not isinstance(json.loads(lines[first - 1]), dict):
             raise ValueError
     except ValueError:  # JSONDecodeError is a ValueError
-        raise InputFileError(path, f"not valid JSON ({exc.msg} at column {exc.colno})",
-                             line=exc.lineno, fix=FORMAT_FIX) from None
-    return [("dialogue", number, parse_line(path, number, line))
-            for number, line in enumerate(lines, 1) if line.strip()]
+        raise InputFileError(
+            path,
+            f"not valid JSON ({exc.msg} at column {exc.colno})",
+            line=exc.lineno,
+            fix=FORMAT_FIX,
+        ) from None
+    return [
+        ("dialogue", number, parse_line(path, number, line))
+        for number, line in enumerate(lines, 1)
+        if line.strip()
+    ]
 
 
-def dialogue_from_carecall(raw: Any, path: str | Path = "<memory>", where: str = "dialogue",
-                           line: int | None = None) -> Dialogue:
+def dialogue_from_carecall(
+    raw: Any, path: str | Path = "<memory>", where: str = "dialogue", line: int | None = None
+) -> Dialogue:
     """One corpus dialogue object -> ``Dialogue``; ``where``/``line`` locate it in errors."""
+
     def fail(message: str, fix: str = FORMAT_FIX):
         raise InputFileError(path, f"{where}: {message}", fix=fix, line=line)
 
@@ -127,20 +144,26 @@ def dialogue_from_carecall(raw: Any, path: str | Path = "<memory>", where: str =
         fail(f"expected a dialogue object, found {type(raw).__name__}")
     guid = raw.get("guid")
     if not isinstance(guid, str) or not guid:
-        fail('"guid" is missing' if guid is None else
-             f'"guid" must be a non-empty string, found {json.dumps(guid, ensure_ascii=False)}')
+        fail(
+            '"guid" is missing'
+            if guid is None
+            else f'"guid" must be a non-empty string, found {json.dumps(guid, ensure_ascii=False)}'
+        )
     where = f'{where} (guid "{guid}")'
     if "data" not in raw:
         fail('"data" (the list of turns) is missing')
     if not isinstance(raw["data"], list):
         fail(f'"data" must be a list of turns, found {type(raw["data"]).__name__}')
     if TURN_EXTRAS in raw:
-        fail(f'the dialogue key "{TURN_EXTRAS}" is reserved by rolecall',
-             fix=f'rename the key "{TURN_EXTRAS}"')
+        fail(
+            f'the dialogue key "{TURN_EXTRAS}" is reserved by rolecall',
+            fix=f'rename the key "{TURN_EXTRAS}"',
+        )
     turns, extras = [], {}
     for index, item in enumerate(raw["data"]):
-        turn, extra = _turn(item, lambda msg, fix=FORMAT_FIX, i=index:
-                            fail(f"data[{i}]: {msg}", fix))
+        turn, extra = _turn(
+            item, lambda msg, fix=FORMAT_FIX, i=index: fail(f"data[{i}]: {msg}", fix)
+        )
         turns.append(turn)
         if extra:
             extras[str(index)] = extra
@@ -155,36 +178,53 @@ def _turn(item: Any, fail) -> tuple[Turn, dict]:
         fail(f"expected a turn object, found {type(item).__name__}")
     role = item.get("role")
     if role not in ("system", "user"):
-        fail('"role" is missing' if "role" not in item else
-             f'"role" must be "system" or "user", found {json.dumps(role, ensure_ascii=False)}',
-             '"system" is the bot, "user" the person it talks to')
+        fail(
+            '"role" is missing'
+            if "role" not in item
+            else f'"role" must be "system" or "user", found {json.dumps(role, ensure_ascii=False)}',
+            '"system" is the bot, "user" the person it talks to',
+        )
     if "text" not in item:
         fail('"text" is missing')
     if not isinstance(item["text"], str):
         fail(f'"text" must be a string, found {type(item["text"]).__name__}')
     flag = item.get(FLAG)
     if flag is not None and not isinstance(flag, bool):
-        fail(f'"{FLAG}" must be true or false, found {json.dumps(flag, ensure_ascii=False)}',
-             "write true or false without quotes (or null: not judged yet)")
+        fail(
+            f'"{FLAG}" must be true or false, found {json.dumps(flag, ensure_ascii=False)}',
+            "write true or false without quotes (or null: not judged yet)",
+        )
     if role == "user" and flag:
-        fail(f'"{FLAG}" is true on a user turn; only system turns are judged',
-             f'set "{FLAG}" to false on user turns, or check the "role"')
+        fail(
+            f'"{FLAG}" is true on a user turn; only system turns are judged',
+            f'set "{FLAG}" to false on user turns, or check the "role"',
+        )
     category = item.get("category")
     if category is not None and (not isinstance(category, str) or not category):
-        fail(f'"category" must be a non-empty string, found '
-             f'{json.dumps(category, ensure_ascii=False)}')
-    turn = Turn(role=role, text=item["text"], category=category,
-                out_of_bounds=flag if role == "system" else None)
+        fail(
+            f'"category" must be a non-empty string, found '
+            f"{json.dumps(category, ensure_ascii=False)}"
+        )
+    turn = Turn(
+        role=role,
+        text=item["text"],
+        category=category,
+        out_of_bounds=flag if role == "system" else None,
+    )
     return turn, {k: v for k, v in item.items() if k not in TURN_KEYS}
 
 
 # -- writing ---------------------------------------------------------------------------
 
+
 def dialogue_to_carecall(dialogue: Dialogue) -> dict:
     """``Dialogue`` -> one corpus dialogue object (the inverse of ``dialogue_from_carecall``)."""
+
     def fail(message: str):
-        raise RolecallError(f'dialogue "{dialogue.id}": {message}',
-                            fix="rename the clashing metadata keys before exporting")
+        raise RolecallError(
+            f'dialogue "{dialogue.id}": {message}',
+            fix="rename the clashing metadata keys before exporting",
+        )
 
     metadata = dict(dialogue.metadata)
     extras = metadata.pop(TURN_EXTRAS, {}) or {}
@@ -195,11 +235,16 @@ def dialogue_to_carecall(dialogue: Dialogue) -> dict:
     data = []
     for index, turn in enumerate(dialogue.turns):
         if turn.role == "user" and turn.out_of_bounds:
-            raise RolecallError(f'dialogue "{dialogue.id}", turn {index}: a user turn is '
-                                "marked out of bounds; the CareCall format cannot say that",
-                                fix="only system turns can be out of bounds")
-        item = {"role": turn.role, "text": turn.text,
-                FLAG: bool(turn.out_of_bounds) if turn.role == "user" else turn.out_of_bounds}
+            raise RolecallError(
+                f'dialogue "{dialogue.id}", turn {index}: a user turn is '
+                "marked out of bounds; the CareCall format cannot say that",
+                fix="only system turns can be out of bounds",
+            )
+        item = {
+            "role": turn.role,
+            "text": turn.text,
+            FLAG: bool(turn.out_of_bounds) if turn.role == "user" else turn.out_of_bounds,
+        }
         if turn.category is not None:
             item["category"] = turn.category
         extra = extras.get(str(index), {})
@@ -224,6 +269,7 @@ def write_carecall(path: str | Path, dialogues: Iterable[Dialogue]) -> int:
 
 
 # -- training examples -----------------------------------------------------------------
+
 
 def carecall_to_examples(path: str | Path) -> list[Example]:
     """A human-labelled CareCall file -> training examples by the first-out-of-bounds split.

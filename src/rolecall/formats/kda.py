@@ -19,10 +19,12 @@ from rolecall.formats.spreadsheet import restore
 from rolecall.records import Pair
 
 COLUMNS = ("neutral", "implicit")
-WARNING = ("**Content warning.** This dataset contains implicitly offensive Korean text "
-           "(sarcasm, contempt, bias, community slang, disguised swear words) made on "
-           "purpose to train detoxification and safety models. Do not show it to people "
-           "without a warning and a way to mask it.")
+WARNING = (
+    "**Content warning.** This dataset contains implicitly offensive Korean text "
+    "(sarcasm, contempt, bias, community slang, disguised swear words) made on "
+    "purpose to train detoxification and safety models. Do not show it to people "
+    "without a warning and a way to mask it."
+)
 
 
 def read_kda_csv(path: str | Path, *, encoding: str = "utf-8") -> list[Pair]:
@@ -50,25 +52,37 @@ def read_kda_csv(path: str | Path, *, encoding: str = "utf-8") -> list[Pair]:
     names = [name.strip() for name in header]
     missing = [c for c in COLUMNS if c not in names]
     if missing:
-        raise InputFileError(path, f"has no column {' or '.join(map(repr, missing))}; its "
-                             f"columns are: {', '.join(names)}", fix=fix, line=start)
+        raise InputFileError(
+            path,
+            f"has no column {' or '.join(map(repr, missing))}; its columns are: {', '.join(names)}",
+            fix=fix,
+            line=start,
+        )
     neutral_at, implicit_at = names.index("neutral"), names.index("implicit")
     pairs = []
     for line, fields in rows:
         if not any(field.strip() for field in fields):
             continue
         if len(fields) != len(names):
-            raise InputFileError(path, f"broken row: {len(fields)} fields, expected "
-                                 f"{len(names)}", line=line, fix='quote a text that holds '
-                                 'a comma ("a, b"), and write a quote inside it twice ("")')
+            raise InputFileError(
+                path,
+                f"broken row: {len(fields)} fields, expected {len(names)}",
+                line=line,
+                fix="quote a text that holds "
+                'a comma ("a, b"), and write a quote inside it twice ("")',
+            )
         # restore: the web app's export quotes a cell a spreadsheet would run as a formula
         neutral, implicit = (restore(fields[at]).strip() for at in (neutral_at, implicit_at))
         if not neutral or not implicit:
-            raise InputFileError(path, "a row needs both neutral and implicit text",
-                                 line=line, fix="fill in the missing text, or delete the "
-                                                "row")
-        pairs.append(Pair(neutral=neutral, toxic=implicit,
-                          provenance={"source": path.name, "line": line}))
+            raise InputFileError(
+                path,
+                "a row needs both neutral and implicit text",
+                line=line,
+                fix="fill in the missing text, or delete the row",
+            )
+        pairs.append(
+            Pair(neutral=neutral, toxic=implicit, provenance={"source": path.name, "line": line})
+        )
     if not pairs:
         raise InputFileError(path, "has no pairs, only a header", fix="add rows under it")
     return pairs
@@ -92,25 +106,56 @@ def _retention_table(report: dict) -> list[str]:
     lines = ["| filter | n | in | kept | unparsed | retention |", "|---|---|---|---|---|---|"]
     for stage in report.get("filters", []):
         for n, row in stage["by_n"].items():
-            lines.append(f"| {stage['filter']} | {n} | {row['in']} | {row['kept']} | "
-                         f"{row['unparsed']} | {row['retention']} |")
-        lines.append(f"| **{stage['filter']}** | all | {stage['in']} | {stage['kept']} | "
-                     f"{stage['unparsed']} | {stage['retention']} |")
+            lines.append(
+                f"| {stage['filter']} | {n} | {row['in']} | {row['kept']} | "
+                f"{row['unparsed']} | {row['retention']} |"
+            )
+        lines.append(
+            f"| **{stage['filter']}** | all | {stage['in']} | {stage['kept']} | "
+            f"{stage['unparsed']} | {stage['retention']} |"
+        )
     return lines
 
 
-def write_data_card(path: str | Path, *, name: str, pairs: int, report: dict,
-                    manifest: dict, licence: str, sources: list[str]) -> None:
+def write_data_card(
+    path: str | Path,
+    *,
+    name: str,
+    pairs: int,
+    report: dict,
+    manifest: dict,
+    licence: str,
+    sources: list[str],
+) -> None:
     overall = report.get("overall", {})
-    lines = [f"# {name}", "", WARNING, "",
-             "Neutral -> implicitly offensive Korean sentence pairs made with rolecall's "
-             "K/DA pipeline (Jeon et al., ACL 2025): slang retrieval, LLM rewriting, then "
-             "two LLM filters (pair consistency, implicit offensiveness).", "",
-             f"- pairs: {pairs}", f"- candidates: {overall.get('in')}",
-             f"- overall retention: {overall.get('retention')}", f"- licence: {licence}",
-             f"- sources: {', '.join(sources) or '-'}", "", "## Retention", "",
-             *_retention_table(report), "", "## Models and prompts", "", "```json",
-             json.dumps({"models": manifest.get("models", {}),
-                         "prompts": manifest.get("prompts", {})}, ensure_ascii=False,
-                        indent=2), "```", ""]
+    lines = [
+        f"# {name}",
+        "",
+        WARNING,
+        "",
+        "Neutral -> implicitly offensive Korean sentence pairs made with rolecall's "
+        "K/DA pipeline (Jeon et al., ACL 2025): slang retrieval, LLM rewriting, then "
+        "two LLM filters (pair consistency, implicit offensiveness).",
+        "",
+        f"- pairs: {pairs}",
+        f"- candidates: {overall.get('in')}",
+        f"- overall retention: {overall.get('retention')}",
+        f"- licence: {licence}",
+        f"- sources: {', '.join(sources) or '-'}",
+        "",
+        "## Retention",
+        "",
+        *_retention_table(report),
+        "",
+        "## Models and prompts",
+        "",
+        "```json",
+        json.dumps(
+            {"models": manifest.get("models", {}), "prompts": manifest.get("prompts", {})},
+            ensure_ascii=False,
+            indent=2,
+        ),
+        "```",
+        "",
+    ]
     Path(path).write_text("\n".join(lines), encoding="utf-8")

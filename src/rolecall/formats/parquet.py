@@ -34,15 +34,23 @@ from rolecall.records import Pair
 FORMAT = "kda-pairs"
 FORMAT_VERSION = "1"
 # The provenance keys that ``generate/detox.py`` gives every pair, with their column types.
-PROVENANCE_COLUMNS = {"candidate_id": "string", "sentence_id": "string", "n": "int64",
-                      "comment_ids": "list<string>", "prompt_hash": "string",
-                      "model": "string", "seed": "int64"}
+PROVENANCE_COLUMNS = {
+    "candidate_id": "string",
+    "sentence_id": "string",
+    "n": "int64",
+    "comment_ids": "list<string>",
+    "prompt_hash": "string",
+    "model": "string",
+    "seed": "int64",
+}
 COLUMNS = ("neutral", "implicit", *PROVENANCE_COLUMNS, "provenance")
 INFO_KEYS = ("description", "license", "citation", "homepage")
-DESCRIPTION = ("Neutral -> implicitly offensive Korean sentence pairs in the K/DA format "
-               "(neutral, implicit) with their provenance, made with rolecall.\n\n" + WARNING)
+DESCRIPTION = (
+    "Neutral -> implicitly offensive Korean sentence pairs in the K/DA format "
+    "(neutral, implicit) with their provenance, made with rolecall.\n\n" + WARNING
+)
 INSTALL_FIX = "pip install 'rolecall[export]'"
-INT64 = (-2**63, 2**63 - 1)
+INT64 = (-(2**63), 2**63 - 1)
 
 
 def _import(module: str):
@@ -50,29 +58,38 @@ def _import(module: str):
         return importlib.import_module(module)
     except ImportError:
         package = module.split(".")[0]
-        raise RolecallError(f"the Parquet / datasets export needs the package {package}",
-                            fix=INSTALL_FIX) from None
+        raise RolecallError(
+            f"the Parquet / datasets export needs the package {package}", fix=INSTALL_FIX
+        ) from None
 
 
 def schema():
     """The Arrow schema of a K/DA pairs table, with the format named in its metadata."""
     pa = _import("pyarrow")
     types = {"string": pa.string(), "int64": pa.int64(), "list<string>": pa.list_(pa.string())}
-    fields = [pa.field("neutral", pa.string(), nullable=False),
-              pa.field("implicit", pa.string(), nullable=False),
-              *(pa.field(name, types[kind]) for name, kind in PROVENANCE_COLUMNS.items()),
-              pa.field("provenance", pa.string())]
-    return pa.schema(fields, metadata={"rolecall.format": FORMAT,
-                                       "rolecall.format_version": FORMAT_VERSION,
-                                       "rolecall.version": __version__})
+    fields = [
+        pa.field("neutral", pa.string(), nullable=False),
+        pa.field("implicit", pa.string(), nullable=False),
+        *(pa.field(name, types[kind]) for name, kind in PROVENANCE_COLUMNS.items()),
+        pa.field("provenance", pa.string()),
+    ]
+    return pa.schema(
+        fields,
+        metadata={
+            "rolecall.format": FORMAT,
+            "rolecall.format_version": FORMAT_VERSION,
+            "rolecall.version": __version__,
+        },
+    )
 
 
 def _fits(kind: str, value: Any) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "int64":
-        return (isinstance(value, int) and not isinstance(value, bool)
-                and INT64[0] <= value <= INT64[1])
+        return (
+            isinstance(value, int) and not isinstance(value, bool) and INT64[0] <= value <= INT64[1]
+        )
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
@@ -90,8 +107,10 @@ def _row(pair: Pair) -> dict:
     try:  # the JSON encoder of model_dump_json: what a JSONL file keeps, this column keeps
         row["provenance"] = pydantic_core.to_json(extra).decode() if extra else None
     except pydantic_core.PydanticSerializationError as exc:
-        raise RolecallError(f"the provenance of the pair {pair.neutral!r} is not JSON ({exc})",
-                            fix="keep provenance values to JSON types") from None
+        raise RolecallError(
+            f"the provenance of the pair {pair.neutral!r} is not JSON ({exc})",
+            fix="keep provenance values to JSON types",
+        ) from None
     return row
 
 
@@ -102,8 +121,10 @@ def pairs_to_table(pairs: Iterable[Pair]):
 
 
 def _cannot_write(path: Path, exc: OSError) -> RolecallError:
-    return RolecallError(f"cannot write {path} ({exc.strerror or exc})",
-                         fix="choose a path in a folder you can write to")
+    return RolecallError(
+        f"cannot write {path} ({exc.strerror or exc})",
+        fix="choose a path in a folder you can write to",
+    )
 
 
 def write_parquet(path: str | Path, pairs: Iterable[Pair]) -> int:
@@ -137,23 +158,33 @@ def read_parquet(path: str | Path) -> list[Pair]:
     pq = _import("pyarrow.parquet")
     path = Path(path)
     if not path.is_file():
-        raise InputFileError(path, "file not found" if not path.exists() else "not a file",
-                             fix="check the path")
+        raise InputFileError(
+            path, "file not found" if not path.exists() else "not a file", fix="check the path"
+        )
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputFileError(path, f"is not a readable Parquet file ({exc})",
-                             fix="give a file written by rolecall's Parquet export") from None
+        raise InputFileError(
+            path,
+            f"is not a readable Parquet file ({exc})",
+            fix="give a file written by rolecall's Parquet export",
+        ) from None
     metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     if "rolecall.format" not in metadata:
         return _foreign_pairs(pa, table, path)
     if metadata["rolecall.format"] != FORMAT:
-        raise InputFileError(path, f"holds rolecall {metadata['rolecall.format']!r} "
-                             f"records, not K/DA pairs", fix="give a K/DA pairs file")
+        raise InputFileError(
+            path,
+            f"holds rolecall {metadata['rolecall.format']!r} records, not K/DA pairs",
+            fix="give a K/DA pairs file",
+        )
     version = metadata.get("rolecall.format_version")
     if version != FORMAT_VERSION:
-        raise InputFileError(path, f"is K/DA pairs format version {version}; this rolecall "
-                             f"reads version {FORMAT_VERSION}", fix="upgrade rolecall")
+        raise InputFileError(
+            path,
+            f"is K/DA pairs format version {version}; this rolecall reads version {FORMAT_VERSION}",
+            fix="upgrade rolecall",
+        )
     table = _checked(pa, table, path)
     return [_own_pair(path, index, row) for index, row in enumerate(table.to_pylist())]
 
@@ -164,8 +195,9 @@ def _kind_of(pa, arrow_type) -> str | None:
         return "string"
     if types.is_integer(arrow_type):
         return "int64"
-    if ((types.is_list(arrow_type) or types.is_large_list(arrow_type))
-            and _kind_of(pa, arrow_type.value_type) == "string"):
+    if (types.is_list(arrow_type) or types.is_large_list(arrow_type)) and _kind_of(
+        pa, arrow_type.value_type
+    ) == "string":
         return "list<string>"
     return None
 
@@ -175,30 +207,48 @@ def _checked(pa, table, path: Path):
     missing = [c for c in COLUMNS if c not in table.column_names]
     unknown = [c for c in table.column_names if c not in COLUMNS]
     if missing or unknown:
-        raise InputFileError(path, f"K/DA pairs columns missing {missing}, unexpected "
-                             f"{unknown}", fix="export the pairs again with rolecall")
-    kinds = {"neutral": "string", "implicit": "string", **PROVENANCE_COLUMNS,
-             "provenance": "string"}
-    wrong = [f"{field.name}: {field.type}" for field in table.schema
-             if not pa.types.is_null(field.type) and _kind_of(pa, field.type) != kinds[field.name]]
+        raise InputFileError(
+            path,
+            f"K/DA pairs columns missing {missing}, unexpected {unknown}",
+            fix="export the pairs again with rolecall",
+        )
+    kinds = {
+        "neutral": "string",
+        "implicit": "string",
+        **PROVENANCE_COLUMNS,
+        "provenance": "string",
+    }
+    wrong = [
+        f"{field.name}: {field.type}"
+        for field in table.schema
+        if not pa.types.is_null(field.type) and _kind_of(pa, field.type) != kinds[field.name]
+    ]
     if wrong:
-        raise InputFileError(path, f"columns of the wrong type ({', '.join(wrong)})",
-                             fix="export the pairs again with rolecall")
+        raise InputFileError(
+            path,
+            f"columns of the wrong type ({', '.join(wrong)})",
+            fix="export the pairs again with rolecall",
+        )
     target = pa.schema([field.with_nullable(True) for field in schema()])
     try:  # nulls in neutral/implicit are left to Pair's validation, which names the row
         return table.select(list(COLUMNS)).cast(target)
     except pa.ArrowException as exc:
-        raise InputFileError(path, f"columns do not fit the K/DA pairs types ({exc})",
-                             fix="export the pairs again with rolecall") from None
+        raise InputFileError(
+            path,
+            f"columns do not fit the K/DA pairs types ({exc})",
+            fix="export the pairs again with rolecall",
+        ) from None
 
 
 def _pair(path: Path, index: int, neutral, toxic, provenance: dict) -> Pair:
     try:
         return Pair(neutral=neutral, toxic=toxic, provenance=provenance)
     except ValidationError as exc:
-        raise InputFileError(path, f"row {index}: not a valid pair: "
-                             f"{describe_validation(exc, 'pair')}",
-                             fix="a row needs both neutral and implicit text") from None
+        raise InputFileError(
+            path,
+            f"row {index}: not a valid pair: {describe_validation(exc, 'pair')}",
+            fix="a row needs both neutral and implicit text",
+        ) from None
 
 
 def _own_pair(path: Path, index: int, row: dict) -> Pair:
@@ -209,9 +259,12 @@ def _own_pair(path: Path, index: int, row: dict) -> Pair:
         except json.JSONDecodeError:
             extra = None
         if not isinstance(extra, dict) or provenance.keys() & extra.keys():
-            raise InputFileError(path, f"row {index}: the provenance column is not a JSON "
-                                 "object of the other provenance keys",
-                                 fix="export the pairs again with rolecall")
+            raise InputFileError(
+                path,
+                f"row {index}: the provenance column is not a JSON "
+                "object of the other provenance keys",
+                fix="export the pairs again with rolecall",
+            )
         provenance.update(extra)
     return _pair(path, index, row["neutral"], row["implicit"], provenance)
 
@@ -219,20 +272,33 @@ def _own_pair(path: Path, index: int, row: dict) -> Pair:
 def _foreign_pairs(pa, table, path: Path) -> list[Pair]:
     kinds = {field.name: _kind_of(pa, field.type) for field in table.schema}
     if kinds.get("neutral") != "string" or kinds.get("implicit") != "string":
-        raise InputFileError(path, f"is not a K/DA pairs file: it needs the string columns "
-                             f"neutral and implicit; found {table.column_names}",
-                             fix="give a file written by rolecall's Parquet export")
+        raise InputFileError(
+            path,
+            f"is not a K/DA pairs file: it needs the string columns "
+            f"neutral and implicit; found {table.column_names}",
+            fix="give a file written by rolecall's Parquet export",
+        )
     rows = table.select(["neutral", "implicit"]).to_pylist()
-    return [_pair(path, index, (row["neutral"] or "").strip(), (row["implicit"] or "").strip(),
-                  {"source": path.name, "row": index}) for index, row in enumerate(rows)]
+    return [
+        _pair(
+            path,
+            index,
+            (row["neutral"] or "").strip(),
+            (row["implicit"] or "").strip(),
+            {"source": path.name, "row": index},
+        )
+        for index, row in enumerate(rows)
+    ]
 
 
 def _info_fields(info: dict | None) -> dict[str, str]:
     fields = dict(info or {})
     unknown = sorted(set(fields) - set(INFO_KEYS))
     if unknown:
-        raise ConfigError(f"unknown dataset info key(s) {unknown}",
-                          fix=f"use only {list(INFO_KEYS)} (note the spelling 'license')")
+        raise ConfigError(
+            f"unknown dataset info key(s) {unknown}",
+            fix=f"use only {list(INFO_KEYS)} (note the spelling 'license')",
+        )
     not_text = sorted(key for key, value in fields.items() if not isinstance(value, str))
     if not_text:
         raise ConfigError(f"dataset info {not_text} must be text", fix="pass strings")
@@ -254,12 +320,15 @@ def _no_progress_bars(datasets) -> Iterator[None]:
 def _check_replaceable(out_dir: Path) -> None:
     """Refuse to replace anything but an empty folder or a dataset saved by ``datasets``."""
     if out_dir.exists() and not out_dir.is_dir():
-        raise RolecallError(f"{out_dir} exists and is not a folder",
-                            fix="give a new folder for the dataset")
+        raise RolecallError(
+            f"{out_dir} exists and is not a folder", fix="give a new folder for the dataset"
+        )
     saved = (out_dir / "state.json").is_file() and (out_dir / "dataset_info.json").is_file()
     if out_dir.is_dir() and not saved and any(out_dir.iterdir()):
-        raise RolecallError(f"{out_dir} is a folder that holds no saved dataset; "
-                            "not replacing it", fix="give a new or empty folder")
+        raise RolecallError(
+            f"{out_dir} is a folder that holds no saved dataset; not replacing it",
+            fix="give a new or empty folder",
+        )
 
 
 def _swap_in(new: Path, out_dir: Path) -> None:
@@ -273,8 +342,9 @@ def _swap_in(new: Path, out_dir: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_hf_dataset(out_dir: str | Path, pairs: Iterable[Pair], *, split: str = "train",
-                     info: dict | None = None) -> int:
+def write_hf_dataset(
+    out_dir: str | Path, pairs: Iterable[Pair], *, split: str = "train", info: dict | None = None
+) -> int:
     """Save ``pairs`` as a ``datasets.Dataset`` in ``out_dir``; returns the row count.
 
     ``info`` sets the DatasetInfo's ``description``, ``license``, ``citation`` and

@@ -58,26 +58,44 @@ class Planned:
     request: Request
 
 
-def plan_candidates(sentences: Sequence[tuple[str, str]], index: SlangIndex | None,
-                    config: DetoxConfig, template: Template) -> list[Planned]:
+def plan_candidates(
+    sentences: Sequence[tuple[str, str]],
+    index: SlangIndex | None,
+    config: DetoxConfig,
+    template: Template,
+) -> list[Planned]:
     """One request per (sentence, n); retrieval runs once per sentence at the largest n."""
     largest = max(config.ns)
     if largest and index is None:
         raise ValueError("n > 0 needs a slang index")
-    hits = (index.search_many([text for _, text in sentences], k=largest) if largest
-            else [[] for _ in sentences])
+    hits = (
+        index.search_many([text for _, text in sentences], k=largest)
+        if largest
+        else [[] for _ in sentences]
+    )
     stop = ("\n",)
     plan = []
     for number, ((sentence_id, neutral), found) in enumerate(zip(sentences, hits)):
         for n in config.ns:
             chosen = found[:n]
             prompt = template.render(neutral=neutral, comments=[h.text for h in chosen])
-            params = SamplingParams(temperature=config.temperature, top_p=config.top_p,
-                                    max_tokens=config.max_tokens, stop=stop,
-                                    seed=config.seed + number * 100 + n)
-            plan.append(Planned(f"{sentence_id}/n{n}", sentence_id, neutral, n,
-                                tuple(h.id for h in chosen),
-                                Request(prompt=prompt, params=params)))
+            params = SamplingParams(
+                temperature=config.temperature,
+                top_p=config.top_p,
+                max_tokens=config.max_tokens,
+                stop=stop,
+                seed=config.seed + number * 100 + n,
+            )
+            plan.append(
+                Planned(
+                    f"{sentence_id}/n{n}",
+                    sentence_id,
+                    neutral,
+                    n,
+                    tuple(h.id for h in chosen),
+                    Request(prompt=prompt, params=params),
+                )
+            )
     return plan
 
 
@@ -89,16 +107,24 @@ def candidate_problem(neutral: str, text: str) -> str | None:
     return None
 
 
-def generate_candidates(llm: LLM, sentences: Sequence[tuple[str, str]],
-                        index: SlangIndex | None, config: DetoxConfig, out_dir: Path,
-                        progress: bool = True, language: str = "ko") -> dict[str, int]:
+def generate_candidates(
+    llm: LLM,
+    sentences: Sequence[tuple[str, str]],
+    index: SlangIndex | None,
+    config: DetoxConfig,
+    out_dir: Path,
+    progress: bool = True,
+    language: str = "ko",
+) -> dict[str, int]:
     """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable."""
     template = load_template(config.template, language)
     plan = plan_candidates(sentences, index, config, template)
-    with ResumableJsonl(out_dir / Files.CANDIDATES,
-                        key=lambda r: r["provenance"]["candidate_id"]) as kept, \
-            ResumableJsonl(out_dir / Files.REJECTED_CANDIDATES,
-                           key=lambda r: r["id"]) as rejected:
+    with (
+        ResumableJsonl(
+            out_dir / Files.CANDIDATES, key=lambda r: r["provenance"]["candidate_id"]
+        ) as kept,
+        ResumableJsonl(out_dir / Files.REJECTED_CANDIDATES, key=lambda r: r["id"]) as rejected,
+    ):
         todo = [p for p in plan if p.candidate_id not in kept.done | rejected.done]
 
         def write(sample) -> None:
@@ -106,20 +132,35 @@ def generate_candidates(llm: LLM, sentences: Sequence[tuple[str, str]],
                 return  # a failure record; the next run asks again
             planned = todo[sample.request_index]
             text = sample.completion.text.strip()
-            provenance = {"candidate_id": planned.candidate_id,
-                          "sentence_id": planned.sentence_id, "n": planned.n,
-                          "comment_ids": list(planned.comment_ids),
-                          "prompt_hash": template.hash, "model": llm.model_id,
-                          "seed": planned.request.params.seed}
+            provenance = {
+                "candidate_id": planned.candidate_id,
+                "sentence_id": planned.sentence_id,
+                "n": planned.n,
+                "comment_ids": list(planned.comment_ids),
+                "prompt_hash": template.hash,
+                "model": llm.model_id,
+                "seed": planned.request.params.seed,
+            }
             problem = candidate_problem(planned.neutral, text)
             if problem:
-                rejected.append(Rejected(id=planned.candidate_id, reason=problem,
-                                         raw=sample.completion.text, metadata=provenance))
+                rejected.append(
+                    Rejected(
+                        id=planned.candidate_id,
+                        reason=problem,
+                        raw=sample.completion.text,
+                        metadata=provenance,
+                    )
+                )
             else:
                 kept.append(Pair(neutral=planned.neutral, toxic=text, provenance=provenance))
 
-        llm.generate([p.request for p in todo], progress=progress,
-                     description="rewriting", on_sample=write)
-        return {"sentences": len(sentences), "planned": len(plan),
-                "candidates": len(kept.records), "rejected": len(rejected.records),
-                "failed": llm.stats.failures}
+        llm.generate(
+            [p.request for p in todo], progress=progress, description="rewriting", on_sample=write
+        )
+        return {
+            "sentences": len(sentences),
+            "planned": len(plan),
+            "candidates": len(kept.records),
+            "rejected": len(rejected.records),
+            "failed": llm.stats.failures,
+        }

@@ -31,8 +31,12 @@ SPEAKERS = {
     "system": ("시스템", "상담원", "챗봇", "AI", "System", "Bot", "Assistant", "Agent"),
     "user": ("사용자", "어르신", "할머니", "할아버지", "User", "Human", "Senior", "Customer"),
 }
-_TAG = re.compile(r"^\s*(?:\*\*)?(?P<tag>%s)(?:\*\*)?\s*[:：]\s*(?P<text>.*)$" % "|".join(
-    re.escape(t) for tags in SPEAKERS.values() for t in sorted(tags, key=len, reverse=True)))
+_TAG = re.compile(
+    r"^\s*(?:\*\*)?(?P<tag>%s)(?:\*\*)?\s*[:：]\s*(?P<text>.*)$"
+    % "|".join(
+        re.escape(t) for tags in SPEAKERS.values() for t in sorted(tags, key=len, reverse=True)
+    )
+)
 _ROLE_OF = {tag: role for role, tags in SPEAKERS.items() for tag in tags}
 END_MARKERS = ("[대화 끝]", "[dialogue end]", "[대화 시작]", "[dialogue start]")
 FIRST_TAG = {"ko": "시스템:", "en": "System:"}
@@ -53,8 +57,9 @@ class GenerationConfig:
     template: str = "dialogue_generate"
 
 
-def parse_dialogue(raw: str, dialogue_id: str, min_turns: int = 6,
-                   require_end: bool = True) -> Dialogue | Rejected:
+def parse_dialogue(
+    raw: str, dialogue_id: str, min_turns: int = 6, require_end: bool = True
+) -> Dialogue | Rejected:
     """Turn the LM's text (starting at the first speaker tag) into a ``Dialogue``."""
     body, ended = _cut_at_end(raw)
     turns = _turns(body)
@@ -62,7 +67,8 @@ def parse_dialogue(raw: str, dialogue_id: str, min_turns: int = 6,
     if not ended:
         # a loop is the likelier cause of a missing end, so name it when there is one
         reason = _repetition(turns) or (
-            "never ended: no end marker before the token limit" if require_end else None)
+            "never ended: no end marker before the token limit" if require_end else None
+        )
         turns = turns[:-1]  # the token limit cut the last turn off mid-way
     reason = reason or _problem(turns, min_turns)
     if reason:
@@ -110,17 +116,21 @@ def _repetition(turns: list[Turn]) -> str | None:
     return None
 
 
-def build_requests(spec: RoleSpec, examples: Sequence[Dialogue], config: GenerationConfig,
-                   template: Template) -> list[tuple[str, Request, str]]:
+def build_requests(
+    spec: RoleSpec, examples: Sequence[Dialogue], config: GenerationConfig, template: Template
+) -> list[tuple[str, Request, str]]:
     """(generation id, request, example id) for every generation of the run."""
     if not examples:
         raise ValueError("one-shot generation needs at least one example dialogue")
-    params = SamplingParams(temperature=config.temperature, top_p=config.top_p,
-                            frequency_penalty=config.frequency_penalty,
-                            presence_penalty=config.presence_penalty,
-                            max_tokens=config.max_tokens, seed=config.seed,
-                            stop=(END_MARKERS[0] if config.language == "ko" else
-                                  END_MARKERS[1],))
+    params = SamplingParams(
+        temperature=config.temperature,
+        top_p=config.top_p,
+        frequency_penalty=config.frequency_penalty,
+        presence_penalty=config.presence_penalty,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+        stop=(END_MARKERS[0] if config.language == "ko" else END_MARKERS[1],),
+    )
     out = []
     for i in range(config.count):
         example = random.Random(f"{config.seed}:{i}").choice(list(examples))
@@ -130,34 +140,57 @@ def build_requests(spec: RoleSpec, examples: Sequence[Dialogue], config: Generat
     return out
 
 
-def generate_dialogues(llm: LLM, spec: RoleSpec, examples: Sequence[Dialogue],
-                       config: GenerationConfig, out_dir: Path, progress: bool = True
-                       ) -> dict[str, int]:
+def generate_dialogues(
+    llm: LLM,
+    spec: RoleSpec,
+    examples: Sequence[Dialogue],
+    config: GenerationConfig,
+    out_dir: Path,
+    progress: bool = True,
+) -> dict[str, int]:
     """Write ``dialogues.jsonl`` and ``rejected.jsonl`` in ``out_dir``; resumable."""
     template = load_template(config.template, config.language)
     plan = build_requests(spec, examples, config, template)
     first_tag = FIRST_TAG.get(config.language, FIRST_TAG["ko"])
-    with ResumableJsonl(out_dir / Files.DIALOGUES, key=lambda r: r["id"]) as accepted, \
-            ResumableJsonl(out_dir / Files.REJECTED_DIALOGUES, key=lambda r: r["id"]) as rejected:
+    with (
+        ResumableJsonl(out_dir / Files.DIALOGUES, key=lambda r: r["id"]) as accepted,
+        ResumableJsonl(out_dir / Files.REJECTED_DIALOGUES, key=lambda r: r["id"]) as rejected,
+    ):
         todo = [p for p in plan if p[0] not in accepted.done | rejected.done]
 
         def write(sample) -> None:
             gen_id, request, example_id = todo[sample.request_index]
-            meta = {"example_id": example_id, "seed": request.params.seed,
-                    "prompt_hash": template.hash, "model": llm.model_id}
+            meta = {
+                "example_id": example_id,
+                "seed": request.params.seed,
+                "prompt_hash": template.hash,
+                "model": llm.model_id,
+            }
             if not sample.ok:
                 return  # not written: a re-run tries it again (see LLM failure records)
             # the stop string ate the end marker: a "stop" finish means the dialogue ended
             ended = sample.completion.finish_reason == "stop"
             raw = first_tag + sample.completion.text
-            parsed = parse_dialogue(raw + ("\n" + END_MARKERS[0] if ended else ""), gen_id,
-                                    config.min_turns, config.require_end)
+            parsed = parse_dialogue(
+                raw + ("\n" + END_MARKERS[0] if ended else ""),
+                gen_id,
+                config.min_turns,
+                config.require_end,
+            )
             if isinstance(parsed, Dialogue):
                 accepted.append(parsed.model_copy(update={"metadata": meta}))
             else:
                 rejected.append(parsed.model_copy(update={"metadata": meta, "raw": raw}))
 
-        llm.generate([p[1] for p in todo], progress=progress,
-                     description="generating dialogues", on_sample=write)
-        return {"generations": len(plan), "accepted": len(accepted.records),
-                "rejected": len(rejected.records), "failed": llm.stats.failures}
+        llm.generate(
+            [p[1] for p in todo],
+            progress=progress,
+            description="generating dialogues",
+            on_sample=write,
+        )
+        return {
+            "generations": len(plan),
+            "accepted": len(accepted.records),
+            "rejected": len(rejected.records),
+            "failed": llm.stats.failures,
+        }

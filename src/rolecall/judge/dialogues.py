@@ -35,21 +35,28 @@ def _item(dialogue: Dialogue, index: int) -> Item:
     return Item(dialogue.id, index, tuple(dialogue.turns[:index]), dialogue.turns[index].text)
 
 
-def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialogue],
-                    out_dir: Path, samples: int = 1, progress: bool = True
-                    ) -> tuple[dict[str, int], list[Dialogue], list[Example]]:
+def judge_dialogues(
+    llm: LLM,
+    judge: OutOfBoundsJudge,
+    dialogues: Sequence[Dialogue],
+    out_dir: Path,
+    samples: int = 1,
+    progress: bool = True,
+) -> tuple[dict[str, int], list[Dialogue], list[Example]]:
     """``(counts, judged dialogues, examples)``; the votes are in ``verdicts.jsonl``."""
     turns = {d.id: list(d.turns) for d in dialogues}
     open_ = {d.id: _system_turns(d) for d in dialogues}
     by_id = {d.id: d for d in dialogues}
     outcome = {"judged_turns": 0, "out_of_bounds": 0, "unparsed": 0, "failed": 0}
-    with ResumableJsonl(out_dir / Files.VERDICTS,
-                        key=lambda r: (r["item_id"], r["judge"])) as votes_out:
+    with ResumableJsonl(
+        out_dir / Files.VERDICTS, key=lambda r: (r["item_id"], r["judge"])
+    ) as votes_out:
         round_no = 0
         while any(open_.values()):
             items = [_item(by_id[d], open_[d][0]) for d in open_ if open_[d]]
-            verdicts = judge_items(llm, judge, items, samples, votes_out, progress,
-                                   f"judging turn {round_no + 1}")
+            verdicts = judge_items(
+                llm, judge, items, samples, votes_out, progress, f"judging turn {round_no + 1}"
+            )
             for item, verdict in zip(items, verdicts):
                 open_[item.dialogue_id].pop(0)
                 outcome["judged_turns"] += 1
@@ -59,8 +66,11 @@ def judge_dialogues(llm: LLM, judge: OutOfBoundsJudge, dialogues: Sequence[Dialo
                     continue
                 flagged = verdict.label == OUT_OF_BOUNDS
                 turns[item.dialogue_id][item.turn_index] = Turn(
-                    role="system", text=item.response, out_of_bounds=flagged,
-                    category=verdict.category if flagged else None)
+                    role="system",
+                    text=item.response,
+                    out_of_bounds=flagged,
+                    category=verdict.category if flagged else None,
+                )
                 if flagged:
                     outcome["out_of_bounds"] += 1
                     open_[item.dialogue_id] = []

@@ -27,13 +27,16 @@ from rolecall.rundir import Files
 Panel = Sequence[tuple[LLM, PairJudge]]
 
 
-def run_filter(panel: Panel, pairs: Sequence[Pair], out_dir: Path, samples: int = 1,
-               progress: bool = True) -> list[Verdict]:
+def run_filter(
+    panel: Panel, pairs: Sequence[Pair], out_dir: Path, samples: int = 1, progress: bool = True
+) -> list[Verdict]:
     name = panel[0][1].name
-    with ResumableJsonl(out_dir / Files.verdicts_of(name),
-                        key=lambda r: (r["item_id"], r["judge"], r.get("model"))) as votes:
-        return judge_by_panel(panel, pairs, samples, votes, progress, f"filter: {name}",
-                              keep_label=KEEP[name])
+    with ResumableJsonl(
+        out_dir / Files.verdicts_of(name), key=lambda r: (r["item_id"], r["judge"], r.get("model"))
+    ) as votes:
+        return judge_by_panel(
+            panel, pairs, samples, votes, progress, f"filter: {name}", keep_label=KEEP[name]
+        )
 
 
 def _ratio(kept: int, total: int) -> float | None:
@@ -46,8 +49,9 @@ def retention(stages: list[tuple[str, list[Pair], list[Verdict]]], keep) -> dict
     for name, pairs, verdicts in stages:
         by_n: dict[str, dict[str, int]] = {}
         for pair, verdict in zip(pairs, verdicts):
-            row = by_n.setdefault(str(pair.provenance.get("n", "-")),
-                                  {"in": 0, "kept": 0, "unparsed": 0})
+            row = by_n.setdefault(
+                str(pair.provenance.get("n", "-")), {"in": 0, "kept": 0, "unparsed": 0}
+            )
             row["in"] += 1
             row["kept"] += int(keep(name, verdict))
             row["unparsed"] += int(verdict.parse_status != "parsed")
@@ -55,19 +59,29 @@ def retention(stages: list[tuple[str, list[Pair], list[Verdict]]], keep) -> dict
             row["retention"] = _ratio(row["kept"], row["in"])
         total_in = sum(r["in"] for r in by_n.values())
         total_kept = sum(r["kept"] for r in by_n.values())
-        report["filters"].append({
-            "filter": name, "in": total_in, "kept": total_kept,
-            "unparsed": sum(r["unparsed"] for r in by_n.values()),
-            "retention": _ratio(total_kept, total_in),
-            "by_n": dict(sorted(by_n.items(), key=lambda kv: (len(kv[0]), kv[0])))})
+        report["filters"].append(
+            {
+                "filter": name,
+                "in": total_in,
+                "kept": total_kept,
+                "unparsed": sum(r["unparsed"] for r in by_n.values()),
+                "retention": _ratio(total_kept, total_in),
+                "by_n": dict(sorted(by_n.items(), key=lambda kv: (len(kv[0]), kv[0]))),
+            }
+        )
     first = report["filters"][0]["in"] if report["filters"] else 0
     last = report["filters"][-1]["kept"] if report["filters"] else 0
     report["overall"] = {"in": first, "kept": last, "retention": _ratio(last, first)}
     return report
 
 
-def filter_pairs(panels: Sequence[Panel], pairs: Sequence[Pair], out_dir: Path,
-                 samples: int = 1, progress: bool = True) -> tuple[dict, list[Pair]]:
+def filter_pairs(
+    panels: Sequence[Panel],
+    pairs: Sequence[Pair],
+    out_dir: Path,
+    samples: int = 1,
+    progress: bool = True,
+) -> tuple[dict, list[Pair]]:
     """Each filter sees only what the previous ones kept; returns the retention report and
     the candidates every filter kept."""
     by_name = {panel[0][1].name: panel[0][1] for panel in panels}

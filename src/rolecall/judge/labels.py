@@ -37,8 +37,9 @@ def resolve_mode(mode: str, choices: Sequence[str], backend: Backend, what: str)
     """``mode`` if it is one of ``choices``; ``auto``: the first of ``choices`` (in order of
     preference) that ``backend`` can do. ``what`` names the judge in the error."""
     if mode != "auto" and mode not in choices:
-        raise ConfigError(f"unknown {what} mode '{mode}'",
-                          fix=f"use auto or one of: {', '.join(choices)}")
+        raise ConfigError(
+            f"unknown {what} mode '{mode}'", fix=f"use auto or one of: {', '.join(choices)}"
+        )
     if mode != "auto":
         return mode
     caps = backend.capabilities()
@@ -60,9 +61,11 @@ def softmax(scores: Mapping[K, float]) -> dict[K, float]:
     return {label: math.exp(lp) for label, lp in log_softmax(scores).items()}
 
 
-def pick_label(words: Sequence[str], completions: Sequence[Completion],
-               prior: Mapping[str, float] | None = None
-               ) -> tuple[str, dict[str, float], str]:
+def pick_label(
+    words: Sequence[str],
+    completions: Sequence[Completion],
+    prior: Mapping[str, float] | None = None,
+) -> tuple[str, dict[str, float], str]:
     """(most likely word, softmax over the words, raw output as JSON).
 
     ``prior`` (log-probabilities of the words on content-free inputs, see
@@ -75,8 +78,9 @@ def pick_label(words: Sequence[str], completions: Sequence[Completion],
     return max(adjusted, key=adjusted.get), probabilities, json.dumps(raw, ensure_ascii=False)
 
 
-def content_free_prior(prompts: Sequence[str], words: Sequence[str],
-                       completions: Sequence[Completion]) -> dict[str, float]:
+def content_free_prior(
+    prompts: Sequence[str], words: Sequence[str], completions: Sequence[Completion]
+) -> dict[str, float]:
     """Log of the mean word distribution over content-free prompts.
 
     ``completions`` answer ``label_requests(prompt, words)`` for each prompt in order.
@@ -85,7 +89,7 @@ def content_free_prior(prompts: Sequence[str], words: Sequence[str],
         raise ValueError("one completion per (content-free prompt, label word) is needed")
     mean = dict.fromkeys(words, 0.0)
     for number in range(len(prompts)):
-        chunk = completions[number * len(words):(number + 1) * len(words)]
+        chunk = completions[number * len(words) : (number + 1) * len(words)]
         scores = {word: c.loglikelihood for word, c in zip(words, chunk)}
         for word, lp in log_softmax(scores).items():
             mean[word] += math.exp(lp) / len(prompts)
@@ -95,12 +99,15 @@ def content_free_prior(prompts: Sequence[str], words: Sequence[str],
 def json_answer(text: str) -> dict | None:
     """The first-to-last brace span of ``text`` as a JSON object, or None."""
     try:
-        answer = json.loads(text[text.index("{"): text.rindex("}") + 1])
+        answer = json.loads(text[text.index("{") : text.rindex("}") + 1])
     except ValueError:
         return None
     return answer if isinstance(answer, dict) else None
 
 
 def enum_schema(field: str, values: Sequence[str]) -> dict:
-    return {"type": "object", "required": [field],
-            "properties": {field: {"type": "string", "enum": list(values)}}}
+    return {
+        "type": "object",
+        "required": [field],
+        "properties": {field: {"type": "string", "enum": list(values)}},
+    }

@@ -62,24 +62,41 @@ class OutOfBoundsJudge:
     def labels(self) -> list[str]:
         """The label words of score mode: the in-bounds word, then every category name."""
         return [IN_BOUNDS_WORD.get(self.spec.language, "ok")] + [
-            c.name for c in self.spec.categories]
+            c.name for c in self.spec.categories
+        ]
 
     def _values(self, item: Item) -> dict:
-        return {"outline": self.spec.outline.strip(), "categories": self.spec.categories,
-                "history": item.history, "response": item.response}
+        return {
+            "outline": self.spec.outline.strip(),
+            "categories": self.spec.categories,
+            "history": item.history,
+            "response": item.response,
+        }
 
     def format_input(self, item: Item) -> list[Request]:
         """Score mode: one scoring request per label; generate mode: one chat request."""
         text = self.template.render(**self._values(item))
         if self.mode == "score":
             return label_requests(text, self.labels)
-        schema = {"type": "object", "required": ["verdict", "rule"], "properties": {
-            "verdict": {"type": "string", "enum": [IN_BOUNDS, OUT_OF_BOUNDS]},
-            "rule": {"anyOf": [{"type": "string", "enum": [c.name for c in
-                                                            self.spec.categories]},
-                               {"type": "null"}]}}}
-        params = SamplingParams(temperature=self.temperature, max_tokens=64, seed=0,
-                                json_schema=schema if self.constrained else None)
+        schema = {
+            "type": "object",
+            "required": ["verdict", "rule"],
+            "properties": {
+                "verdict": {"type": "string", "enum": [IN_BOUNDS, OUT_OF_BOUNDS]},
+                "rule": {
+                    "anyOf": [
+                        {"type": "string", "enum": [c.name for c in self.spec.categories]},
+                        {"type": "null"},
+                    ]
+                },
+            },
+        }
+        params = SamplingParams(
+            temperature=self.temperature,
+            max_tokens=64,
+            seed=0,
+            json_schema=schema if self.constrained else None,
+        )
         return [Request(messages=(Message(role="user", content=text),), params=params)]
 
     def parse_output(self, item: Item, completions: list[Completion], model: str) -> Verdict:
@@ -90,37 +107,70 @@ class OutOfBoundsJudge:
     def _parse_scores(self, item: Item, completions: list[Completion], model: str) -> Verdict:
         best, probabilities, raw = pick_label(self.labels, completions)
         if best == self.labels[0]:
-            return Verdict(judge=JUDGE, item_id=item.id, label=IN_BOUNDS, raw_output=raw,
-                           parse_status="parsed", probabilities=probabilities, model=model)
-        return Verdict(judge=JUDGE, item_id=item.id, label=OUT_OF_BOUNDS,
-                       category=self._error_category(best), raw_output=raw,
-                       parse_status="parsed", probabilities=probabilities, model=model)
+            return Verdict(
+                judge=JUDGE,
+                item_id=item.id,
+                label=IN_BOUNDS,
+                raw_output=raw,
+                parse_status="parsed",
+                probabilities=probabilities,
+                model=model,
+            )
+        return Verdict(
+            judge=JUDGE,
+            item_id=item.id,
+            label=OUT_OF_BOUNDS,
+            category=self._error_category(best),
+            raw_output=raw,
+            parse_status="parsed",
+            probabilities=probabilities,
+            model=model,
+        )
 
     def _parse_answer(self, item: Item, text: str, model: str) -> Verdict:
-        unparsed = Verdict(judge=JUDGE, item_id=item.id, raw_output=text,
-                           parse_status="unparsed", model=model)
+        unparsed = Verdict(
+            judge=JUDGE, item_id=item.id, raw_output=text, parse_status="unparsed", model=model
+        )
         answer = json_answer(text) or {}
         verdict, rule = answer.get("verdict"), answer.get("rule")
         if verdict == IN_BOUNDS:
-            return Verdict(judge=JUDGE, item_id=item.id, label=IN_BOUNDS, raw_output=text,
-                           parse_status="parsed", model=model)
+            return Verdict(
+                judge=JUDGE,
+                item_id=item.id,
+                label=IN_BOUNDS,
+                raw_output=text,
+                parse_status="parsed",
+                model=model,
+            )
         if verdict == OUT_OF_BOUNDS and rule in {c.name for c in self.spec.categories}:
-            return Verdict(judge=JUDGE, item_id=item.id, label=OUT_OF_BOUNDS,
-                           category=self._error_category(rule), raw_output=text,
-                           parse_status="parsed", model=model)
+            return Verdict(
+                judge=JUDGE,
+                item_id=item.id,
+                label=OUT_OF_BOUNDS,
+                category=self._error_category(rule),
+                raw_output=text,
+                parse_status="parsed",
+                model=model,
+            )
         return unparsed
 
     def _error_category(self, name: str) -> str:
         return next(c.error_category for c in self.spec.categories if c.name == name)
 
 
-def make_judge(spec: RoleSpec, backend: Backend, mode: str = "auto",
-               temperature: float = 0.0) -> OutOfBoundsJudge:
+def make_judge(
+    spec: RoleSpec, backend: Backend, mode: str = "auto", temperature: float = 0.0
+) -> OutOfBoundsJudge:
     """``auto`` picks ``score`` when the backend can score text, else ``generate``; in
     generate mode the answer is schema-constrained when the backend supports it and parsed
     from free text otherwise. Both choices are recorded in the run manifest."""
     mode = resolve_mode(mode, MODES, backend, "out-of-bounds judge")
     caps = backend.capabilities()
     name = "judge_out_of_bounds" if mode == "score" else "judge_out_of_bounds_chat"
-    return OutOfBoundsJudge(spec, mode, load_template(name, spec.language), temperature,
-                            constrained=bool(caps.get("json_schema")))
+    return OutOfBoundsJudge(
+        spec,
+        mode,
+        load_template(name, spec.language),
+        temperature,
+        constrained=bool(caps.get("json_schema")),
+    )

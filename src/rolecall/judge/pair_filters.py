@@ -34,10 +34,14 @@ from rolecall.records import Pair, Verdict
 
 # filter -> language -> label word -> outcome; the first outcome listed is the one kept
 LABELS = {
-    "consistency": {"ko": {"유지": "maintained", "변화": "shifted"},
-                    "en": {"kept": "maintained", "shifted": "shifted"}},
-    "implicit": {"ko": {"은근함": "implicit", "무해함": "none", "노골적": "explicit"},
-                 "en": {"implicit": "implicit", "none": "none", "explicit": "explicit"}},
+    "consistency": {
+        "ko": {"유지": "maintained", "변화": "shifted"},
+        "en": {"kept": "maintained", "shifted": "shifted"},
+    },
+    "implicit": {
+        "ko": {"은근함": "implicit", "무해함": "none", "노골적": "explicit"},
+        "en": {"implicit": "implicit", "none": "none", "explicit": "explicit"},
+    },
 }
 KEEP = {"consistency": "maintained", "implicit": "implicit"}
 FILTERS = tuple(LABELS)
@@ -73,39 +77,51 @@ class PairJudge:
         if self.mode == "score":
             return label_requests(text, list(self.words))
         schema = enum_schema("label", list(self.words)) if self.constrained else None
-        params = SamplingParams(temperature=self.temperature, max_tokens=32, seed=0,
-                                json_schema=schema)
+        params = SamplingParams(
+            temperature=self.temperature, max_tokens=32, seed=0, json_schema=schema
+        )
         return [Request(messages=(Message(role="user", content=text),), params=params)]
 
     def parse_output(self, pair: Pair, completions: list[Completion], model: str) -> Verdict:
         common = {"judge": self.name, "item_id": pair_id(pair), "model": model}
         if self.mode == "score":
             word, probabilities, raw = pick_label(list(self.words), completions, self.prior)
-            return Verdict(label=self.words[word], raw_output=raw, parse_status="parsed",
-                           probabilities={self.words[w]: p for w, p in probabilities.items()},
-                           **common)
+            return Verdict(
+                label=self.words[word],
+                raw_output=raw,
+                parse_status="parsed",
+                probabilities={self.words[w]: p for w, p in probabilities.items()},
+                **common,
+            )
         text = completions[0].text
         word = (json_answer(text) or {}).get("label")
         if word not in self.words:
             return Verdict(raw_output=text, parse_status="unparsed", **common)
-        return Verdict(label=self.words[word], raw_output=text, parse_status="parsed",
-                       **common)
+        return Verdict(label=self.words[word], raw_output=text, parse_status="parsed", **common)
 
 
-def make_pair_judge(name: str, backend: Backend, language: str = "ko", mode: str = "auto",
-                    template: str | None = None, temperature: float = 0.0) -> PairJudge:
+def make_pair_judge(
+    name: str,
+    backend: Backend,
+    language: str = "ko",
+    mode: str = "auto",
+    template: str | None = None,
+    temperature: float = 0.0,
+) -> PairJudge:
     if name not in LABELS:
         raise ConfigError(f"unknown filter '{name}'", fix=f"use one of {FILTERS}")
     words = LABELS[name].get(language)
     if words is None:
-        raise ConfigError(f"no label words for language '{language}'",
-                          fix=f"use one of {sorted(LABELS[name])}")
+        raise ConfigError(
+            f"no label words for language '{language}'", fix=f"use one of {sorted(LABELS[name])}"
+        )
     mode = resolve_mode(mode, MODES, backend, f"{name} filter")
     caps = backend.capabilities()
     default = f"judge_{name}" if mode == "score" else f"judge_{name}_chat"
     loaded = load_template(template or default, language)
-    return PairJudge(name, mode, loaded, words, temperature,
-                     constrained=bool(caps.get("json_schema")))
+    return PairJudge(
+        name, mode, loaded, words, temperature, constrained=bool(caps.get("json_schema"))
+    )
 
 
 def calibrate(llm: LLM, judge: PairJudge) -> PairJudge:
@@ -121,15 +137,22 @@ def calibrate(llm: LLM, judge: PairJudge) -> PairJudge:
     samples = [s for per_request in llm.generate(requests) for s in per_request]
     failed = [s for s in samples if not s.ok]
     if failed:
-        raise BackendError(f"calibrating the {judge.name} judge failed: {failed[0].error}",
-                           fix="check the judge model, or set calibrate: false")
+        raise BackendError(
+            f"calibrating the {judge.name} judge failed: {failed[0].error}",
+            fix="check the judge model, or set calibrate: false",
+        )
     prior = content_free_prior(prompts, words, [s.completion for s in samples])
     return replace(judge, prior=prior)
 
 
-def make_panels(llms: Sequence[LLM], language: str = "ko", mode: str = "auto",
-                templates: dict[str, str | None] | None = None, temperature: float = 0.0,
-                calibrated: bool = False) -> list[list[tuple[LLM, PairJudge]]]:
+def make_panels(
+    llms: Sequence[LLM],
+    language: str = "ko",
+    mode: str = "auto",
+    templates: dict[str, str | None] | None = None,
+    temperature: float = 0.0,
+    calibrated: bool = False,
+) -> list[list[tuple[LLM, PairJudge]]]:
     """One panel per filter, in K/DA's order; each judge model of ``llms`` sits on each.
 
     The judge is made per model: ``auto`` picks score or generate mode by what that
@@ -139,8 +162,18 @@ def make_panels(llms: Sequence[LLM], language: str = "ko", mode: str = "auto",
     if not llms:
         raise ConfigError("no judge model", fix="name at least one judge model")
     templates = templates or {}
-    panels = [[(llm, make_pair_judge(name, llm.backend, language, mode, templates.get(name),
-                                     temperature)) for llm in llms] for name in FILTERS]
+    panels = [
+        [
+            (
+                llm,
+                make_pair_judge(
+                    name, llm.backend, language, mode, templates.get(name), temperature
+                ),
+            )
+            for llm in llms
+        ]
+        for name in FILTERS
+    ]
     if calibrated:
         panels = [[(llm, calibrate(llm, judge)) for llm, judge in panel] for panel in panels]
     return panels

@@ -39,8 +39,8 @@ class Judge(Protocol):
 
     def format_input(self, item: Any) -> list[Request]: ...
 
-    def parse_output(self, item: Any, completions: list[Completion], model: str
-                     ) -> Verdict: ...
+    def parse_output(self, item: Any, completions: list[Completion], model: str) -> Verdict: ...
+
 
 SAFE_LABEL, FLAG_LABEL = "in-bounds", "out-of-bounds"
 H = TypeVar("H", bound=Hashable)
@@ -63,8 +63,13 @@ def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
         return first
     parsed = [v for v in votes if v.parse_status == "parsed"]
     if not parsed:
-        return Verdict(judge=first.judge, item_id=first.item_id, raw_output=raw,
-                       parse_status="unparsed", model=first.model)
+        return Verdict(
+            judge=first.judge,
+            item_id=first.item_id,
+            raw_output=raw,
+            parse_status="unparsed",
+            model=first.model,
+        )
     winners = most_common(v.label for v in parsed)
     cautious = [label for label in winners if label != keep_label]
     label = cautious[0] if cautious else winners[0]
@@ -73,14 +78,27 @@ def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
     counts = Counter(v.label for v in parsed)
     share = {lab: n / len(parsed) for lab, n in counts.items()}
     models = ", ".join(dict.fromkeys(v.model for v in votes if v.model)) or None
-    return Verdict(judge=first.judge, item_id=first.item_id, label=label, category=category,
-                   raw_output=raw, parse_status="parsed", probabilities=share,
-                   model=models)
+    return Verdict(
+        judge=first.judge,
+        item_id=first.item_id,
+        label=label,
+        category=category,
+        raw_output=raw,
+        parse_status="parsed",
+        probabilities=share,
+        model=models,
+    )
 
 
-def collect_votes(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
-                  votes_out: ResumableJsonl | None, progress: bool, description: str
-                  ) -> list[list[Verdict]]:
+def collect_votes(
+    llm: LLM,
+    judge: Judge,
+    items: Sequence[Any],
+    samples: int,
+    votes_out: ResumableJsonl | None,
+    progress: bool,
+    description: str,
+) -> list[list[Verdict]]:
     """Judge every item ``samples`` times in one LLM batch; the votes, per item.
 
     Every vote is appended to ``votes_out`` (if given; named ``NAME/MODE/SAMPLE``, with its model)
@@ -92,7 +110,7 @@ def collect_votes(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
     results = llm.generate(flat, n=samples, progress=progress, description=description)
     all_votes, start = [], 0
     for item, requests in zip(items, per_item):
-        answers = results[start: start + len(requests)]
+        answers = results[start : start + len(requests)]
         start += len(requests)
         votes = [_vote(llm, judge, item, [a[s] for a in answers], s) for s in range(samples)]
         for vote in votes:
@@ -102,23 +120,38 @@ def collect_votes(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
     return all_votes
 
 
-def judge_items(llm: LLM, judge: Judge, items: Sequence[Any], samples: int,
-                votes_out: ResumableJsonl, progress: bool, description: str,
-                keep_label: str = SAFE_LABEL) -> list[Verdict]:
+def judge_items(
+    llm: LLM,
+    judge: Judge,
+    items: Sequence[Any],
+    samples: int,
+    votes_out: ResumableJsonl,
+    progress: bool,
+    description: str,
+    keep_label: str = SAFE_LABEL,
+) -> list[Verdict]:
     """One judge model: the majority verdict of ``samples`` votes per item."""
-    return judge_by_panel([(llm, judge)], items, samples, votes_out, progress, description,
-                          keep_label)
+    return judge_by_panel(
+        [(llm, judge)], items, samples, votes_out, progress, description, keep_label
+    )
 
 
-def judge_by_panel(panel: Sequence[tuple[LLM, Judge]], items: Sequence[Any], samples: int,
-                   votes_out: ResumableJsonl, progress: bool, description: str,
-                   keep_label: str = SAFE_LABEL) -> list[Verdict]:
+def judge_by_panel(
+    panel: Sequence[tuple[LLM, Judge]],
+    items: Sequence[Any],
+    samples: int,
+    votes_out: ResumableJsonl,
+    progress: bool,
+    description: str,
+    keep_label: str = SAFE_LABEL,
+) -> list[Verdict]:
     """Every judge model of ``panel`` votes; the majority over all their votes, per item."""
     pooled: list[list[Verdict]] = [[] for _ in items]
     for llm, judge in panel:
         label = description if len(panel) == 1 else f"{description} ({llm.model_id})"
-        for votes, new in zip(pooled, collect_votes(llm, judge, items, samples, votes_out,
-                                                    progress, label)):
+        for votes, new in zip(
+            pooled, collect_votes(llm, judge, items, samples, votes_out, progress, label)
+        ):
             votes.extend(new)
     return [majority(votes, keep_label) for votes in pooled]
 
@@ -127,7 +160,12 @@ def _vote(llm: LLM, judge: Judge, item: Any, answers: list, sample: int) -> Verd
     name = f"{judge.name}/{judge.mode}/{sample}"
     if any(not a.ok for a in answers):
         errors = "; ".join(a.error for a in answers if a.error)
-        return Verdict(judge=name, item_id=judge.item_id(item), raw_output=errors,
-                       parse_status="failed", model=llm.model_id)
+        return Verdict(
+            judge=name,
+            item_id=judge.item_id(item),
+            raw_output=errors,
+            parse_status="failed",
+            model=llm.model_id,
+        )
     vote = judge.parse_output(item, [a.completion for a in answers], llm.model_id)
     return vote.model_copy(update={"judge": name})

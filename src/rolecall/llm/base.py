@@ -151,8 +151,9 @@ class Backend(ABC):
         2 cores). Shared by every ``LLM`` on this backend, so the bound holds across them.
         """
         if getattr(self, "_executor", None) is None:
-            self._executor = ThreadPoolExecutor(max_workers=self.max_concurrency,
-                                                thread_name_prefix=f"rolecall-{self.scheme}")
+            self._executor = ThreadPoolExecutor(
+                max_workers=self.max_concurrency, thread_name_prefix=f"rolecall-{self.scheme}"
+            )
         return self._executor
 
     def close(self) -> None:

@@ -33,17 +33,24 @@ def read_batch_input(path: str | Path, params: SamplingParams) -> BatchInput:
     for number, row in enumerate(read_jsonl(path), start=1):
         item_id = str(row.get("id", number))
         if item_id in ids:
-            raise InputFileError(path, f"id '{item_id}' appears twice", line=number,
-                                 fix="give every line a unique \"id\"")
+            raise InputFileError(
+                path,
+                f"id '{item_id}' appears twice",
+                line=number,
+                fix='give every line a unique "id"',
+            )
         fields = {k: row[k] for k in ("prompt", "messages", "score_text") if k in row}
         try:
             requests.append(Request(params=params, **fields))
         except ValidationError as exc:
-            raise InputFileError(path, f"not a valid request: {describe_validation(exc)}",
-                                 line=number,
-                                 fix='write {"id": ..., "prompt": "..."} or '
-                                     '{"id": ..., "messages": [{"role": "user", '
-                                     '"content": "..."}]}') from None
+            raise InputFileError(
+                path,
+                f"not a valid request: {describe_validation(exc)}",
+                line=number,
+                fix='write {"id": ..., "prompt": "..."} or '
+                '{"id": ..., "messages": [{"role": "user", '
+                '"content": "..."}]}',
+            ) from None
         ids.append(item_id)
     if not requests:
         raise InputFileError(path, "has no requests", fix="add one JSON object per line")
@@ -52,9 +59,14 @@ def read_batch_input(path: str | Path, params: SamplingParams) -> BatchInput:
 
 def _output_row(item_id: str, request: Request, sample: Sample) -> dict:
     completion = sample.completion
-    row = {"id": item_id, "sample": sample.sample_index, "text": completion.text,
-           "finish_reason": completion.finish_reason, "tokens_in": completion.tokens_in,
-           "tokens_out": completion.tokens_out}
+    row = {
+        "id": item_id,
+        "sample": sample.sample_index,
+        "text": completion.text,
+        "finish_reason": completion.finish_reason,
+        "tokens_in": completion.tokens_in,
+        "tokens_out": completion.tokens_out,
+    }
     if completion.logprobs is not None:
         row["logprobs"] = [t.model_dump() for t in completion.logprobs]
     if request.kind == "score":
@@ -63,25 +75,42 @@ def _output_row(item_id: str, request: Request, sample: Sample) -> dict:
     return row
 
 
-def run_batch(llm: LLM, batch: BatchInput, out_path: str | Path, n: int = 1,
-              progress: bool = True) -> RunStats:
+def run_batch(
+    llm: LLM, batch: BatchInput, out_path: str | Path, n: int = 1, progress: bool = True
+) -> RunStats:
     """Run the batch into ``out_path``; raises ``BatchFailed`` after writing all it could."""
     out_path = Path(out_path)
     failures_path = out_path.with_name(out_path.name + ".failures.jsonl")
     with ResumableJsonl(out_path, key=lambda row: (row["id"], row["sample"])) as out:
-        todo = [i for i, item_id in enumerate(batch.ids)
-                if any((item_id, s) not in out.done for s in range(n))]
+        todo = [
+            i
+            for i, item_id in enumerate(batch.ids)
+            if any((item_id, s) not in out.done for s in range(n))
+        ]
 
         def write(sample: Sample) -> None:
             if sample.ok:
                 index = todo[sample.request_index]
                 out.append(_output_row(batch.ids[index], batch.requests[index], sample))
 
-        results = llm.generate([batch.requests[i] for i in todo], n, progress=progress,
-                               description="generating", on_sample=write)
-    failed = [{"id": batch.ids[todo[s.request_index]], "sample": s.sample_index,
-               "attempts": s.attempts, "error": s.error}
-              for samples in results for s in samples if not s.ok]
+        results = llm.generate(
+            [batch.requests[i] for i in todo],
+            n,
+            progress=progress,
+            description="generating",
+            on_sample=write,
+        )
+    failed = [
+        {
+            "id": batch.ids[todo[s.request_index]],
+            "sample": s.sample_index,
+            "attempts": s.attempts,
+            "error": s.error,
+        }
+        for samples in results
+        for s in samples
+        if not s.ok
+    ]
     write_jsonl(failures_path, failed)
     if failed:
         raise BatchFailed(
@@ -89,6 +118,6 @@ def run_batch(llm: LLM, batch: BatchInput, out_path: str | Path, n: int = 1,
             f"({llm.stats.summary()}); every finished sample is in {out_path}, "
             f"the failures are listed in {failures_path}",
             fix="fix the cause shown there (server down? bad key?) and run the same command "
-                "again: finished samples are not asked again",
+            "again: finished samples are not asked again",
         )
     return llm.stats

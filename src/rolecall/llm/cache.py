@@ -59,7 +59,8 @@ class Cache:
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise InputFileError(
-                self.path, f"is not a usable rolecall cache ({exc})",
+                self.path,
+                f"is not a usable rolecall cache ({exc})",
                 fix="point --cache (or ROLECALL_CACHE) at another file, or delete this one",
             ) from None
 
@@ -68,13 +69,27 @@ class Cache:
             row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
         return Completion.model_validate_json(row[0]) if row else None
 
-    def put(self, key: str, scheme: str, model_id: str, request: Request, sample_index: int,
-            completion: Completion) -> None:
+    def put(
+        self,
+        key: str,
+        scheme: str,
+        model_id: str,
+        request: Request,
+        sample_index: int,
+        completion: Completion,
+    ) -> None:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, scheme, model_id, sample_index, request.model_dump_json(),
-                 completion.model_dump_json(), time.time()),
+                (
+                    key,
+                    scheme,
+                    model_id,
+                    sample_index,
+                    request.model_dump_json(),
+                    completion.model_dump_json(),
+                    time.time(),
+                ),
             )
             self._db.commit()
 

@@ -50,9 +50,11 @@ class RunStats:
     failed_items: list[dict] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"{self.calls} calls, {self.cache_hits} cache hits, "
-                f"{self.tokens_in} tokens in / {self.tokens_out} out, "
-                f"{self.retries} retries, {self.failures} failures, {self.seconds:.1f}s")
+        return (
+            f"{self.calls} calls, {self.cache_hits} cache hits, "
+            f"{self.tokens_in} tokens in / {self.tokens_out} out, "
+            f"{self.retries} retries, {self.failures} failures, {self.seconds:.1f}s"
+        )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -61,8 +63,16 @@ class RunStats:
 class LLM:
     """A backend plus a cache. Holds run statistics across calls (see ``stats``)."""
 
-    def __init__(self, backend: Backend, cache: Cache | None = None, *, concurrency: int = 8,
-                 retries: int = 4, backoff: float = 0.5, max_backoff: float = 20.0):
+    def __init__(
+        self,
+        backend: Backend,
+        cache: Cache | None = None,
+        *,
+        concurrency: int = 8,
+        retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 20.0,
+    ):
         self.backend = backend
         self.cache = cache if cache is not None else Cache(":memory:")
         self.concurrency = max(1, min(concurrency, backend.max_concurrency))
@@ -75,17 +85,31 @@ class LLM:
     def model_id(self) -> str:
         return f"{self.backend.scheme}:{self.backend.model_id}"
 
-    def generate(self, requests: Sequence[Request], n: int = 1, *, progress: bool = False,
-                 description: str = "LLM calls",
-                 on_sample: Callable[[Sample], None] | None = None) -> list[list[Sample]]:
+    def generate(
+        self,
+        requests: Sequence[Request],
+        n: int = 1,
+        *,
+        progress: bool = False,
+        description: str = "LLM calls",
+        on_sample: Callable[[Sample], None] | None = None,
+    ) -> list[list[Sample]]:
         """Run every request ``n`` times (sample indices 0..n-1); blocking."""
-        return asyncio.run(self.agenerate(requests, n, progress=progress,
-                                          description=description, on_sample=on_sample))
+        return asyncio.run(
+            self.agenerate(
+                requests, n, progress=progress, description=description, on_sample=on_sample
+            )
+        )
 
-    async def agenerate(self, requests: Sequence[Request], n: int = 1, *,
-                        progress: bool = False, description: str = "LLM calls",
-                        on_sample: Callable[[Sample], None] | None = None
-                        ) -> list[list[Sample]]:
+    async def agenerate(
+        self,
+        requests: Sequence[Request],
+        n: int = 1,
+        *,
+        progress: bool = False,
+        description: str = "LLM calls",
+        on_sample: Callable[[Sample], None] | None = None,
+    ) -> list[list[Sample]]:
         if n < 1:
             raise ValueError("n must be at least 1")
         for request in requests:  # refuse the whole batch up front, never per item
@@ -95,6 +119,7 @@ class LLM:
         gate = asyncio.Semaphore(self.concurrency)
         inflight: dict[str, asyncio.Future] = {}
         with progress_bar(len(requests) * n, description, enabled=progress) as advance:
+
             async def one(sample: Sample) -> None:
                 await self._fill(requests[sample.request_index], sample, gate, inflight)
                 advance()
@@ -112,8 +137,13 @@ class LLM:
             raise BackendError(f"LLM call failed: {sample.error}")
         return sample.completion
 
-    async def _fill(self, request: Request, sample: Sample, gate: asyncio.Semaphore,
-                    inflight: dict[str, asyncio.Future]) -> None:
+    async def _fill(
+        self,
+        request: Request,
+        sample: Sample,
+        gate: asyncio.Semaphore,
+        inflight: dict[str, asyncio.Future],
+    ) -> None:
         backend = self.backend
         key = cache_key(backend.scheme, backend.model_id, request, sample.sample_index)
         cached = self.cache.get(key)
@@ -138,8 +168,9 @@ class LLM:
         finally:
             inflight[key].set_result(sample)
 
-    async def _call(self, request: Request, sample: Sample, gate: asyncio.Semaphore,
-                    key: str) -> None:
+    async def _call(
+        self, request: Request, sample: Sample, gate: asyncio.Semaphore, key: str
+    ) -> None:
         backend = self.backend
         async with gate:
             while True:
@@ -147,7 +178,8 @@ class LLM:
                 self.stats.calls += 1
                 try:
                     completion = await asyncio.get_running_loop().run_in_executor(
-                        backend.executor(), backend.complete, request, sample.sample_index)
+                        backend.executor(), backend.complete, request, sample.sample_index
+                    )
                     break
                 except BackendError as exc:
                     if not exc.transient or sample.attempts > self.retries:
@@ -156,8 +188,9 @@ class LLM:
                     await asyncio.sleep(self._delay(sample.attempts))
                 except Exception as exc:  # a bug or an unexpected library error: keep the batch
                     return self._fail(sample, exc)
-        self.cache.put(key, backend.scheme, backend.model_id, request, sample.sample_index,
-                       completion)
+        self.cache.put(
+            key, backend.scheme, backend.model_id, request, sample.sample_index, completion
+        )
         sample.completion = completion
         self.stats.tokens_in += completion.tokens_in
         self.stats.tokens_out += completion.tokens_out
@@ -172,9 +205,14 @@ class LLM:
 
     def _record_failure(self, sample: Sample) -> None:
         self.stats.failures += 1
-        self.stats.failed_items.append({"request": sample.request_index,
-                                        "sample": sample.sample_index,
-                                        "attempts": sample.attempts, "error": sample.error})
+        self.stats.failed_items.append(
+            {
+                "request": sample.request_index,
+                "sample": sample.sample_index,
+                "attempts": sample.attempts,
+                "error": sample.error,
+            }
+        )
 
     def close(self) -> None:
         self.backend.close()

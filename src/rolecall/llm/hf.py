@@ -49,19 +49,25 @@ from rolecall.llm.registry import BackendEntry, register_backend
 # shared by all of them, and the models themselves are not safe to call concurrently.
 _LOCK = threading.Lock()
 
-_NO_PATH_FIX = ("give a local model directory (config.json, weights and tokenizer files) "
-                "or a .gguf file, e.g. hf:/models/my-model or hf:embedded; "
-                "hf: never downloads from a model hub")
+_NO_PATH_FIX = (
+    "give a local model directory (config.json, weights and tokenizer files) "
+    "or a .gguf file, e.g. hf:/models/my-model or hf:embedded; "
+    "hf: never downloads from a model hub"
+)
 
 
 class HFOptions(BaseModel):
     """Options of ``hf:`` model strings (``?device=cuda&dtype=bfloat16``)."""
 
     model_config = ConfigDict(extra="forbid")
-    device: str = Field("cpu", pattern=r"^(cpu|auto|mps|cuda(:\d+)?)$",
-                        description="cpu, cuda, cuda:N, mps, or auto (the best one present)")
+    device: str = Field(
+        "cpu",
+        pattern=r"^(cpu|auto|mps|cuda(:\d+)?)$",
+        description="cpu, cuda, cuda:N, mps, or auto (the best one present)",
+    )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
-        None, description="default: float32 on CPU, bfloat16 on a GPU; auto = the model's")
+        None, description="default: float32 on CPU, bfloat16 on a GPU; auto = the model's"
+    )
     gguf_file: str | None = Field(None, description="a GGUF file name inside the directory")
     chat: bool = Field(True, description="serve chat requests with the chat template")
     trust_remote_code: bool = False
@@ -86,15 +92,19 @@ def resolve_location(location: str, gguf_file: str | None = None) -> ResolvedMod
         from rolecall.llm.embedded import embedded_model_path
 
         if gguf_file is not None:
-            raise ConfigError("hf:embedded takes no gguf_file option",
-                              fix="drop ?gguf_file=, or give hf:/dir?gguf_file=NAME")
+            raise ConfigError(
+                "hf:embedded takes no gguf_file option",
+                fix="drop ?gguf_file=, or give hf:/dir?gguf_file=NAME",
+            )
         path = embedded_model_path()
         return ResolvedModel(path.parent, path.name, embedded=True)
     path = Path(location).expanduser().resolve()
     if path.suffix.lower() == ".gguf":
         if gguf_file is not None:
-            raise ConfigError(f"'{location}' is already a .gguf file; ?gguf_file= is extra",
-                              fix="give either hf:/path/file.gguf or hf:/dir?gguf_file=NAME")
+            raise ConfigError(
+                f"'{location}' is already a .gguf file; ?gguf_file= is extra",
+                fix="give either hf:/path/file.gguf or hf:/dir?gguf_file=NAME",
+            )
         path, gguf_file = path.parent, path.name
     if gguf_file is not None:
         if not (path / gguf_file).is_file():
@@ -103,8 +113,9 @@ def resolve_location(location: str, gguf_file: str | None = None) -> ResolvedMod
     if not path.is_dir():
         raise InputFileError(path, "no such model directory", fix=_NO_PATH_FIX)
     if not (path / "config.json").is_file():
-        raise InputFileError(path, "not a transformers model directory (no config.json)",
-                             fix=_NO_PATH_FIX)
+        raise InputFileError(
+            path, "not a transformers model directory (no config.json)", fix=_NO_PATH_FIX
+        )
     return ResolvedModel(path, None)
 
 
@@ -144,8 +155,9 @@ def _pick_dtype(dtype: str | None, device: str) -> Any:
     return getattr(torch, dtype)
 
 
-def load_hf_model(location: str, options: HFOptions | None = None,
-                  resolved: ResolvedModel | None = None) -> tuple[Any, Any]:
+def load_hf_model(
+    location: str, options: HFOptions | None = None, resolved: ResolvedModel | None = None
+) -> tuple[Any, Any]:
     """Load ``(model, tokenizer)`` for an ``hf:`` location; the model is in eval mode.
 
     Training code reuses this, so loading (paths, GGUF, dtype, device) lives in one place.
@@ -159,17 +171,21 @@ def load_hf_model(location: str, options: HFOptions | None = None,
     if resolved.embedded:
         resolved = ResolvedModel(embedded_snapshot(), None, embedded=True)
     device = _pick_device(options.device)
-    common: dict[str, Any] = {"local_files_only": True,
-                              "trust_remote_code": options.trust_remote_code}
+    common: dict[str, Any] = {
+        "local_files_only": True,
+        "trust_remote_code": options.trust_remote_code,
+    }
     if resolved.gguf_file:
         common["gguf_file"] = resolved.gguf_file
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved.directory, **common)
         model = AutoModelForCausalLM.from_pretrained(
-            resolved.directory, **_dtype_kwarg(_pick_dtype(options.dtype, device)), **common)
+            resolved.directory, **_dtype_kwarg(_pick_dtype(options.dtype, device)), **common
+        )
     except (OSError, ValueError) as exc:
-        raise InputFileError(resolved.path, f"transformers cannot load this model: {exc}",
-                             fix=_load_fix(resolved)) from exc
+        raise InputFileError(
+            resolved.path, f"transformers cannot load this model: {exc}", fix=_load_fix(resolved)
+        ) from exc
     model.to(device)
     model.eval()
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
@@ -198,9 +214,9 @@ def embedded_snapshot() -> Path:
     common = {"gguf_file": gguf.name, "local_files_only": True}
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **common)
     model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, **_dtype_kwarg(torch.float32), **common)
-    partial = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".partial",
-                                    dir=gguf.parent))
+        gguf.parent, **_dtype_kwarg(torch.float32), **common
+    )
+    partial = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".partial", dir=gguf.parent))
     # The weights are plain dequantized floats by now; transformers still tags the model
     # as "gguf-quantized" and would refuse to save it, so drop the tag (it has no effect
     # on the numbers).
@@ -231,8 +247,10 @@ def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
 
 def _load_fix(resolved: ResolvedModel) -> str:
     if resolved.gguf_file:
-        return ("check that the gguf package is installed (pip install gguf) and that "
-                "transformers supports this GGUF architecture; or use llamacpp: for it")
+        return (
+            "check that the gguf package is installed (pip install gguf) and that "
+            "transformers supports this GGUF architecture; or use llamacpp: for it"
+        )
     return "check that the directory holds a complete causal-LM checkpoint and tokenizer"
 
 
@@ -248,7 +266,7 @@ class _Penalties:
         import torch
 
         for row in range(input_ids.shape[0]):
-            counts = torch.bincount(input_ids[row, self.start:], minlength=scores.shape[-1])
+            counts = torch.bincount(input_ids[row, self.start :], minlength=scores.shape[-1])
             counts = counts[: scores.shape[-1]].to(scores.dtype)
             scores[row] -= self.frequency * counts + self.presence * (counts > 0).to(scores.dtype)
         return scores
@@ -285,8 +303,9 @@ class HFBackend(Backend):
         check_capabilities(self, request)  # direct callers get the same refusal as LLM's
         with _LOCK:
             if request.kind == "score":
-                return self._score(request.prompt or "", request.score_text or "",
-                                   request.params.logprobs)
+                return self._score(
+                    request.prompt or "", request.score_text or "", request.params.logprobs
+                )
             ids = self._prompt_ids(request)
             return self._generate(ids, request.params, sample_index)
 
@@ -300,8 +319,11 @@ class HFBackend(Backend):
         start = self.tokenizer.bos_token_id
         start = self.tokenizer.eos_token_id if start is None else start
         if start is None:
-            raise BackendError(f"{self.model_id}: an empty prompt needs a BOS or EOS token "
-                               "and this tokenizer has neither", fix="give a non-empty prompt")
+            raise BackendError(
+                f"{self.model_id}: an empty prompt needs a BOS or EOS token "
+                "and this tokenizer has neither",
+                fix="give a non-empty prompt",
+            )
         return start
 
     def _prompt_ids(self, request: Request) -> list[int]:
@@ -311,11 +333,13 @@ class HFBackend(Backend):
         messages = [m.model_dump() for m in request.messages or ()]
         try:
             text = self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True)
+                messages, tokenize=False, add_generation_prompt=True
+            )
         except Exception as exc:  # jinja errors, e.g. a template that refuses "system"
-            raise BackendError(f"the chat template of {self.model_id} failed: {exc}",
-                               fix="check the message roles this model's template accepts"
-                               ) from exc
+            raise BackendError(
+                f"the chat template of {self.model_id} failed: {exc}",
+                fix="check the message roles this model's template accepts",
+            ) from exc
         # The template writes the special tokens (BOS) itself; adding them again would
         # double them.
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -331,11 +355,13 @@ class HFBackend(Backend):
         penalties = _Penalties(len(ids), params.presence_penalty, params.frequency_penalty)
         with torch.inference_mode():
             out = self.model.generate(
-                input_ids, attention_mask=torch.ones_like(input_ids),
+                input_ids,
+                attention_mask=torch.ones_like(input_ids),
                 generation_config=self._generation_config(params),
                 stopping_criteria=[stopper] if params.stop else None,
-                logits_processor=[penalties] if penalties.active else None)
-        generated = out.sequences[0, len(ids):].tolist()
+                logits_processor=[penalties] if penalties.active else None,
+            )
+        generated = out.sequences[0, len(ids) :].tolist()
         eos = _eos_ids(self.model.generation_config)
         ended_by_eos = bool(generated) and generated[-1] in eos
         kept = generated[:-1] if ended_by_eos else generated
@@ -344,13 +370,18 @@ class HFBackend(Backend):
         cut = _first_stop(text, params.stop)
         if cut is not None:
             text, finish = text[:cut], "stop"
-            kept = kept[:self._tokens_covering(kept, text)]
+            kept = kept[: self._tokens_covering(kept, text)]
         logprobs = None
         if params.logprobs is not None:
-            logits = torch.stack(out.logits[:len(kept)], dim=1)[0] if kept else None
+            logits = torch.stack(out.logits[: len(kept)], dim=1)[0] if kept else None
             logprobs = self._token_logprobs(logits, kept, params.logprobs)
-        return Completion(text=text, finish_reason=finish, tokens_in=len(ids),
-                          tokens_out=len(generated), logprobs=logprobs)
+        return Completion(
+            text=text,
+            finish_reason=finish,
+            tokens_in=len(ids),
+            tokens_out=len(generated),
+            logprobs=logprobs,
+        )
 
     def _generation_config(self, params: SamplingParams) -> Any:
         """The request's sampling settings, every one set explicitly.
@@ -363,14 +394,25 @@ class HFBackend(Backend):
 
         shipped = self.model.generation_config
         # greedy decoding ignores the sampling knobs (and warns when they are set)
-        knobs = {"temperature": params.temperature, "top_p": params.top_p, "top_k": 0,
-                 "min_p": 0.0} if params.temperature > 0 else {}
+        knobs = (
+            {"temperature": params.temperature, "top_p": params.top_p, "top_k": 0, "min_p": 0.0}
+            if params.temperature > 0
+            else {}
+        )
         return GenerationConfig(
-            max_new_tokens=params.max_tokens, do_sample=bool(knobs), num_beams=1,
-            repetition_penalty=1.0, output_logits=True, return_dict_in_generate=True,
-            eos_token_id=shipped.eos_token_id, bos_token_id=shipped.bos_token_id,
-            pad_token_id=self.tokenizer.pad_token_id if shipped.pad_token_id is None
-            else shipped.pad_token_id, **knobs)
+            max_new_tokens=params.max_tokens,
+            do_sample=bool(knobs),
+            num_beams=1,
+            repetition_penalty=1.0,
+            output_logits=True,
+            return_dict_in_generate=True,
+            eos_token_id=shipped.eos_token_id,
+            bos_token_id=shipped.bos_token_id,
+            pad_token_id=self.tokenizer.pad_token_id
+            if shipped.pad_token_id is None
+            else shipped.pad_token_id,
+            **knobs,
+        )
 
     def _tokens_covering(self, tokens: list[int], text: str) -> int:
         """How many of ``tokens`` it takes to spell ``text`` (the part before a stop)."""
@@ -390,11 +432,17 @@ class HFBackend(Backend):
         top_v, top_i = logp.topk(k, dim=-1) if k > 0 else (None, None)
         result = []
         for row, token in enumerate(tokens):
-            top = [] if top_i is None else [
-                TopLogprob(token=self._piece(int(i)), logprob=float(v))
-                for v, i in zip(top_v[row].tolist(), top_i[row].tolist(), strict=True)]
-            result.append(TokenLogprob(token=self._piece(token),
-                                       logprob=float(chosen[row]), top=top))
+            top = (
+                []
+                if top_i is None
+                else [
+                    TopLogprob(token=self._piece(int(i)), logprob=float(v))
+                    for v, i in zip(top_v[row].tolist(), top_i[row].tolist(), strict=True)
+                ]
+            )
+            result.append(
+                TokenLogprob(token=self._piece(token), logprob=float(chosen[row]), top=top)
+            )
         return result
 
     def _piece(self, token: int) -> str:
@@ -414,14 +462,21 @@ class HFBackend(Backend):
             # token; condition on a document-start token, like lm-eval-harness does.
             full, context = [self._start_token(), *full], 1
         if context >= len(full):
-            raise BackendError(f"{self.model_id}: score_text {continuation!r} adds no tokens",
-                               fix="score a non-empty continuation")
+            raise BackendError(
+                f"{self.model_id}: score_text {continuation!r} adds no tokens",
+                fix="score a non-empty continuation",
+            )
         with torch.inference_mode():
             logits = self.model(torch.tensor([full], device=self.device)).logits[0]
         # logits at position i predict token i+1
-        logprobs = self._token_logprobs(logits[context - 1:-1], full[context:], top_k or 0)
-        return Completion(text=continuation, finish_reason="stop", tokens_in=len(full),
-                          tokens_out=0, logprobs=logprobs)
+        logprobs = self._token_logprobs(logits[context - 1 : -1], full[context:], top_k or 0)
+        return Completion(
+            text=continuation,
+            finish_reason="stop",
+            tokens_in=len(full),
+            tokens_out=0,
+            logprobs=logprobs,
+        )
 
 
 def _context_length(prompt_ids: list[int], full_ids: list[int]) -> int:
@@ -471,11 +526,10 @@ class _StopStrings:
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
-        tail = input_ids[0, self.prompt_length:][-self.window:].tolist()
+        tail = input_ids[0, self.prompt_length :][-self.window :].tolist()
         text = self.tokenizer.decode(tail, skip_special_tokens=True)
         done = any(s in text for s in self.stops)
-        return torch.full((input_ids.shape[0],), done, dtype=torch.bool,
-                          device=input_ids.device)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
 def _model_id(resolved: ResolvedModel, dtype: str) -> str:
@@ -492,10 +546,13 @@ def _model_id(resolved: ResolvedModel, dtype: str) -> str:
     return base if dtype == "float32" else f"{base}?dtype={dtype}"
 
 
-register_backend("hf", BackendEntry(
-    factory=HFBackend,
-    options=HFOptions,
-    summary="Hugging Face transformers in-process: local model dirs and GGUF files; "
-            "log-likelihood scoring and logprobs (needs torch and transformers)",
-    requires=("torch", "transformers"),
-))
+register_backend(
+    "hf",
+    BackendEntry(
+        factory=HFBackend,
+        options=HFOptions,
+        summary="Hugging Face transformers in-process: local model dirs and GGUF files; "
+        "log-likelihood scoring and logprobs (needs torch and transformers)",
+        requires=("torch", "transformers"),
+    ),
+)

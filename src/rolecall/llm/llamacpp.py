@@ -72,9 +72,12 @@ class LlamaCppBackend(Backend):
         else:
             path = Path(location).expanduser()
             if not path.is_file():
-                raise InputFileError(path, "GGUF model file not found",
-                                     fix="give the path of a .gguf file, or use "
-                                         "'llamacpp:embedded' for the built-in model")
+                raise InputFileError(
+                    path,
+                    "GGUF model file not found",
+                    fix="give the path of a .gguf file, or use "
+                    "'llamacpp:embedded' for the built-in model",
+                )
             stat = path.stat()
             self.model_id = f"{path.resolve()}@{stat.st_size}-{int(stat.st_mtime)}"
         self.path = path
@@ -93,13 +96,22 @@ class LlamaCppBackend(Backend):
         _route_llama_logs()
 
         try:
-            return Llama(model_path=str(path), n_ctx=options.n_ctx, n_batch=options.n_batch,
-                         n_threads=options.n_threads or max(1, (os.cpu_count() or 2)),
-                         n_gpu_layers=options.n_gpu_layers, logits_all=False,
-                         last_n_tokens_size=options.n_ctx, verbose=False)
+            return Llama(
+                model_path=str(path),
+                n_ctx=options.n_ctx,
+                n_batch=options.n_batch,
+                n_threads=options.n_threads or max(1, (os.cpu_count() or 2)),
+                n_gpu_layers=options.n_gpu_layers,
+                logits_all=False,
+                last_n_tokens_size=options.n_ctx,
+                verbose=False,
+            )
         except ValueError as exc:
-            raise InputFileError(path, f"llama.cpp cannot open this model ({exc})",
-                                 fix="check that it is a complete GGUF file") from None
+            raise InputFileError(
+                path,
+                f"llama.cpp cannot open this model ({exc})",
+                fix="check that it is a complete GGUF file",
+            ) from None
 
     # -- the one method -------------------------------------------------------------
     def complete(self, request: Request, sample_index: int = 0) -> Completion:
@@ -108,8 +120,9 @@ class LlamaCppBackend(Backend):
             prompt_tokens = self._prompt_tokens(request)
             self._check_context(prompt_tokens, 0 if request.score_text else params.max_tokens)
             if request.kind == "score":
-                return self._score(prompt_tokens, request.prompt, request.score_text,
-                                   params.logprobs or 0)
+                return self._score(
+                    prompt_tokens, request.prompt, request.score_text, params.logprobs or 0
+                )
             self._kv_prefix = None  # generation rewrites the KV cache
             seed = (params.seed or 0) + sample_index
             if not self.options.prefix_cache:
@@ -122,17 +135,20 @@ class LlamaCppBackend(Backend):
     # -- prompts --------------------------------------------------------------------
     def _prompt_tokens(self, request: Request) -> list[int]:
         if request.kind != "chat":
-            return self._llm.tokenize(request.prompt.encode("utf-8"), add_bos=True,
-                                      special=False)
+            return self._llm.tokenize(request.prompt.encode("utf-8"), add_bos=True, special=False)
         if not self._chat_template:
             raise UnsupportedCapability(
                 f"the model {self.model_id} has no chat template, so it cannot take messages",
-                fix="send a plain prompt (few-shot completion), or use a chat model")
+                fix="send a plain prompt (few-shot completion), or use a chat model",
+            )
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         formatter = Jinja2ChatFormatter(
-            self._chat_template, eos_token=self._token_text(self._llm.token_eos()),
-            bos_token=self._token_text(self._llm.token_bos()), add_generation_prompt=True)
+            self._chat_template,
+            eos_token=self._token_text(self._llm.token_eos()),
+            bos_token=self._token_text(self._llm.token_bos()),
+            add_generation_prompt=True,
+        )
         rendered = formatter(messages=[m.model_dump() for m in request.messages]).prompt
         # subtle: the rendered template already holds the BOS text, so no second BOS.
         return self._llm.tokenize(rendered.encode("utf-8"), add_bos=False, special=True)
@@ -145,7 +161,8 @@ class LlamaCppBackend(Backend):
             raise ConfigError(
                 f"prompt ({len(prompt_tokens)} tokens) + max_tokens ({max_tokens}) exceeds "
                 f"the context window ({self.options.n_ctx})",
-                fix="shorten the prompt, lower max_tokens, or add ?n_ctx=N to the model string")
+                fix="shorten the prompt, lower max_tokens, or add ?n_ctx=N to the model string",
+            )
 
     @staticmethod
     def _grammar(params: SamplingParams):
@@ -155,28 +172,41 @@ class LlamaCppBackend(Backend):
 
         try:
             if params.json_schema is not None:
-                return LlamaGrammar.from_json_schema(json.dumps(params.json_schema),
-                                                     verbose=False)
+                return LlamaGrammar.from_json_schema(json.dumps(params.json_schema), verbose=False)
             return LlamaGrammar.from_string(params.grammar, verbose=False)
         except Exception as exc:
-            raise ConfigError(f"llama.cpp cannot compile the output constraint ({exc})",
-                              fix="check the JSON schema / GBNF grammar") from None
+            raise ConfigError(
+                f"llama.cpp cannot compile the output constraint ({exc})",
+                fix="check the JSON schema / GBNF grammar",
+            ) from None
 
     # -- generation -----------------------------------------------------------------
     def _generate_fast(self, tokens, params: SamplingParams, seed: int, grammar) -> Completion:
         out = self._llm.create_completion(
-            tokens, max_tokens=params.max_tokens, temperature=params.temperature,
-            top_p=params.top_p, top_k=0, min_p=0.0, repeat_penalty=1.0,
+            tokens,
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=0,
+            min_p=0.0,
+            repeat_penalty=1.0,
             presence_penalty=params.presence_penalty,
             frequency_penalty=params.frequency_penalty,
-            stop=list(params.stop) or None, seed=seed, grammar=grammar)
+            stop=list(params.stop) or None,
+            seed=seed,
+            grammar=grammar,
+        )
         choice = out["choices"][0]
-        return Completion(text=choice["text"], finish_reason=choice["finish_reason"],
-                          tokens_in=out["usage"]["prompt_tokens"],
-                          tokens_out=out["usage"]["completion_tokens"])
+        return Completion(
+            text=choice["text"],
+            finish_reason=choice["finish_reason"],
+            tokens_in=out["usage"]["prompt_tokens"],
+            tokens_out=out["usage"]["completion_tokens"],
+        )
 
-    def _generate_with_logprobs(self, tokens, params: SamplingParams, seed: int,
-                                grammar) -> Completion:
+    def _generate_with_logprobs(
+        self, tokens, params: SamplingParams, seed: int, grammar
+    ) -> Completion:
         import llama_cpp
 
         llm, k = self._llm, params.logprobs
@@ -184,10 +214,18 @@ class LlamaCppBackend(Backend):
         out: list[int] = []
         steps: list[TokenLogprob] = []
         text, finish = "", "length"
-        stream = llm.generate(tokens, top_k=0, top_p=params.top_p, min_p=0.0,
-                              temp=params.temperature, repeat_penalty=1.0, grammar=grammar,
-                              presence_penalty=params.presence_penalty,
-                              frequency_penalty=params.frequency_penalty, reset=True)
+        stream = llm.generate(
+            tokens,
+            top_k=0,
+            top_p=params.top_p,
+            min_p=0.0,
+            temp=params.temperature,
+            repeat_penalty=1.0,
+            grammar=grammar,
+            presence_penalty=params.presence_penalty,
+            frequency_penalty=params.frequency_penalty,
+            reset=True,
+        )
         for token in stream:
             if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
                 finish = "stop"
@@ -204,30 +242,38 @@ class LlamaCppBackend(Backend):
             if len(out) >= params.max_tokens:
                 break
         stream.close()
-        return Completion(text=text, finish_reason=finish, tokens_in=len(tokens),
-                          tokens_out=len(out), logprobs=steps)
+        return Completion(
+            text=text,
+            finish_reason=finish,
+            tokens_in=len(tokens),
+            tokens_out=len(out),
+            logprobs=steps,
+        )
 
-    def _token_logprob(self, logprobs: np.ndarray, token: int, k: int,
-                       previous: list[int]) -> TokenLogprob:
+    def _token_logprob(
+        self, logprobs: np.ndarray, token: int, k: int, previous: list[int]
+    ) -> TokenLogprob:
         top: list[TopLogprob] = []
         if k:
             best = np.argpartition(-logprobs, k)[:k]
             best = best[np.argsort(-logprobs[best])]
-            top = [TopLogprob(token=self._piece(int(i), previous), logprob=float(logprobs[i]))
-                   for i in best]
-        return TokenLogprob(token=self._piece(token, previous), logprob=float(logprobs[token]),
-                            top=top)
+            top = [
+                TopLogprob(token=self._piece(int(i), previous), logprob=float(logprobs[i]))
+                for i in best
+            ]
+        return TokenLogprob(
+            token=self._piece(token, previous), logprob=float(logprobs[token]), top=top
+        )
 
     def _piece(self, token: int, previous: list[int]) -> str:
-        return self._llm.detokenize([token], prev_tokens=previous).decode("utf-8",
-                                                                           errors="replace")
+        return self._llm.detokenize([token], prev_tokens=previous).decode("utf-8", errors="replace")
 
     # -- scoring --------------------------------------------------------------------
-    def _score(self, prompt_tokens: list[int], prompt: str, continuation: str,
-               k: int) -> Completion:
+    def _score(
+        self, prompt_tokens: list[int], prompt: str, continuation: str, k: int
+    ) -> Completion:
         llm = self._llm
-        full = llm.tokenize((prompt + continuation).encode("utf-8"), add_bos=True,
-                            special=False)
+        full = llm.tokenize((prompt + continuation).encode("utf-8"), add_bos=True, special=False)
         # subtle: tokens can merge across the prompt/continuation boundary; the scored
         # tokens are those after the longest common prefix of the two tokenisations.
         start = _common_prefix(prompt_tokens, full)
@@ -238,8 +284,13 @@ class LlamaCppBackend(Backend):
         for j in range(start, len(full)):
             lp = log_softmax(logits[j - start])
             steps.append(self._token_logprob(lp, full[j], k, full[:j]))
-        return Completion(text=continuation, finish_reason="score",
-                          tokens_in=len(full), tokens_out=0, logprobs=steps)
+        return Completion(
+            text=continuation,
+            finish_reason="score",
+            tokens_in=len(full),
+            tokens_out=0,
+            logprobs=steps,
+        )
 
     def _logits_from(self, tokens: list[int], first: int) -> np.ndarray:
         """Logits predicting tokens[first + 1:], one row per position ``first..len-2``.
@@ -257,16 +308,17 @@ class LlamaCppBackend(Backend):
             self._kv_prefix = None
             llm._ctx.kv_cache_seq_rm(-1, 0, -1)
             for begin in range(0, len(prefix), llm.n_batch):
-                self._decode(prefix[begin: begin + llm.n_batch], begin, logits=False)
+                self._decode(prefix[begin : begin + llm.n_batch], begin, logits=False)
             self._kv_prefix = prefix
         else:
             llm._ctx.kv_cache_seq_rm(-1, first, -1)  # drop the previous continuation
         rows = []
         for begin in range(first, len(tokens) - 1, llm.n_batch):
-            chunk = tokens[begin: min(len(tokens) - 1, begin + llm.n_batch)]
+            chunk = tokens[begin : min(len(tokens) - 1, begin + llm.n_batch)]
             self._decode(chunk, begin, logits=True)
-            flat = np.ctypeslib.as_array(llm._ctx.get_logits(),
-                                         shape=(len(chunk) * self._vocab_size,))
+            flat = np.ctypeslib.as_array(
+                llm._ctx.get_logits(), shape=(len(chunk) * self._vocab_size,)
+            )
             rows.append(flat.reshape(len(chunk), self._vocab_size).copy())
         return np.concatenate(rows)
 
@@ -312,6 +364,12 @@ def _first_stop(text: str, stops) -> int | None:
     return min(hits) if hits else None
 
 
-register_backend("llamacpp", BackendEntry(
-    factory=LlamaCppBackend, options=LlamaCppOptions, requires=("llama_cpp",),
-    summary="GGUF in-process via llama-cpp-python; 'embedded' = Gemma 3 270M"))
+register_backend(
+    "llamacpp",
+    BackendEntry(
+        factory=LlamaCppBackend,
+        options=LlamaCppOptions,
+        requires=("llama_cpp",),
+        summary="GGUF in-process via llama-cpp-python; 'embedded' = Gemma 3 270M",
+    ),
+)

@@ -114,17 +114,20 @@ class OpenAIBackend(Backend):
                 f"'openai:' ({self.base_url}) cannot constrain a plain-prompt completion to a "
                 "JSON schema: OpenAI-compatible servers have no common parameter for it",
                 fix="send the request as chat messages (response_format is used then), or "
-                    "use 'llamacpp:' for schema-constrained plain prompts")
+                "use 'llamacpp:' for schema-constrained plain prompts",
+            )
 
     def complete(self, request: Request, sample_index: int = 0) -> Completion:
         self.check_request(request)  # also here: a server would silently ignore the schema
         args = self._common_args(request, sample_index)
         try:
             if request.kind == "chat":
-                return _chat_completion(self._client.chat.completions.create(
-                    messages=[m.model_dump() for m in request.messages or ()], **args))
-            return _text_completion(self._client.completions.create(
-                prompt=request.prompt, **args))
+                return _chat_completion(
+                    self._client.chat.completions.create(
+                        messages=[m.model_dump() for m in request.messages or ()], **args
+                    )
+                )
+            return _text_completion(self._client.completions.create(prompt=request.prompt, **args))
         except Exception as exc:
             raise self._backend_error(exc) from exc
 
@@ -134,8 +137,12 @@ class OpenAIBackend(Backend):
 
     def _common_args(self, request: Request, sample_index: int) -> dict[str, Any]:
         params = request.params
-        args: dict[str, Any] = {"model": self.model, "max_tokens": params.max_tokens,
-                                "temperature": params.temperature, "top_p": params.top_p}
+        args: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+        }
         if params.stop:
             args["stop"] = list(params.stop)
         for penalty in ("presence_penalty", "frequency_penalty"):
@@ -150,8 +157,10 @@ class OpenAIBackend(Backend):
             else:
                 args["logprobs"] = params.logprobs
         if params.json_schema is not None:  # chat only: check_request refuses the rest
-            args["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "output", "schema": params.json_schema, "strict": True}}
+            args["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": params.json_schema, "strict": True},
+            }
         return args
 
     def _discover_model(self) -> str:
@@ -170,7 +179,8 @@ class OpenAIBackend(Backend):
         raise BadModelString(
             f"the model string names no model and the server at {self.base_url} serves "
             f"{len(names)} models ({listed}), so rolecall cannot pick one",
-            fix=f"add ?model=NAME to openai:{self.base_url}")
+            fix=f"add ?model=NAME to openai:{self.base_url}",
+        )
 
     def _backend_error(self, exc: Exception) -> BackendError:
         """Translate an SDK exception: transient ones are retried by ``LLM``."""
@@ -180,13 +190,17 @@ class OpenAIBackend(Backend):
         if isinstance(exc, BackendError):  # raised by the response parsing here
             return BackendError(f"{where}: {exc.message}", exc.fix, exc.transient)
         if isinstance(exc, openai.APITimeoutError):
-            return BackendError(f"{where}: no answer within {self.options.timeout:g}s",
-                                fix="raise ?timeout=SECONDS or lower max_tokens/concurrency",
-                                transient=True)
+            return BackendError(
+                f"{where}: no answer within {self.options.timeout:g}s",
+                fix="raise ?timeout=SECONDS or lower max_tokens/concurrency",
+                transient=True,
+            )
         if isinstance(exc, openai.APIConnectionError):
-            return BackendError(f"{where}: cannot connect ({_cause(exc)})",
-                                fix="start the server, or check the host and port in the URL",
-                                transient=True)
+            return BackendError(
+                f"{where}: cannot connect ({_cause(exc)})",
+                fix="start the server, or check the host and port in the URL",
+                transient=True,
+            )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             # the SDK's message repeats the status ("Error code: 500 - {...}"): drop that
@@ -195,34 +209,45 @@ class OpenAIBackend(Backend):
             if status >= 500 and _is_request_validation_error(message):
                 return BackendError(detail, fix=self._status_fix(400, message))
             if status >= 500 or status in _TRANSIENT_STATUS:
-                return BackendError(detail, fix="wait for the server, or lower the concurrency",
-                                    transient=True)
+                return BackendError(
+                    detail, fix="wait for the server, or lower the concurrency", transient=True
+                )
             return BackendError(detail, fix=self._status_fix(status, message))
         if isinstance(exc, openai.OpenAIError):  # e.g. a response that is not the API's JSON
-            return BackendError(f"{where}: {_short(str(exc))}",
-                                fix="check that the URL points at an OpenAI-compatible API")
+            return BackendError(
+                f"{where}: {_short(str(exc))}",
+                fix="check that the URL points at an OpenAI-compatible API",
+            )
         return BackendError(f"{where}: {type(exc).__name__}: {_short(str(exc))}")
 
     def _status_fix(self, status: int, message: str = "") -> str:
         env = self.options.api_key_env
         if status == 401:
             state = "is set but was refused" if self._key_was_set else "is not set"
-            return (f"set the environment variable {env} to a valid API key ({env} {state}); "
-                    "or name another variable with ?api_key_env=NAME")
+            return (
+                f"set the environment variable {env} to a valid API key ({env} {state}); "
+                "or name another variable with ?api_key_env=NAME"
+            )
         if status == 403:
             return f"the key in {env} has no access to model '{self.model}'; use another key"
         if status == 404:
-            return (f"check the model name (?model={self.model}; GET {self.base_url}/models "
-                    "lists them) and that the base URL ends with /v1; for a chat-only "
-                    "server add ?completion=false, for a model without chat template "
-                    "?chat=false")
+            return (
+                f"check the model name (?model={self.model}; GET {self.base_url}/models "
+                "lists them) and that the base URL ends with /v1; for a chat-only "
+                "server add ?completion=false, for a model without chat template "
+                "?chat=false"
+            )
         if "response_format" in message:
-            return ("this server does not take response_format with a JSON schema: add "
-                    "?json_schema=false to the model string so that such requests are "
-                    "refused up front, or serve the model with vLLM, SGLang or llama-server")
-        return ("the server refused the request's parameters; if it cannot do logprobs, "
-                "json_schema or chat, say so in the model string (?logprobs=false, "
-                "?json_schema=false, ?chat=false)")
+            return (
+                "this server does not take response_format with a JSON schema: add "
+                "?json_schema=false to the model string so that such requests are "
+                "refused up front, or serve the model with vLLM, SGLang or llama-server"
+            )
+        return (
+            "the server refused the request's parameters; if it cannot do logprobs, "
+            "json_schema or chat, say so in the model string (?logprobs=false, "
+            "?json_schema=false, ?chat=false)"
+        )
 
 
 def check_base_url(url: str) -> str:
@@ -230,18 +255,23 @@ def check_base_url(url: str) -> str:
     example = "openai:http://localhost:8000/v1?model=NAME"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
-        raise BadModelString(f"'{url}' is not an http:// or https:// URL",
-                             fix=f"write the server's base URL, e.g. {example}")
+        raise BadModelString(
+            f"'{url}' is not an http:// or https:// URL",
+            fix=f"write the server's base URL, e.g. {example}",
+        )
     try:
         port_ok = parts.port is None or parts.port > 0
     except ValueError:
         port_ok = False
     if not parts.hostname or not port_ok:
-        raise BadModelString(f"'{url}' has no valid host[:port]",
-                             fix=f"write the server's base URL, e.g. {example}")
+        raise BadModelString(
+            f"'{url}' has no valid host[:port]", fix=f"write the server's base URL, e.g. {example}"
+        )
     if parts.query or parts.fragment:
-        raise BadModelString(f"'{url}' has a query or fragment, a base URL has neither",
-                             fix=f"put options after '?' only once, e.g. {example}")
+        raise BadModelString(
+            f"'{url}' has a query or fragment, a base URL has neither",
+            fix=f"put options after '?' only once, e.g. {example}",
+        )
     return url.rstrip("/")
 
 
@@ -265,8 +295,10 @@ def _text_completion(response: Any) -> Completion:
             if logprob is None:  # subtle: only an echoed first prompt token has none
                 continue
             top = tops[i] if i < len(tops) and tops[i] else {}
-            alts = sorted((TopLogprob(token=t, logprob=_finite(lp)) for t, lp in top.items()),
-                          key=lambda a: -a.logprob)
+            alts = sorted(
+                (TopLogprob(token=t, logprob=_finite(lp)) for t, lp in top.items()),
+                key=lambda a: -a.logprob,
+            )
             tokens.append(TokenLogprob(token=token, logprob=_finite(logprob), top=alts))
     return _completion(response, choice.text or "", choice.finish_reason, tokens)
 
@@ -278,27 +310,42 @@ def _chat_completion(response: Any) -> Completion:
     raw = getattr(choice, "logprobs", None)
     if raw is not None and raw.content is not None:
         tokens = [
-            TokenLogprob(token=item.token, logprob=_finite(item.logprob), top=sorted(
-                (TopLogprob(token=alt.token, logprob=_finite(alt.logprob))
-                 for alt in item.top_logprobs or ()), key=lambda a: -a.logprob))
+            TokenLogprob(
+                token=item.token,
+                logprob=_finite(item.logprob),
+                top=sorted(
+                    (
+                        TopLogprob(token=alt.token, logprob=_finite(alt.logprob))
+                        for alt in item.top_logprobs or ()
+                    ),
+                    key=lambda a: -a.logprob,
+                ),
+            )
             for item in raw.content
         ]
     return _completion(response, choice.message.content or "", choice.finish_reason, tokens)
 
 
-def _completion(response: Any, text: str, finish: str | None,
-                tokens: list[TokenLogprob] | None) -> Completion:
+def _completion(
+    response: Any, text: str, finish: str | None, tokens: list[TokenLogprob] | None
+) -> Completion:
     usage = getattr(response, "usage", None)
     tokens_out = (usage.completion_tokens if usage else 0) or len(tokens or ())
-    return Completion(text=text, finish_reason=finish, logprobs=tokens,
-                      tokens_in=(usage.prompt_tokens if usage else 0) or 0,
-                      tokens_out=tokens_out or 0)
+    return Completion(
+        text=text,
+        finish_reason=finish,
+        logprobs=tokens,
+        tokens_in=(usage.prompt_tokens if usage else 0) or 0,
+        tokens_out=tokens_out or 0,
+    )
 
 
 def _first_choice(response: Any) -> Any:
     if not getattr(response, "choices", None):
-        raise BackendError("the server answered with no choices",
-                           fix="check that the URL points at an OpenAI-compatible API")
+        raise BackendError(
+            "the server answered with no choices",
+            fix="check that the URL points at an OpenAI-compatible API",
+        )
     return response.choices[0]
 
 
@@ -317,9 +364,12 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-register_backend("openai", BackendEntry(
-    factory=OpenAIBackend,
-    options=OpenAIOptions,
-    summary="any OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp server, hosted)",
-    requires=("openai",),
-))
+register_backend(
+    "openai",
+    BackendEntry(
+        factory=OpenAIBackend,
+        options=OpenAIOptions,
+        summary="any OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp server, hosted)",
+        requires=("openai",),
+    ),
+)

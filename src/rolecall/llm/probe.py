@@ -24,14 +24,30 @@ from pathlib import Path
 PROMPT = "한국어로 인사해 주세요: 안녕하세요,"
 MAX_TOKENS = 16
 # the CPU features that decide which llama.cpp builds run (x86-64)
-FEATURES = ("sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f",
-            "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8",
-            "amx_bf16")
+FEATURES = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "bmi2",
+    "avx_vnni",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
 BUILD_RECORD = "llama-build.json"  # written into the venv by scripts/setup.sh
-SETUP_FIX = ("rebuild llama-cpp-python portably: delete .venv and run 'make test' (or "
-             "'bash scripts/setup.sh'), which builds with GGML_NATIVE=OFF and a fixed "
-             "instruction set; to choose the set yourself, set ROLECALL_LLAMA_CMAKE_ARGS, "
-             "e.g. \"-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON\"")
+SETUP_FIX = (
+    "rebuild llama-cpp-python portably: delete .venv and run 'make test' (or "
+    "'bash scripts/setup.sh'), which builds with GGML_NATIVE=OFF and a fixed "
+    "instruction set; to choose the set yourself, set ROLECALL_LLAMA_CMAKE_ARGS, "
+    'e.g. "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"'
+)
 
 
 @dataclass
@@ -78,11 +94,15 @@ def build_summary() -> str:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
-        return ("not recorded: this llama-cpp-python was not built by scripts/setup.sh "
-                "(a pip install from source builds for the build host's CPU, "
-                "GGML_NATIVE=ON)")
-    return (f"llama-cpp-python {record.get('version')} {record.get('level')}: "
-            f"{record.get('cmake_args')}")
+        return (
+            "not recorded: this llama-cpp-python was not built by scripts/setup.sh "
+            "(a pip install from source builds for the build host's CPU, "
+            "GGML_NATIVE=ON)"
+        )
+    return (
+        f"llama-cpp-python {record.get('version')} {record.get('level')}: "
+        f"{record.get('cmake_args')}"
+    )
 
 
 def _child_main(model: str) -> None:
@@ -104,19 +124,33 @@ def _child_main(model: str) -> None:
         backend = load_backend(model)
         loaded = time.perf_counter()
         llm = LLM(backend, retries=0)
-        completion = llm.complete(Request(prompt=PROMPT, params=SamplingParams(
-            temperature=0.0, max_tokens=MAX_TOKENS)))
+        completion = llm.complete(
+            Request(prompt=PROMPT, params=SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS))
+        )
     except RolecallError as exc:
-        print(json.dumps({"event": "error", "message": exc.message, "fix": exc.fix},
-                         ensure_ascii=False), flush=True)
+        print(
+            json.dumps(
+                {"event": "error", "message": exc.message, "fix": exc.fix}, ensure_ascii=False
+            ),
+            flush=True,
+        )
         sys.exit(1)
     done = time.perf_counter()
-    print(json.dumps({"event": "done", "model_id": llm.model_id, "text": completion.text,
-                      "tokens_out": completion.tokens_out,
-                      "load_seconds": round(loaded - started, 3),
-                      "generate_seconds": round(done - loaded, 3),
-                      "capabilities": sorted(k for k, v in backend.capabilities().items()
-                                             if v)}, ensure_ascii=False), flush=True)
+    print(
+        json.dumps(
+            {
+                "event": "done",
+                "model_id": llm.model_id,
+                "text": completion.text,
+                "tokens_out": completion.tokens_out,
+                "load_seconds": round(loaded - started, 3),
+                "generate_seconds": round(done - loaded, 3),
+                "capabilities": sorted(k for k, v in backend.capabilities().items() if v),
+            },
+            ensure_ascii=False,
+        ),
+        flush=True,
+    )
 
 
 def probe_model(model: str | None = None, timeout: float = 300.0) -> ProbeResult:
@@ -125,17 +159,30 @@ def probe_model(model: str | None = None, timeout: float = 300.0) -> ProbeResult
 
     model = model or default_model()
     started = time.perf_counter()
-    command = [sys.executable, "-X", "faulthandler", "-m", "rolecall.llm.probe", "--child",
-               model]
+    command = [sys.executable, "-X", "faulthandler", "-m", "rolecall.llm.probe", "--child", model]
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     except subprocess.TimeoutExpired:
-        return ProbeResult(model, False, None, round(time.perf_counter() - started, 2),
-                           error=f"no answer within {timeout:.0f} s")
-    result = ProbeResult(model, False, proc.returncode,
-                         round(time.perf_counter() - started, 2),
-                         stderr_tail=_crash_report(proc.stderr))
+        return ProbeResult(
+            model,
+            False,
+            None,
+            round(time.perf_counter() - started, 2),
+            error=f"no answer within {timeout:.0f} s",
+        )
+    result = ProbeResult(
+        model,
+        False,
+        proc.returncode,
+        round(time.perf_counter() - started, 2),
+        stderr_tail=_crash_report(proc.stderr),
+    )
     for line in proc.stdout.splitlines():
         try:
             event = json.loads(line)
@@ -150,8 +197,9 @@ def probe_model(model: str | None = None, timeout: float = 300.0) -> ProbeResult
     if proc.returncode < 0:
         result.signal = signal.Signals(-proc.returncode).name
     elif proc.returncode != 0 or not result.answer:
-        result.error = (result.error or _last_error_line(proc.stderr)
-                        or f"exit status {proc.returncode}")
+        result.error = (
+            result.error or _last_error_line(proc.stderr) or f"exit status {proc.returncode}"
+        )
     else:
         result.ok = True
     return result
@@ -161,7 +209,7 @@ def _crash_report(stderr: str, keep: int = 12) -> str:
     """faulthandler's report (from its "Fatal Python error" line), else the last lines."""
     lines = stderr.strip().splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("Fatal Python error")]
-    return "\n".join(lines[starts[0]:starts[0] + keep] if starts else lines[-keep:])
+    return "\n".join(lines[starts[0] : starts[0] + keep] if starts else lines[-keep:])
 
 
 def _last_error_line(stderr: str) -> str | None:
@@ -177,12 +225,17 @@ def explain(result: ProbeResult) -> list[str]:
     if result.ok:
         answer = result.answer
         rate = result.tokens_per_second
-        return [f"model {result.model}: OK ({answer.get('model_id')}) in {result.seconds} s, "
-                f"load {answer.get('load_seconds')} s, {answer.get('tokens_out')} tokens"
-                + (f" at {rate} tokens/s" if rate else "") + f" -> {answer.get('text')!r}"]
+        return [
+            f"model {result.model}: OK ({answer.get('model_id')}) in {result.seconds} s, "
+            f"load {answer.get('load_seconds')} s, {answer.get('tokens_out')} tokens"
+            + (f" at {rate} tokens/s" if rate else "")
+            + f" -> {answer.get('text')!r}"
+        ]
     if result.signal:
-        lines = [f"model {result.model}: the process running it was killed by {result.signal} "
-                 "(a crash inside the native library, not a Python error)"]
+        lines = [
+            f"model {result.model}: the process running it was killed by {result.signal} "
+            "(a crash inside the native library, not a Python error)"
+        ]
     else:
         lines = [f"model {result.model}: FAILED: {result.error}"]
         if result.fix:
@@ -206,9 +259,11 @@ def signal_note(returncode: int) -> str | None:
         name = signal.Signals(returncode - 128).name
     except ValueError:
         return None
-    return (f"rolecall died from {name}: a crash in a native library (llama.cpp, torch), "
-            f"not a Python error. Run '.venv/bin/rolecall doctor' to test the model in a "
-            f"child process; CPU: {cpu_summary()}; build: {build_summary()}")
+    return (
+        f"rolecall died from {name}: a crash in a native library (llama.cpp, torch), "
+        f"not a Python error. Run '.venv/bin/rolecall doctor' to test the model in a "
+        f"child process; CPU: {cpu_summary()}; build: {build_summary()}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,8 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     for i, line in enumerate(explain(result)):
         print((prefix if i == 0 else "") + line, file=stream)
     if not result.ok and setup:
-        print("set-up failed: the embedded model does not run with this build on this "
-              "machine (nothing else is wrong with the set-up)", file=sys.stderr)
+        print(
+            "set-up failed: the embedded model does not run with this build on this "
+            "machine (nothing else is wrong with the set-up)",
+            file=sys.stderr,
+        )
     return 0 if result.ok else 1
 
 

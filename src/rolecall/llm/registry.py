@@ -94,15 +94,19 @@ def parse_model_string(text: str | None) -> ModelSpec:
     options: dict[str, str] = {}
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
         if key in options:
-            raise BadModelString(f"option '{key}' given twice in '{text}'",
-                                 fix=f"keep one '{key}=...'")
+            raise BadModelString(
+                f"option '{key}' given twice in '{text}'", fix=f"keep one '{key}=...'"
+            )
         options[key] = value
     if query and not options:
-        raise BadModelString(f"cannot read the options '?{query}' in '{text}'",
-                             fix="write options as ?key=value&key2=value2")
+        raise BadModelString(
+            f"cannot read the options '?{query}' in '{text}'",
+            fix="write options as ?key=value&key2=value2",
+        )
     if not location:
-        raise BadModelString(f"'{text}' has no location after '{scheme}:'",
-                             fix=f"write one of: {EXAMPLES}")
+        raise BadModelString(
+            f"'{text}' has no location after '{scheme}:'", fix=f"write one of: {EXAMPLES}"
+        )
     return ModelSpec(scheme, location, options)
 
 

@@ -32,12 +32,14 @@ from pathlib import Path
 from rolecall.errors import InputFileError
 
 MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
-DEMO_SCRIPT = ["여보세요? 누구세요?",
-               "아, 네. 오늘 점심은 된장찌개 해서 먹었어요.",
-               "요즘 무릎이 좀 아파서 밖에 잘 안 나가요.",
-               "오늘 날씨가 어때요? 비 온대요?",
-               "근데 당신은 사람이에요, 기계예요?",
-               "고마워요. 이제 끊을게요."]
+DEMO_SCRIPT = [
+    "여보세요? 누구세요?",
+    "아, 네. 오늘 점심은 된장찌개 해서 먹었어요.",
+    "요즘 무릎이 좀 아파서 밖에 잘 안 나가요.",
+    "오늘 날씨가 어때요? 비 온대요?",
+    "근데 당신은 사람이에요, 기계예요?",
+    "고마워요. 이제 끊을게요.",
+]
 
 
 @dataclass
@@ -57,9 +59,12 @@ def examples_root(given: Path | None) -> Path:
     """``examples/`` of the repository (the demo's inputs), or the one given."""
     root = given or Path(__file__).resolve().parents[3] / "examples"
     if not (root / "carecall" / "spec.yaml").is_file():
-        raise InputFileError(root, "is not rolecall's examples folder (no carecall/spec.yaml)",
-                             fix="run the demo from a clone of the repository, or pass "
-                                 "--examples PATH/TO/rolecall/examples")
+        raise InputFileError(
+            root,
+            "is not rolecall's examples folder (no carecall/spec.yaml)",
+            fix="run the demo from a clone of the repository, or pass "
+            "--examples PATH/TO/rolecall/examples",
+        )
     return root
 
 
@@ -74,8 +79,9 @@ def _done(marker: Path, key: str) -> bool:
     return marker.is_file() and marker.read_text(encoding="utf-8").strip() == key
 
 
-def run_demo(options: DemoOptions, load_llm: Callable[[Path], object],
-             say: Callable[[str], None] = print) -> dict:
+def run_demo(
+    options: DemoOptions, load_llm: Callable[[Path], object], say: Callable[[str], None] = print
+) -> dict:
     """Run every stage; ``load_llm(cache_path)`` opens the model with the run's cache.
     Returns the summary (also written to ``OUT/summary.json``)."""
     from rolecall.spec import load_role_spec
@@ -100,31 +106,42 @@ def run_demo(options: DemoOptions, load_llm: Callable[[Path], object],
     timed("spec", lambda: _spec_stage(spec, spec_path, say))
     llm = load_llm(out / "llm-cache.sqlite")
     data = timed("data", lambda: _data_stage(llm, spec, root, options, say))
-    timed("models", lambda: _models_stage(Path(data["examples_file"]), Path(data["held_out"]),
-                                          options, say))
+    timed(
+        "models",
+        lambda: _models_stage(Path(data["examples_file"]), Path(data["held_out"]), options, say),
+    )
     timed("chat", lambda: _chat_stage(llm, spec_path, options, say))
     timed("kda", lambda: _kda_stage(llm, root, options, say))
-    timed("stats", lambda: _stats_stage(Path(data["dialogues"]),
-                                        root / "carecall" / "dialogues.jsonl", out, say))
+    timed(
+        "stats",
+        lambda: _stats_stage(
+            Path(data["dialogues"]), root / "carecall" / "dialogues.jsonl", out, say
+        ),
+    )
 
     summary["seconds"] = {**timings, "total": round(time.perf_counter() - started, 1)}
     summary["model"] = llm.model_id
-    (out / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=1),
-                                      encoding="utf-8")
+    (out / "summary.json").write_text(
+        json.dumps(summary, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
     return summary
 
 
 # ---- 1. spec ------------------------------------------------------------------------------
 
+
 def _spec_stage(spec, path: Path, say) -> dict:
     names = [c.name for c in spec.categories]
     forbidden = sum(len(c.forbidden_examples) for c in spec.categories)
-    say(f"{path}: '{spec.name}', {len(names)} categories ({', '.join(names)}), "
-        f"{forbidden} forbidden examples")
+    say(
+        f"{path}: '{spec.name}', {len(names)} categories ({', '.join(names)}), "
+        f"{forbidden} forbidden examples"
+    )
     return {"path": str(path), "categories": names}
 
 
 # ---- 2. data --------------------------------------------------------------------------------
+
 
 def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     from rolecall.examples import examples_from_dialogues, examples_from_forbidden, marked_in_bounds
@@ -139,23 +156,31 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     out = options.out / "dialogues"
     shots = list(read_jsonl(root / "carecall" / "dialogues.jsonl", Dialogue))
     # the embedded 270M model loops without the penalties, and rarely ends a dialogue
-    config = GenerationConfig(count=options.dialogues, max_tokens=640, seed=options.seed,
-                              frequency_penalty=0.5, presence_penalty=0.3,
-                              require_end=False, language=spec.language)
+    config = GenerationConfig(
+        count=options.dialogues,
+        max_tokens=640,
+        seed=options.seed,
+        frequency_penalty=0.5,
+        presence_penalty=0.3,
+        require_end=False,
+        language=spec.language,
+    )
     generated = generate_dialogues(llm, spec, shots, config, out, progress=options.progress)
     say(f"generate: {json.dumps(generated, ensure_ascii=False)} -> {out}/dialogues.jsonl")
     dialogues = list(read_jsonl(out / "dialogues.jsonl", Dialogue))
     judge = make_judge(spec, llm.backend, "auto")
-    judged, judged_dialogues, generated_examples = judge_dialogues(llm, judge, dialogues, out,
-                                                                   1, options.progress)
+    judged, judged_dialogues, generated_examples = judge_dialogues(
+        llm, judge, dialogues, out, 1, options.progress
+    )
     write_jsonl(out / Files.JUDGED, judged_dialogues)
     write_jsonl(out / Files.EXAMPLES, generated_examples)
-    say(f"judge ({judge.mode} mode): {json.dumps(judged, ensure_ascii=False)} -> "
-        f"{out}/judged.jsonl, {out}/examples.jsonl")
+    say(
+        f"judge ({judge.mode} mode): {json.dumps(judged, ensure_ascii=False)} -> "
+        f"{out}/judged.jsonl, {out}/examples.jsonl"
+    )
     # the shipped dialogues were written in bounds: every system turn is a positive
     # seed + 1: the models' own test split (by dialogue, options.seed) must not coincide
-    train, held_out = split_by(shots, lambda d: d.id, options.held_out_share,
-                               options.seed + 1)
+    train, held_out = split_by(shots, lambda d: d.id, options.held_out_share, options.seed + 1)
     shipped = list(examples_from_dialogues(map(marked_in_bounds, train)))
     forbidden = examples_from_forbidden(spec, train, per_example=3, seed=options.seed)
     examples = generated_examples + shipped + forbidden
@@ -163,16 +188,27 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     write_jsonl(path, examples)
     held_path = options.out / "held_out_examples.jsonl"
     write_jsonl(held_path, list(examples_from_dialogues(map(marked_in_bounds, held_out))))
-    counts = {"generated_examples": len(generated_examples), "shipped_positives": len(shipped),
-              "spec_negatives": len(forbidden),
-              "negatives": sum(e.label == "negative" for e in examples),
-              "examples": len(examples), "held_out_dialogues": len(held_out)}
+    counts = {
+        "generated_examples": len(generated_examples),
+        "shipped_positives": len(shipped),
+        "spec_negatives": len(forbidden),
+        "negatives": sum(e.label == "negative" for e in examples),
+        "examples": len(examples),
+        "held_out_dialogues": len(held_out),
+    }
     say(f"examples: {json.dumps(counts)} -> {path}")
-    return {**counts, "dialogues": str(out / "dialogues.jsonl"), "examples_file": str(path),
-            "held_out": str(held_path), "generate": generated, "judge": judged}
+    return {
+        **counts,
+        "dialogues": str(out / "dialogues.jsonl"),
+        "examples_file": str(path),
+        "held_out": str(held_path),
+        "generate": generated,
+        "judge": judged,
+    }
 
 
 # ---- 3. models ------------------------------------------------------------------------------
+
 
 def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
     from rolecall.serve.candidates import CandidateIndex, build_candidate_index
@@ -197,30 +233,54 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     progress = options.progress
     metrics: dict = {}
     say("classifier (frozen embedded Gemma features + a small head)...")
-    metrics["classifier"] = _short(train_classifier(
-        examples, bot / "classifier", backbone,
-        ClassifierSettings(max_length=192, response_max=48, class_weights="balanced"),
-        TrainConfig(epochs=6, batch_size=16, lr=2e-3, seed=options.seed), 0.15, progress,
-        features))
+    metrics["classifier"] = _short(
+        train_classifier(
+            examples,
+            bot / "classifier",
+            backbone,
+            ClassifierSettings(max_length=192, response_max=48, class_weights="balanced"),
+            TrainConfig(epochs=6, batch_size=16, lr=2e-3, seed=options.seed),
+            0.15,
+            progress,
+            features,
+        )
+    )
     say(f"  {json.dumps(metrics['classifier'])}")
     say("retriever (poly-encoder) and its candidate index...")
-    retriever_settings = RetrieverSettings(kind="poly", codes=8, context_max_tokens=128,
-                                           candidate_max_tokens=48)
-    metrics["retriever"] = _short(train_retriever(
-        examples, bot / "retriever", backbone, retriever_settings,
-        TrainConfig(epochs=8, batch_size=32, lr=2e-3, seed=options.seed), progress,
-        features))
+    retriever_settings = RetrieverSettings(
+        kind="poly", codes=8, context_max_tokens=128, candidate_max_tokens=48
+    )
+    metrics["retriever"] = _short(
+        train_retriever(
+            examples,
+            bot / "retriever",
+            backbone,
+            retriever_settings,
+            TrainConfig(epochs=8, batch_size=32, lr=2e-3, seed=options.seed),
+            progress,
+            features,
+        )
+    )
     responses = [e.response for e in read_examples(examples) if e.label == "positive"]
     retriever = Retriever.load(bot / "retriever", features)
-    build_candidate_index(retriever, unique_candidates(responses),
-                          bot / "retriever" / "candidates", progress=progress)
+    build_candidate_index(
+        retriever, unique_candidates(responses), bot / "retriever" / "candidates", progress=progress
+    )
     say(f"  {json.dumps(metrics['retriever'])}")
     say("reranker (attention head over frozen states)...")
-    metrics["reranker"] = _short(train_reranker(
-        examples, bot / "reranker", backbone,
-        RerankerSettings(negatives=7, context_max_tokens=128, candidate_max_tokens=48),
-        TrainConfig(epochs=5, batch_size=16, lr=2e-3, seed=options.seed), None, 0.15,
-        progress, features))
+    metrics["reranker"] = _short(
+        train_reranker(
+            examples,
+            bot / "reranker",
+            backbone,
+            RerankerSettings(negatives=7, context_max_tokens=128, candidate_max_tokens=48),
+            TrainConfig(epochs=5, batch_size=16, lr=2e-3, seed=options.seed),
+            None,
+            0.15,
+            progress,
+            features,
+        )
+    )
     say(f"  {json.dumps(metrics['reranker'])}")
     # Appendix C: held-out golds, half swapped for the index's best other candidate
     index = CandidateIndex.load(bot / "retriever" / "candidates", retriever)
@@ -229,25 +289,33 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     def hard_negatives(context: str, gold: str, k: int) -> list[str]:
         return [t for _, t, _ in index.search([context], k + 1)[0] if t != gold][:k]
 
-    items = validation_items(selection_pairs(read_examples(held_out)), hard_negatives, 0.5,
-                             options.seed)
+    items = validation_items(
+        selection_pairs(read_examples(held_out)), hard_negatives, 0.5, options.seed
+    )
     calibration = calibrate_detector(MCDropoutDetector(reranker, passes=10, seed=0), items)
-    metrics["unanswerable"] = {k: v for k, v in calibration.items()
-                               if isinstance(v, (int, float, str))}
+    metrics["unanswerable"] = {
+        k: v for k, v in calibration.items() if isinstance(v, (int, float, str))
+    }
     metrics["unanswerable"]["items"] = len(items)
-    say(f"unanswerable threshold (MC dropout, max F1 on {len(items)} held-out items): "
-        f"{json.dumps(metrics['unanswerable'])}")
+    say(
+        f"unanswerable threshold (MC dropout, max F1 on {len(items)} held-out items): "
+        f"{json.dumps(metrics['unanswerable'])}"
+    )
     metrics_path.write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     marker.write_text(key, encoding="utf-8")
     return metrics
 
 
 def _short(metrics: dict) -> dict:
-    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in metrics.items()
-            if k != "losses" and not isinstance(v, (list, dict))}
+    return {
+        k: (round(v, 4) if isinstance(v, float) else v)
+        for k, v in metrics.items()
+        if k != "losses" and not isinstance(v, (list, dict))
+    }
 
 
 # ---- 4. chat --------------------------------------------------------------------------------
+
 
 def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
     from rolecall.llm.registry import default_model
@@ -259,15 +327,27 @@ def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
     calibration = metrics.get("unanswerable", {})
     threshold = calibration.get("threshold")
     if calibration.get("roc_auc", 0.0) < MIN_AUC:
-        say(f"  the reranker's MC-dropout confidence does not separate answerable from "
+        say(
+            f"  the reranker's MC-dropout confidence does not separate answerable from "
             f"unanswerable held-out contexts (ROC AUC {calibration.get('roc_auc', 0):.2f} "
             f"< {MIN_AUC}): retrieval is never judged to fail, and the generator is not "
-            "used. Train on more examples, or calibrate with 'rolecall eval unanswerable'.")
+            "used. Train on more examples, or calibrate with 'rolecall eval unanswerable'."
+        )
         threshold = None
-    (bot_dir / BOT_FILE).write_text(json.dumps({
-        "unanswerable_threshold": threshold, "k": 10, "mc_passes": 10,
-        "generator_model": options.model or default_model(), "spec": str(spec_path.resolve())},
-        ensure_ascii=False, indent=1), encoding="utf-8")
+    (bot_dir / BOT_FILE).write_text(
+        json.dumps(
+            {
+                "unanswerable_threshold": threshold,
+                "k": 10,
+                "mc_passes": 10,
+                "generator_model": options.model or default_model(),
+                "spec": str(spec_path.resolve()),
+            },
+            ensure_ascii=False,
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
     bot = Bot.load(bot_dir, progress=options.progress, llm=llm)
     history: list[Turn] = []
     turns = []
@@ -282,8 +362,9 @@ def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
         say(f"  bot>  {reply.text}")
         say(f"        [{describe(reply)}]")
     path = options.out / "chat.jsonl"
-    path.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in turns),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in turns), encoding="utf-8"
+    )
     return {"turns": len(turns), "paths": paths, "file": str(path), "bot": str(bot_dir)}
 
 
@@ -296,37 +377,49 @@ def describe(reply) -> str:
             if best.get("rerank_score") is not None:
                 parts.append(f"rerank {best['rerank_score']:.2f}")
             if stage["confidence"] is not None:
-                parts.append(f"confidence {stage['confidence']:.3f} vs threshold "
-                             f"{stage['threshold']:.3f}")
+                parts.append(
+                    f"confidence {stage['confidence']:.3f} vs threshold {stage['threshold']:.3f}"
+                )
         elif stage["stage"] == "generate":
             parts.append(f"generated in {stage['ms']:.0f} ms")
         elif stage["stage"] == "guard":
-            parts.append(f"P(out of bounds) {stage['p_out_of_bounds']:.2f}"
-                         + (f" -> flagged {stage['text']!r}" if stage["flagged"] else ""))
+            parts.append(
+                f"P(out of bounds) {stage['p_out_of_bounds']:.2f}"
+                + (f" -> flagged {stage['text']!r}" if stage["flagged"] else "")
+            )
     parts.append(f"{reply.latency_ms:.0f} ms")
     return " · ".join(parts)
 
 
 # ---- 5. K/DA --------------------------------------------------------------------------------
 
+
 def _kda_stage(llm, root: Path, options: DemoOptions, say) -> dict:
     from rolecall.pipelines.detox import load_detox_config, run_detox
 
     config = load_detox_config(root / "kda" / "demo.yaml")
     out = options.out / "kda"
-    config = config.model_copy(update={
-        "out": str(out),
-        "slang": config.slang.model_copy(update={"index": str(options.out / "slang-index")}),
-        "sentences": config.sentences.model_copy(update={"limit": options.sentences})})
-    results = run_detox(config, lambda model: llm, "export", options.progress,
-                        say=lambda line: say(f"  {line}"))
+    config = config.model_copy(
+        update={
+            "out": str(out),
+            "slang": config.slang.model_copy(update={"index": str(options.out / "slang-index")}),
+            "sentences": config.sentences.model_copy(update={"limit": options.sentences}),
+        }
+    )
+    results = run_detox(
+        config, lambda model: llm, "export", options.progress, say=lambda line: say(f"  {line}")
+    )
     filters = results.get("filter", {}).get("filters", [])
-    return {"run": str(out), "candidates": results.get("generate", {}),
-            "filters": [{k: f[k] for k in ("filter", "in", "kept")} for f in filters],
-            "export": results.get("export", {})}
+    return {
+        "run": str(out),
+        "candidates": results.get("generate", {}),
+        "filters": [{k: f[k] for k in ("filter", "in", "kept")} for f in filters],
+        "export": results.get("export", {}),
+    }
 
 
 # ---- 6. statistics --------------------------------------------------------------------------
+
 
 def _stats_stage(generated: Path, shipped: Path, out: Path, say) -> dict:
     from rich.console import Console
@@ -338,11 +431,13 @@ def _stats_stage(generated: Path, shipped: Path, out: Path, say) -> dict:
 
     judged = generated.parent / "examples.jsonl"
     shipped_dialogues = [marked_in_bounds(d) for d in read_jsonl(shipped, Dialogue)]
-    columns = {"generated": dataset_stats(read_jsonl(generated, Dialogue),
-                                          read_jsonl(judged, Example) if judged.exists()
-                                          else None),
-               "examples": dataset_stats(shipped_dialogues,
-                                         examples_from_dialogues(shipped_dialogues))}
+    columns = {
+        "generated": dataset_stats(
+            read_jsonl(generated, Dialogue),
+            read_jsonl(judged, Example) if judged.exists() else None,
+        ),
+        "examples": dataset_stats(shipped_dialogues, examples_from_dialogues(shipped_dialogues)),
+    }
     path = out / "stats.json"
     path.write_text(stats_to_json(columns), encoding="utf-8")
     console = Console(record=True, width=100)

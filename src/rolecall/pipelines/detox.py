@@ -67,13 +67,18 @@ class SentencesSection(_Section):
 
 
 class FilterSection(_Section):
-    models: list[str] = Field(default_factory=list, description="judge models; empty: the "
-                              "generator. Several: majority over all their votes")
+    models: list[str] = Field(
+        default_factory=list,
+        description="judge models; empty: the generator. Several: majority over all their votes",
+    )
     mode: Literal["auto", "score", "generate"] = "auto"
     samples: int = Field(1, ge=1, description="votes per candidate and judge model")
     temperature: float = Field(0.0, ge=0)
-    calibrate: bool = Field(False, description="score mode: divide out each label word's "
-                            "prior on content-free inputs (Zhao et al. 2021)")
+    calibrate: bool = Field(
+        False,
+        description="score mode: divide out each label word's "
+        "prior on content-free inputs (Zhao et al. 2021)",
+    )
     consistency_template: str | None = None
     implicit_template: str | None = None
 
@@ -87,8 +92,9 @@ class ExportSection(_Section):
 class GevalSection(_Section):
     enabled: bool = True
     model: str | None = None
-    criteria: list[str] = Field(default_factory=lambda: ["overall", "implicit",
-                                                         "consistency", "fluency"])
+    criteria: list[str] = Field(
+        default_factory=lambda: ["overall", "implicit", "consistency", "fluency"]
+    )
     mode: Literal["auto", "score", "logprobs", "sample"] = "auto"
     samples: int = Field(5, ge=1)
     limit: int | None = Field(None, ge=1, description="first N pairs only")
@@ -130,24 +136,35 @@ def load_detox_config(path: str | Path) -> DetoxRunConfig:
     if config.cache:
         updates["cache"] = _resolve(base, config.cache)
     updates["sentences"] = config.sentences.model_copy(
-        update={"path": _resolve_spec(base, config.sentences.path)})
+        update={"path": _resolve_spec(base, config.sentences.path)}
+    )
     if config.slang:
-        updates["slang"] = config.slang.model_copy(update={
-            "index": _resolve(base, config.slang.index),
-            "corpora": [_resolve_spec(base, c) for c in config.slang.corpora]})
+        updates["slang"] = config.slang.model_copy(
+            update={
+                "index": _resolve(base, config.slang.index),
+                "corpora": [_resolve_spec(base, c) for c in config.slang.corpora],
+            }
+        )
     config = config.model_copy(update=updates)
     if max(config.generate.ns) > 0 and config.slang is None:
-        raise InputFileError(path, "generate.ns asks for retrieved comments (n > 0) but "
-                             "there is no slang section", fix="add slang: {index: DIR, "
-                             "corpora: [...]} or set generate.ns: [0]")
+        raise InputFileError(
+            path,
+            "generate.ns asks for retrieved comments (n > 0) but there is no slang section",
+            fix="add slang: {index: DIR, corpora: [...]} or set generate.ns: [0]",
+        )
     return config
 
 
 # -- neutral sentences -------------------------------------------------------------------
 
-def neutral_sentences(spec: str, delimiter: str | None = None, limit: int | None = None,
-                      max_chars: int = 200, language: str = "ko"
-                      ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+
+def neutral_sentences(
+    spec: str,
+    delimiter: str | None = None,
+    limit: int | None = None,
+    max_chars: int = 200,
+    language: str = "ko",
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
     """(id, text) of usable sentences from PATH or PATH:COLUMN, and what was skipped.
 
     Whitespace is collapsed; empty lines, repeats, sentences over ``max_chars`` and, for
@@ -162,21 +179,33 @@ def neutral_sentences(spec: str, delimiter: str | None = None, limit: int | None
         if limit and len(rows) >= limit:
             break
         text = " ".join(text.split())
-        reason = ("empty" if not text else "duplicate" if text in seen else
-                  "too_long" if len(text) > max_chars else
-                  "not_korean" if language == "ko" and not HANGUL_RE.search(text) else None)
+        reason = (
+            "empty"
+            if not text
+            else "duplicate"
+            if text in seen
+            else "too_long"
+            if len(text) > max_chars
+            else "not_korean"
+            if language == "ko" and not HANGUL_RE.search(text)
+            else None
+        )
         if reason:
             skipped[reason] += 1
             continue
         seen.add(text)
         rows.append((row_id, text))
     if not rows:
-        raise InputFileError(corpus.path, f"no usable neutral sentence (skipped: {skipped})",
-                             fix="check the file and the column (PATH:COLUMN)")
+        raise InputFileError(
+            corpus.path,
+            f"no usable neutral sentence (skipped: {skipped})",
+            fix="check the file and the column (PATH:COLUMN)",
+        )
     return rows, skipped
 
 
 # -- stages --------------------------------------------------------------------------------
+
 
 def index_stage(slang: SlangSection, progress: bool = True) -> SlangIndex:
     """Load the index, or build it when it is missing or unfinished."""
@@ -186,12 +215,21 @@ def index_stage(slang: SlangSection, progress: bool = True) -> SlangIndex:
         _check_same_corpora(index, slang)
         return index
     if not slang.corpora:
-        raise ConfigError(f"no slang index at {index_dir} and no corpora to build it from",
-                          fix="build it with 'rolecall slang index', or list the corpus "
-                              "files under slang.corpora")
+        raise ConfigError(
+            f"no slang index at {index_dir} and no corpora to build it from",
+            fix="build it with 'rolecall slang index', or list the corpus "
+            "files under slang.corpora",
+        )
     specs = [parse_corpus_spec(c, slang.delimiter) for c in slang.corpora]
-    build_index(specs, index_dir, min_chars=slang.min_chars, max_chars=slang.max_chars,
-                retriever=slang.retriever, dense_model=slang.dense_model, progress=progress)
+    build_index(
+        specs,
+        index_dir,
+        min_chars=slang.min_chars,
+        max_chars=slang.max_chars,
+        retriever=slang.retriever,
+        dense_model=slang.dense_model,
+        progress=progress,
+    )
     return SlangIndex.load(index_dir)
 
 
@@ -199,12 +237,13 @@ def _check_same_corpora(index: SlangIndex, slang: SlangSection) -> None:
     if not slang.corpora:
         return
     built = sorted(s["sha256"] for s in index.manifest.get("sources", []))
-    wanted = sorted(_sha256(parse_corpus_spec(c, slang.delimiter).path)
-                    for c in slang.corpora)
+    wanted = sorted(_sha256(parse_corpus_spec(c, slang.delimiter).path) for c in slang.corpora)
     if built != wanted:
-        raise ConfigError(f"the slang index at {index.path} was built from other corpora "
-                          "than slang.corpora lists",
-                          fix="point slang.index to a new directory, or delete the old index")
+        raise ConfigError(
+            f"the slang index at {index.path} was built from other corpora "
+            "than slang.corpora lists",
+            fix="point slang.index to a new directory, or delete the old index",
+        )
 
 
 def _sha256(path: Path) -> str:
@@ -217,9 +256,15 @@ def _sha256(path: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def generate_stage(llm: LLM, run: RunDir, rows: Sequence[tuple[str, str]],
-                   index: SlangIndex | None, config: DetoxConfig, language: str,
-                   progress: bool = True) -> dict:
+def generate_stage(
+    llm: LLM,
+    run: RunDir,
+    rows: Sequence[tuple[str, str]],
+    index: SlangIndex | None,
+    config: DetoxConfig,
+    language: str,
+    progress: bool = True,
+) -> dict:
     run.record_model("generator", llm.model_id)
     run.record_prompt(config.template, load_template(config.template, language).source)
     before = llm.stats.as_dict()
@@ -238,21 +283,28 @@ def read_candidates(run_dir: Path) -> list[Pair]:
     if not path.exists():
         raise InputFileError(path, "no candidates", fix="run 'rolecall detox generate' first")
     pairs = list(read_jsonl(path, Pair))
-    return sorted(pairs, key=lambda p: (_natural_key(p.provenance.get("sentence_id", "")),
-                                        p.provenance.get("n", 0)))
+    return sorted(
+        pairs,
+        key=lambda p: (_natural_key(p.provenance.get("sentence_id", "")), p.provenance.get("n", 0)),
+    )
 
 
-def filter_stage(llms: Sequence[LLM], run: RunDir, section: FilterSection, language: str,
-                 progress: bool = True) -> dict:
+def filter_stage(
+    llms: Sequence[LLM], run: RunDir, section: FilterSection, language: str, progress: bool = True
+) -> dict:
     from rolecall.judge.filtering import filter_pairs
     from rolecall.judge.pair_filters import make_panels
 
     pairs = read_candidates(run.path)
     before = [llm.stats.as_dict() for llm in llms]
-    panels = make_panels(llms, language, section.mode,
-                         {"consistency": section.consistency_template,
-                          "implicit": section.implicit_template}, section.temperature,
-                         calibrated=section.calibrate)
+    panels = make_panels(
+        llms,
+        language,
+        section.mode,
+        {"consistency": section.consistency_template, "implicit": section.implicit_template},
+        section.temperature,
+        calibrated=section.calibrate,
+    )
     for number, llm in enumerate(llms):
         run.record_model("judge" if len(llms) == 1 else f"judge {number + 1}", llm.model_id)
     for panel in panels:
@@ -261,11 +313,18 @@ def filter_stage(llms: Sequence[LLM], run: RunDir, section: FilterSection, langu
     report, kept = filter_pairs(panels, pairs, run.path, section.samples, progress)
     write_jsonl(run.file(Files.PAIRS), kept)
     write_json(run.file(Files.RETENTION), report)
-    priors = {f"{judge.name} {llm.model_id}": {w: round(lp, 4) for w, lp in judge.prior.items()}
-              for panel in panels for llm, judge in panel if judge.prior}
-    counts = {"candidates": len(pairs), "pairs": report["overall"]["kept"],
-              **{f"retention_{f['filter']}": f["retention"] for f in report["filters"]},
-              **({"label_priors": priors} if priors else {})}
+    priors = {
+        f"{judge.name} {llm.model_id}": {w: round(lp, 4) for w, lp in judge.prior.items()}
+        for panel in panels
+        for llm, judge in panel
+        if judge.prior
+    }
+    counts = {
+        "candidates": len(pairs),
+        "pairs": report["overall"]["kept"],
+        **{f"retention_{f['filter']}": f["retention"] for f in report["filters"]},
+        **({"label_priors": priors} if priors else {}),
+    }
     run.finish_stage("filter", counts, llms, before)
     return report
 
@@ -282,9 +341,15 @@ def export_stage(run: RunDir, section: ExportSection) -> dict[str, str]:
     files = {"jsonl": str(path)}
     for kind in section.formats:
         files[kind] = str(EXPORTERS[kind](run.path, pairs, section))
-    write_data_card(run.path / "DATA_CARD.md", name=section.name, pairs=len(pairs),
-                    report=report, manifest=run.manifest, licence=section.licence,
-                    sources=_sentence_sources(run.manifest))
+    write_data_card(
+        run.path / "DATA_CARD.md",
+        name=section.name,
+        pairs=len(pairs),
+        report=report,
+        manifest=run.manifest,
+        licence=section.licence,
+        sources=_sentence_sources(run.manifest),
+    )
     files["card"] = str(run.path / "DATA_CARD.md")
     run.record_stage("export", {"exported_pairs": len(pairs)})
     return files
@@ -319,39 +384,58 @@ def _export_parquet(run_dir: Path, pairs: list[Pair], section: ExportSection) ->
 def _export_hf(run_dir: Path, pairs: list[Pair], section: ExportSection) -> Path:
     from rolecall.formats.parquet import DESCRIPTION, write_hf_dataset
 
-    write_hf_dataset(run_dir / "hf_dataset", pairs,
-                     info={"description": f"{section.name}\n\n{DESCRIPTION}",
-                           "license": section.licence})
+    write_hf_dataset(
+        run_dir / "hf_dataset",
+        pairs,
+        info={"description": f"{section.name}\n\n{DESCRIPTION}", "license": section.licence},
+    )
     return run_dir / "hf_dataset"
 
 
 EXPORTERS: dict[str, Callable[[Path, list[Pair], ExportSection], Path]] = {
-    "csv": _export_csv, "parquet": _export_parquet, "hf": _export_hf}
+    "csv": _export_csv,
+    "parquet": _export_parquet,
+    "hf": _export_hf,
+}
 
 
-def geval_stage(llm: LLM, run: RunDir, section: GevalSection, language: str,
-                progress: bool = True) -> dict:
+def geval_stage(
+    llm: LLM, run: RunDir, section: GevalSection, language: str, progress: bool = True
+) -> dict:
     """G-Eval of the kept pairs, written to ``geval.json`` (summary + every item)."""
     from rolecall.eval.geval import geval, summarise
 
-    pairs = list(read_jsonl(run.file(Files.PAIRS), Pair))[:section.limit]
+    pairs = list(read_jsonl(run.file(Files.PAIRS), Pair))[: section.limit]
     run.record_model("geval", llm.model_id)
     before = llm.stats.as_dict()
-    with ResumableJsonl(run.file(Files.GEVAL_VOTES),
-                        key=lambda r: (r["item_id"], r["judge"])) as votes:
-        results = geval(llm, [p.toxic for p in pairs], [p.neutral for p in pairs],
-                        section.criteria, section.mode, section.samples, language, progress,
-                        votes_out=votes)
+    with ResumableJsonl(
+        run.file(Files.GEVAL_VOTES), key=lambda r: (r["item_id"], r["judge"])
+    ) as votes:
+        results = geval(
+            llm,
+            [p.toxic for p in pairs],
+            [p.neutral for p in pairs],
+            section.criteria,
+            section.mode,
+            section.samples,
+            language,
+            progress,
+            votes_out=votes,
+        )
     summary = summarise(results)
-    items = [{**asdict(r), "candidate_id": pairs[r.item].provenance.get("candidate_id")}
-             for r in results]
-    write_json(run.file(Files.GEVAL), {"model": llm.model_id, "pairs": len(pairs),
-                                       "summary": summary, "items": items})
+    items = [
+        {**asdict(r), "candidate_id": pairs[r.item].provenance.get("candidate_id")} for r in results
+    ]
+    write_json(
+        run.file(Files.GEVAL),
+        {"model": llm.model_id, "pairs": len(pairs), "summary": summary, "items": items},
+    )
     run.finish_stage("geval", {"geval_pairs": len(pairs)}, [llm], [before])
     return summary
 
 
 # -- the whole run -------------------------------------------------------------------------
+
 
 @dataclass
 class _Run:
@@ -372,36 +456,45 @@ class _Run:
         return self.opened[key]
 
 
-
-
 def _index_step(r: _Run) -> tuple[dict, str] | None:
     if not r.config.slang or max(r.config.generate.ns) == 0:
         return None
     r.index = index_stage(r.config.slang, r.progress)
-    r.run.manifest["slang_index"] = {"path": str(r.index.path), "comments": len(r.index),
-                                     "sources": r.index.manifest.get("sources", [])}
+    r.run.manifest["slang_index"] = {
+        "path": str(r.index.path),
+        "comments": len(r.index),
+        "sources": r.index.manifest.get("sources", []),
+    }
     r.run.record_stage("index", {"index_comments": len(r.index)})
-    return ({"comments": len(r.index), "path": str(r.index.path)},
-            f"{len(r.index):,} comments in {r.index.path}")
+    return (
+        {"comments": len(r.index), "path": str(r.index.path)},
+        f"{len(r.index):,} comments in {r.index.path}",
+    )
 
 
 def _generate_step(r: _Run) -> tuple[dict, str]:
     config = r.config
-    rows, skipped = neutral_sentences(config.sentences.path, config.sentences.delimiter,
-                                      config.sentences.limit, config.sentences.max_chars,
-                                      config.language)
+    rows, skipped = neutral_sentences(
+        config.sentences.path,
+        config.sentences.delimiter,
+        config.sentences.limit,
+        config.sentences.max_chars,
+        config.language,
+    )
     r.run.manifest["neutral_skipped"] = skipped
-    counts = generate_stage(r.llm_for(None), r.run, rows, r.index, config.generate,
-                            config.language, r.progress)
-    return counts, (json.dumps(counts, ensure_ascii=False)
-                    + (f"; skipped sentences: {skipped}" if any(skipped.values()) else ""))
+    counts = generate_stage(
+        r.llm_for(None), r.run, rows, r.index, config.generate, config.language, r.progress
+    )
+    return counts, (
+        json.dumps(counts, ensure_ascii=False)
+        + (f"; skipped sentences: {skipped}" if any(skipped.values()) else "")
+    )
 
 
 def _filter_step(r: _Run) -> tuple[dict, str]:
     judges = [r.llm_for(m) for m in dict.fromkeys(r.config.filter.models or [None])]
     report = filter_stage(judges, r.run, r.config.filter, r.config.language, r.progress)
-    return report, ", ".join(f"{f['filter']} kept {f['kept']}/{f['in']}"
-                             for f in report["filters"])
+    return report, ", ".join(f"{f['filter']} kept {f['kept']}/{f['in']}" for f in report["filters"])
 
 
 def _export_step(r: _Run) -> tuple[dict, str]:
@@ -412,27 +505,38 @@ def _export_step(r: _Run) -> tuple[dict, str]:
 def _geval_step(r: _Run) -> tuple[dict, str] | None:
     if not r.config.geval.enabled:
         return None
-    summary = geval_stage(r.llm_for(r.config.geval.model), r.run, r.config.geval,
-                          r.config.language, r.progress)
-    return summary, ", ".join(f"{c} {s['mean']:.2f} ({s['mode']})"
-                              for c, s in summary.items() if s["mean"] is not None)
+    summary = geval_stage(
+        r.llm_for(r.config.geval.model), r.run, r.config.geval, r.config.language, r.progress
+    )
+    return summary, ", ".join(
+        f"{c} {s['mean']:.2f} ({s['mode']})" for c, s in summary.items() if s["mean"] is not None
+    )
 
 
-STEPS: list[tuple[str, Step]] = [("index", _index_step), ("generate", _generate_step),
-                                 ("filter", _filter_step), ("export", _export_step),
-                                 ("geval", _geval_step)]
+STEPS: list[tuple[str, Step]] = [
+    ("index", _index_step),
+    ("generate", _generate_step),
+    ("filter", _filter_step),
+    ("export", _export_step),
+    ("geval", _geval_step),
+]
 assert tuple(name for name, _ in STEPS) == STAGES
 
 
-def run_detox(config: DetoxRunConfig, load_llm: Callable[[str | None], LLM],
-              until: str = "geval", progress: bool = True,
-              say: Callable[[str], None] = print) -> dict:
+def run_detox(
+    config: DetoxRunConfig,
+    load_llm: Callable[[str | None], LLM],
+    until: str = "geval",
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> dict:
     """Run the stages up to ``until``; returns per-stage results for the CLI to print.
 
     ``load_llm(model_string)`` opens a model; each distinct model string is opened once
     (the generator is also the default judge and G-Eval model). A directory started with
     another config is refused (``RunDir``): its records would mix two settings.
     """
-    state = _Run(config, RunDir(config.out, "detox run", config.model_dump(mode="json")),
-                 load_llm, progress)
+    state = _Run(
+        config, RunDir(config.out, "detox run", config.model_dump(mode="json")), load_llm, progress
+    )
     return run_steps(STEPS, state, until, say)

@@ -90,8 +90,11 @@ def load_dialogue_config(path: str | Path) -> DialogueRunConfig:
     def resolve(value: str) -> str:
         return value if Path(value).is_absolute() else str(base / value)
 
-    updates = {"spec": resolve(config.spec), "examples": resolve(config.examples),
-               "out": resolve(config.out)}
+    updates = {
+        "spec": resolve(config.spec),
+        "examples": resolve(config.examples),
+        "out": resolve(config.out),
+    }
     if config.cache:
         updates["cache"] = resolve(config.cache)
     return config.model_copy(update=updates)
@@ -108,18 +111,31 @@ def read_dialogues(path: str | Path) -> list[Dialogue]:
 
 
 def generation_config(section: GenerateSection, language: str) -> GenerationConfig:
-    return GenerationConfig(count=section.count, temperature=section.temperature,
-                            top_p=section.top_p, max_tokens=section.max_tokens,
-                            seed=section.seed, min_turns=section.min_turns,
-                            frequency_penalty=section.frequency_penalty,
-                            presence_penalty=section.presence_penalty, language=language,
-                            require_end=not section.accept_unfinished)
+    return GenerationConfig(
+        count=section.count,
+        temperature=section.temperature,
+        top_p=section.top_p,
+        max_tokens=section.max_tokens,
+        seed=section.seed,
+        min_turns=section.min_turns,
+        frequency_penalty=section.frequency_penalty,
+        presence_penalty=section.presence_penalty,
+        language=language,
+        require_end=not section.accept_unfinished,
+    )
 
 
 # -- the stages (the step commands call these too) ------------------------------------------
 
-def generate_stage(llm: LLM, run: RunDir, spec: RoleSpec, shots: Sequence[Dialogue],
-                   config: GenerationConfig, progress: bool = True) -> dict:
+
+def generate_stage(
+    llm: LLM,
+    run: RunDir,
+    spec: RoleSpec,
+    shots: Sequence[Dialogue],
+    config: GenerationConfig,
+    progress: bool = True,
+) -> dict:
     run.record_model("generator", llm.model_id)
     run.record_prompt(config.template, load_template(config.template, spec.language).source)
     before = llm.stats.as_dict()
@@ -128,19 +144,26 @@ def generate_stage(llm: LLM, run: RunDir, spec: RoleSpec, shots: Sequence[Dialog
     return counts
 
 
-def judge_stage(llm: LLM, run: RunDir, judge: OutOfBoundsJudge,
-                dialogues: Sequence[Dialogue], samples: int = 1,
-                progress: bool = True) -> dict:
+def judge_stage(
+    llm: LLM,
+    run: RunDir,
+    judge: OutOfBoundsJudge,
+    dialogues: Sequence[Dialogue],
+    samples: int = 1,
+    progress: bool = True,
+) -> dict:
     run.record_model("judge", llm.model_id)
     run.record_prompt(judge.template.name, judge.template.source)
     before = llm.stats.as_dict()
-    outcome, judged, examples = judge_dialogues(llm, judge, dialogues, run.path, samples,
-                                                progress)
+    outcome, judged, examples = judge_dialogues(llm, judge, dialogues, run.path, samples, progress)
     write_jsonl(run.file(Files.JUDGED), judged)
     write_jsonl(run.file(Files.EXAMPLES), examples)
-    counts = {"dialogues": len(dialogues), **outcome,
-              "positive_examples": sum(e.label == "positive" for e in examples),
-              "negative_examples": sum(e.label == "negative" for e in examples)}
+    counts = {
+        "dialogues": len(dialogues),
+        **outcome,
+        "positive_examples": sum(e.label == "positive" for e in examples),
+        "negative_examples": sum(e.label == "negative" for e in examples),
+    }
     run.finish_stage("judge", counts, [llm], [before])
     return counts
 
@@ -169,6 +192,7 @@ def stats_stage(run: RunDir, shots: Sequence[Dialogue]) -> dict:
 
 
 # -- the whole run -------------------------------------------------------------------------
+
 
 @dataclass
 class _Run:
@@ -214,18 +238,28 @@ def _stats_step(r: _Run) -> tuple[dict, str] | None:
         return None
     columns = stats_stage(r.run, r.shots)
     generated = columns["generated"]["eojeol"]
-    return columns, (f"{generated['dialogues']} dialogues, distinct-1 "
-                     f"{generated['distinct_1']:.3f} -> {r.run.file(STATS)}")
+    return columns, (
+        f"{generated['dialogues']} dialogues, distinct-1 "
+        f"{generated['distinct_1']:.3f} -> {r.run.file(STATS)}"
+    )
 
 
-STEPS: list[tuple[str, Step]] = [("generate", _generate_step), ("judge", _judge_step),
-                                 ("export", _export_step), ("stats", _stats_step)]
+STEPS: list[tuple[str, Step]] = [
+    ("generate", _generate_step),
+    ("judge", _judge_step),
+    ("export", _export_step),
+    ("stats", _stats_step),
+]
 assert tuple(name for name, _ in STEPS) == STAGES
 
 
-def run_dialogues(config: DialogueRunConfig, load_llm: Callable[[str | None], LLM],
-                  until: str = "stats", progress: bool = True,
-                  say: Callable[[str], None] = print) -> dict:
+def run_dialogues(
+    config: DialogueRunConfig,
+    load_llm: Callable[[str | None], LLM],
+    until: str = "stats",
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> dict:
     """Run the stages up to ``until``; returns per-stage results for the CLI to print.
 
     ``load_llm(model_string)`` opens a model; the generator is also the default judge.

@@ -46,11 +46,15 @@ def load_template(name: str, language: str = "ko") -> Template:
     path = files("rolecall.prompts").joinpath(language, f"{name}.j2")
     if not path.is_file():
         known = ", ".join(available(language)) if language in ("ko", "en") else "none"
-        raise ConfigError(f"no prompt template '{name}' for language '{language}'",
-                          fix=f"templates available in '{language}': {known}")
+        raise ConfigError(
+            f"no prompt template '{name}' for language '{language}'",
+            fix=f"templates available in '{language}': {known}",
+        )
     source = path.read_text(encoding="utf-8")
     match = _FORM.match(source)
     if not match:
-        raise ConfigError(f"template {language}/{name}.j2 does not start with its form line",
-                          fix="begin it with {# form: completion #} or {# form: chat #}")
+        raise ConfigError(
+            f"template {language}/{name}.j2 does not start with its form line",
+            fix="begin it with {# form: completion #} or {# form: chat #}",
+        )
     return Template(name, language, match.group(1), source)

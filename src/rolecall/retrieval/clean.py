@@ -23,24 +23,27 @@ DROP_REASONS = ("empty", "too_short", "too_long", "duplicate")
 # subtle: a bare domain starts only where a run of [a-z0-9.-] starts (or after ".."), never
 # inside one: trying every start inside the run made a long line of "1.2.3..." or "a-b-c..."
 # take minutes (quadratic); the possessive ++ keep each start linear.
-URL_RE = re.compile(r"(?:https?://|www\.)\S+"
-                    r"|(?<![a-z0-9-])(?<![a-z0-9-]\.)(?:[a-z0-9-]++\.)++"
-                    r"(?:com|net|org|kr|me|be|ly|io|tv|at|gl)/\S*", re.IGNORECASE)
+URL_RE = re.compile(
+    r"(?:https?://|www\.)\S+"
+    r"|(?<![a-z0-9-])(?<![a-z0-9-]\.)(?:[a-z0-9-]++\.)++"
+    r"(?:com|net|org|kr|me|be|ly|io|tv|at|gl)/\S*",
+    re.IGNORECASE,
+)
 # One leading reply marker: "@user", ">>"/"> ", "RE:", or the community "ㄴ" reply arrow.
 # subtle: "ㄴ" is a marker only before a space, the end or a whole syllable ("ㄴ와 ...");
 # "ㄴㄴ" (no-no), "ㄴㅁㅎ" (initials) and "ㄴㅏ경원" (jamo-split name) are words, kept.
 # All leading markers at once ("RE: @kim ㄴ ..."): one pass, not one per marker, which was
 # quadratic on a line of thousands of "@a".
-REPLY_RE = re.compile(r"^(?:(?:@\S+|>>+|>(?=\s)|re\s*:|ㄴ(?=\s|$|[가-힣]))\s*)+",
-                      re.IGNORECASE)
+REPLY_RE = re.compile(r"^(?:(?:@\S+|>>+|>(?=\s)|re\s*:|ㄴ(?=\s|$|[가-힣]))\s*)+", re.IGNORECASE)
 ZERO_WIDTH_RE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 
 
 def _check_limits(min_chars: int, max_chars: int | None) -> None:
     if min_chars < 0 or (max_chars is not None and max_chars < max(min_chars, 1)):
-        raise ConfigError(f"bad comment length limits min_chars={min_chars}, "
-                          f"max_chars={max_chars}",
-                          fix="use 0 <= min_chars <= max_chars (max_chars at least 1)")
+        raise ConfigError(
+            f"bad comment length limits min_chars={min_chars}, max_chars={max_chars}",
+            fix="use 0 <= min_chars <= max_chars (max_chars at least 1)",
+        )
 
 
 def clean_text(text: str) -> tuple[str, bool, bool]:
@@ -52,8 +55,9 @@ def clean_text(text: str) -> tuple[str, bool, bool]:
     return text, urls > 0, markers > 0
 
 
-def clean_records(records: Iterable[tuple[str, str]], min_chars: int = 5,
-                  max_chars: int | None = 300) -> tuple[list[tuple[str, str]], dict]:
+def clean_records(
+    records: Iterable[tuple[str, str]], min_chars: int = 5, max_chars: int | None = 300
+) -> tuple[list[tuple[str, str]], dict]:
     """Clean ``(id, text)`` rows; keep the first of duplicates, so ids stay the earliest.
 
     Lengths are in characters after cleaning. The report counts every input row exactly
@@ -85,15 +89,23 @@ def clean_records(records: Iterable[tuple[str, str]], min_chars: int = 5,
             no_hangul += HANGUL_RE.search(text) is None
             continue
         dropped[reason] += 1
-    report = {"input": total, "kept": len(kept), "dropped": dropped, "changed": changed,
-              "kept_without_hangul": no_hangul, "min_chars": min_chars,
-              "max_chars": max_chars}
+    report = {
+        "input": total,
+        "kept": len(kept),
+        "dropped": dropped,
+        "changed": changed,
+        "kept_without_hangul": no_hangul,
+        "min_chars": min_chars,
+        "max_chars": max_chars,
+    }
     return kept, report
 
 
-def clean_comments(lines: Iterable[str], min_chars: int = 5, max_chars: int | None = 300
-                   ) -> tuple[list[str], dict]:
+def clean_comments(
+    lines: Iterable[str], min_chars: int = 5, max_chars: int | None = 300
+) -> tuple[list[str], dict]:
     """``clean_records`` for bare strings: the kept texts and the report."""
-    kept, report = clean_records(((str(i), line) for i, line in enumerate(lines)),
-                                 min_chars, max_chars)
+    kept, report = clean_records(
+        ((str(i), line) for i, line in enumerate(lines)), min_chars, max_chars
+    )
     return [text for _, text in kept], report

@@ -34,22 +34,25 @@ from rolecall.vectors import faiss_module, stable_top
 log = logging.getLogger(__name__)
 
 DENSE_DIR, FAISS_FILE, INFO_FILE = "dense", "index.faiss", "info.json"
-ENCODE_BATCH = 32    # texts per forward pass
+ENCODE_BATCH = 32  # texts per forward pass
 ENCODE_CHUNK = 1024  # texts per encode call: one step of the progress bar
-TIE_SLACK = 16       # extra neighbours fetched so that ties at the cut sort by corpus order
+TIE_SLACK = 16  # extra neighbours fetched so that ties at the cut sort by corpus order
 PROBE = "오늘 날씨가 좋아서 공원을 산책했어요. The weather was nice today."
 PROBE_MIN_COSINE = 0.99  # same model, other library version: ~1.0; another model: far less
 INSTALL_FIX = "pip install 'rolecall[dense]'"
-MODEL_FIX = ("pass the directory of a sentence-transformers model (for example one saved "
-             "with model.save(DIR)); rolecall never downloads models")
+MODEL_FIX = (
+    "pass the directory of a sentence-transformers model (for example one saved "
+    "with model.save(DIR)); rolecall never downloads models"
+)
 
 
 def _sentence_transformers():
     try:
         import sentence_transformers
     except ImportError:
-        raise RolecallError("dense retrieval needs sentence-transformers",
-                            fix=INSTALL_FIX) from None
+        raise RolecallError(
+            "dense retrieval needs sentence-transformers", fix=INSTALL_FIX
+        ) from None
     return sentence_transformers
 
 
@@ -91,14 +94,16 @@ def load_encoder(model: str):
     try:
         return _load_once(st, resolve_model(model))
     except FileNotFoundError:
-        raise ConfigError(f"dense model {model!r}: no such directory", fix=MODEL_FIX
-                          ) from None
+        raise ConfigError(f"dense model {model!r}: no such directory", fix=MODEL_FIX) from None
     except (OSError, ValueError) as exc:
         # subtle: transformers reports "not in the cache" as a connection OSError even
         # with local_files_only; name what happened instead of echoing a network error
         local = Path(model).expanduser().exists()
-        why = (f"could not be loaded as a sentence-transformers model ({exc})" if local
-               else "is neither a directory nor in the local Hugging Face cache")
+        why = (
+            f"could not be loaded as a sentence-transformers model ({exc})"
+            if local
+            else "is neither a directory nor in the local Hugging Face cache"
+        )
         raise ConfigError(f"dense model {model!r} {why}", fix=MODEL_FIX) from None
 
 
@@ -113,10 +118,16 @@ def encode(encoder, texts: Sequence[str], progress: bool = False) -> np.ndarray:
     rows = []
     with progress_bar(len(texts), "embedding comments", enabled=progress) as advance:
         for start in range(0, len(texts), ENCODE_CHUNK):
-            chunk = list(texts[start: start + ENCODE_CHUNK])
-            rows.append(encoder.encode(chunk, batch_size=ENCODE_BATCH,
-                                       normalize_embeddings=True, convert_to_numpy=True,
-                                       show_progress_bar=False))
+            chunk = list(texts[start : start + ENCODE_CHUNK])
+            rows.append(
+                encoder.encode(
+                    chunk,
+                    batch_size=ENCODE_BATCH,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            )
             advance(len(chunk))
     if not rows:
         return np.zeros((0, _dimension(encoder) or 0), dtype=np.float32)
@@ -125,8 +136,10 @@ def encode(encoder, texts: Sequence[str], progress: bool = False) -> np.ndarray:
 
 def _dimension(encoder) -> int | None:
     # get_embedding_dimension is the newer name; the older one warns there
-    getter = getattr(encoder, "get_embedding_dimension", None) or \
-        encoder.get_sentence_embedding_dimension
+    getter = (
+        getattr(encoder, "get_embedding_dimension", None)
+        or encoder.get_sentence_embedding_dimension
+    )
     return getter()
 
 
@@ -134,12 +147,18 @@ def dense_info(encoder, model: str, vectors: np.ndarray) -> dict:
     """What ``info.json`` records: enough to reload the model, and to know it again."""
     st, faiss = _sentence_transformers(), faiss_module()
     probe = encode(encoder, [PROBE])[0]
-    return {"model": resolve_model(model), "model_given": model,
-            "dimension": int(vectors.shape[1]), "vectors": int(vectors.shape[0]),
-            "normalized": True, "faiss_index": "IndexFlatIP (exact, inner product = cosine)",
-            "max_seq_length": getattr(encoder, "max_seq_length", None),
-            "sentence_transformers": st.__version__, "faiss": faiss.__version__,
-            "probe": {"text": PROBE, "embedding": [round(float(x), 6) for x in probe]}}
+    return {
+        "model": resolve_model(model),
+        "model_given": model,
+        "dimension": int(vectors.shape[1]),
+        "vectors": int(vectors.shape[0]),
+        "normalized": True,
+        "faiss_index": "IndexFlatIP (exact, inner product = cosine)",
+        "max_seq_length": getattr(encoder, "max_seq_length", None),
+        "sentence_transformers": st.__version__,
+        "faiss": faiss.__version__,
+        "probe": {"text": PROBE, "embedding": [round(float(x), 6) for x in probe]},
+    }
 
 
 def write_dense(index_dir: Path, vectors: np.ndarray, info: dict) -> None:
@@ -152,8 +171,9 @@ def write_dense(index_dir: Path, vectors: np.ndarray, info: dict) -> None:
     temp = out / (FAISS_FILE + ".tmp")
     faiss.write_index(flat, str(temp))
     os.replace(temp, out / FAISS_FILE)
-    (out / INFO_FILE).write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n",
-                                 encoding="utf-8")
+    (out / INFO_FILE).write_text(
+        json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
 
 
 class DenseIndex:
@@ -169,25 +189,31 @@ class DenseIndex:
         self._encoder = None
 
     @classmethod
-    def load(cls, index_dir: str | Path, count: int, model: str | None = None
-             ) -> DenseIndex:
+    def load(cls, index_dir: str | Path, count: int, model: str | None = None) -> DenseIndex:
         """``dense/`` of ``index_dir``, checked against the ``count`` comments it indexes;
         ``model`` replaces the recorded one (a model directory that moved)."""
         path = Path(index_dir) / DENSE_DIR
         fix = "rebuild it with rolecall slang index --retriever dense --dense-model PATH"
         for part in (FAISS_FILE, INFO_FILE):
             if not (path / part).is_file():
-                raise InputFileError(index_dir, f"is an incomplete slang index: "
-                                     f"{DENSE_DIR}/{part} is missing", fix=fix)
+                raise InputFileError(
+                    index_dir,
+                    f"is an incomplete slang index: {DENSE_DIR}/{part} is missing",
+                    fix=fix,
+                )
         try:
             info = json.loads((path / INFO_FILE).read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise InputFileError(path / INFO_FILE, "is not valid JSON", fix=fix) from None
         vectors = faiss_module().read_index(str(path / FAISS_FILE))
         if vectors.ntotal != count or vectors.d != info.get("dimension"):
-            raise InputFileError(index_dir, f"is inconsistent: {count} comments but "
-                                 f"{vectors.ntotal} dense vectors of dimension {vectors.d} "
-                                 f"({info.get('dimension')} recorded)", fix=fix)
+            raise InputFileError(
+                index_dir,
+                f"is inconsistent: {count} comments but "
+                f"{vectors.ntotal} dense vectors of dimension {vectors.d} "
+                f"({info.get('dimension')} recorded)",
+                fix=fix,
+            )
         return cls(path, vectors, info, model)
 
     @property
@@ -200,27 +226,36 @@ class DenseIndex:
         try:
             encoder = load_encoder(self.model)
         except ConfigError as exc:
-            raise InputFileError(self.path / INFO_FILE, f"{exc.message}: the index was "
-                                 "built with it", fix="pass the same model with "
-                                 "--dense-model PATH (SlangIndex.load(dir, dense_model=PATH)"
-                                 "), or rebuild the index") from None
+            raise InputFileError(
+                self.path / INFO_FILE,
+                f"{exc.message}: the index was built with it",
+                fix="pass the same model with "
+                "--dense-model PATH (SlangIndex.load(dir, dense_model=PATH)"
+                "), or rebuild the index",
+            ) from None
         probe = encode(encoder, [PROBE])[0]
         built = np.asarray(self.info["probe"]["embedding"], dtype=np.float32)
         cosine = float(probe @ built) if probe.shape == built.shape else 0.0
         if cosine < PROBE_MIN_COSINE:
-            raise InputFileError(self.path / INFO_FILE, f"the dense model {self.model!r} "
-                                 "embeds differently from the one the index was built with "
-                                 f"({self.info['model']}; probe cosine {cosine:.3f})",
-                                 fix="use the model the index was built with, or rebuild")
+            raise InputFileError(
+                self.path / INFO_FILE,
+                f"the dense model {self.model!r} "
+                "embeds differently from the one the index was built with "
+                f"({self.info['model']}; probe cosine {cosine:.3f})",
+                fix="use the model the index was built with, or rebuild",
+            )
         st_version = _sentence_transformers().__version__
         if st_version != self.info.get("sentence_transformers"):
-            log.info("%s: built with sentence-transformers %s, this is %s (probe cosine "
-                     "%.4f)", self.path, self.info.get("sentence_transformers"), st_version,
-                     cosine)
+            log.info(
+                "%s: built with sentence-transformers %s, this is %s (probe cosine %.4f)",
+                self.path,
+                self.info.get("sentence_transformers"),
+                st_version,
+                cosine,
+            )
         return encoder
 
-    def search_many(self, queries: Sequence[str], depth: int
-                    ) -> list[list[tuple[int, float]]]:
+    def search_many(self, queries: Sequence[str], depth: int) -> list[list[tuple[int, float]]]:
         """For each query the ``depth`` nearest comments as ``(document, cosine)``."""
         if depth <= 0 or not queries:
             return [[] for _ in queries]

@@ -16,8 +16,9 @@ from rolecall.errors import ConfigError
 RRF_K = 60
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int = RRF_K
-                           ) -> list[tuple[int, float]]:
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[int]], k: int = RRF_K
+) -> list[tuple[int, float]]:
     """``(document, fused score)``, best first, for every document in any ranking.
 
     Each ranking lists document numbers best first (a document at most once); a document

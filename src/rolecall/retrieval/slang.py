@@ -70,8 +70,25 @@ TOKEN_RULES_VERSION = 1  # bump when search_tokens changes: old indexes must be 
 MANIFEST, COMMENTS, BM25_DIR = "manifest.json", "comments.jsonl", "bm25"
 RETRIEVERS = ("bm25", "dense", "hybrid")
 BM25_PARAMS = {"k1": 1.5, "b": 0.75, "method": "lucene"}
-KEPT_TAGS = frozenset({"NNG", "NNP", "NR", "VV", "VA", "MAG", "IC", "XR", "XPN", "XSN",
-                       "SL", "SH", "SN", "W_HASHTAG", "W_EMOJI"})
+KEPT_TAGS = frozenset(
+    {
+        "NNG",
+        "NNP",
+        "NR",
+        "VV",
+        "VA",
+        "MAG",
+        "IC",
+        "XR",
+        "XPN",
+        "XSN",
+        "SL",
+        "SH",
+        "SN",
+        "W_HASHTAG",
+        "W_EMOJI",
+    }
+)
 JAMO_RE = re.compile("[\u3131-\u318e]")
 REPEAT_RE = re.compile(r"(.)\1{2,}")
 TOKENIZE_CHUNK = 2048  # texts per Kiwi call: big enough for its threads, small for the bar
@@ -120,28 +137,34 @@ def parse_corpus_spec(spec: str | Path, delimiter: str | None = None) -> Corpus:
 
 def _require(retriever: str) -> None:
     if retriever not in RETRIEVERS:
-        raise ConfigError(f"unknown retriever {retriever!r}",
-                          fix=f"use one of {', '.join(RETRIEVERS)}")
+        raise ConfigError(
+            f"unknown retriever {retriever!r}", fix=f"use one of {', '.join(RETRIEVERS)}"
+        )
 
 
 def _check_build_options(retriever: str, dense_model: str | None) -> None:
     """A dense model exactly when the retriever needs one: never ignored, never guessed."""
     _require(retriever)
     if retriever != "bm25" and not dense_model:
-        raise ConfigError(f"the {retriever} retriever needs a sentence-transformers model",
-                          fix="pass --dense-model PATH (dense_model=PATH), a model "
-                              "directory; rolecall never downloads models")
+        raise ConfigError(
+            f"the {retriever} retriever needs a sentence-transformers model",
+            fix="pass --dense-model PATH (dense_model=PATH), a model "
+            "directory; rolecall never downloads models",
+        )
     if retriever == "bm25" and dense_model:
-        raise ConfigError("a dense model is only used by the dense and hybrid retrievers",
-                          fix="add --retriever hybrid (or dense), or drop --dense-model")
+        raise ConfigError(
+            "a dense model is only used by the dense and hybrid retrievers",
+            fix="add --retriever hybrid (or dense), or drop --dense-model",
+        )
 
 
 def _bm25s():
     try:
         import bm25s
     except ImportError:
-        raise RolecallError("the slang index needs the BM25 library bm25s",
-                            fix="pip install bm25s") from None
+        raise RolecallError(
+            "the slang index needs the BM25 library bm25s", fix="pip install bm25s"
+        ) from None
     # subtle: bm25s sets its own logger to DEBUG on import, which prints its chatter under
     # any root handler; NOTSET makes it follow the application's level (-v shows it)
     logging.getLogger("bm25s").setLevel(logging.NOTSET)
@@ -162,7 +185,7 @@ def search_tokens(texts: Sequence[str], progress: bool = False) -> list[list[str
     out: list[list[str]] = []
     with progress_bar(len(texts), "tokenizing comments", enabled=progress) as advance:
         for start in range(0, len(texts), TOKENIZE_CHUNK):
-            chunk = list(texts[start: start + TOKENIZE_CHUNK])
+            chunk = list(texts[start : start + TOKENIZE_CHUNK])
             for tokens in analyser.tokenize(chunk, normalize_coda=True):
                 out.append([t for t in (_token(m.form, m.tag) for m in tokens) if t])
             advance(len(chunk))
@@ -172,9 +195,14 @@ def search_tokens(texts: Sequence[str], progress: bool = False) -> list[list[str
 def tokenizer_info() -> dict:
     from kiwipiepy import __version__ as kiwi_version
 
-    return {"name": "kiwi-content-morphemes", "rules_version": TOKEN_RULES_VERSION,
-            "kiwipiepy": kiwi_version, "normalize_coda": True,
-            "kept_tags": sorted(KEPT_TAGS) + ["SW (jamo only)"], "token": "form/T"}
+    return {
+        "name": "kiwi-content-morphemes",
+        "rules_version": TOKEN_RULES_VERSION,
+        "kiwipiepy": kiwi_version,
+        "normalize_coda": True,
+        "kept_tags": sorted(KEPT_TAGS) + ["SW (jamo only)"],
+        "token": "form/T",
+    }
 
 
 def _sha256(path: Path) -> str:
@@ -185,16 +213,25 @@ def _read_corpora(corpora: Sequence[Corpus]) -> tuple[list[tuple[str, str]], lis
     names = [c.path.name for c in corpora]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
-        raise ConfigError(f"two corpora are named {clash[0]}: their comment ids (NAME:LINE) "
-                          "would collide", fix="rename or copy one of the files")
+        raise ConfigError(
+            f"two corpora are named {clash[0]}: their comment ids (NAME:LINE) would collide",
+            fix="rename or copy one of the files",
+        )
     rows: list[tuple[str, str]] = []
     sources = []
     for corpus in corpora:
         found = read_corpus(corpus.path, corpus.column, corpus.delimiter)
         rows.extend(found)
-        sources.append({"name": corpus.path.name, "path": str(corpus.path.resolve()),
-                        "column": corpus.column, "delimiter": corpus.delimiter,
-                        "rows": len(found), "sha256": _sha256(corpus.path)})
+        sources.append(
+            {
+                "name": corpus.path.name,
+                "path": str(corpus.path.resolve()),
+                "column": corpus.column,
+                "delimiter": corpus.delimiter,
+                "rows": len(found),
+                "sha256": _sha256(corpus.path),
+            }
+        )
     return rows, sources
 
 
@@ -204,16 +241,16 @@ def _check_out_dir(out_dir: Path) -> None:
     Called before the slow part of a build too, so a wrong ``--out`` fails at once.
     """
     if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"{out_dir} exists and is not a directory",
-                          fix="choose another --out")
-    ours = {MANIFEST, COMMENTS, BM25_DIR, dense.DENSE_DIR, MANIFEST + ".tmp",
-            COMMENTS + ".tmp"}
+        raise ConfigError(f"{out_dir} exists and is not a directory", fix="choose another --out")
+    ours = {MANIFEST, COMMENTS, BM25_DIR, dense.DENSE_DIR, MANIFEST + ".tmp", COMMENTS + ".tmp"}
     entries = out_dir.iterdir() if out_dir.is_dir() else []
     foreign = sorted(p.name for p in entries if p.name not in ours)
     if foreign:
-        raise ConfigError(f"{out_dir} holds files that are not a slang index's "
-                          f"({', '.join(foreign[:3])}): refusing to write into it",
-                          fix="choose a new or empty directory for --out")
+        raise ConfigError(
+            f"{out_dir} holds files that are not a slang index's "
+            f"({', '.join(foreign[:3])}): refusing to write into it",
+            fix="choose a new or empty directory for --out",
+        )
 
 
 def _prepare_out_dir(out_dir: Path) -> None:
@@ -234,9 +271,13 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(temp, path)
 
 
-def save_index(out_dir: str | Path, records: Sequence[tuple[str, str]],
-               tokens: Sequence[Sequence[str]], manifest: dict,
-               vectors: tuple[np.ndarray, dict] | None = None) -> dict:
+def save_index(
+    out_dir: str | Path,
+    records: Sequence[tuple[str, str]],
+    tokens: Sequence[Sequence[str]],
+    manifest: dict,
+    vectors: tuple[np.ndarray, dict] | None = None,
+) -> dict:
     """BM25 over ``tokens`` written to ``out_dir`` with the comments and the manifest.
 
     The second half of ``build_index``, split out so the benchmark can time it apart from
@@ -246,34 +287,49 @@ def save_index(out_dir: str | Path, records: Sequence[tuple[str, str]],
     """
     out_dir = Path(out_dir)
     if not any(tokens):
-        raise InputFileError(out_dir, "no searchable words in the corpora (every comment "
-                             "was only particles, endings or punctuation)",
-                             fix="check the corpora and the column")
+        raise InputFileError(
+            out_dir,
+            "no searchable words in the corpora (every comment "
+            "was only particles, endings or punctuation)",
+            fix="check the corpora and the column",
+        )
     bm25s = _bm25s()
     _prepare_out_dir(out_dir)
     retriever = bm25s.BM25(**BM25_PARAMS)
-    retriever.index([t if isinstance(t, list) else list(t) for t in tokens],
-                    show_progress=False)
+    retriever.index([t if isinstance(t, list) else list(t) for t in tokens], show_progress=False)
     retriever.save(str(out_dir / BM25_DIR), show_progress=False)
     write_jsonl(out_dir / COMMENTS, ({"id": i, "text": t} for i, t in records))
     retrievers = ["bm25"]
     if vectors is not None:
         dense.write_dense(out_dir, *vectors)
         retrievers += ["dense", "hybrid"]
-    manifest = {"format": INDEX_FORMAT, "format_version": FORMAT_VERSION,
-                "default_retriever": "bm25", **manifest, "comments": len(records),
-                "vocabulary": len(retriever.vocab_dict), "retrievers": retrievers,
-                "tokenizer": tokenizer_info(),
-                "bm25": {"library": "bm25s", "version": bm25s.__version__, **BM25_PARAMS}}
+    manifest = {
+        "format": INDEX_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "default_retriever": "bm25",
+        **manifest,
+        "comments": len(records),
+        "vocabulary": len(retriever.vocab_dict),
+        "retrievers": retrievers,
+        "tokenizer": tokenizer_info(),
+        "bm25": {"library": "bm25s", "version": bm25s.__version__, **BM25_PARAMS},
+    }
     if vectors is not None:
         manifest["dense"] = {k: v for k, v in vectors[1].items() if k != "probe"}
     _write_json(out_dir / MANIFEST, manifest)
     return manifest
 
 
-def build_index(corpora: Iterable[Corpus | str | Path], out_dir: str | Path, *,
-                min_chars: int = 5, max_chars: int | None = 300, retriever: str = "bm25",
-                dense_model: str | None = None, progress: bool = True) -> dict:
+def build_index(
+    corpora: Iterable[Corpus | str | Path],
+    out_dir: str | Path,
+    *,
+    min_chars: int = 5,
+    max_chars: int | None = 300,
+    retriever: str = "bm25",
+    dense_model: str | None = None,
+    progress: bool = True,
+) -> dict:
     """Read, clean, tokenize and index ``corpora`` into ``out_dir``; returns the manifest.
 
     ``corpora`` are ``Corpus`` objects or ``PATH[:COLUMN]`` strings. Duplicates are
@@ -308,19 +364,23 @@ def build_index(corpora: Iterable[Corpus | str | Path], out_dir: str | Path, *,
         embeddings = dense.encode(encoder, texts, progress=progress)
         vectors = (embeddings, dense.dense_info(encoder, dense_model, embeddings))
     embedded = time.perf_counter()
-    manifest = {"built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "rolecall": __version__, "default_retriever": retriever,
-                "sources": sources, "cleaning": report}
+    manifest = {
+        "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "rolecall": __version__,
+        "default_retriever": retriever,
+        "sources": sources,
+        "cleaning": report,
+    }
     manifest = save_index(out_dir, records, tokens, manifest, vectors)
     finished = time.perf_counter()
-    manifest["build_seconds"] = {**({"load_model": round(loaded - started, 3)}
-                                    if encoder is not None else {}),
-                                 "read_and_clean": round(cleaned - loaded, 3),
-                                 "tokenize": round(tokenized - cleaned, 3),
-                                 **({"embed": round(embedded - tokenized, 3)}
-                                    if vectors is not None else {}),
-                                 "index_and_save": round(finished - embedded, 3),
-                                 "total": round(finished - started, 3)}
+    manifest["build_seconds"] = {
+        **({"load_model": round(loaded - started, 3)} if encoder is not None else {}),
+        "read_and_clean": round(cleaned - loaded, 3),
+        "tokenize": round(tokenized - cleaned, 3),
+        **({"embed": round(embedded - tokenized, 3)} if vectors is not None else {}),
+        "index_and_save": round(finished - embedded, 3),
+        "total": round(finished - started, 3),
+    }
     _write_json(Path(out_dir) / MANIFEST, manifest)
     return manifest
 
@@ -328,23 +388,31 @@ def build_index(corpora: Iterable[Corpus | str | Path], out_dir: str | Path, *,
 def _load_manifest(path: Path) -> dict:
     fix = "build one: rolecall slang index CORPUS... --out DIR"
     if not path.is_dir():
-        raise InputFileError(path, "not found" if not path.exists() else
-                             "is a file, not a slang index directory", fix=fix)
+        raise InputFileError(
+            path,
+            "not found" if not path.exists() else "is a file, not a slang index directory",
+            fix=fix,
+        )
     if not (path / MANIFEST).is_file():
-        raise InputFileError(path, "is not a slang index (no manifest.json; an unfinished "
-                             "build also has none)", fix=fix)
+        raise InputFileError(
+            path,
+            "is not a slang index (no manifest.json; an unfinished build also has none)",
+            fix=fix,
+        )
     try:
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         manifest = None
     if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
-        raise InputFileError(path / MANIFEST, "is not a rolecall slang index manifest",
-                             fix=fix)
+        raise InputFileError(path / MANIFEST, "is not a rolecall slang index manifest", fix=fix)
     if manifest.get("format_version", 0) > FORMAT_VERSION:
         raise InputFileError(path, "was built by a newer rolecall", fix="upgrade rolecall")
     if manifest["tokenizer"].get("rules_version") != TOKEN_RULES_VERSION:
-        raise InputFileError(path, "was built with other tokenization rules than this "
-                             "rolecall uses", fix="rebuild it with rolecall slang index")
+        raise InputFileError(
+            path,
+            "was built with other tokenization rules than this rolecall uses",
+            fix="rebuild it with rolecall slang index",
+        )
     return manifest
 
 
@@ -352,8 +420,15 @@ class SlangIndex:
     """A built index, loaded: the BM25 matrices (and the dense vectors, where built) plus
     the comments they point at."""
 
-    def __init__(self, path: Path, manifest: dict, ids: list[str], texts: list[str], bm25,
-                 dense_index: dense.DenseIndex | None = None):
+    def __init__(
+        self,
+        path: Path,
+        manifest: dict,
+        ids: list[str],
+        texts: list[str],
+        bm25,
+        dense_index: dense.DenseIndex | None = None,
+    ):
         self.path, self.manifest, self.ids, self.texts = path, manifest, ids, texts
         self._bm25, self._dense = bm25, dense_index
         self._vocab: dict[str, int] = bm25.vocab_dict
@@ -379,23 +454,42 @@ class SlangIndex:
         manifest = _load_manifest(path)
         for part in (COMMENTS, BM25_DIR):
             if not (path / part).exists():
-                raise InputFileError(path, f"is an incomplete slang index: {part} is missing",
-                                     fix="rebuild it with rolecall slang index")
+                raise InputFileError(
+                    path,
+                    f"is an incomplete slang index: {part} is missing",
+                    fix="rebuild it with rolecall slang index",
+                )
         comments = list(read_jsonl(path / COMMENTS))
         bm25 = _bm25s().BM25.load(str(path / BM25_DIR), show_progress=False)
         if bm25.scores["num_docs"] != len(comments):
-            raise InputFileError(path, f"is inconsistent: {len(comments)} comments but "
-                                 f"{bm25.scores['num_docs']} indexed documents",
-                                 fix="rebuild it with rolecall slang index")
+            raise InputFileError(
+                path,
+                f"is inconsistent: {len(comments)} comments but "
+                f"{bm25.scores['num_docs']} indexed documents",
+                fix="rebuild it with rolecall slang index",
+            )
         built_with = manifest["tokenizer"].get("kiwipiepy")
         if built_with != tokenizer_info()["kiwipiepy"]:
-            log.warning("%s was built with kiwipiepy %s, this is %s: query morphemes may "
-                        "differ slightly; rebuild the index to be sure", path, built_with,
-                        tokenizer_info()["kiwipiepy"])
-        dense_index = (dense.DenseIndex.load(path, len(comments), dense_model)
-                       if "dense" in manifest.get("retrievers", []) else None)
-        return cls(path, manifest, [c["id"] for c in comments],
-                   [c["text"] for c in comments], bm25, dense_index)
+            log.warning(
+                "%s was built with kiwipiepy %s, this is %s: query morphemes may "
+                "differ slightly; rebuild the index to be sure",
+                path,
+                built_with,
+                tokenizer_info()["kiwipiepy"],
+            )
+        dense_index = (
+            dense.DenseIndex.load(path, len(comments), dense_model)
+            if "dense" in manifest.get("retrievers", [])
+            else None
+        )
+        return cls(
+            path,
+            manifest,
+            [c["id"] for c in comments],
+            [c["text"] for c in comments],
+            bm25,
+            dense_index,
+        )
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -417,17 +511,21 @@ class SlangIndex:
 
     def _dense_index(self, retriever: str) -> dense.DenseIndex:
         if self._dense is None:
-            raise InputFileError(self.path, f"has no dense embeddings for the {retriever} "
-                                 f"retriever (built for {', '.join(self.retrievers)})",
-                                 fix=REBUILD_DENSE)
+            raise InputFileError(
+                self.path,
+                f"has no dense embeddings for the {retriever} "
+                f"retriever (built for {', '.join(self.retrievers)})",
+                fix=REBUILD_DENSE,
+            )
         return self._dense
 
     def search(self, query: str, k: int = 9, retriever: str | None = None) -> list[Hit]:
         """The ``k`` comments most like ``query``, best first (fewer if few match)."""
         return self.search_many([query], k, retriever)[0]
 
-    def search_many(self, queries: Sequence[str], k: int = 9, retriever: str | None = None
-                    ) -> list[list[Hit]]:
+    def search_many(
+        self, queries: Sequence[str], k: int = 9, retriever: str | None = None
+    ) -> list[list[Hit]]:
         """``search`` for each query, batched: one Kiwi call, one encoder call.
 
         ``retriever`` is ``"bm25"``, ``"dense"`` or ``"hybrid"`` (default: the index's
@@ -450,8 +548,7 @@ class SlangIndex:
             ranked = self._dense_index(retriever).search_many(queries, k)
         else:
             ranked = self._hybrid(queries, k)
-        return [[Hit(self.ids[i], self.texts[i], score) for i, score in hits]
-                for hits in ranked]
+        return [[Hit(self.ids[i], self.texts[i], score) for i, score in hits] for hits in ranked]
 
     def _hybrid(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
         """RRF of the BM25 and the dense rankings, each cut at ``FUSION_DEPTH`` (or 2k):
@@ -460,40 +557,66 @@ class SlangIndex:
         depth = max(FUSION_DEPTH, 2 * k)
         sparse = [self._bm25_top(t, depth) for t in search_tokens(queries)]
         nearest = dense_index.search_many(queries, depth)
-        return [reciprocal_rank_fusion([[i for i, _ in s], [i for i, _ in d]], RRF_K)[:k]
-                for s, d in zip(sparse, nearest)]
+        return [
+            reciprocal_rank_fusion([[i for i, _ in s], [i for i, _ in d]], RRF_K)[:k]
+            for s, d in zip(sparse, nearest)
+        ]
 
 
 def summarize(manifest: dict, out_dir: str | Path) -> str:
     """One paragraph for people: what went in, what was dropped and why, how long."""
     report = manifest["cleaning"]
-    dropped = ", ".join(f"{n:,} {reason.replace('_', ' ')}"
-                        for reason, n in report["dropped"].items())
+    dropped = ", ".join(
+        f"{n:,} {reason.replace('_', ' ')}" for reason, n in report["dropped"].items()
+    )
     seconds = manifest.get("build_seconds", {}).get("total")
     took = f" in {seconds:.1f} s" if seconds is not None else ""
-    embedded = (f"; embedded with {manifest['dense']['model']} (dimension "
-                f"{manifest['dense']['dimension']}), searched by "
-                f"{manifest['default_retriever']} unless told otherwise"
-                if "dense" in manifest else "")
-    return (f"{out_dir}: slang index of {manifest['comments']:,} comments from "
-            f"{len(manifest['sources'])} corpora ({report['input']:,} rows read; dropped "
-            f"{dropped}; kept {report['kept_without_hangul']:,} without Hangul; "
-            f"{manifest['vocabulary']:,} distinct tokens{embedded}){took}")
+    embedded = (
+        f"; embedded with {manifest['dense']['model']} (dimension "
+        f"{manifest['dense']['dimension']}), searched by "
+        f"{manifest['default_retriever']} unless told otherwise"
+        if "dense" in manifest
+        else ""
+    )
+    return (
+        f"{out_dir}: slang index of {manifest['comments']:,} comments from "
+        f"{len(manifest['sources'])} corpora ({report['input']:,} rows read; dropped "
+        f"{dropped}; kept {report['kept_without_hangul']:,} without Hangul; "
+        f"{manifest['vocabulary']:,} distinct tokens{embedded}){took}"
+    )
 
 
-def index_command(corpora: list[str], out: Path, min_chars: int = 5,
-                  max_chars: int | None = 300, delimiter: str | None = None,
-                  retriever: str = "bm25", dense_model: str | None = None,
-                  progress: bool = True) -> str:
+def index_command(
+    corpora: list[str],
+    out: Path,
+    min_chars: int = 5,
+    max_chars: int | None = 300,
+    delimiter: str | None = None,
+    retriever: str = "bm25",
+    dense_model: str | None = None,
+    progress: bool = True,
+) -> str:
     """``rolecall slang index``: build, then the summary line to print."""
     specs = [parse_corpus_spec(c, delimiter) for c in corpora]
-    manifest = build_index(specs, out, min_chars=min_chars, max_chars=max_chars,
-                           retriever=retriever, dense_model=dense_model, progress=progress)
+    manifest = build_index(
+        specs,
+        out,
+        min_chars=min_chars,
+        max_chars=max_chars,
+        retriever=retriever,
+        dense_model=dense_model,
+        progress=progress,
+    )
     return summarize(manifest, out)
 
 
-def search_command(index_dir: Path, query: str, k: int = 9, retriever: str | None = None,
-                   dense_model: str | None = None) -> list[Hit]:
+def search_command(
+    index_dir: Path,
+    query: str,
+    k: int = 9,
+    retriever: str | None = None,
+    dense_model: str | None = None,
+) -> list[Hit]:
     """``rolecall slang search``: the hits, for the CLI to print (``format_hits``).
 
     ``retriever`` defaults to the index's own default (the one it was built for): a person
@@ -506,8 +629,10 @@ def format_hits(hits: Sequence[Hit]) -> str:
     """Rank, score, id and text, one hit a line; '(no hits)' says a search found nothing."""
     if not hits:
         return "(no hits)"
-    return "\n".join(f"{rank:>2}. {hit.score:7.3f}  {hit.id}  {hit.text}"
-                     for rank, hit in enumerate(hits, start=1))
+    return "\n".join(
+        f"{rank:>2}. {hit.score:7.3f}  {hit.id}  {hit.text}"
+        for rank, hit in enumerate(hits, start=1)
+    )
 
 
 def hits_to_json(hits: Sequence[Hit]) -> str:

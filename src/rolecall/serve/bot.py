@@ -40,8 +40,12 @@ from rolecall.records import Turn
 from rolecall.serve.reply import Reply, draw_unrejected, ms_since
 
 BOT_FILE = "bot.json"
-FALLBACK_QUESTIONS = ["요즘 즐겨 보시는 프로그램 있으세요?", "오늘 식사는 잘 챙겨 드셨어요?",
-                      "요즘 날씨가 어떤가요?", "최근에 산책은 다녀오셨어요?"]
+FALLBACK_QUESTIONS = [
+    "요즘 즐겨 보시는 프로그램 있으세요?",
+    "오늘 식사는 잘 챙겨 드셨어요?",
+    "요즘 날씨가 어떤가요?",
+    "최근에 산책은 다녀오셨어요?",
+]
 
 
 class BotSettings(BaseModel):
@@ -50,19 +54,25 @@ class BotSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     k: int = Field(10, ge=1, description="candidates retrieved and reranked")
     unanswerable_threshold: float | None = Field(
-        None, description="MC-dropout confidence at or below which retrieval fails (from "
-        "'rolecall eval unanswerable'); None: retrieval never fails")
+        None,
+        description="MC-dropout confidence at or below which retrieval fails (from "
+        "'rolecall eval unanswerable'); None: retrieval never fails",
+    )
     mc_passes: int = Field(10, ge=2, description="MC dropout passes")
     guard: bool = Field(True, description="let the classifier guard every reply")
-    fallback_questions: list[str] = Field(default_factory=lambda: list(FALLBACK_QUESTIONS),
-                                          min_length=1)
+    fallback_questions: list[str] = Field(
+        default_factory=lambda: list(FALLBACK_QUESTIONS), min_length=1
+    )
     max_new_tokens: int = Field(48, ge=1, description="the generator's reply length")
     temperature: float = Field(0.0, ge=0.0, description="the generator's; 0 = greedy")
     generator_model: str | None = Field(
-        None, description="without generator/: this LLM (a model string), prompted with "
-        "the role spec in 'spec', is the generator (serve/prompted.py)")
-    spec: str | None = Field(None, description="the role spec (YAML) for generator_model; "
-                             "relative to the bot directory")
+        None,
+        description="without generator/: this LLM (a model string), prompted with "
+        "the role spec in 'spec', is the generator (serve/prompted.py)",
+    )
+    spec: str | None = Field(
+        None, description="the role spec (YAML) for generator_model; relative to the bot directory"
+    )
 
 
 class Bot:
@@ -71,12 +81,18 @@ class Bot:
 
     version = "rfg"  # the web app sets one that hashes the bot's files (web/bots.py)
 
-    def __init__(self, settings: BotSettings | None = None, selector: Any = None,
-                 generator: Any = None, classifier: Any = None):
+    def __init__(
+        self,
+        settings: BotSettings | None = None,
+        selector: Any = None,
+        generator: Any = None,
+        classifier: Any = None,
+    ):
         if selector is None and generator is None:
-            raise ConfigError("a bot needs a retriever with its candidate index or a "
-                              "generator", fix="train one: rolecall train retriever / "
-                              "rolecall train generator")
+            raise ConfigError(
+                "a bot needs a retriever with its candidate index or a generator",
+                fix="train one: rolecall train retriever / rolecall train generator",
+            )
         self.settings = settings or BotSettings()
         self.selector, self.generator, self.classifier = selector, generator, classifier
 
@@ -87,9 +103,11 @@ class Bot:
         to use for ``generator_model`` when it is that model (saves loading it twice)."""
         directory = Path(directory)
         if not directory.is_dir():
-            raise InputFileError(directory, "no such bot directory",
-                                 fix="give the directory holding retriever/, reranker/, "
-                                     "generator/ and classifier/")
+            raise InputFileError(
+                directory,
+                "no such bot directory",
+                fix="give the directory holding retriever/, reranker/, generator/ and classifier/",
+            )
         settings = _read_settings(directory / BOT_FILE)
         selector = generator = classifier = None
         if (directory / "retriever").exists():
@@ -99,9 +117,12 @@ class Bot:
 
             index_dir = directory / "retriever" / "candidates"
             if not index_dir.exists():
-                raise InputFileError(directory / "retriever", "has no candidates/ index",
-                                     fix="train it with 'rolecall train retriever' (it "
-                                         "builds the index) or copy the index there")
+                raise InputFileError(
+                    directory / "retriever",
+                    "has no candidates/ index",
+                    fix="train it with 'rolecall train retriever' (it "
+                    "builds the index) or copy the index there",
+                )
             index = CandidateIndex.load(index_dir, Retriever.load(directory / "retriever"))
             reranker = None
             if (directory / "reranker").exists():
@@ -121,9 +142,12 @@ class Bot:
 
             classifier = Classifier.load(directory / "classifier")
         if selector is None and generator is None:
-            raise InputFileError(directory, "holds neither retriever/ nor generator/",
-                                 fix="train at least one: rolecall train retriever EXAMPLES "
-                                     f"--out {directory}/retriever")
+            raise InputFileError(
+                directory,
+                "holds neither retriever/ nor generator/",
+                fix="train at least one: rolecall train retriever EXAMPLES "
+                f"--out {directory}/retriever",
+            )
         return cls(settings, selector, generator, classifier)
 
     # ---- one turn ----------------------------------------------------------------------
@@ -148,8 +172,7 @@ class Bot:
                 text, path = guarded, "fallback"
         return Reply(text, path, stages, ms_since(started))
 
-    def _retrieve(self, history: list[Turn], stages: list[dict], exclude: set[str]
-                  ) -> str | None:
+    def _retrieve(self, history: list[Turn], stages: list[dict], exclude: set[str]) -> str | None:
         """The best candidate, or None when retrieval fails and a generator can answer."""
         started = time.perf_counter()
         threshold = self.settings.unanswerable_threshold
@@ -160,12 +183,22 @@ class Bot:
         best = allowed[0] if allowed else turn.best
         if not allowed:
             answerable = False
-        stage = {"stage": "retrieve", "best": best.text, "excluded": len(exclude),
-                 "candidates": [{"text": s.text, "retrieval_score": round(s.retrieval_score, 4),
-                                 "rerank_score": None if s.rerank_score is None
-                                 else round(s.rerank_score, 4)} for s in turn.ranked[:3]],
-                 "confidence": None if turn.confidence is None else round(turn.confidence, 4),
-                 "threshold": threshold, "answerable": answerable}
+        stage = {
+            "stage": "retrieve",
+            "best": best.text,
+            "excluded": len(exclude),
+            "candidates": [
+                {
+                    "text": s.text,
+                    "retrieval_score": round(s.retrieval_score, 4),
+                    "rerank_score": None if s.rerank_score is None else round(s.rerank_score, 4),
+                }
+                for s in turn.ranked[:3]
+            ],
+            "confidence": None if turn.confidence is None else round(turn.confidence, 4),
+            "threshold": threshold,
+            "answerable": answerable,
+        }
         if not answerable and self.generator is None:
             stage["note"] = "unanswerable, but there is no generator: the best candidate"
             answerable = True
@@ -173,20 +206,29 @@ class Bot:
         stages.append(stage)
         return best.text if answerable else None
 
-    def _generate(self, history: list[Turn], stages: list[dict], exclude: set[str]
-                  ) -> tuple[str, str]:
+    def _generate(
+        self, history: list[Turn], stages: list[dict], exclude: set[str]
+    ) -> tuple[str, str]:
         """The generator's reply; sampled again (``draw_unrejected``) when the reply at
         the configured temperature was rejected before."""
         started = time.perf_counter()
 
         def draw(temperature: float, seed: int) -> str:
-            return self.generator.generate([history], self.settings.max_new_tokens,
-                                           temperature, seed=seed)[0]
+            return self.generator.generate(
+                [history], self.settings.max_new_tokens, temperature, seed=seed
+            )[0]
 
         text, tries, temperature = draw_unrejected(draw, self.settings.temperature, exclude)
-        stages.append({"stage": "generate", "text": text, "tries": tries,
-                       "temperature": temperature, "alpha": self.generator.settings.alpha,
-                       "ms": ms_since(started)})
+        stages.append(
+            {
+                "stage": "generate",
+                "text": text,
+                "tries": tries,
+                "temperature": temperature,
+                "alpha": self.generator.settings.alpha,
+                "ms": ms_since(started),
+            }
+        )
         return text, "generated"
 
     def _guard(self, history: list[Turn], text: str, stages: list[dict]) -> str | None:
@@ -194,18 +236,22 @@ class Bot:
         started = time.perf_counter()
         threshold = self.classifier.settings.threshold
         p_out = float(self.classifier.predict_proba([history], [text])[0, 1])
-        stage: dict[str, Any] = {"stage": "guard", "text": text,
-                                 "p_out_of_bounds": round(p_out, 4),
-                                 "threshold": threshold, "flagged": p_out >= threshold}
+        stage: dict[str, Any] = {
+            "stage": "guard",
+            "text": text,
+            "p_out_of_bounds": round(p_out, 4),
+            "threshold": threshold,
+            "flagged": p_out >= threshold,
+        }
         question = None
         if stage["flagged"]:
             # a question the bot already asked in this call is not asked again
             asked = {t.text.strip() for t in history if t.role == "system"}
-            questions = [q for q in self.settings.fallback_questions
-                         if q.strip() not in asked] or self.settings.fallback_questions
+            questions = [
+                q for q in self.settings.fallback_questions if q.strip() not in asked
+            ] or self.settings.fallback_questions
             if self.generator is not None:
-                values = self.generator.response_perplexities([history] * len(questions),
-                                                              questions)
+                values = self.generator.response_perplexities([history] * len(questions), questions)
                 best = min(range(len(questions)), key=values.__getitem__)
                 stage["perplexities"] = [round(v, 3) for v in values]
             else:
@@ -224,9 +270,11 @@ def _prompted_generator(directory: Path, settings: BotSettings, llm: Any):
     from rolecall.spec import load_role_spec
 
     if not settings.spec:
-        raise InputFileError(directory / BOT_FILE, "names a generator_model but no spec",
-                             fix='add "spec": "path/to/spec.yaml" (the role spec that '
-                                 "prompts the model)")
+        raise InputFileError(
+            directory / BOT_FILE,
+            "names a generator_model but no spec",
+            fix='add "spec": "path/to/spec.yaml" (the role spec that prompts the model)',
+        )
     spec = load_role_spec(directory / settings.spec)  # an absolute spec path stays as is
     if llm is None:
         llm = LLM(load_backend(settings.generator_model), Cache(config.cache_path()))
@@ -239,11 +287,14 @@ def _read_settings(path: Path) -> BotSettings:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"is not valid JSON: {exc}",
-                             fix="fix the file or delete it to use the defaults") from None
+        raise InputFileError(
+            path, f"is not valid JSON: {exc}", fix="fix the file or delete it to use the defaults"
+        ) from None
     try:
         return BotSettings.model_validate(raw)
     except ValidationError as exc:
-        raise InputFileError(path, f"bad settings: {describe_validation(exc)}",
-                             fix="see BotSettings in rolecall/serve/bot.py for each key") \
-            from None
+        raise InputFileError(
+            path,
+            f"bad settings: {describe_validation(exc)}",
+            fix="see BotSettings in rolecall/serve/bot.py for each key",
+        ) from None

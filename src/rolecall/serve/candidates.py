@@ -48,8 +48,9 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(temp, path)
 
 
-def build_candidate_index(retriever, candidates: Iterable[str], out_dir: str | Path,
-                          progress: bool = True) -> CandidateIndex:
+def build_candidate_index(
+    retriever, candidates: Iterable[str], out_dir: str | Path, progress: bool = True
+) -> CandidateIndex:
     """Encode the unique non-empty ``candidates`` with ``retriever`` and save the index.
 
     Each file is written to a temporary name and renamed; the manifest comes last, so a
@@ -58,28 +59,38 @@ def build_candidate_index(retriever, candidates: Iterable[str], out_dir: str | P
     faiss = faiss_module()
     texts = unique_candidates(candidates)
     if not texts:
-        raise ConfigError("no candidate responses to index",
-                          fix="pass the positive system turns of your examples")
+        raise ConfigError(
+            "no candidate responses to index", fix="pass the positive system turns of your examples"
+        )
     vectors = retriever.encode_candidates(texts, progress)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # the old manifest must not vouch for new files
-    lines = "".join(json.dumps({"id": number, "text": text}, ensure_ascii=False) + "\n"
-                    for number, text in enumerate(texts)).encode("utf-8")
+    lines = "".join(
+        json.dumps({"id": number, "text": text}, ensure_ascii=False) + "\n"
+        for number, text in enumerate(texts)
+    ).encode("utf-8")
     _write_atomic(out / CANDIDATES, lines)
     flat = faiss.IndexFlatIP(vectors.shape[1])
     flat.add(vectors)
     temp = out / (FAISS_FILE + ".tmp")
     faiss.write_index(flat, str(temp))
     os.replace(temp, out / FAISS_FILE)
-    manifest = {"format": INDEX_FORMAT, "version": FORMAT_VERSION, "count": len(texts),
-                "dim": int(vectors.shape[1]), "kind": retriever.settings.kind,
-                "retriever": str(retriever.path) if retriever.path else None,
-                "candidates_sha256": hashlib.sha256(lines).hexdigest(),
-                "faiss_index": "IndexFlatIP (exact, inner product)",
-                "faiss": faiss.__version__, "created": time.time()}
-    _write_atomic(out / MANIFEST, (json.dumps(manifest, ensure_ascii=False, indent=2)
-                                   + "\n").encode("utf-8"))
+    manifest = {
+        "format": INDEX_FORMAT,
+        "version": FORMAT_VERSION,
+        "count": len(texts),
+        "dim": int(vectors.shape[1]),
+        "kind": retriever.settings.kind,
+        "retriever": str(retriever.path) if retriever.path else None,
+        "candidates_sha256": hashlib.sha256(lines).hexdigest(),
+        "faiss_index": "IndexFlatIP (exact, inner product)",
+        "faiss": faiss.__version__,
+        "created": time.time(),
+    }
+    _write_atomic(
+        out / MANIFEST, (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    )
     return CandidateIndex(out, manifest, texts, flat, retriever)
 
 
@@ -103,15 +114,22 @@ class CandidateIndex:
         manifest = _read_manifest(path)
         lines = (path / CANDIDATES).read_bytes()
         if hashlib.sha256(lines).hexdigest() != manifest.get("candidates_sha256"):
-            raise InputFileError(path / CANDIDATES, "does not match the manifest's SHA-256: "
-                                 "the candidates changed after the index was built",
-                                 fix=REBUILD)
+            raise InputFileError(
+                path / CANDIDATES,
+                "does not match the manifest's SHA-256: "
+                "the candidates changed after the index was built",
+                fix=REBUILD,
+            )
         texts = [json.loads(line)["text"] for line in lines.decode("utf-8").splitlines()]
         index = faiss_module().read_index(str(path / FAISS_FILE))
         if not index.ntotal == len(texts) == manifest["count"] or index.d != manifest["dim"]:
-            raise InputFileError(path, f"is inconsistent: {len(texts)} candidates, "
-                                 f"{index.ntotal} vectors of dimension {index.d}, manifest "
-                                 f"{manifest['count']} x {manifest['dim']}", fix=REBUILD)
+            raise InputFileError(
+                path,
+                f"is inconsistent: {len(texts)} candidates, "
+                f"{index.ntotal} vectors of dimension {index.d}, manifest "
+                f"{manifest['count']} x {manifest['dim']}",
+                fix=REBUILD,
+            )
         loaded = cls(path, manifest, texts, index, _retriever(path, manifest, retriever))
         loaded._check_retriever()
         return loaded
@@ -121,13 +139,15 @@ class CandidateIndex:
         dim) gives another vector, and its scores would not compare with the index's."""
         again = self.retriever.encode_candidates(self.texts[:1])[0]
         if not np.allclose(again, self._vectors[0], rtol=1e-3, atol=1e-4):
-            raise InputFileError(self.path, "was built with another retriever: the first "
-                                 "candidate encodes differently now",
-                                 fix="load it with the retriever it was built with, or "
-                                     + REBUILD)
+            raise InputFileError(
+                self.path,
+                "was built with another retriever: the first candidate encodes differently now",
+                fix="load it with the retriever it was built with, or " + REBUILD,
+            )
 
-    def search(self, contexts: Sequence[str], k: int = 10, depth: int | None = None
-               ) -> list[list[tuple[int, str, float]]]:
+    def search(
+        self, contexts: Sequence[str], k: int = 10, depth: int | None = None
+    ) -> list[list[tuple[int, str, float]]]:
         """For each context its ``k`` best candidates as ``(candidate_id, text, score)``,
         best first, equal scores in candidate order. ``depth`` (poly only): first-stage
         candidates re-scored, default the retriever's ``rerank_depth``."""
@@ -137,8 +157,9 @@ class CandidateIndex:
             return []
         return self.search_encoded(self.retriever.encode_contexts(contexts), k, depth)
 
-    def search_encoded(self, encoded, k: int = 10, depth: int | None = None
-                       ) -> list[list[tuple[int, str, float]]]:
+    def search_encoded(
+        self, encoded, k: int = 10, depth: int | None = None
+    ) -> list[list[tuple[int, str, float]]]:
         """``search`` for contexts already encoded by the retriever (``encode_contexts``
         or ``contexts_from_states``: one backbone pass shared with the reranker)."""
         if k < 1:
@@ -147,15 +168,15 @@ class CandidateIndex:
         if self.manifest["kind"] == "bi":
             fetch = min(len(self), k + 16)  # a little slack so ties at the cut sort stably
             scores, ids = self._index.search(queries, fetch)
-            tops = [stable_top(row_ids, row_scores, k) for row_ids, row_scores in
-                    zip(ids, scores)]
+            tops = [stable_top(row_ids, row_scores, k) for row_ids, row_scores in zip(ids, scores)]
         else:
             depth = depth or self.retriever.settings.rerank_depth
             tops = self._rerank(encoded, queries, max(depth, k), k)
         return [[(doc, self.texts[doc], score) for doc, score in top] for top in tops]
 
-    def _rerank(self, encoded, queries: np.ndarray, depth: int, k: int
-                ) -> list[list[tuple[int, float]]]:
+    def _rerank(
+        self, encoded, queries: np.ndarray, depth: int, k: int
+    ) -> list[list[tuple[int, float]]]:
         """The poly-encoder's two stages (see the module docstring)."""
         fetch = min(len(self), depth)
         if fetch == len(self):  # every candidate: exact, no first stage needed
@@ -174,15 +195,17 @@ class CandidateIndex:
 def _read_manifest(path: Path) -> dict:
     for part in (MANIFEST, CANDIDATES, FAISS_FILE):
         if not (path / part).is_file():
-            raise InputFileError(path, f"is not a complete candidate index: {part} is "
-                                 "missing", fix=REBUILD)
+            raise InputFileError(
+                path, f"is not a complete candidate index: {part} is missing", fix=REBUILD
+            )
     try:
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputFileError(path / MANIFEST, "is not valid JSON", fix=REBUILD) from None
     if manifest.get("format") != INDEX_FORMAT or manifest.get("version") != FORMAT_VERSION:
-        raise InputFileError(path / MANIFEST, f"is not a {INDEX_FORMAT} version "
-                             f"{FORMAT_VERSION}", fix=REBUILD)
+        raise InputFileError(
+            path / MANIFEST, f"is not a {INDEX_FORMAT} version {FORMAT_VERSION}", fix=REBUILD
+        )
     return manifest
 
 
@@ -194,13 +217,18 @@ def _retriever(path: Path, manifest: dict, retriever):
     else:
         where = retriever or manifest.get("retriever")
         if not where:
-            raise InputFileError(path / MANIFEST, "names no retriever model (it was built "
-                                 "with an unsaved one)", fix="pass the retriever: "
-                                 "CandidateIndex.load(dir, retriever=MODEL_DIR)")
+            raise InputFileError(
+                path / MANIFEST,
+                "names no retriever model (it was built with an unsaved one)",
+                fix="pass the retriever: CandidateIndex.load(dir, retriever=MODEL_DIR)",
+            )
         given = Retriever.load(where)
     if given.settings.kind != manifest["kind"] or given.settings.dim != manifest["dim"]:
-        raise InputFileError(path, f"was built with a {manifest['kind']}-encoder of dim "
-                             f"{manifest['dim']}, not this {given.settings.kind}-encoder of "
-                             f"dim {given.settings.dim}", fix="load it with the retriever "
-                             "it was built with, or " + REBUILD)
+        raise InputFileError(
+            path,
+            f"was built with a {manifest['kind']}-encoder of dim "
+            f"{manifest['dim']}, not this {given.settings.kind}-encoder of "
+            f"dim {given.settings.dim}",
+            fix="load it with the retriever it was built with, or " + REBUILD,
+        )
     return given

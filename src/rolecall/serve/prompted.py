@@ -37,32 +37,46 @@ class PromptedGenerator:
         self.settings = PromptedSettings()
 
     def prompt(self, history: Sequence[Turn]) -> str:
-        return self.template.render(outline=self.spec.outline,
-                                    categories=self.spec.categories, history=list(history))
+        return self.template.render(
+            outline=self.spec.outline, categories=self.spec.categories, history=list(history)
+        )
 
-    def reply(self, history: Sequence[Turn], max_new_tokens: int = 48,
-              temperature: float = 0.0, seed: int = 0) -> str:
+    def reply(
+        self,
+        history: Sequence[Turn],
+        max_new_tokens: int = 48,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> str:
         """The next system turn: the completion up to its first line break."""
         from rolecall.llm import Request, SamplingParams
 
-        params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens,
-                                seed=seed, stop=("\n",))
+        params = SamplingParams(
+            temperature=temperature, max_tokens=max_new_tokens, seed=seed, stop=("\n",)
+        )
         completion = self.llm.complete(Request(prompt=self.prompt(history), params=params))
         return completion.text.strip().split("\n")[0].strip()
 
-    def generate(self, histories: Sequence[Sequence[Turn]], max_new_tokens: int = 48,
-                 temperature: float = 0.0, seed: int = 0) -> list[str]:
+    def generate(
+        self,
+        histories: Sequence[Sequence[Turn]],
+        max_new_tokens: int = 48,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
         return [self.reply(h, max_new_tokens, temperature, seed) for h in histories]
 
-    def response_perplexities(self, histories: Sequence[Sequence[Turn]],
-                              responses: Sequence[str]) -> list[float]:
+    def response_perplexities(
+        self, histories: Sequence[Sequence[Turn]], responses: Sequence[str]
+    ) -> list[float]:
         """Perplexity of each response as the next system turn (one scoring call each)."""
         from rolecall.llm import Request
 
         if len(histories) != len(responses):
             raise ValueError(f"{len(histories)} histories but {len(responses)} responses")
-        requests = [Request(prompt=self.prompt(h), score_text=" " + r)
-                    for h, r in zip(histories, responses)]
+        requests = [
+            Request(prompt=self.prompt(h), score_text=" " + r) for h, r in zip(histories, responses)
+        ]
         samples = self.llm.generate(requests)
         out = []
         for sample in samples:
@@ -88,9 +102,14 @@ class PromptedBot:
             return self.generator.reply(history, self.max_tokens, temperature, seed)
 
         text, tries, temperature = draw_unrejected(draw, self.temperature, exclude)
-        stage = {"stage": "generate", "model": self.generator.llm.model_id, "tries": tries,
-                 "excluded": len(exclude), "temperature": temperature,
-                 "ms": ms_since(started)}
+        stage = {
+            "stage": "generate",
+            "model": self.generator.llm.model_id,
+            "tries": tries,
+            "excluded": len(exclude),
+            "temperature": temperature,
+            "ms": ms_since(started),
+        }
         # subtle: every draw may come back empty (a model that stops at once); a turn
         # of the dialogue is never empty, so the bot says it has nothing to say
         return Reply(text or "...", "llm", [stage], ms_since(started))

@@ -57,8 +57,9 @@ class ChatBot(Protocol):
     def reply(self, history: Sequence[Turn], exclude: Collection[str] = ()) -> Reply: ...
 
 
-def draw_unrejected(draw: Callable[[float, int], str], temperature: float,
-                    exclude: Collection[str]) -> tuple[str, int, float]:
+def draw_unrejected(
+    draw: Callable[[float, int], str], temperature: float, exclude: Collection[str]
+) -> tuple[str, int, float]:
     """``(text, draws, temperature of the last draw)``: ``draw(temperature, seed)`` until
     it returns a non-empty text not in ``exclude``, at most ``TRIES`` times (the last draw
     is returned even if rejected: a bot always answers).

@@ -72,27 +72,29 @@ class ResponseSelector:
             return
         if reranker.features is None:
             reranker.features = Features(reranker.backbone)
-        reranker.features.precompute("texts", self.index.texts,
-                                     reranker.settings.candidate_max_tokens, progress,
-                                     side="right")
+        reranker.features.precompute(
+            "texts",
+            self.index.texts,
+            reranker.settings.candidate_max_tokens,
+            progress,
+            side="right",
+        )
 
-    def retrieve(self, context: str | Sequence[Turn], k: int | None = None
-                 ) -> list[Selection]:
+    def retrieve(self, context: str | Sequence[Turn], k: int | None = None) -> list[Selection]:
         """The retriever's ``k`` best candidates for one context, best first."""
         text = as_context(context, self.retriever.settings.max_turns)
         encoded = self.retriever.contexts_from_states(*self.retriever.context_states([text]))
-        return [Selection(i, t, s) for i, t, s in
-                self.index.search_encoded(encoded, k or self.k)[0]]
+        return [
+            Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, k or self.k)[0]
+        ]
 
-    def select(self, context: str | Sequence[Turn], mc_passes: int = 0, seed: int = 0
-               ) -> Turnout:
+    def select(self, context: str | Sequence[Turn], mc_passes: int = 0, seed: int = 0) -> Turnout:
         """Retrieve ``k``, rerank them (when there is a reranker), best first; with
         ``mc_passes`` (>= 2) also the best one's MC-dropout confidence."""
         text = as_context(context, self.retriever.settings.max_turns)
         states = self.retriever.context_states([text])
         encoded = self.retriever.contexts_from_states(*states)
-        found = [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded,
-                                                                             self.k)[0]]
+        found = [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, self.k)[0]]
         if self.reranker is None:
             return Turnout(found)
         responses = [s.text for s in found]
@@ -101,8 +103,12 @@ class ResponseSelector:
         else:
             scores = self.reranker.score_pairs([text] * len(found), responses)
         order = np.lexsort((np.arange(len(found)), -scores))
-        ranked = [Selection(found[i].candidate_id, found[i].text, found[i].retrieval_score,
-                            float(scores[i])) for i in order]
+        ranked = [
+            Selection(
+                found[i].candidate_id, found[i].text, found[i].retrieval_score, float(scores[i])
+            )
+            for i in order
+        ]
         if mc_passes < 2:
             return Turnout(ranked)
         best = [ranked[0].text]
@@ -119,5 +125,9 @@ def _shares_context_pass(retriever, reranker: Reranker) -> bool:
     r, s = retriever.settings, reranker.settings
     a, b = retriever.backbone, reranker.backbone
     same = a is b or (a.frozen and b.frozen and a.identity == b.identity)
-    return (not reranker.joint and same and r.max_turns == s.max_turns
-            and r.context_max_tokens == s.context_max_tokens)
+    return (
+        not reranker.joint
+        and same
+        and r.max_turns == s.max_turns
+        and r.context_max_tokens == s.context_max_tokens
+    )

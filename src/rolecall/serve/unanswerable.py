@@ -60,9 +60,13 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # = 1 / (1 + e^-x), without overflow warnings
 
 
-def mc_dropout_confidence(reranker: Reranker, contexts: Sequence[Context],
-                          responses: Sequence[str], passes: int = 20, seed: int = 0
-                          ) -> np.ndarray:
+def mc_dropout_confidence(
+    reranker: Reranker,
+    contexts: Sequence[Context],
+    responses: Sequence[str],
+    passes: int = 20,
+    seed: int = 0,
+) -> np.ndarray:
     """[N] confidences: mean - variance of ``passes`` sigmoid reranker scores, dropout on."""
     return sigmoid_confidence(reranker.mc_dropout(contexts, responses, passes, seed))
 
@@ -72,8 +76,9 @@ def sigmoid_confidence(logits: np.ndarray) -> np.ndarray:
     return mean_minus_variance(_sigmoid(logits))
 
 
-def response_perplexity(scorer: Any, contexts: Sequence[Context], responses: Sequence[str],
-                        progress: bool = False) -> np.ndarray:
+def response_perplexity(
+    scorer: Any, contexts: Sequence[Context], responses: Sequence[str], progress: bool = False
+) -> np.ndarray:
     """[N] LM perplexities of each response as the system's next turn after its context."""
     return lm_perplexities(scorer, [lm_prompt(c) for c in contexts], responses, progress)
 
@@ -84,8 +89,7 @@ class Detector(Protocol):
     name: ClassVar[str]
     higher_is_unanswerable: ClassVar[bool]
 
-    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
-        ...
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray: ...
 
 
 @dataclass
@@ -99,8 +103,7 @@ class MCDropoutDetector:
     higher_is_unanswerable: ClassVar[bool] = False
 
     def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
-        return mc_dropout_confidence(self.reranker, contexts, responses, self.passes,
-                                     self.seed)
+        return mc_dropout_confidence(self.reranker, contexts, responses, self.passes, self.seed)
 
 
 @dataclass
@@ -117,8 +120,13 @@ class PerplexityDetector:
         return response_perplexity(self.scorer, contexts, responses, self.progress)
 
 
-def validation_items(pairs: Sequence[tuple[str, str]], hard_negatives: HardNegatives,
-                     share: float = 0.5, seed: int = 0, k: int = 5) -> list[dict[str, Any]]:
+def validation_items(
+    pairs: Sequence[tuple[str, str]],
+    hard_negatives: HardNegatives,
+    share: float = 0.5,
+    seed: int = 0,
+    k: int = 5,
+) -> list[dict[str, Any]]:
     """The Appendix C validation set from (context, gold) pairs (e.g.
     ``data.selection_pairs`` of held-out examples): ``share`` of the golds are replaced by
     the best of ``hard_negatives(context, gold, k)`` that is not the gold (label 1,
@@ -128,35 +136,49 @@ def validation_items(pairs: Sequence[tuple[str, str]], hard_negatives: HardNegat
         for candidate in hard_negatives(context, gold, k):
             if candidate.strip() and candidate.strip() != gold.strip():
                 return candidate.strip()
-        raise ConfigError(f"hard_negatives returned no candidate other than the gold for "
-                          f"the context ending {context[-60:]!r}",
-                          fix="index more candidate responses, or raise k")
+        raise ConfigError(
+            f"hard_negatives returned no candidate other than the gold for "
+            f"the context ending {context[-60:]!r}",
+            fix="index more candidate responses, or raise k",
+        )
 
     return build_unanswerable_set(list(pairs), hard_negative, share, seed)
 
 
-def _calibrate(detector: Detector, items: Sequence[dict[str, Any]]
-               ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
+def _calibrate(
+    detector: Detector, items: Sequence[dict[str, Any]]
+) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     labels = [int(item["label"]) for item in items]
     if len(set(labels)) != 2:
-        raise ConfigError(f"the validation set needs both answerable (0) and unanswerable "
-                          f"(1) items; it has {len(labels)} items, labels {sorted(set(labels))}",
-                          fix="build it with validation_items and a share strictly between "
-                              "0 and 1")
-    scores = np.asarray(detector.scores([item["context"] for item in items],
-                                        [item["response"] for item in items]), dtype=float)
+        raise ConfigError(
+            f"the validation set needs both answerable (0) and unanswerable "
+            f"(1) items; it has {len(labels)} items, labels {sorted(set(labels))}",
+            fix="build it with validation_items and a share strictly between 0 and 1",
+        )
+    scores = np.asarray(
+        detector.scores([item["context"] for item in items], [item["response"] for item in items]),
+        dtype=float,
+    )
     higher = detector.higher_is_unanswerable
     result = UnanswerableEvaluator(name=detector.name, higher_is_unanswerable=higher)(
-        labels, scores)
+        labels, scores
+    )
     fpr, tpr, _ = roc_curve(labels, scores if higher else -scores)
-    result.update({"method": detector.name, "higher_is_unanswerable": higher,
-                   "rule": f"unanswerable when score {'>=' if higher else '<='} threshold",
-                   "items": len(labels), "unanswerable": int(sum(labels))})
+    result.update(
+        {
+            "method": detector.name,
+            "higher_is_unanswerable": higher,
+            "rule": f"unanswerable when score {'>=' if higher else '<='} threshold",
+            "items": len(labels),
+            "unanswerable": int(sum(labels)),
+        }
+    )
     return result, (fpr, tpr)
 
 
-def calibrate_detector(detector: Detector, items: Sequence[dict[str, Any]],
-                       roc_path: str | Path | None = None) -> dict[str, Any]:
+def calibrate_detector(
+    detector: Detector, items: Sequence[dict[str, Any]], roc_path: str | Path | None = None
+) -> dict[str, Any]:
     """Threshold at the max-F1 point of ``items`` (``validation_items``), with F1,
     precision, recall and ROC AUC; draws the ROC curve to ``roc_path`` when given."""
     result, curve = _calibrate(detector, items)
@@ -167,8 +189,11 @@ def calibrate_detector(detector: Detector, items: Sequence[dict[str, Any]],
     return result
 
 
-def compare_detectors(detectors: Sequence[Detector], items: Sequence[dict[str, Any]],
-                      roc_path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+def compare_detectors(
+    detectors: Sequence[Detector],
+    items: Sequence[dict[str, Any]],
+    roc_path: str | Path | None = None,
+) -> dict[str, dict[str, Any]]:
     """``calibrate_detector`` for each detector on the same items, their ROC curves in one
     plot (the paper's comparison of MC dropout and perplexity)."""
     results, curves = {}, {}
@@ -179,8 +204,9 @@ def compare_detectors(detectors: Sequence[Detector], items: Sequence[dict[str, A
     return results
 
 
-def is_unanswerable(detector: Detector, contexts: Sequence[Context],
-                    responses: Sequence[str], threshold: float) -> np.ndarray:
+def is_unanswerable(
+    detector: Detector, contexts: Sequence[Context], responses: Sequence[str], threshold: float
+) -> np.ndarray:
     """Booleans, True = unanswerable, with a threshold from ``calibrate_detector``."""
     scores = detector.scores(contexts, responses)
     return flag_unanswerable(scores, threshold, detector.higher_is_unanswerable)

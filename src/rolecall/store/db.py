@@ -155,9 +155,7 @@ def _postgres_engine(url: URL) -> Engine:
     if "connect_timeout" not in url.query:
         # Without it an unroutable host hangs for minutes (the OS TCP timeout).
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
-    return create_engine(
-        url, json_serializer=_dumps, connect_args=connect_args, pool_pre_ping=True
-    )
+    return create_engine(url, json_serializer=_dumps, connect_args=connect_args, pool_pre_ping=True)
 
 
 def _check_reachable(engine: Engine) -> None:

@@ -39,8 +39,9 @@ def _torch():
         import torch
         import transformers  # noqa: F401
     except ImportError:
-        raise BackendNotInstalled("training needs torch and transformers",
-                                  fix="pip install torch==2.13.0 'rolecall[hf]'") from None
+        raise BackendNotInstalled(
+            "training needs torch and transformers", fix="pip install torch==2.13.0 'rolecall[hf]'"
+        ) from None
     return torch
 
 
@@ -58,10 +59,12 @@ class Backbone:
         config = model.config
         self.hidden_size = int(getattr(config, "hidden_size", 0) or config.d_model)
         self.has_segments = int(getattr(config, "type_vocab_size", 0) or 0) > 1
-        self.start_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None \
-            else tokenizer.bos_token_id
-        self.sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None \
-            else tokenizer.eos_token_id
+        self.start_id = (
+            tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        )
+        self.sep_id = (
+            tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        )
         if frozen:
             model.eval()
             for parameter in model.parameters():
@@ -96,15 +99,21 @@ class Backbone:
     def _specials(self, segments: int) -> int:
         return (self.start_id is not None) + segments * (self.sep_id is not None)
 
-    def batch_texts(self, texts: Sequence[str], max_length: int, side: str = "right"
-                    ) -> dict[str, Any]:
+    def batch_texts(
+        self, texts: Sequence[str], max_length: int, side: str = "right"
+    ) -> dict[str, Any]:
         """Token tensors for single texts, cut to ``max_length`` from ``side``."""
         room = max_length - self._specials(1)
         rows = [self._wrap(_cut(ids, room, side)) for ids in self._ids(texts)]
         return self._pad(rows)
 
-    def batch_pairs(self, firsts: Sequence[str], seconds: Sequence[str], max_length: int,
-                    second_max: int | None = None) -> dict[str, Any]:
+    def batch_pairs(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        max_length: int,
+        second_max: int | None = None,
+    ) -> dict[str, Any]:
         """``[CLS] first [SEP] second [SEP]``: the second text keeps up to ``second_max``
         tokens (default half the room), the first fills the rest, cut from the left."""
         if len(firsts) != len(seconds):
@@ -125,9 +134,9 @@ class Backbone:
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         types = torch.zeros((len(rows), width), dtype=torch.long)
         for row, (ids, kinds) in enumerate(rows):
-            input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
-            mask[row, :len(ids)] = 1
-            types[row, :len(ids)] = torch.tensor(kinds, dtype=torch.long)
+            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            mask[row, : len(ids)] = 1
+            types[row, : len(ids)] = torch.tensor(kinds, dtype=torch.long)
         batch = {"input_ids": input_ids, "attention_mask": mask}
         if self.has_segments:
             batch["token_type_ids"] = types
@@ -142,8 +151,7 @@ class Backbone:
         batch = {key: value.to(device) for key, value in batch.items()}
         with torch.set_grad_enabled(not self.frozen and torch.is_grad_enabled()):
             output = self.model(**batch)
-        hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") \
-            else output[0]
+        hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
         return hidden.float(), batch["attention_mask"].bool()
 
     def encode(self, texts: Sequence[str], max_length: int, side: str = "right"):
@@ -166,15 +174,20 @@ class Backbone:
         if copy:
             self.model.save_pretrained(directory / BACKBONE_DIR)
             self.tokenizer.save_pretrained(directory / BACKBONE_DIR)
-        (directory / SOURCE_FILE).write_text(json.dumps(
-            {"source": self.source, "frozen": self.frozen, "copied": copy}), encoding="utf-8")
+        (directory / SOURCE_FILE).write_text(
+            json.dumps({"source": self.source, "frozen": self.frozen, "copied": copy}),
+            encoding="utf-8",
+        )
 
     @classmethod
     def load(cls, directory: Path) -> Backbone:
         path = directory / SOURCE_FILE
         if not path.is_file():
-            raise InputFileError(directory, f"has no {SOURCE_FILE}: not a saved rolecall model",
-                                 fix="point at the directory that 'rolecall train' wrote")
+            raise InputFileError(
+                directory,
+                f"has no {SOURCE_FILE}: not a saved rolecall model",
+                fix="point at the directory that 'rolecall train' wrote",
+            )
         info = json.loads(path.read_text(encoding="utf-8"))
         if info["copied"]:
             backbone = _from_directory(directory / BACKBONE_DIR, info["frozen"])
@@ -189,7 +202,7 @@ def _cut(ids: list[int], room: int, side: str) -> list[int]:
     room = max(room, 0)
     if len(ids) <= room:
         return ids
-    return ids[len(ids) - room:] if side == "left" else ids[:room]
+    return ids[len(ids) - room :] if side == "left" else ids[:room]
 
 
 def load_backbone(name: str, frozen: bool | None = None) -> Backbone:
@@ -203,11 +216,13 @@ def load_backbone(name: str, frozen: bool | None = None) -> Backbone:
         return backbone
     path = Path(name).expanduser()
     if not path.is_dir():
-        raise InputFileError(path, "no such model directory" if not path.exists()
-                             else "is not a model directory",
-                             fix="give a local transformers model directory (config.json, "
-                                 "weights, tokenizer files) or 'embedded'; nothing is "
-                                 "downloaded from a model hub")
+        raise InputFileError(
+            path,
+            "no such model directory" if not path.exists() else "is not a model directory",
+            fix="give a local transformers model directory (config.json, "
+            "weights, tokenizer files) or 'embedded'; nothing is "
+            "downloaded from a model hub",
+        )
     backbone = _from_directory(path, False if frozen is None else frozen)
     backbone.source = str(path.resolve())
     return backbone
@@ -221,7 +236,9 @@ def _from_directory(path: Path, frozen: bool) -> Backbone:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModel.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as exc:
-        raise InputFileError(path, f"transformers cannot load this model: {exc}",
-                             fix="check that the directory holds config.json, the weights "
-                                 "and the tokenizer files") from exc
+        raise InputFileError(
+            path,
+            f"transformers cannot load this model: {exc}",
+            fix="check that the directory holds config.json, the weights and the tokenizer files",
+        ) from exc
     return Backbone(model, tokenizer, str(path), frozen)

@@ -53,7 +53,8 @@ IN_BOUNDS, OUT_OF_BOUNDS = 0, 1
 
 class ClassifierSettings(PairSettings):
     class_weights: Literal["none", "balanced"] | tuple[float, float] = Field(
-        "none", description="cross-entropy weights (in, out); balanced: n / (2 * n_class)")
+        "none", description="cross-entropy weights (in, out); balanced: n / (2 * n_class)"
+    )
     threshold: float = Field(0.5, gt=0.0, lt=1.0, description="P(out) that flags")
 
 
@@ -64,24 +65,26 @@ class Classifier(PairModel):
     SETTINGS = ClassifierSettings
     OUTPUTS = 2
 
-    def predict_proba(self, contexts: Sequence[Context], responses: Sequence[str],
-                      batch_size: int = 32) -> np.ndarray:
+    def predict_proba(
+        self, contexts: Sequence[Context], responses: Sequence[str], batch_size: int = 32
+    ) -> np.ndarray:
         """[N, 2] probabilities: column 0 in bounds, column 1 out of bounds."""
         torch = _torch()
         texts = [as_context(c, self.settings.max_turns) for c in contexts]
-        vectors = encode_pairs(self.backbone, self.features, texts, list(responses),
-                               self.settings, batch_size)
+        vectors = encode_pairs(
+            self.backbone, self.features, texts, list(responses), self.settings, batch_size
+        )
         self.head.eval()
         with torch.no_grad():
             return torch.softmax(self.head(vectors), dim=-1).cpu().numpy()
 
     def predict(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
         """Booleans, True = out of bounds (P(out) >= the settings' threshold)."""
-        return self.predict_proba(contexts, responses)[:, OUT_OF_BOUNDS] >= \
-            self.settings.threshold
+        return self.predict_proba(contexts, responses)[:, OUT_OF_BOUNDS] >= self.settings.threshold
 
-    def fit(self, examples: Sequence[Example], config: TrainConfig, progress: bool = True
-            ) -> dict[str, Any]:
+    def fit(
+        self, examples: Sequence[Example], config: TrainConfig, progress: bool = True
+    ) -> dict[str, Any]:
         torch = _torch()
         if self.features is None:
             self.features = Features(self.backbone, batch_size=config.batch_size)
@@ -90,11 +93,21 @@ class Classifier(PairModel):
         if weight is not None:
             weight = torch.tensor(weight, dtype=torch.float, device=model_device(self.backbone))
         loss = torch.nn.CrossEntropyLoss(weight=weight)
-        groups = [[(as_context(e.history, self.settings.max_turns), e.response.strip())]
-                  for e in examples]
-        return train_head(self.head, self.backbone, self.features, groups, labels,
-                          self.settings, config, lambda out, y: loss(out[:, 0], y),
-                          progress, "training classifier")
+        groups = [
+            [(as_context(e.history, self.settings.max_turns), e.response.strip())] for e in examples
+        ]
+        return train_head(
+            self.head,
+            self.backbone,
+            self.features,
+            groups,
+            labels,
+            self.settings,
+            config,
+            lambda out, y: loss(out[:, 0], y),
+            progress,
+            "training classifier",
+        )
 
     def evaluate(self, examples: Sequence[Example]) -> dict[str, float]:
         """Accuracy, precision, recall and F1 of out-of-bounds; ROC AUC with both labels."""
@@ -104,19 +117,23 @@ class Classifier(PairModel):
         if not examples:
             return {}
         labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in examples]
-        proba = self.predict_proba([e.history for e in examples],
-                                   [e.response.strip() for e in examples])[:, OUT_OF_BOUNDS]
+        proba = self.predict_proba(
+            [e.history for e in examples], [e.response.strip() for e in examples]
+        )[:, OUT_OF_BOUNDS]
         predicted = (proba >= self.settings.threshold).astype(int)
         precision, recall, f1 = precision_recall_f1(labels, predicted, OUT_OF_BOUNDS)
-        metrics = {"accuracy": accuracy(labels, predicted), "precision": precision,
-                   "recall": recall, "f1": f1}
+        metrics = {
+            "accuracy": accuracy(labels, predicted),
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+        }
         if len(set(labels)) == 2:
             metrics["roc_auc"] = roc_auc(labels, proba)
         return metrics
 
 
-def _class_weights(option: str | tuple[float, float], labels: Sequence[int]
-                   ) -> list[float] | None:
+def _class_weights(option: str | tuple[float, float], labels: Sequence[int]) -> list[float] | None:
     if option == "none":
         return None
     if option == "balanced":
@@ -125,11 +142,16 @@ def _class_weights(option: str | tuple[float, float], labels: Sequence[int]
     return [float(w) for w in option]
 
 
-def train_classifier(examples_path: str | Path, out_dir: str | Path,
-                     backbone: Backbone | str, settings: ClassifierSettings | None = None,
-                     config: TrainConfig | None = None, test_share: float = 0.1,
-                     progress: bool = True, cache_dir: Path | None = None
-                     ) -> dict[str, Any]:
+def train_classifier(
+    examples_path: str | Path,
+    out_dir: str | Path,
+    backbone: Backbone | str,
+    settings: ClassifierSettings | None = None,
+    config: TrainConfig | None = None,
+    test_share: float = 0.1,
+    progress: bool = True,
+    cache_dir: Path | None = None,
+) -> dict[str, Any]:
     """Train on an example file, evaluate on dialogues held out, save to ``out_dir``.
 
     Returns (and writes into ``model.json``) the held-out accuracy, precision, recall, F1
@@ -142,17 +164,24 @@ def train_classifier(examples_path: str | Path, out_dir: str | Path,
     examples = read_examples(examples_path, need_negatives=True)
     train, test = held_out(examples, test_share, config.seed, examples_path)
     if not any(e.label == "negative" for e in train):
-        raise InputFileError(examples_path, "every negative example fell into the held-out "
-                             "share", fix="add negatives or lower the test share")
+        raise InputFileError(
+            examples_path,
+            "every negative example fell into the held-out share",
+            fix="add negatives or lower the test share",
+        )
     backbone = resolve_backbone(backbone)
     features = Features(backbone, cache_dir, batch_size=config.batch_size)
     model = Classifier.create(backbone, settings, features)
     history = model.fit(train, config, progress)
     metrics: dict[str, Any] = {
-        "train_examples": len(train), "test_examples": len(test),
+        "train_examples": len(train),
+        "test_examples": len(test),
         "test_out_of_bounds": sum(e.label == "negative" for e in test),
-        "steps": history["steps"], "first_loss": history["first_loss"],
-        "last_loss": history["last_loss"], **model.evaluate(test)}
+        "steps": history["steps"],
+        "first_loss": history["first_loss"],
+        "last_loss": history["last_loss"],
+        **model.evaluate(test),
+    }
     model.save(out_dir, metrics)
     return metrics
 
@@ -160,8 +189,9 @@ def train_classifier(examples_path: str | Path, out_dir: str | Path,
 # ---- the fallback question --------------------------------------------------------------
 
 
-def pick_fallback(context: Context, questions: Sequence[str], scorer: Any
-                  ) -> tuple[str, list[float]]:
+def pick_fallback(
+    context: Context, questions: Sequence[str], scorer: Any
+) -> tuple[str, list[float]]:
     """The pre-defined question (on another topic) the LM finds most natural after
     ``context``, and every question's perplexity (in the order given).
 
@@ -170,7 +200,9 @@ def pick_fallback(context: Context, questions: Sequence[str], scorer: Any
     """
     questions = [q.strip() for q in questions]
     if not questions or not all(questions):
-        raise ConfigError("the fallback needs at least one non-empty question",
-                          fix="list the pre-defined questions in the bot's settings")
+        raise ConfigError(
+            "the fallback needs at least one non-empty question",
+            fix="list the pre-defined questions in the bot's settings",
+        )
     values = lm_perplexities(scorer, [lm_prompt(context)] * len(questions), questions)
     return questions[int(np.argmin(values))], [float(v) for v in values]

@@ -37,29 +37,36 @@ class CrossAttentionHead(nn.Module):
     def __init__(self, hidden: int, dim: int, heads: int, width: int, dropout: float):
         super().__init__()
         if dim % heads:
-            raise ValueError(f"the attention width {dim} must be a multiple of its {heads} "
-                             "heads")
+            raise ValueError(f"the attention width {dim} must be a multiple of its {heads} heads")
         self.context = TokenProjection(hidden, dim, dropout)
         self.candidate = TokenProjection(hidden, dim, dropout)
         self.attention = nn.MultiheadAttention(dim, heads, batch_first=True)
         # no LayerNorm here: the projections already start from normalised states, and
         # one over the joined features kept the logits equal for many steps at the start
         # (a plateau at log G seen on the tiny test backbone)
-        self.scale = dim ** 0.5
-        self.score = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * dim, width), nn.GELU(),
-                                   nn.Dropout(dropout), nn.Linear(width, 1))
+        self.scale = dim**0.5
+        self.score = nn.Sequential(
+            nn.Dropout(dropout),
+            nn.Linear(4 * dim, width),
+            nn.GELU(),
+            nn.Dropout(dropout),
+            nn.Linear(width, 1),
+        )
 
     def forward(self, context_hidden, context_mask, candidate_hidden, candidate_mask):
         """[B*G, 1] logits (the same shape as the pair head's, so both score alike)."""
         group, rest = divmod(len(candidate_hidden), max(len(context_hidden), 1))
         if rest or not group:
-            raise ValueError(f"{len(candidate_hidden)} candidates do not split evenly over "
-                             f"{len(context_hidden)} contexts")
+            raise ValueError(
+                f"{len(candidate_hidden)} candidates do not split evenly over "
+                f"{len(context_hidden)} contexts"
+            )
         context = self.context(context_hidden).repeat_interleave(group, dim=0)
         context_mask = context_mask.repeat_interleave(group, dim=0)
         candidate = self.candidate(candidate_hidden)
-        attended, _ = self.attention(candidate, context, context,
-                                     key_padding_mask=~context_mask, need_weights=False)
+        attended, _ = self.attention(
+            candidate, context, context, key_padding_mask=~context_mask, need_weights=False
+        )
         own = mean_pool(candidate, candidate_mask)
         matched = mean_pool(attended, candidate_mask)
         agreement = mean_pool(candidate * attended, candidate_mask)

@@ -42,23 +42,33 @@ def read_examples(path: str | Path, need_negatives: bool = False) -> list[Exampl
     needs them, is an ``InputFileError`` that says how to make one."""
     examples = list(read_jsonl(path, Example))
     if not examples:
-        raise InputFileError(path, "holds no examples",
-                             fix="make examples with 'rolecall dialogues examples' (or export "
-                                 "them from the web app)")
+        raise InputFileError(
+            path,
+            "holds no examples",
+            fix="make examples with 'rolecall dialogues examples' (or export "
+            "them from the web app)",
+        )
     if need_negatives and not any(e.label == "negative" for e in examples):
-        raise InputFileError(path, f"has {len(examples)} examples but no negative one: the "
-                             "out-of-bounds classifier needs both labels",
-                             fix="judge generated dialogues first ('rolecall dialogues judge'), "
-                                 "or add negatives collected with Fix in the web app")
+        raise InputFileError(
+            path,
+            f"has {len(examples)} examples but no negative one: the "
+            "out-of-bounds classifier needs both labels",
+            fix="judge generated dialogues first ('rolecall dialogues judge'), "
+            "or add negatives collected with Fix in the web app",
+        )
     if not any(e.label == "positive" for e in examples):
         raise InputFileError(path, "has no positive example", fix="add in-bounds examples")
     return examples
 
 
-def selection_pairs(examples: Iterable[Example], max_turns: int | None = MAX_TURNS
-                    ) -> list[tuple[str, str]]:
-    return [(context_text(e.history, max_turns), e.response.strip())
-            for e in examples if e.label == "positive"]
+def selection_pairs(
+    examples: Iterable[Example], max_turns: int | None = MAX_TURNS
+) -> list[tuple[str, str]]:
+    return [
+        (context_text(e.history, max_turns), e.response.strip())
+        for e in examples
+        if e.label == "positive"
+    ]
 
 
 def unique_candidates(responses: Iterable[str]) -> list[str]:
@@ -66,8 +76,9 @@ def unique_candidates(responses: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(r.strip() for r in responses if r.strip()))
 
 
-def split_by(items: Sequence[T], key: Callable[[T], str], held_out: float = 0.1,
-             seed: int = 0) -> tuple[list[T], list[T]]:
+def split_by(
+    items: Sequence[T], key: Callable[[T], str], held_out: float = 0.1, seed: int = 0
+) -> tuple[list[T], list[T]]:
     """(train, test): every item whose key hashes into the held-out share goes to test.
 
     Hashing the key (not shuffling rows) keeps all items of one key on one side and gives

@@ -39,35 +39,41 @@ class DetoxModel(Generator):
     SETTINGS = DetoxSettings
 
     @classmethod
-    def create(cls, base: str | tuple[Any, Any] = EMBEDDED,
-               settings: DetoxSettings | None = None, seed: int = 0) -> DetoxModel:
+    def create(
+        cls,
+        base: str | tuple[Any, Any] = EMBEDDED,
+        settings: DetoxSettings | None = None,
+        seed: int = 0,
+    ) -> DetoxModel:
         return super().create(base, settings or DetoxSettings(), seed)
 
     def rewrite_prompt(self, toxic: str) -> str:
         return load_template("detoxify", self.settings.language).render(toxic=toxic.strip())
 
     def pair_loss(self, pairs: Sequence[Pair]) -> Any:
-        batch = self._batch_rows([(self.rewrite_prompt(p.toxic), p.neutral, False)
-                                  for p in pairs])
+        batch = self._batch_rows([(self.rewrite_prompt(p.toxic), p.neutral, False) for p in pairs])
         value, _ = self.loss_fn(*self._logits(batch))
         return value
 
-    def fit_pairs(self, pairs: Sequence[Pair], config: TrainConfig, progress: bool = True
-                  ) -> dict[str, Any]:
+    def fit_pairs(
+        self, pairs: Sequence[Pair], config: TrainConfig, progress: bool = True
+    ) -> dict[str, Any]:
         if not pairs:
             raise ValueError("no pairs to train the detox model on")
-        return fit(self.model, None, list(pairs), self.pair_loss, config, progress,
-                   "training detox model")
+        return fit(
+            self.model, None, list(pairs), self.pair_loss, config, progress, "training detox model"
+        )
 
-    def rewrite(self, texts: Sequence[str], max_new_tokens: int = 64, batch_size: int = 8
-                ) -> list[str]:
+    def rewrite(
+        self, texts: Sequence[str], max_new_tokens: int = 64, batch_size: int = 8
+    ) -> list[str]:
         """Greedy neutral rewrites, one per input sentence."""
-        return self.complete([self.rewrite_prompt(t) for t in texts], max_new_tokens,
-                             batch_size=batch_size)
+        return self.complete(
+            [self.rewrite_prompt(t) for t in texts], max_new_tokens, batch_size=batch_size
+        )
 
 
-def split_pairs(pairs: Sequence[Pair], held_out: float, seed: int
-                ) -> tuple[list[Pair], list[Pair]]:
+def split_pairs(pairs: Sequence[Pair], held_out: float, seed: int) -> tuple[list[Pair], list[Pair]]:
     """(train, test) by neutral sentence: a neutral sentence's rewrites stay together."""
     from rolecall.train.data import split_by
 

@@ -32,8 +32,7 @@ PARTIAL = ".partial.npz"
 class Features:
     """``texts(...)`` and ``pairs(...)`` give (hidden [B, T, H] float, mask [B, T] bool)."""
 
-    def __init__(self, backbone: Backbone, cache_dir: Path | None = None,
-                 batch_size: int = 32):
+    def __init__(self, backbone: Backbone, cache_dir: Path | None = None, batch_size: int = 32):
         self.backbone, self.batch_size = backbone, batch_size
         self.cache_dir = cache_dir if backbone.frozen else None
         self._memory: dict[str, np.ndarray] = {}
@@ -53,40 +52,56 @@ class Features:
     def texts(self, texts: Sequence[str], max_length: int, side: str = "right"):
         def run(chunk):
             return self.backbone.batch_texts(chunk, max_length, side)
+
         keys = [self._key("T", max_length, side, text) for text in texts]
         return self._states(keys, list(texts), run)
 
-    def pairs(self, firsts: Sequence[str], seconds: Sequence[str], max_length: int,
-              second_max: int | None = None):
+    def pairs(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        max_length: int,
+        second_max: int | None = None,
+    ):
         def run(chunk):
-            return self.backbone.batch_pairs([a for a, _ in chunk], [b for _, b in chunk],
-                                             max_length, second_max)
+            return self.backbone.batch_pairs(
+                [a for a, _ in chunk], [b for _, b in chunk], max_length, second_max
+            )
+
         items = list(zip(firsts, seconds))
         keys = [self._key("P", max_length, second_max, a, b) for a, b in items]
         return self._states(keys, items, run)
 
-    def precompute(self, kind: str, items: Sequence[Any], max_length: int,
-                   progress: bool = True, **options: Any) -> None:
+    def precompute(
+        self,
+        kind: str,
+        items: Sequence[Any],
+        max_length: int,
+        progress: bool = True,
+        **options: Any,
+    ) -> None:
         """Fill the cache for ``items`` in batches, with a progress bar (frozen only)."""
         if self.cache_dir is None and not self.backbone.frozen:
             return
         step = self.batch_size * 8
         with progress_bar(len(items), f"features ({kind})", enabled=progress) as bar:
             for start in range(0, len(items), step):
-                chunk = items[start:start + step]
+                chunk = items[start : start + step]
                 if kind == "texts":
                     self.texts(chunk, max_length, **options)
                 else:
-                    self.pairs([a for a, _ in chunk], [b for _, b in chunk], max_length,
-                               **options)
+                    self.pairs([a for a, _ in chunk], [b for _, b in chunk], max_length, **options)
                 bar(len(chunk))
         self.flush()
 
     def flush(self) -> None:
         if self.cache_dir is None or not self._pending:
             return
-        taken = [int(p.name[6:11]) for p in self.cache_dir.glob("shard-*.npz")
-                 if not p.name.endswith(PARTIAL) and p.name[6:11].isdigit()]
+        taken = [
+            int(p.name[6:11])
+            for p in self.cache_dir.glob("shard-*.npz")
+            if not p.name.endswith(PARTIAL) and p.name[6:11].isdigit()
+        ]
         number = max(taken, default=-1) + 1
         partial = self.cache_dir / f"shard-{number:05d}{PARTIAL}"
         np.savez(partial, **self._pending)
@@ -109,12 +124,13 @@ class Features:
             return self.backbone.states(run(items))
         import torch
 
-        missing = list(dict.fromkeys(k for k in keys if k not in self._memory
-                                     and k not in self._on_disk))
+        missing = list(
+            dict.fromkeys(k for k in keys if k not in self._memory and k not in self._on_disk)
+        )
         if missing:
             index = {key: item for key, item in zip(keys, items)}
             for start in range(0, len(missing), self.batch_size):
-                chunk = missing[start:start + self.batch_size]
+                chunk = missing[start : start + self.batch_size]
                 hidden, mask = self.backbone.states(run([index[k] for k in chunk]))
                 for row, key in enumerate(chunk):
                     states = hidden[row][mask[row]].numpy().astype(np.float16)
@@ -128,8 +144,8 @@ class Features:
         hidden = torch.zeros((len(arrays), width, self.backbone.hidden_size))
         mask = torch.zeros((len(arrays), width), dtype=torch.bool)
         for row, states in enumerate(arrays):
-            hidden[row, :len(states)] = torch.from_numpy(states.astype(np.float32))
-            mask[row, :len(states)] = True
+            hidden[row, : len(states)] = torch.from_numpy(states.astype(np.float32))
+            mask[row, : len(states)] = True
         return hidden, mask
 
 

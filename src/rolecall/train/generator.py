@@ -53,8 +53,10 @@ class GeneratorSettings(Settings):
     lora_r: int = Field(8, ge=1)
     lora_alpha: int = Field(16, ge=1)
     lora_dropout: float = Field(0.05, ge=0.0, lt=1.0)
-    target_modules: str = Field("all-linear", description="'all-linear' or module names, "
-                                "comma-separated (e.g. q_proj,v_proj)")
+    target_modules: str = Field(
+        "all-linear",
+        description="'all-linear' or module names, comma-separated (e.g. q_proj,v_proj)",
+    )
     max_length: int = Field(384, ge=16, description="prompt + response tokens")
     response_max: int = Field(96, ge=4, description="response tokens kept")
     max_turns: int | None = Field(MAX_TURNS, ge=1, description="history turns in the prompt")
@@ -63,8 +65,10 @@ class GeneratorSettings(Settings):
 def load_base(name: str) -> tuple[Any, Any]:
     """(causal LM, tokenizer) for ``"embedded"`` or a local model directory."""
     if name == TINY:
-        raise ConfigError("the tiny test model is made in code, not loaded by name",
-                          fix="pass the (model, tokenizer) itself, or name a real base")
+        raise ConfigError(
+            "the tiny test model is made in code, not loaded by name",
+            fix="pass the (model, tokenizer) itself, or name a real base",
+        )
     from rolecall.llm.hf import load_hf_model
 
     return load_hf_model(name)
@@ -84,8 +88,12 @@ class Generator:
         self.loss_fn = MleUnlikelihoodLoss(settings.alpha)
 
     @classmethod
-    def create(cls, base: str | tuple[Any, Any] = EMBEDDED,
-               settings: GeneratorSettings | None = None, seed: int = 0) -> Generator:
+    def create(
+        cls,
+        base: str | tuple[Any, Any] = EMBEDDED,
+        settings: GeneratorSettings | None = None,
+        seed: int = 0,
+    ) -> Generator:
         """New LoRA adapters (seeded) on ``base``: a name for ``load_base`` or a loaded
         ``(model, tokenizer)``, which ``settings.base`` must then name (``"tiny"`` for a
         test model: it is saved with the adapters)."""
@@ -95,17 +103,23 @@ class Generator:
         settings = settings or GeneratorSettings()
         model, tokenizer = load_base(base) if isinstance(base, str) else base
         targets = settings.target_modules
-        config = LoraConfig(task_type="CAUSAL_LM", r=settings.lora_r,
-                            lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
-                            target_modules=targets if targets == "all-linear"
-                            else [t.strip() for t in targets.split(",") if t.strip()])
+        config = LoraConfig(
+            task_type="CAUSAL_LM",
+            r=settings.lora_r,
+            lora_alpha=settings.lora_alpha,
+            lora_dropout=settings.lora_dropout,
+            target_modules=targets
+            if targets == "all-linear"
+            else [t.strip() for t in targets.split(",") if t.strip()],
+        )
         torch.manual_seed(seed)
         try:
             wrapped = get_peft_model(model, config)
         except ValueError as exc:
-            raise ConfigError(f"LoRA cannot wrap this model: {exc}",
-                              fix="name modules the model has with --target-modules, or use "
-                                  "all-linear") from None
+            raise ConfigError(
+                f"LoRA cannot wrap this model: {exc}",
+                fix="name modules the model has with --target-modules, or use all-linear",
+            ) from None
         return cls(wrapped, tokenizer, settings)
 
     # ---- tokens ------------------------------------------------------------------------
@@ -115,13 +129,13 @@ class Generator:
             return lm_prompt(history)
         turns = list(history)
         if self.settings.max_turns:
-            turns = turns[-self.settings.max_turns:]
+            turns = turns[-self.settings.max_turns :]
         return lm_prompt(turns)
 
     def _prompt_ids(self, prompt: str, room: int) -> list[int]:
         """BOS + the prompt's last ``room`` tokens (the history is cut from the left)."""
         tok = self.tokenizer
-        ids = tok(prompt, add_special_tokens=False)["input_ids"][-max(room, 1):]
+        ids = tok(prompt, add_special_tokens=False)["input_ids"][-max(room, 1) :]
         return ([tok.bos_token_id] if tok.bos_token_id is not None else []) + ids
 
     def _row(self, prompt: str, response: str) -> tuple[list[int], int]:
@@ -129,15 +143,16 @@ class Generator:
         ``response_max``."""
         s, tok = self.settings, self.tokenizer
         answer = tok(" " + response.strip() + "\n", add_special_tokens=False)["input_ids"]
-        answer = answer[:s.response_max - 1] + [tok.eos_token_id]
+        answer = answer[: s.response_max - 1] + [tok.eos_token_id]
         prompt_ids = self._prompt_ids(prompt, s.max_length - len(answer) - 1)
         return prompt_ids + answer, len(prompt_ids)
 
     def batch(self, examples: Sequence[Example]) -> dict[str, Any]:
         """Right-padded ``input_ids``, ``attention_mask``, ``labels`` (-100 on prompt and
         padding) and ``negative`` [B] flags."""
-        return self._batch_rows([(self.prompt(e.history), e.response, e.label == "negative")
-                                 for e in examples])
+        return self._batch_rows(
+            [(self.prompt(e.history), e.response, e.label == "negative") for e in examples]
+        )
 
     def _batch_rows(self, items: Sequence[tuple[str, str, bool]]) -> dict[str, Any]:
         """``batch`` from (prompt, response, negative) triples."""
@@ -148,12 +163,11 @@ class Generator:
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         labels = torch.full((len(rows), width), IGNORE, dtype=torch.long)
         for row, (tokens, prompt_length) in enumerate(rows):
-            ids[row, :len(tokens)] = torch.tensor(tokens)
-            mask[row, :len(tokens)] = 1
-            labels[row, prompt_length:len(tokens)] = torch.tensor(tokens[prompt_length:])
+            ids[row, : len(tokens)] = torch.tensor(tokens)
+            mask[row, : len(tokens)] = 1
+            labels[row, prompt_length : len(tokens)] = torch.tensor(tokens[prompt_length:])
         negative = torch.tensor([flag for _, _, flag in items], dtype=torch.bool)
-        return {"input_ids": ids, "attention_mask": mask, "labels": labels,
-                "negative": negative}
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels, "negative": negative}
 
     def _logits(self, batch: dict[str, Any]) -> tuple[Any, Any, Any]:
         """(logits [N, V], targets [N], negative [N]) of the counted response tokens."""
@@ -161,8 +175,10 @@ class Generator:
         device = next(self.model.parameters()).device
         positions, targets, negative = next_token_targets(batch["labels"], batch["negative"])
         decoder = getattr(causal, causal.base_model_prefix)
-        hidden = decoder(input_ids=batch["input_ids"].to(device),
-                         attention_mask=batch["attention_mask"].to(device)).last_hidden_state
+        hidden = decoder(
+            input_ids=batch["input_ids"].to(device),
+            attention_mask=batch["attention_mask"].to(device),
+        ).last_hidden_state
         logits = causal.get_output_embeddings()(hidden[positions.to(device)])
         cap = getattr(causal.config, "final_logit_softcapping", None)
         if cap:
@@ -176,45 +192,69 @@ class Generator:
         value, _ = self.loss_fn(logits, targets, negative)
         return value
 
-    def fit(self, examples: Sequence[Example], config: TrainConfig, progress: bool = True
-            ) -> dict[str, Any]:
+    def fit(
+        self, examples: Sequence[Example], config: TrainConfig, progress: bool = True
+    ) -> dict[str, Any]:
         """Train the adapters on positives (MLE) and, with ``alpha`` > 0, negatives (UL)."""
-        items = [e for e in examples if e.label == "positive"
-                 or (e.label == "negative" and self.settings.alpha > 0)]
+        items = [
+            e
+            for e in examples
+            if e.label == "positive" or (e.label == "negative" and self.settings.alpha > 0)
+        ]
         if not any(e.label == "positive" for e in items):
             raise ValueError("the generator needs positive examples to learn from")
-        return fit(self.model, None, items, self.loss, config, progress,
-                   "training generator" + (" (MLE+UL)" if self.settings.alpha else " (MLE)"))
+        return fit(
+            self.model,
+            None,
+            items,
+            self.loss,
+            config,
+            progress,
+            "training generator" + (" (MLE+UL)" if self.settings.alpha else " (MLE)"),
+        )
 
     # ---- scoring and generating --------------------------------------------------------
 
-    def perplexity(self, examples: Sequence[Example], batch_size: int = 8,
-                   progress: bool = False) -> dict[str, float]:
+    def perplexity(
+        self, examples: Sequence[Example], batch_size: int = 8, progress: bool = False
+    ) -> dict[str, float]:
         """Corpus perplexity of the responses given their prompts, for the positive and the
         negative examples apart (the paper's Table 8), and negative / positive."""
         torch = _torch()
         totals = {"positive": [0.0, 0], "negative": [0.0, 0]}
         self.model.eval()
-        with torch.no_grad(), progress_bar(len(examples), "perplexity",
-                                           enabled=progress) as advance:
+        with (
+            torch.no_grad(),
+            progress_bar(len(examples), "perplexity", enabled=progress) as advance,
+        ):
             for start in range(0, len(examples), batch_size):
-                chunk = list(examples[start:start + batch_size])
+                chunk = list(examples[start : start + batch_size])
                 logits, targets, negative = self._logits(self.batch(chunk))
-                nll = -torch.log_softmax(logits.float(), -1).gather(
-                    -1, targets.unsqueeze(-1)).squeeze(-1)
+                nll = (
+                    -torch.log_softmax(logits.float(), -1)
+                    .gather(-1, targets.unsqueeze(-1))
+                    .squeeze(-1)
+                )
                 for label, flag in (("positive", False), ("negative", True)):
                     picked = nll[negative == flag]
                     totals[label][0] += float(picked.sum())
                     totals[label][1] += int(picked.numel())
                 advance(len(chunk))
-        out = {f"ppl_{label}": math.exp(total / count)
-               for label, (total, count) in totals.items() if count}
+        out = {
+            f"ppl_{label}": math.exp(total / count)
+            for label, (total, count) in totals.items()
+            if count
+        }
         if "ppl_positive" in out and "ppl_negative" in out:
             out["ppl_ratio"] = out["ppl_negative"] / out["ppl_positive"]
         return out
 
-    def response_perplexities(self, histories: Sequence[Sequence[Turn] | str],
-                              responses: Sequence[str], batch_size: int = 8) -> list[float]:
+    def response_perplexities(
+        self,
+        histories: Sequence[Sequence[Turn] | str],
+        responses: Sequence[str],
+        batch_size: int = 8,
+    ) -> list[float]:
         """Perplexity of each response as the next system turn after its history (the
         fallback question is the one with the lowest)."""
         torch = _torch()
@@ -225,36 +265,52 @@ class Generator:
         with torch.no_grad():
             for start in range(0, len(responses), batch_size):
                 chunk = range(start, min(start + batch_size, len(responses)))
-                batch = self._batch_rows([(self.prompt(histories[i]), responses[i], False)
-                                          for i in chunk])
+                batch = self._batch_rows(
+                    [(self.prompt(histories[i]), responses[i], False) for i in chunk]
+                )
                 positions, _, _ = next_token_targets(batch["labels"], batch["negative"])
                 logits, targets, _ = self._logits(batch)
-                nll = -torch.log_softmax(logits.float(), -1).gather(
-                    -1, targets.unsqueeze(-1)).squeeze(-1)
+                nll = (
+                    -torch.log_softmax(logits.float(), -1)
+                    .gather(-1, targets.unsqueeze(-1))
+                    .squeeze(-1)
+                )
                 rows = positions.nonzero()[:, 0].to(nll.device)
                 total = torch.zeros(len(chunk), device=nll.device).index_add_(0, rows, nll)
                 count = torch.bincount(rows, minlength=len(chunk)).clamp(min=1)
                 out += torch.exp(total / count).tolist()
         return out
 
-    def generate(self, histories: Sequence[Sequence[Turn] | str], max_new_tokens: int = 48,
-                 temperature: float = 0.0, seed: int = 0) -> list[str]:
+    def generate(
+        self,
+        histories: Sequence[Sequence[Turn] | str],
+        max_new_tokens: int = 48,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
         """The next system turn for each history (greedy unless ``temperature`` > 0),
         cut at the first newline."""
-        return self.complete([self.prompt(h) for h in histories], max_new_tokens,
-                             temperature, seed)
+        return self.complete([self.prompt(h) for h in histories], max_new_tokens, temperature, seed)
 
-    def complete(self, prompts: Sequence[str], max_new_tokens: int = 48,
-                 temperature: float = 0.0, seed: int = 0, batch_size: int = 8) -> list[str]:
+    def complete(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 48,
+        temperature: float = 0.0,
+        seed: int = 0,
+        batch_size: int = 8,
+    ) -> list[str]:
         """The continuation of each prompt up to its first newline."""
         out: list[str] = []
         for start in range(0, len(prompts), batch_size):
-            out += self._complete(prompts[start:start + batch_size], max_new_tokens,
-                                  temperature, seed)
+            out += self._complete(
+                prompts[start : start + batch_size], max_new_tokens, temperature, seed
+            )
         return out
 
-    def _complete(self, prompts: Sequence[str], max_new_tokens: int, temperature: float,
-                  seed: int) -> list[str]:
+    def _complete(
+        self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int
+    ) -> list[str]:
         torch = _torch()
         tok = self.tokenizer
         room = self.settings.max_length - max_new_tokens - 1
@@ -263,17 +319,23 @@ class Generator:
         ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for row, tokens in enumerate(rows):  # left padding: every row ends at the prompt
-            ids[row, width - len(tokens):] = torch.tensor(tokens)
-            mask[row, width - len(tokens):] = 1
+            ids[row, width - len(tokens) :] = torch.tensor(tokens)
+            mask[row, width - len(tokens) :] = 1
         device = next(self.model.parameters()).device
         self.model.eval()
         torch.manual_seed(seed)
         with torch.no_grad():
             out = self.model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device),
-                max_new_tokens=max_new_tokens, do_sample=temperature > 0,
-                temperature=temperature if temperature > 0 else None, top_p=None, top_k=None,
-                pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                max_new_tokens=max_new_tokens,
+                do_sample=temperature > 0,
+                temperature=temperature if temperature > 0 else None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
+            )
         texts = tok.batch_decode(out[:, width:], skip_special_tokens=True)
         return [text.strip().split("\n")[0].strip() for text in texts]
 
@@ -287,10 +349,15 @@ class Generator:
         if self.settings.base == TINY:  # a test base exists nowhere else
             _clone_peft(self.model).unload().save_pretrained(directory / BASE_DIR)
             self.tokenizer.save_pretrained(directory / BASE_DIR)
-        info = {"kind": self.KIND, "settings": self.settings.model_dump(mode="json"),
-                "metrics": metrics or {}, "rolecall": __version__}
-        (directory / MODEL_FILE).write_text(json.dumps(info, ensure_ascii=False, indent=2),
-                                            encoding="utf-8")
+        info = {
+            "kind": self.KIND,
+            "settings": self.settings.model_dump(mode="json"),
+            "metrics": metrics or {},
+            "rolecall": __version__,
+        }
+        (directory / MODEL_FILE).write_text(
+            json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8"
+        )
         return directory
 
     @classmethod
@@ -302,16 +369,23 @@ class Generator:
         settings = _read_settings(directory, cls.KIND, cls.COMMAND, cls.SETTINGS)
         adapter = directory / ADAPTER_DIR
         if not (adapter / "adapter_config.json").is_file():
-            raise InputFileError(directory, f"has no {ADAPTER_DIR}/adapter_config.json",
-                                 fix="the model directory is incomplete: train it again")
-        model, tokenizer = load_base(str(directory / BASE_DIR) if settings.base == TINY
-                                     else settings.base)
+            raise InputFileError(
+                directory,
+                f"has no {ADAPTER_DIR}/adapter_config.json",
+                fix="the model directory is incomplete: train it again",
+            )
+        model, tokenizer = load_base(
+            str(directory / BASE_DIR) if settings.base == TINY else settings.base
+        )
         try:
             wrapped = PeftModel.from_pretrained(model, adapter)
         except Exception as exc:  # safetensors and peft raise many kinds for a bad file
-            raise InputFileError(adapter, f"the LoRA adapter cannot be loaded: {exc}",
-                                 fix="the adapter files are corrupt or belong to another "
-                                     "base model: train the generator again") from exc
+            raise InputFileError(
+                adapter,
+                f"the LoRA adapter cannot be loaded: {exc}",
+                fix="the adapter files are corrupt or belong to another "
+                "base model: train the generator again",
+            ) from exc
         wrapped.eval()
         return cls(wrapped, tokenizer, settings)
 
@@ -320,8 +394,9 @@ class Generator:
         base named in ``adapter_config.json``; both load in transformers and vLLM."""
         out = Path(out)
         if out.exists() and any(out.iterdir()):
-            raise ConfigError(f"{out} exists and is not empty",
-                              fix="give a new directory to export into")
+            raise ConfigError(
+                f"{out} exists and is not empty", fix="give a new directory to export into"
+            )
         if merged:
             copy = _clone_peft(self.model)
             copy.merge_and_unload().save_pretrained(out)
@@ -342,16 +417,18 @@ class Generator:
         return self.settings.base
 
 
-def _read_settings(directory: Path, kind: str, command: str,
-                   settings_type: type[GeneratorSettings]) -> GeneratorSettings:
+def _read_settings(
+    directory: Path, kind: str, command: str, settings_type: type[GeneratorSettings]
+) -> GeneratorSettings:
     info = read_info(directory, kind, command)
     try:
         return settings_type.model_validate(info["settings"])
     except ValidationError as exc:
-        raise InputFileError(directory / MODEL_FILE, "bad settings: "
-                             f"{describe_validation(exc, 'settings')}",
-                             fix=f"train it again ({command}) with this rolecall version") \
-            from None
+        raise InputFileError(
+            directory / MODEL_FILE,
+            f"bad settings: {describe_validation(exc, 'settings')}",
+            fix=f"train it again ({command}) with this rolecall version",
+        ) from None
 
 
 def _clone_peft(model: Any) -> Any:
@@ -360,11 +437,15 @@ def _clone_peft(model: Any) -> Any:
     return copy.deepcopy(model)
 
 
-def train_generator(examples_path: str | Path, out_dir: str | Path,
-                    base: str | tuple[Any, Any] = EMBEDDED,
-                    settings: GeneratorSettings | None = None,
-                    config: TrainConfig | None = None, test_share: float = 0.1,
-                    progress: bool = True) -> dict[str, Any]:
+def train_generator(
+    examples_path: str | Path,
+    out_dir: str | Path,
+    base: str | tuple[Any, Any] = EMBEDDED,
+    settings: GeneratorSettings | None = None,
+    config: TrainConfig | None = None,
+    test_share: float = 0.1,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Train on an examples file (positives by MLE, negatives by UL), report perplexity on
     held-out dialogues before and after, save to ``out_dir``; returns the metrics."""
     from rolecall.train.data import read_examples
@@ -382,11 +463,14 @@ def train_generator(examples_path: str | Path, out_dir: str | Path,
     history = generator.fit(train, config, progress)
     after = generator.perplexity(test, progress=progress) if test else {}
     metrics: dict[str, Any] = {
-        "train_examples": len(train), "test_examples": len(test),
-        "alpha": generator.settings.alpha, "steps": history["steps"],
+        "train_examples": len(train),
+        "test_examples": len(test),
+        "alpha": generator.settings.alpha,
+        "steps": history["steps"],
         "first_loss": round(history["first_loss"], 5),
         "last_loss": round(history["last_loss"], 5),
         **{f"base_{key}": round(value, 4) for key, value in before.items()},
-        **{key: round(value, 4) for key, value in after.items()}}
+        **{key: round(value, 4) for key, value in after.items()},
+    }
     generator.save(out_dir, metrics)
     return metrics

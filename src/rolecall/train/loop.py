@@ -50,9 +50,15 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def fit(head: Any, backbone: Backbone | None, items: Sequence[T],
-        loss_of: Callable[[list[T]], Any], config: TrainConfig,
-        progress: bool = True, description: str = "training") -> dict[str, Any]:
+def fit(
+    head: Any,
+    backbone: Backbone | None,
+    items: Sequence[T],
+    loss_of: Callable[[list[T]], Any],
+    config: TrainConfig,
+    progress: bool = True,
+    description: str = "training",
+) -> dict[str, Any]:
     """Train ``head`` (and a trainable ``backbone``) on ``items``; returns the loss history.
 
     ``head`` is any module whose trainable parameters are to learn at ``config.lr`` (a
@@ -68,8 +74,12 @@ def fit(head: Any, backbone: Backbone | None, items: Sequence[T],
     seed_everything(config.seed)
     groups = [{"params": [p for p in head.parameters() if p.requires_grad], "lr": config.lr}]
     if backbone is not None and not backbone.frozen:
-        groups.append({"params": [p for p in backbone.parameters() if p.requires_grad],
-                       "lr": config.backbone_lr})
+        groups.append(
+            {
+                "params": [p for p in backbone.parameters() if p.requires_grad],
+                "lr": config.backbone_lr,
+            }
+        )
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
     order = list(range(len(items)))
     rng = random.Random(config.seed)
@@ -87,7 +97,7 @@ def fit(head: Any, backbone: Backbone | None, items: Sequence[T],
             for start in range(0, len(order), config.batch_size):
                 if len(losses) >= total:
                     break
-                batch = [items[i] for i in order[start:start + config.batch_size]]
+                batch = [items[i] for i in order[start : start + config.batch_size]]
                 loss = loss_of(batch)
                 optimizer.zero_grad()
                 loss.backward()
@@ -97,21 +107,31 @@ def fit(head: Any, backbone: Backbone | None, items: Sequence[T],
     head.eval()
     if backbone is not None:
         backbone.train(False)
-    return {"steps": len(losses), "first_loss": losses[0], "last_loss": losses[-1],
-            "losses": [round(x, 5) for x in losses]}
+    return {
+        "steps": len(losses),
+        "first_loss": losses[0],
+        "last_loss": losses[-1],
+        "losses": [round(x, 5) for x in losses],
+    }
 
 
-def save_model(directory: Path, kind: str, settings: dict, head: Any, backbone: Backbone,
-               metrics: dict | None = None) -> Path:
+def save_model(
+    directory: Path,
+    kind: str,
+    settings: dict,
+    head: Any,
+    backbone: Backbone,
+    metrics: dict | None = None,
+) -> Path:
     import torch
 
     directory.mkdir(parents=True, exist_ok=True)
     backbone.save(directory)
     torch.save(head.state_dict(), directory / HEAD_FILE)
-    info = {"kind": kind, "settings": settings, "metrics": metrics or {},
-            "rolecall": __version__}
-    (directory / MODEL_FILE).write_text(json.dumps(info, ensure_ascii=False, indent=2),
-                                        encoding="utf-8")
+    info = {"kind": kind, "settings": settings, "metrics": metrics or {}, "rolecall": __version__}
+    (directory / MODEL_FILE).write_text(
+        json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8"
+    )
     return directory
 
 
@@ -121,16 +141,23 @@ def read_info(directory: Path, kind: str, command: str | None = None) -> dict:
     command = command or f"rolecall train {kind}"
     path = directory / MODEL_FILE
     if not path.is_file():
-        raise InputFileError(directory, f"has no {MODEL_FILE}: not a trained rolecall model",
-                             fix=f"train one with '{command} ... --out DIR'")
+        raise InputFileError(
+            directory,
+            f"has no {MODEL_FILE}: not a trained rolecall model",
+            fix=f"train one with '{command} ... --out DIR'",
+        )
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"is not valid JSON: {exc}",
-                             fix=f"train the {kind} again") from None
+        raise InputFileError(
+            path, f"is not valid JSON: {exc}", fix=f"train the {kind} again"
+        ) from None
     if info.get("kind") != kind:
-        raise InputFileError(directory, f"holds a {info.get('kind')} model, not a {kind}",
-                             fix=f"point at a directory written by '{command}'")
+        raise InputFileError(
+            directory,
+            f"holds a {info.get('kind')} model, not a {kind}",
+            fix=f"point at a directory written by '{command}'",
+        )
     return info
 
 
@@ -141,13 +168,19 @@ def read_model(directory: str | Path, kind: str) -> tuple[dict, dict, Backbone]:
     directory = Path(directory)
     info = read_info(directory, kind)
     if not (directory / HEAD_FILE).is_file():
-        raise InputFileError(directory, f"is missing {HEAD_FILE}",
-                             fix="the model directory is incomplete: train it again")
+        raise InputFileError(
+            directory,
+            f"is missing {HEAD_FILE}",
+            fix="the model directory is incomplete: train it again",
+        )
     try:
         state = torch.load(directory / HEAD_FILE, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a corrupt file
-        raise InputFileError(directory / HEAD_FILE, f"cannot be read: {exc}",
-                             fix="the file is corrupt: train the model again") from exc
+        raise InputFileError(
+            directory / HEAD_FILE,
+            f"cannot be read: {exc}",
+            fix="the file is corrupt: train the model again",
+        ) from exc
     return info["settings"], state, Backbone.load(directory)
 
 

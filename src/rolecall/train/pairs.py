@@ -50,8 +50,7 @@ def resolve_pool(pool: str, backbone: Backbone) -> str:
     if pool != "auto":
         return pool
     config = backbone.model.config
-    decoder = bool(getattr(config, "is_decoder", False)) or \
-        backbone.tokenizer.cls_token_id is None
+    decoder = bool(getattr(config, "is_decoder", False)) or backbone.tokenizer.cls_token_id is None
     return "mean+last" if decoder else "mean+first"
 
 
@@ -69,8 +68,9 @@ def pool_states(hidden: Any, mask: Any, pool: str) -> Any:
         return torch.cat([mean, hidden[:, 0]], dim=-1)
     if pool == "mean+last":
         last = (mask.long().sum(1) - 1).clamp(min=0)
-        return torch.cat([mean, hidden[torch.arange(len(hidden), device=hidden.device), last]],
-                         dim=-1)
+        return torch.cat(
+            [mean, hidden[torch.arange(len(hidden), device=hidden.device), last]], dim=-1
+        )
     raise ValueError(f"unknown pool {pool!r}")
 
 
@@ -82,9 +82,14 @@ def build_head(backbone: Backbone, settings: PairSettings, outputs: int) -> Any:
     """
     nn = _torch().nn
     size = backbone.hidden_size * (1 if settings.pool == "mean" else 2)
-    head = nn.Sequential(nn.LayerNorm(size), nn.Dropout(settings.dropout),
-                         nn.Linear(size, settings.width), nn.GELU(),
-                         nn.Dropout(settings.dropout), nn.Linear(settings.width, outputs))
+    head = nn.Sequential(
+        nn.LayerNorm(size),
+        nn.Dropout(settings.dropout),
+        nn.Linear(size, settings.width),
+        nn.GELU(),
+        nn.Dropout(settings.dropout),
+        nn.Linear(settings.width, outputs),
+    )
     return head.to(model_device(backbone))
 
 
@@ -97,9 +102,15 @@ def as_context(context: Context, max_turns: int | None) -> str:
     return context if isinstance(context, str) else context_text(context, max_turns)
 
 
-def encode_pairs(backbone: Backbone, features: Features | None, contexts: Sequence[str],
-                 responses: Sequence[str], settings: PairSettings, batch_size: int = 32,
-                 progress: bool = False) -> Any:
+def encode_pairs(
+    backbone: Backbone,
+    features: Features | None,
+    contexts: Sequence[str],
+    responses: Sequence[str],
+    settings: PairSettings,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> Any:
     """Pooled pair vectors [N, P], without gradients and with the backbone in eval mode.
 
     With ``features`` a frozen backbone's states come from (and go to) its cache; without
@@ -111,17 +122,23 @@ def encode_pairs(backbone: Backbone, features: Features | None, contexts: Sequen
         raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses")
     backbone.train(False)
     device, chunks = model_device(backbone), []
-    with torch.no_grad(), progress_bar(len(contexts), "features (pairs)",
-                                       enabled=progress) as advance:
+    with (
+        torch.no_grad(),
+        progress_bar(len(contexts), "features (pairs)", enabled=progress) as advance,
+    ):
         for start in range(0, len(contexts), batch_size):
-            firsts = list(contexts[start:start + batch_size])
-            seconds = list(responses[start:start + batch_size])
+            firsts = list(contexts[start : start + batch_size])
+            seconds = list(responses[start : start + batch_size])
             if features is not None:
-                hidden, mask = features.pairs(firsts, seconds, settings.max_length,
-                                              settings.response_max)
+                hidden, mask = features.pairs(
+                    firsts, seconds, settings.max_length, settings.response_max
+                )
             else:
-                hidden, mask = backbone.states(backbone.batch_pairs(
-                    firsts, seconds, settings.max_length, settings.response_max))
+                hidden, mask = backbone.states(
+                    backbone.batch_pairs(
+                        firsts, seconds, settings.max_length, settings.response_max
+                    )
+                )
             chunks.append(pool_states(hidden.to(device), mask.to(device), settings.pool))
             advance(len(firsts))
     if features is not None:
@@ -132,11 +149,18 @@ def encode_pairs(backbone: Backbone, features: Features | None, contexts: Sequen
     return torch.cat(chunks)
 
 
-def train_head(head: Any, backbone: Backbone, features: Features,
-               groups: Sequence[Sequence[tuple[str, str]]], targets: Sequence[int],
-               settings: PairSettings, config: TrainConfig,
-               criterion: Callable[[Any, Any], Any], progress: bool, description: str
-               ) -> dict[str, Any]:
+def train_head(
+    head: Any,
+    backbone: Backbone,
+    features: Features,
+    groups: Sequence[Sequence[tuple[str, str]]],
+    targets: Sequence[int],
+    settings: PairSettings,
+    config: TrainConfig,
+    criterion: Callable[[Any, Any], Any],
+    progress: bool,
+    description: str,
+) -> dict[str, Any]:
     """Train ``head`` on groups of pairs (all of one size G) through ``loop.fit``.
 
     ``criterion(outputs [B, G, O], targets [B])`` gives the loss. A frozen backbone's
@@ -150,8 +174,15 @@ def train_head(head: Any, backbone: Backbone, features: Features,
     table = None
     if backbone.frozen:
         flat = [pair for group in groups for pair in group]
-        table = encode_pairs(backbone, features, [c for c, _ in flat], [r for _, r in flat],
-                             settings, features.batch_size, progress)
+        table = encode_pairs(
+            backbone,
+            features,
+            [c for c, _ in flat],
+            [r for _, r in flat],
+            settings,
+            features.batch_size,
+            progress,
+        )
         table = table.view(len(groups), size, -1)
 
     def loss_of(batch: list[int]) -> Any:
@@ -159,33 +190,45 @@ def train_head(head: Any, backbone: Backbone, features: Features,
             vectors = table[batch]
         else:
             flat = [pair for i in batch for pair in groups[i]]
-            hidden, mask = features.pairs([c for c, _ in flat], [r for _, r in flat],
-                                          settings.max_length, settings.response_max)
+            hidden, mask = features.pairs(
+                [c for c, _ in flat],
+                [r for _, r in flat],
+                settings.max_length,
+                settings.response_max,
+            )
             vectors = pool_states(hidden, mask, settings.pool).view(len(batch), size, -1)
         return criterion(head(vectors), target[batch])
 
-    return fit(head, backbone, list(range(len(groups))), loss_of, config, progress,
-               description)
+    return fit(head, backbone, list(range(len(groups))), loss_of, config, progress, description)
 
 
-def load_head(directory: str | Path, kind: str, settings_type: type[PairSettings],
-              make_head: Callable[[Backbone, Any], Any], cache_dir: Path | None = None
-              ) -> tuple[Any, Backbone, Any, Features | None]:
+def load_head(
+    directory: str | Path,
+    kind: str,
+    settings_type: type[PairSettings],
+    make_head: Callable[[Backbone, Any], Any],
+    cache_dir: Path | None = None,
+) -> tuple[Any, Backbone, Any, Features | None]:
     """(settings, backbone, head, features) of a saved pair model of ``kind``;
     ``make_head(backbone, settings)`` builds the head the saved weights go into."""
     raw, state, backbone = read_model(directory, kind)
     try:
         settings = settings_type.model_validate(raw)
     except ValidationError as exc:
-        raise InputFileError(Path(directory) / "model.json",
-                             f"bad settings: {describe_validation(exc, 'settings')}",
-                             fix=f"train the {kind} again with this rolecall version") from None
+        raise InputFileError(
+            Path(directory) / "model.json",
+            f"bad settings: {describe_validation(exc, 'settings')}",
+            fix=f"train the {kind} again with this rolecall version",
+        ) from None
     head = make_head(backbone, settings)
     try:
         head.load_state_dict(state)
     except RuntimeError as exc:
-        raise InputFileError(Path(directory) / "head.pt", f"does not fit the settings: {exc}",
-                             fix=f"train the {kind} again") from None
+        raise InputFileError(
+            Path(directory) / "head.pt",
+            f"does not fit the settings: {exc}",
+            fix=f"train the {kind} again",
+        ) from None
     head.eval()
     features = Features(backbone, cache_dir) if cache_dir is not None else None
     return settings, backbone, head, features
@@ -199,10 +242,15 @@ class PairModel:
     SETTINGS: type[PairSettings] = PairSettings
     OUTPUTS: int = 1
 
-    def __init__(self, head: Any, backbone: Backbone, settings: Any,
-                 features: Features | None = None):
-        self.head, self.backbone, self.settings, self.features = (head, backbone, settings,
-                                                                  features)
+    def __init__(
+        self, head: Any, backbone: Backbone, settings: Any, features: Features | None = None
+    ):
+        self.head, self.backbone, self.settings, self.features = (
+            head,
+            backbone,
+            settings,
+            features,
+        )
 
     @classmethod
     def resolve(cls, settings: Any, backbone: Backbone) -> Any:
@@ -214,21 +262,29 @@ class PairModel:
         return build_head(backbone, settings, cls.OUTPUTS)
 
     @classmethod
-    def create(cls, backbone: Backbone | str, settings: Any = None,
-               features: Features | None = None):
+    def create(
+        cls, backbone: Backbone | str, settings: Any = None, features: Features | None = None
+    ):
         backbone = resolve_backbone(backbone)
         settings = cls.resolve(settings or cls.SETTINGS(), backbone)
         return cls(cls.make_head(backbone, settings), backbone, settings, features)
 
     @classmethod
     def load(cls, directory: str | Path, cache_dir: Path | None = None):
-        settings, backbone, head, features = load_head(directory, cls.KIND, cls.SETTINGS,
-                                                       cls.make_head, cache_dir)
+        settings, backbone, head, features = load_head(
+            directory, cls.KIND, cls.SETTINGS, cls.make_head, cache_dir
+        )
         return cls(head, backbone, settings, features)
 
     def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
-        return save_model(Path(directory), self.KIND, self.settings.model_dump(mode="json"),
-                          self.head, self.backbone, metrics)
+        return save_model(
+            Path(directory),
+            self.KIND,
+            self.settings.model_dump(mode="json"),
+            self.head,
+            self.backbone,
+            metrics,
+        )
 
 
 def example_key(example: Example) -> str:
@@ -236,19 +292,24 @@ def example_key(example: Example) -> str:
     return example.dialogue_id or context_text(example.history, None)
 
 
-def held_out(examples: list[Example], share: float, seed: int, path: str | Path
-             ) -> tuple[list[Example], list[Example]]:
+def held_out(
+    examples: list[Example], share: float, seed: int, path: str | Path
+) -> tuple[list[Example], list[Example]]:
     """(train, test) by ``example_key``; ``share == 0`` holds nothing out."""
     if not 0 <= share < 1:
-        raise ConfigError(f"the test share must lie in [0, 1), got {share}",
-                          fix="use e.g. 0.1, or 0 to train on every example")
+        raise ConfigError(
+            f"the test share must lie in [0, 1), got {share}",
+            fix="use e.g. 0.1, or 0 to train on every example",
+        )
     if share == 0:
         return examples, []
     train, test = split_by(examples, key=example_key, held_out=share, seed=seed)
     if not train:
-        raise InputFileError(path, f"all {len(examples)} examples fell into the held-out "
-                             "share: too few dialogues", fix="add dialogues or lower the "
-                             "test share")
+        raise InputFileError(
+            path,
+            f"all {len(examples)} examples fell into the held-out share: too few dialogues",
+            fix="add dialogues or lower the test share",
+        )
     return train, test
 
 

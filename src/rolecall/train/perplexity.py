@@ -29,8 +29,9 @@ def lm_prompt(context: Context) -> str:
     return "\n".join([*lines, "system:"])
 
 
-def lm_perplexities(scorer: Any, prompts: Sequence[str], texts: Sequence[str],
-                    progress: bool = False) -> np.ndarray:
+def lm_perplexities(
+    scorer: Any, prompts: Sequence[str], texts: Sequence[str], progress: bool = False
+) -> np.ndarray:
     """Perplexity of each ``text`` as the continuation of its prompt (a leading space
     joins it to ``system:``). ``scorer`` is an ``LLM`` (cached) or a ``Backend``."""
     from rolecall.llm import LLM, Request
@@ -39,19 +40,24 @@ def lm_perplexities(scorer: Any, prompts: Sequence[str], texts: Sequence[str],
     if isinstance(scorer, Backend):
         scorer = LLM(scorer)
     if not isinstance(scorer, LLM):
-        raise ConfigError(f"cannot score text with a {type(scorer).__name__}",
-                          fix="pass an LLM or a backend from rolecall.llm.load_backend, e.g. "
-                              "load_backend('hf:embedded')")
+        raise ConfigError(
+            f"cannot score text with a {type(scorer).__name__}",
+            fix="pass an LLM or a backend from rolecall.llm.load_backend, e.g. "
+            "load_backend('hf:embedded')",
+        )
     if len(prompts) != len(texts):
         raise ValueError(f"{len(prompts)} prompts but {len(texts)} texts")
-    requests = [Request(prompt=p, score_text=" " + t.strip())
-                for p, t in zip(prompts, texts, strict=True)]
+    requests = [
+        Request(prompt=p, score_text=" " + t.strip()) for p, t in zip(prompts, texts, strict=True)
+    ]
     samples = scorer.generate(requests, progress=progress, description="perplexity")
     values = []
     for (sample,), text in zip(samples, texts, strict=True):
         if sample.completion is None or not sample.completion.logprobs:
             why = sample.error or "no token logprobs came back"
-            raise BackendError(f"{scorer.model_id} could not score {text!r}: {why}",
-                               fix="use a backend that scores text: hf: or llamacpp:")
+            raise BackendError(
+                f"{scorer.model_id} could not score {text!r}: {why}",
+                fix="use a backend that scores text: hf: or llamacpp:",
+            )
         values.append(sample.completion.perplexity)
     return np.asarray(values, dtype=float)

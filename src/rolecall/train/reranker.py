@@ -61,14 +61,21 @@ HardNegatives = Callable[[str, str, int], list[str]]
 
 class RerankerSettings(PairSettings):
     interaction: Literal["auto", "joint", "attention"] = Field(
-        "auto", description="joint: each pair through the backbone (cross-encoder); "
+        "auto",
+        description="joint: each pair through the backbone (cross-encoder); "
         "attention: separate states joined in a cross-attention head; auto: attention for "
-        "a frozen backbone, joint for a trainable one")
-    context_max_tokens: int = Field(256, ge=4, description="attention: context cut from "
-                                    "the left (the retriever's default, so one pass serves "
-                                    "both)")
-    candidate_max_tokens: int = Field(64, ge=4, description="attention: candidates cut "
-                                      "from the right")
+        "a frozen backbone, joint for a trainable one",
+    )
+    context_max_tokens: int = Field(
+        256,
+        ge=4,
+        description="attention: context cut from "
+        "the left (the retriever's default, so one pass serves "
+        "both)",
+    )
+    candidate_max_tokens: int = Field(
+        64, ge=4, description="attention: candidates cut from the right"
+    )
     dim: int = Field(256, ge=1, description="attention: width of the token projections")
     heads: int = Field(4, ge=1, description="attention: heads of the cross-attention")
     max_turns: int | None = Field(MAX_TURNS, ge=1, description="history turns (paper: 10)")
@@ -77,8 +84,9 @@ class RerankerSettings(PairSettings):
     eval_candidates: int = Field(20, ge=2, description="K of the held-out Hits@1/K")
 
 
-def _random_others(pool: Sequence[str], taken: set[str], count: int, rng: random.Random
-                   ) -> list[str]:
+def _random_others(
+    pool: Sequence[str], taken: set[str], count: int, rng: random.Random
+) -> list[str]:
     """``count`` distinct pool texts outside ``taken`` (by rejection: the pool is large)."""
     chosen: list[str] = []
     while len(chosen) < count:
@@ -88,9 +96,15 @@ def _random_others(pool: Sequence[str], taken: set[str], count: int, rng: random
     return chosen
 
 
-def draw_negatives(context: str, gold: str, pool: Sequence[str], k: int, rng: random.Random,
-                   hard_negatives: HardNegatives | None = None, hard_count: int = 0
-                   ) -> list[str]:
+def draw_negatives(
+    context: str,
+    gold: str,
+    pool: Sequence[str],
+    k: int,
+    rng: random.Random,
+    hard_negatives: HardNegatives | None = None,
+    hard_count: int = 0,
+) -> list[str]:
     """``k`` distinct responses other than ``gold``: first up to ``hard_count`` from
     ``hard_negatives`` (in its order), the rest drawn at random from ``pool``."""
     gold = gold.strip()
@@ -137,8 +151,9 @@ class Reranker(PairModel):
             return super().make_head(backbone, settings)
         from rolecall.train.cross_attention import CrossAttentionHead
 
-        head = CrossAttentionHead(backbone.hidden_size, settings.dim, settings.heads,
-                                  settings.width, settings.dropout)
+        head = CrossAttentionHead(
+            backbone.hidden_size, settings.dim, settings.heads, settings.width, settings.dropout
+        )
         return head.to(model_device(backbone))
 
     @property
@@ -147,25 +162,32 @@ class Reranker(PairModel):
 
     # ---- what the head reads -----------------------------------------------------------
 
-    def vectors(self, contexts: Sequence[Context], responses: Sequence[str],
-                batch_size: int = 32) -> Any:
+    def vectors(
+        self, contexts: Sequence[Context], responses: Sequence[str], batch_size: int = 32
+    ) -> Any:
         """The pooled pair vectors a joint head reads (backbone in eval mode, no grad)."""
         texts = [as_context(c, self.settings.max_turns) for c in contexts]
-        return encode_pairs(self.backbone, self.features, texts,
-                            [r.strip() for r in responses], self.settings, batch_size)
+        return encode_pairs(
+            self.backbone,
+            self.features,
+            texts,
+            [r.strip() for r in responses],
+            self.settings,
+            batch_size,
+        )
 
     def text_states(self, texts: Sequence[str], candidates: bool) -> tuple[Any, Any]:
         """Backbone states of contexts (cut from the left) or candidates (from the right),
         from the features cache when there is one, else straight from the backbone."""
         s = self.settings
-        length, side = ((s.candidate_max_tokens, "right") if candidates
-                        else (s.context_max_tokens, "left"))
+        length, side = (
+            (s.candidate_max_tokens, "right") if candidates else (s.context_max_tokens, "left")
+        )
         if self.features is not None:
             return self.features.texts(list(texts), length, side)
         return self.backbone.encode(list(texts), length, side)
 
-    def _inputs(self, contexts: Sequence[Context], responses: Sequence[str],
-                batch_size: int):
+    def _inputs(self, contexts: Sequence[Context], responses: Sequence[str], batch_size: int):
         """Head inputs for pairs, chunk by chunk, without gradients."""
         torch = _torch()
         if self.joint:
@@ -176,8 +198,10 @@ class Reranker(PairModel):
         with torch.no_grad():
             for start in range(0, len(texts), batch_size):
                 chunk = slice(start, start + batch_size)
-                yield (*self.text_states(texts[chunk], False),
-                       *self.text_states([r.strip() for r in responses[chunk]], True))
+                yield (
+                    *self.text_states(texts[chunk], False),
+                    *self.text_states([r.strip() for r in responses[chunk]], True),
+                )
         if self.features is not None:
             self.features.flush()
 
@@ -195,16 +219,19 @@ class Reranker(PairModel):
         try:
             with torch.random.fork_rng(devices=devices), torch.no_grad():
                 torch.manual_seed(seed)
-                runs = [torch.stack([self.head(*part)[:, 0] for _ in range(passes)], dim=1)
-                        for part in inputs]
+                runs = [
+                    torch.stack([self.head(*part)[:, 0] for _ in range(passes)], dim=1)
+                    for part in inputs
+                ]
         finally:
             self.head.eval()
         return torch.cat(runs)
 
     # ---- scoring ----------------------------------------------------------------------
 
-    def score_pairs(self, contexts: Sequence[Context], responses: Sequence[str],
-                    batch_size: int = 32) -> np.ndarray:
+    def score_pairs(
+        self, contexts: Sequence[Context], responses: Sequence[str], batch_size: int = 32
+    ) -> np.ndarray:
         """[N] scores (logits; higher = fits better), dropout off: deterministic."""
         if len(contexts) != len(responses):
             raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses")
@@ -213,30 +240,35 @@ class Reranker(PairModel):
         inputs = list(self._inputs(contexts, responses, batch_size))
         return self._run(inputs, None, 0).cpu().numpy()
 
-    def score(self, contexts: Sequence[Context], candidates_per_context: Sequence[Sequence[str]],
-              batch_size: int = 32) -> np.ndarray:
+    def score(
+        self,
+        contexts: Sequence[Context],
+        candidates_per_context: Sequence[Sequence[str]],
+        batch_size: int = 32,
+    ) -> np.ndarray:
         """[N, K] scores of each context's candidates; rows shorter than the longest are
         padded with ``-inf`` (ranked last, never chosen)."""
         if len(contexts) != len(candidates_per_context):
-            raise ValueError(f"{len(contexts)} contexts but {len(candidates_per_context)} "
-                             "candidate lists")
+            raise ValueError(
+                f"{len(contexts)} contexts but {len(candidates_per_context)} candidate lists"
+            )
         widths = {len(row) for row in candidates_per_context}
         if not self.joint and len(widths) == 1 and 0 not in widths:
             return self._score_groups(contexts, candidates_per_context, batch_size)
-        flat_c = [c for c, row in zip(contexts, candidates_per_context, strict=True)
-                  for _ in row]
+        flat_c = [c for c, row in zip(contexts, candidates_per_context, strict=True) for _ in row]
         flat_r = [r for row in candidates_per_context for r in row]
         flat = self.score_pairs(flat_c, flat_r, batch_size)
         width = max((len(row) for row in candidates_per_context), default=0)
         out = np.full((len(contexts), width), -np.inf)
         start = 0
         for i, row in enumerate(candidates_per_context):
-            out[i, :len(row)] = flat[start:start + len(row)]
+            out[i, : len(row)] = flat[start : start + len(row)]
             start += len(row)
         return out
 
-    def _score_groups(self, contexts: Sequence[Context], rows: Sequence[Sequence[str]],
-                      batch_size: int) -> np.ndarray:
+    def _score_groups(
+        self, contexts: Sequence[Context], rows: Sequence[Sequence[str]], batch_size: int
+    ) -> np.ndarray:
         """``score`` for an attention head with K candidates per context: each context's
         states are read and projected once for its K candidates, not once per pair."""
         torch = _torch()
@@ -248,17 +280,24 @@ class Reranker(PairModel):
         with torch.no_grad():
             for start in range(0, len(texts), per_chunk):  # states of one chunk at a time
                 chunk = slice(start, start + per_chunk)
-                states = (*self.text_states(texts[chunk], False),
-                          *self.text_states([r.strip() for row in rows[chunk] for r in row],
-                                            True))
+                states = (
+                    *self.text_states(texts[chunk], False),
+                    *self.text_states([r.strip() for row in rows[chunk] for r in row], True),
+                )
                 inputs = [tuple(part.to(device) for part in states)]
                 parts.append(self._run(inputs, None, 0).view(-1, width).cpu())
         if self.features is not None:
             self.features.flush()
         return torch.cat(parts).double().numpy()
 
-    def mc_dropout(self, contexts: Sequence[Context], responses: Sequence[str],
-                   passes: int = 20, seed: int = 0, batch_size: int = 32) -> np.ndarray:
+    def mc_dropout(
+        self,
+        contexts: Sequence[Context],
+        responses: Sequence[str],
+        passes: int = 20,
+        seed: int = 0,
+        batch_size: int = 32,
+    ) -> np.ndarray:
         """[N, passes] scores with the head's dropout on (the backbone stays in eval mode:
         its states are computed once and shared by every pass); repeatable for a seed."""
         if passes < 2:
@@ -266,14 +305,21 @@ class Reranker(PairModel):
         inputs = list(self._inputs(contexts, responses, batch_size))
         return self._run(inputs, passes, seed).cpu().numpy()
 
-    def score_states(self, context_states: tuple[Any, Any], responses: Sequence[str],
-                     passes: int | None = None, seed: int = 0) -> np.ndarray:
+    def score_states(
+        self,
+        context_states: tuple[Any, Any],
+        responses: Sequence[str],
+        passes: int | None = None,
+        seed: int = 0,
+    ) -> np.ndarray:
         """One context's candidates scored from its backbone states ``(hidden [1, T, H],
         mask [1, T])``, as the retriever got them (``attention`` only): [K] logits, or
         [K, passes] MC-dropout samples with ``passes``."""
         if self.joint:
-            raise ValueError("a joint reranker reads each pair whole through the backbone; "
-                             "only an attention reranker scores from context states")
+            raise ValueError(
+                "a joint reranker reads each pair whole through the backbone; "
+                "only an attention reranker scores from context states"
+            )
         if passes is not None and passes < 2:
             raise ValueError("MC dropout needs at least 2 passes to have a variance")
         if not responses:
@@ -282,15 +328,23 @@ class Reranker(PairModel):
         device = model_device(self.backbone)
         with torch.no_grad():
             candidates = self.text_states([r.strip() for r in responses], True)
-        inputs = [(*(part.to(device) for part in context_states),
-                   *(part.to(device) for part in candidates))]
+        inputs = [
+            (
+                *(part.to(device) for part in context_states),
+                *(part.to(device) for part in candidates),
+            )
+        ]
         return self._run(inputs, passes, seed).cpu().numpy()
 
     # ---- training ---------------------------------------------------------------------
 
-    def fit(self, examples: Sequence[Example], config: TrainConfig,
-            hard_negatives: HardNegatives | None = None, progress: bool = True
-            ) -> dict[str, Any]:
+    def fit(
+        self,
+        examples: Sequence[Example],
+        config: TrainConfig,
+        hard_negatives: HardNegatives | None = None,
+        progress: bool = True,
+    ) -> dict[str, Any]:
         """Train on the positive examples: each gold against its drawn negatives."""
         torch = _torch()
         if self.features is None:
@@ -307,23 +361,47 @@ class Reranker(PairModel):
             for example in positives:
                 context = as_context(example.history, self.settings.max_turns)
                 gold = example.response.strip()
-                hard = draw_negatives(context, gold, [], min(self.settings.hard_count, k), rng,
-                                      hard_negatives, self.settings.hard_count)
+                hard = draw_negatives(
+                    context,
+                    gold,
+                    [],
+                    min(self.settings.hard_count, k),
+                    rng,
+                    hard_negatives,
+                    self.settings.hard_count,
+                )
                 items.append((context, gold, hard))
             return self._fit_attention(items, pool, k, loss, config, progress)
         groups = []
         for example in positives:
             context = as_context(example.history, self.settings.max_turns)
             gold = example.response.strip()
-            negatives = draw_negatives(context, gold, pool, k, rng, hard_negatives,
-                                       self.settings.hard_count)
+            negatives = draw_negatives(
+                context, gold, pool, k, rng, hard_negatives, self.settings.hard_count
+            )
             groups.append([(context, gold)] + [(context, n) for n in negatives])
-        return train_head(self.head, self.backbone, self.features, groups, [0] * len(groups),
-                          self.settings, config, lambda out, y: loss(out[..., 0], y),
-                          progress, "training reranker")
+        return train_head(
+            self.head,
+            self.backbone,
+            self.features,
+            groups,
+            [0] * len(groups),
+            self.settings,
+            config,
+            lambda out, y: loss(out[..., 0], y),
+            progress,
+            "training reranker",
+        )
 
-    def _fit_attention(self, items: list[tuple[str, str, list[str]]], pool: list[str], k: int,
-                       loss: Any, config: TrainConfig, progress: bool) -> dict[str, Any]:
+    def _fit_attention(
+        self,
+        items: list[tuple[str, str, list[str]]],
+        pool: list[str],
+        k: int,
+        loss: Any,
+        config: TrainConfig,
+        progress: bool,
+    ) -> dict[str, Any]:
         """Each context against its gold, its hard negatives and random others drawn afresh
         at every step (candidate states are per text, so a new negative costs nothing);
         softmax cross-entropy with the gold first. A frozen backbone's states are cached
@@ -331,32 +409,46 @@ class Reranker(PairModel):
         torch = _torch()
         s = self.settings
         if self.backbone.frozen:
-            self.features.precompute("texts", list(dict.fromkeys(c for c, _, _ in items)),
-                                     s.context_max_tokens, progress, side="left")
-            self.features.precompute("texts", list(dict.fromkeys(
-                [*pool, *(h for _, _, hard in items for h in hard)])),
-                s.candidate_max_tokens, progress, side="right")
+            self.features.precompute(
+                "texts",
+                list(dict.fromkeys(c for c, _, _ in items)),
+                s.context_max_tokens,
+                progress,
+                side="left",
+            )
+            self.features.precompute(
+                "texts",
+                list(dict.fromkeys([*pool, *(h for _, _, hard in items for h in hard)])),
+                s.candidate_max_tokens,
+                progress,
+                side="right",
+            )
         device = model_device(self.backbone)
         rng = random.Random(config.seed + 1)
 
         def loss_of(batch: list[tuple[str, str, list[str]]]) -> Any:
             candidates = []
             for _, gold, hard in batch:
-                candidates += [gold, *hard, *_random_others(pool, {gold, *hard},
-                                                            k - len(hard), rng)]
+                candidates += [
+                    gold,
+                    *hard,
+                    *_random_others(pool, {gold, *hard}, k - len(hard), rng),
+                ]
             contexts = self.text_states([c for c, _, _ in batch], False)
             states = self.text_states(candidates, True)
             parts = [part.to(device) for part in (*contexts, *states)]
             logits = self.head(*parts)[:, 0].view(len(batch), k + 1)
             return loss(logits, torch.zeros(len(batch), dtype=torch.long, device=device))
 
-        history = fit(self.head, self.backbone, items, loss_of, config, progress,
-                      "training reranker")
+        history = fit(
+            self.head, self.backbone, items, loss_of, config, progress, "training reranker"
+        )
         self.features.flush()
         return history
 
-    def evaluate(self, examples: Sequence[Example], pool: Sequence[str], seed: int = 0
-                 ) -> dict[str, float]:
+    def evaluate(
+        self, examples: Sequence[Example], pool: Sequence[str], seed: int = 0
+    ) -> dict[str, float]:
         """Hits@1/K on held-out positives: each gold among K-1 random pool responses."""
         from rolecall.eval.retrieval import HitsEvaluator
 
@@ -374,10 +466,17 @@ class Reranker(PairModel):
         return HitsEvaluator(ks=(K,), seed=seed)(score_fn, contexts, pool, gold)
 
 
-def train_reranker(examples_path: str | Path, out_dir: str | Path, backbone: Backbone | str,
-                   settings: RerankerSettings | None = None, config: TrainConfig | None = None,
-                   hard_negatives: HardNegatives | None = None, test_share: float = 0.1,
-                   progress: bool = True, cache_dir: Path | None = None) -> dict[str, Any]:
+def train_reranker(
+    examples_path: str | Path,
+    out_dir: str | Path,
+    backbone: Backbone | str,
+    settings: RerankerSettings | None = None,
+    config: TrainConfig | None = None,
+    hard_negatives: HardNegatives | None = None,
+    test_share: float = 0.1,
+    progress: bool = True,
+    cache_dir: Path | None = None,
+) -> dict[str, Any]:
     """Train on the positive examples of a file, evaluate Hits@1/K on held-out dialogues,
     save to ``out_dir``; returns the metrics (also written into ``model.json``).
 
@@ -388,19 +487,26 @@ def train_reranker(examples_path: str | Path, out_dir: str | Path, backbone: Bac
     examples = [e for e in read_examples(examples_path) if e.label == "positive"]
     train, test = held_out(examples, test_share, config.seed, examples_path)
     if len(unique_candidates(e.response for e in train)) < 2:
-        raise InputFileError(examples_path, "the training split has fewer than 2 distinct "
-                             "positive responses: there is nothing to rank against",
-                             fix="add dialogues, or lower the test share")
+        raise InputFileError(
+            examples_path,
+            "the training split has fewer than 2 distinct "
+            "positive responses: there is nothing to rank against",
+            fix="add dialogues, or lower the test share",
+        )
     backbone = resolve_backbone(backbone)
     features = Features(backbone, cache_dir, batch_size=config.batch_size)
     model = Reranker.create(backbone, settings, features)
     history = model.fit(train, config, hard_negatives, progress)
     pool = unique_candidates(e.response for e in examples)
     metrics: dict[str, Any] = {
-        "train_examples": len(train), "test_examples": len(test),
+        "train_examples": len(train),
+        "test_examples": len(test),
         "negatives": min(model.settings.negatives, len(pool) - 1),
-        "hard_negatives": hard_negatives is not None, "steps": history["steps"],
-        "first_loss": history["first_loss"], "last_loss": history["last_loss"],
-        **model.evaluate(test, pool, config.seed)}
+        "hard_negatives": hard_negatives is not None,
+        "steps": history["steps"],
+        "first_loss": history["first_loss"],
+        "last_loss": history["last_loss"],
+        **model.evaluate(test, pool, config.seed),
+    }
     model.save(out_dir, metrics)
     return metrics

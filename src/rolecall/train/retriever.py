@@ -48,8 +48,8 @@ from rolecall.train.loop import Settings, TrainConfig, fit, read_model, save_mod
 from rolecall.train.losses import InBatchNegativesLoss, duplicate_mask
 
 KIND = "retriever"
-ENCODE_BATCH = 64   # texts per head forward when encoding for search or evaluation
-SCORE_ROWS = 256    # contexts per scoring step: bounds the [rows, K, dim] gather
+ENCODE_BATCH = 64  # texts per head forward when encoding for search or evaluation
+SCORE_ROWS = 256  # contexts per scoring step: bounds the [rows, K, dim] gather
 
 
 class RetrieverSettings(Settings):
@@ -62,8 +62,12 @@ class RetrieverSettings(Settings):
     max_turns: int = Field(MAX_TURNS, ge=1, description="history turns kept (paper: 10)")
     context_max_tokens: int = Field(256, ge=4, description="context cut from the left")
     candidate_max_tokens: int = Field(64, ge=4, description="candidates cut from the right")
-    rerank_depth: int = Field(100, ge=1, description="poly-encoder search: candidates of "
-                              "the first stage re-scored with the full attention")
+    rerank_depth: int = Field(
+        100,
+        ge=1,
+        description="poly-encoder search: candidates of "
+        "the first stage re-scored with the full attention",
+    )
     backbone: str = Field(EMBEDDED, description="'embedded', 'tiny' or a model directory")
     frozen: bool = True
 
@@ -79,8 +83,9 @@ class TokenProjection(nn.Module):
     def __init__(self, hidden: int, dim: int, dropout: float):
         super().__init__()
         self.norm = nn.LayerNorm(hidden)
-        self.mlp = nn.Sequential(nn.Linear(hidden, dim), nn.GELU(), nn.Dropout(dropout),
-                                 nn.Linear(dim, dim))
+        self.mlp = nn.Sequential(
+            nn.Linear(hidden, dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(dim, dim)
+        )
 
     def forward(self, hidden):
         return self.mlp(self.norm(hidden))
@@ -158,15 +163,26 @@ def score_all(head: nn.Module, contexts, candidates):
 class Retriever:
     """A trained head, its backbone and settings: encodes, scores, saves and loads."""
 
-    def __init__(self, head: nn.Module, backbone: Backbone, settings: RetrieverSettings,
-                 cache_dir: Path | None = None, path: Path | None = None):
+    def __init__(
+        self,
+        head: nn.Module,
+        backbone: Backbone,
+        settings: RetrieverSettings,
+        cache_dir: Path | None = None,
+        path: Path | None = None,
+    ):
         self.head, self.backbone, self.settings, self.path = head, backbone, settings, path
         self.features = Features(backbone, cache_dir)
         self.loss_fn = InBatchNegativesLoss()
 
     @classmethod
-    def new(cls, backbone: Backbone, settings: RetrieverSettings, seed: int = 0,
-            cache_dir: Path | None = None) -> Retriever:
+    def new(
+        cls,
+        backbone: Backbone,
+        settings: RetrieverSettings,
+        seed: int = 0,
+        cache_dir: Path | None = None,
+    ) -> Retriever:
         torch.manual_seed(seed)  # the head's initial weights, reproducibly
         return cls(make_head(settings, backbone.hidden_size), backbone, settings, cache_dir)
 
@@ -180,8 +196,7 @@ class Retriever:
         contexts = self.head.contexts(*self._states([c for c, _ in batch], False))
         responses = [r for _, r in batch]
         candidates = self.head.candidates(*self._states(responses, True))
-        return self.loss_fn(score_all(self.head, contexts, candidates),
-                            duplicate_mask(responses))
+        return self.loss_fn(score_all(self.head, contexts, candidates), duplicate_mask(responses))
 
     def precompute(self, pairs: Sequence[tuple[str, str]], progress: bool = True) -> None:
         """Run a frozen backbone once over every training text, with progress bars."""
@@ -190,20 +205,20 @@ class Retriever:
         s = self.settings
         contexts = list(dict.fromkeys(c for c, _ in pairs))
         responses = list(dict.fromkeys(r for _, r in pairs))
-        self.features.precompute("texts", contexts, s.context_max_tokens, progress,
-                                 side="left")
-        self.features.precompute("texts", responses, s.candidate_max_tokens, progress,
-                                 side="right")
+        self.features.precompute("texts", contexts, s.context_max_tokens, progress, side="left")
+        self.features.precompute("texts", responses, s.candidate_max_tokens, progress, side="right")
 
     def _encode(self, texts: Sequence[str], candidates: bool, progress: bool):
         self.head.eval()
         self.backbone.train(False)
         rows = []
         what = "candidates" if candidates else "contexts"
-        with torch.no_grad(), progress_bar(len(texts), f"encoding {what}",
-                                           enabled=progress) as advance:
+        with (
+            torch.no_grad(),
+            progress_bar(len(texts), f"encoding {what}", enabled=progress) as advance,
+        ):
             for start in range(0, len(texts), ENCODE_BATCH):
-                chunk = list(texts[start:start + ENCODE_BATCH])
+                chunk = list(texts[start : start + ENCODE_BATCH])
                 states = self._states(chunk, candidates)
                 encode = self.head.candidates if candidates else self.head.contexts
                 rows.append(encode(*states))
@@ -244,12 +259,15 @@ class Retriever:
         """Encoded contexts [n, ...] against their own candidate vectors [n, K, dim]."""
         candidates = torch.as_tensor(candidates)
         with torch.no_grad():
-            parts = [self.head.score(contexts[i:i + SCORE_ROWS], candidates[i:i + SCORE_ROWS])
-                     for i in range(0, len(contexts), SCORE_ROWS)]
+            parts = [
+                self.head.score(contexts[i : i + SCORE_ROWS], candidates[i : i + SCORE_ROWS])
+                for i in range(0, len(contexts), SCORE_ROWS)
+            ]
         return torch.cat(parts).numpy() if parts else np.zeros((0, candidates.shape[1]))
 
-    def score(self, contexts: Sequence[str], candidates: Sequence[Sequence[str]],
-              progress: bool = False) -> np.ndarray:
+    def score(
+        self, contexts: Sequence[str], candidates: Sequence[Sequence[str]], progress: bool = False
+    ) -> np.ndarray:
         """[n, K] scores: each context against its own K candidate texts (Hits@1/K).
 
         Each distinct candidate text is encoded once, however many rows it appears in.
@@ -268,8 +286,7 @@ class Retriever:
 
     def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
         directory = Path(directory)
-        save_model(directory, KIND, self.settings.model_dump(), self.head, self.backbone,
-                   metrics)
+        save_model(directory, KIND, self.settings.model_dump(), self.head, self.backbone, metrics)
         self.path = directory.resolve()
         return directory
 
@@ -285,16 +302,18 @@ class Retriever:
         return cls(head, backbone, settings, cache_dir, Path(directory).resolve())
 
 
-def _pairs(examples: str | Path | Sequence[tuple[str, str]], max_turns: int
-           ) -> list[tuple[str, str]]:
+def _pairs(
+    examples: str | Path | Sequence[tuple[str, str]], max_turns: int
+) -> list[tuple[str, str]]:
     if isinstance(examples, (str, Path)):
         return selection_pairs(read_examples(examples), max_turns)
     pairs = [(str(context), str(response).strip()) for context, response in examples]
     pairs = [(context, response) for context, response in pairs if response]
     if not pairs:
-        raise ConfigError("no (context, response) pairs to train the retriever on",
-                          fix="pass an examples JSONL file with positive examples, or "
-                              "non-empty pairs")
+        raise ConfigError(
+            "no (context, response) pairs to train the retriever on",
+            fix="pass an examples JSONL file with positive examples, or non-empty pairs",
+        )
     return pairs
 
 
@@ -304,29 +323,45 @@ def _backbone(backbone: Backbone | str | None, settings: RetrieverSettings) -> B
     return load_backbone(backbone or settings.backbone, frozen=settings.frozen)
 
 
-def fit_retriever(pairs: Sequence[tuple[str, str]], backbone: Backbone,
-                  settings: RetrieverSettings | None = None, config: TrainConfig | None = None,
-                  progress: bool = True, cache_dir: Path | None = None
-                  ) -> tuple[Retriever, dict]:
+def fit_retriever(
+    pairs: Sequence[tuple[str, str]],
+    backbone: Backbone,
+    settings: RetrieverSettings | None = None,
+    config: TrainConfig | None = None,
+    progress: bool = True,
+    cache_dir: Path | None = None,
+) -> tuple[Retriever, dict]:
     """Train a retriever in memory on (context, response) pairs; (retriever, history).
 
     The settings record the backbone actually used (its source, whether it is frozen).
     """
     config = config or TrainConfig()
     settings = (settings or RetrieverSettings()).model_copy(
-        update={"backbone": backbone.source, "frozen": backbone.frozen})
+        update={"backbone": backbone.source, "frozen": backbone.frozen}
+    )
     retriever = Retriever.new(backbone, settings, config.seed, cache_dir)
     retriever.precompute(pairs, progress)
-    history = fit(retriever.head, backbone, list(pairs), retriever.loss, config, progress,
-                  f"training {settings.kind}-encoder")
+    history = fit(
+        retriever.head,
+        backbone,
+        list(pairs),
+        retriever.loss,
+        config,
+        progress,
+        f"training {settings.kind}-encoder",
+    )
     return retriever, history
 
 
-def train_retriever(examples: str | Path | Sequence[tuple[str, str]], out_dir: str | Path,
-                    backbone: Backbone | str | None = None,
-                    settings: RetrieverSettings | None = None,
-                    config: TrainConfig | None = None, progress: bool = True,
-                    cache_dir: Path | None = None) -> dict:
+def train_retriever(
+    examples: str | Path | Sequence[tuple[str, str]],
+    out_dir: str | Path,
+    backbone: Backbone | str | None = None,
+    settings: RetrieverSettings | None = None,
+    config: TrainConfig | None = None,
+    progress: bool = True,
+    cache_dir: Path | None = None,
+) -> dict:
     """Train on an examples file (its positives) or on pairs, save to ``out_dir``.
 
     ``backbone`` is a loaded ``Backbone``, a name for ``load_backbone`` or None for
@@ -337,12 +372,17 @@ def train_retriever(examples: str | Path | Sequence[tuple[str, str]], out_dir: s
     settings = settings or RetrieverSettings()
     pairs = _pairs(examples, settings.max_turns)
     started = time.perf_counter()
-    retriever, history = fit_retriever(pairs, _backbone(backbone, settings), settings,
-                                       config, progress, cache_dir)
-    metrics = {"kind": retriever.settings.kind, "pairs": len(pairs),
-               "candidates": len(unique_candidates(r for _, r in pairs)),
-               "steps": history["steps"], "first_loss": round(history["first_loss"], 5),
-               "last_loss": round(history["last_loss"], 5),
-               "seconds": round(time.perf_counter() - started, 2)}
+    retriever, history = fit_retriever(
+        pairs, _backbone(backbone, settings), settings, config, progress, cache_dir
+    )
+    metrics = {
+        "kind": retriever.settings.kind,
+        "pairs": len(pairs),
+        "candidates": len(unique_candidates(r for _, r in pairs)),
+        "steps": history["steps"],
+        "first_loss": round(history["first_loss"], 5),
+        "last_loss": round(history["last_loss"], 5),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
     retriever.save(out_dir, metrics)
     return {**metrics, "losses": history["losses"], "model_dir": str(Path(out_dir))}

@@ -20,22 +20,32 @@ MAX_SPEC = 100_000  # characters of a role spec
 
 
 @router.get("/admin")
-def overview(request: Request, _login: WebSession = Depends(admin),
-             db: Session = DB):
+def overview(request: Request, _login: WebSession = Depends(admin), db: Session = DB):
     users = db.scalars(select(User).order_by(User.username)).all()
     projects = db.scalars(select(Project).order_by(Project.name)).all()
-    members = {p.id: [u.username for u in db.scalars(
-        select(User).join(ProjectMember, ProjectMember.user_id == User.id)
-        .where(ProjectMember.project_id == p.id).order_by(User.username))]
-        for p in projects}
+    members = {
+        p.id: [
+            u.username
+            for u in db.scalars(
+                select(User)
+                .join(ProjectMember, ProjectMember.user_id == User.id)
+                .where(ProjectMember.project_id == p.id)
+                .order_by(User.username)
+            )
+        ]
+        for p in projects
+    }
     return page(request, "admin.html", users=users, projects=projects, members=members)
 
 
 @router.post("/admin/users")
-def create_user(username: str = Form(..., max_length=64),
-                password: str = Form(..., max_length=256),
-                role: Role = Form(Role.ANNOTATOR), _login: WebSession = Depends(admin_writer),
-                db: Session = DB):
+def create_user(
+    username: str = Form(..., max_length=64),
+    password: str = Form(..., max_length=256),
+    role: Role = Form(Role.ANNOTATOR),
+    _login: WebSession = Depends(admin_writer),
+    db: Session = DB,
+):
     add_user(db, username, password, role)
     return RedirectResponse("/admin", status_code=303)
 
@@ -48,8 +58,9 @@ def project_settings(spec_yaml: str, bot: BotConfig, show_judge: bool) -> Projec
     try:
         return ProjectSettings(spec=spec, bot=bot, show_judge=show_judge)
     except ValidationError as exc:
-        raise Refused(422, f"bad role spec: {describe_validation(exc)} (see "
-                           "examples/carecall/spec.yaml)") from None
+        raise Refused(
+            422, f"bad role spec: {describe_validation(exc)} (see examples/carecall/spec.yaml)"
+        ) from None
 
 
 def add_project(db: Session, name: str, settings: ProjectSettings) -> Project:
@@ -64,17 +75,20 @@ def add_project(db: Session, name: str, settings: ProjectSettings) -> Project:
 
 
 @router.post("/admin/projects")
-def create_project(name: str = Form(..., min_length=1, max_length=128),
-                   spec: str = Form(..., max_length=MAX_SPEC),
-                   bot_kind: str = Form("llm", pattern="^(llm|models)$"),
-                   bot_model: str = Form("", max_length=512),
-                   bot_path: str = Form("", max_length=1024),
-                   show_judge: bool = Form(False),
-                   _login: WebSession = Depends(admin_writer),
-                   db: Session = DB):
+def create_project(
+    name: str = Form(..., min_length=1, max_length=128),
+    spec: str = Form(..., max_length=MAX_SPEC),
+    bot_kind: str = Form("llm", pattern="^(llm|models)$"),
+    bot_model: str = Form("", max_length=512),
+    bot_path: str = Form("", max_length=1024),
+    show_judge: bool = Form(False),
+    _login: WebSession = Depends(admin_writer),
+    db: Session = DB,
+):
     try:
-        bot = BotConfig(kind=bot_kind, model=bot_model.strip() or None,
-                        path=bot_path.strip() or None)
+        bot = BotConfig(
+            kind=bot_kind, model=bot_model.strip() or None, path=bot_path.strip() or None
+        )
     except ValidationError as exc:
         raise Refused(422, f"bad bot: {describe_validation(exc)}") from None
     add_project(db, name, project_settings(spec, bot, show_judge))
@@ -82,14 +96,21 @@ def create_project(name: str = Form(..., min_length=1, max_length=128),
 
 
 @router.post("/admin/projects/{project_id}/members")
-def add_member(project_id: ID, username: str = Form(..., max_length=64),
-               _login: WebSession = Depends(admin_writer), db: Session = DB):
+def add_member(
+    project_id: ID,
+    username: str = Form(..., max_length=64),
+    _login: WebSession = Depends(admin_writer),
+    db: Session = DB,
+):
     project = db.get(Project, project_id)
     user = db.scalar(select(User).where(User.username == username.strip()))
     if project is None or user is None:
         raise Refused(404, "no such project or user")
-    exists = db.scalar(select(ProjectMember).where(ProjectMember.project_id == project.id,
-                                                   ProjectMember.user_id == user.id))
+    exists = db.scalar(
+        select(ProjectMember).where(
+            ProjectMember.project_id == project.id, ProjectMember.user_id == user.id
+        )
+    )
     if exists is None:
         db.add(ProjectMember(project_id=project.id, user_id=user.id))
     return RedirectResponse("/admin", status_code=303)

@@ -33,9 +33,16 @@ MAX_SECONDS = 3600.0
 
 def _queue_query(login: WebSession, project_id: int, what):
     labelled = select(Annotation.item_id).where(Annotation.user_id == login.user_id)
-    return (select(what).join(Assignment, Assignment.item_id == Item.id)
-            .where(Assignment.user_id == login.user_id, Item.project_id == project_id,
-                   Item.id.not_in(labelled)).order_by(Item.id))
+    return (
+        select(what)
+        .join(Assignment, Assignment.item_id == Item.id)
+        .where(
+            Assignment.user_id == login.user_id,
+            Item.project_id == project_id,
+            Item.id.not_in(labelled),
+        )
+        .order_by(Item.id)
+    )
 
 
 def queue(db: Session, login: WebSession, project_id: int) -> list[Item]:
@@ -50,22 +57,31 @@ def next_item(db: Session, login: WebSession, project_id: int) -> int | None:
 
 def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
     item = db.get(Item, item_id)
-    mine = item is not None and db.scalar(select(Assignment).where(
-        Assignment.item_id == item.id, Assignment.user_id == login.user_id))
+    mine = item is not None and db.scalar(
+        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == login.user_id)
+    )
     if not mine or item.kind not in LABEL_KIND:
         raise Refused(404, "no such item in your queue")
     return item
 
 
 @router.post("/admin/projects/{project_id}/items")
-async def upload(project_id: ID, kind: ItemKind = Form(...),
-                 per_item: int = Form(1, ge=1, le=10), file: UploadFile = File(...),
-                 login: WebSession = Depends(admin_writer), db: Session = DB):
+async def upload(
+    project_id: ID,
+    kind: ItemKind = Form(...),
+    per_item: int = Form(1, ge=1, le=10),
+    file: UploadFile = File(...),
+    login: WebSession = Depends(admin_writer),
+    db: Session = DB,
+):
     project_of(db, login, project_id)
     if kind not in UPLOADED:
-        raise Refused(422, f"items of kind {kind.value} are not uploaded: they are made from "
-                           "the project's saved chats (the admin page's 'SSA items from "
-                           "saved chats'); upload dialogues (JSONL) or K/DA pairs (CSV)")
+        raise Refused(
+            422,
+            f"items of kind {kind.value} are not uploaded: they are made from "
+            "the project's saved chats (the admin page's 'SSA items from "
+            "saved chats'); upload dialogues (JSONL) or K/DA pairs (CSV)",
+        )
     data = await file.read(MAX_UPLOAD + 1)
     if len(data) > MAX_UPLOAD:
         raise Refused(413, f"the file is over {MAX_UPLOAD} bytes: split it")
@@ -75,8 +91,12 @@ async def upload(project_id: ID, kind: ItemKind = Form(...),
 
 
 @router.post("/admin/projects/{project_id}/ssa-items")
-def make_ssa_items(project_id: ID, per_item: int = Form(1, ge=1, le=10),
-                   login: WebSession = Depends(admin_writer), db: Session = DB):
+def make_ssa_items(
+    project_id: ID,
+    per_item: int = Form(1, ge=1, le=10),
+    login: WebSession = Depends(admin_writer),
+    db: Session = DB,
+):
     """SSA items from the bot turns of the project's saved chats (new ones only)."""
     project_of(db, login, project_id)
     rows = ssa_rows(db, project_id)
@@ -87,23 +107,32 @@ def make_ssa_items(project_id: ID, per_item: int = Form(1, ge=1, le=10),
 
 
 @router.get("/projects/{project_id}/queue")
-def show_queue(request: Request, project_id: ID, login: WebSession = Depends(logged_in),
-               db: Session = DB):
+def show_queue(
+    request: Request, project_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
+):
     project = project_of(db, login, project_id)
     return page(request, "queue.html", project=project, items=queue(db, login, project.id))
 
 
 @router.get("/items/{item_id}")
-def show_item(request: Request, item_id: ID, login: WebSession = Depends(logged_in),
-              db: Session = DB):
+def show_item(
+    request: Request, item_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
+):
     item = assigned_item(db, login, item_id)
     settings = parse_settings(item.project.settings)
-    mine = db.scalar(select(Annotation).where(Annotation.item_id == item.id,
-                                              Annotation.user_id == login.user_id))
-    return page(request, f"label_{item.kind.value}.html", item=item, payload=item.payload,
-                mine=mine.payload if mine else None,
-                shown_at=shown_token(request.app.state.secret, login, item.id, time.time()),
-                categories=settings.error_categories, show_judge=settings.show_judge)
+    mine = db.scalar(
+        select(Annotation).where(Annotation.item_id == item.id, Annotation.user_id == login.user_id)
+    )
+    return page(
+        request,
+        f"label_{item.kind.value}.html",
+        item=item,
+        payload=item.payload,
+        mine=mine.payload if mine else None,
+        shown_at=shown_token(request.app.state.secret, login, item.id, time.time()),
+        categories=settings.error_categories,
+        show_judge=settings.show_judge,
+    )
 
 
 def shown_token(secret: bytes, login: WebSession, item_id: int, at: float) -> str:
@@ -131,8 +160,11 @@ def _dialogue_label(item: Item, first_oob: str, category: str, categories: list[
         return {"first_oob": None, "category": None}
     turns = item.payload["turns"]
     # ASCII digits only: str.isdigit() takes '²' and int() reads '٠' as 0
-    if not (first_oob.isascii() and first_oob.isdigit()) or int(first_oob) >= len(turns) or \
-            turns[int(first_oob)]["role"] != "system":
+    if (
+        not (first_oob.isascii() and first_oob.isdigit())
+        or int(first_oob) >= len(turns)
+        or turns[int(first_oob)]["role"] != "system"
+    ):
         raise Refused(422, "pick a system turn of this dialogue, or none")
     if category not in categories:
         raise Refused(422, f"pick the error category ({', '.join(categories)})")
@@ -145,8 +177,9 @@ def _yes_no(**answers: str) -> dict:
     return {name: answer == "yes" for name, answer in answers.items()}
 
 
-def save_label(db: Session, item_id: int, user_id: int, kind: str, payload: dict,
-               seconds: float | None) -> None:
+def save_label(
+    db: Session, item_id: int, user_id: int, kind: str, payload: dict, seconds: float | None
+) -> None:
     """Insert or update the one (item, annotator, kind) row in one statement: a
     check-then-insert lets two identical submits both insert, and the second one fails on
     the unique constraint (a 500 for a double click)."""
@@ -155,21 +188,41 @@ def save_label(db: Session, item_id: int, user_id: int, kind: str, payload: dict
     else:
         from sqlalchemy.dialects.sqlite import insert
     now = utcnow()
-    statement = insert(Annotation).values(item_id=item_id, user_id=user_id, kind=kind,
-                                          payload=payload, seconds_spent=seconds,
-                                          created=now, updated=now)
-    db.execute(statement.on_conflict_do_update(
-        index_elements=["item_id", "user_id", "kind"],
-        set_={"payload": statement.excluded.payload,
-              "seconds_spent": statement.excluded.seconds_spent, "updated": now}))
+    statement = insert(Annotation).values(
+        item_id=item_id,
+        user_id=user_id,
+        kind=kind,
+        payload=payload,
+        seconds_spent=seconds,
+        created=now,
+        updated=now,
+    )
+    db.execute(
+        statement.on_conflict_do_update(
+            index_elements=["item_id", "user_id", "kind"],
+            set_={
+                "payload": statement.excluded.payload,
+                "seconds_spent": statement.excluded.seconds_spent,
+                "updated": now,
+            },
+        )
+    )
 
 
 @router.post("/items/{item_id}/label")
-def label(request: Request, item_id: ID, shown_at: str = Form(..., max_length=64),
-          first_oob: str = Form("", max_length=8), category: str = Form("", max_length=64),
-          consistent: str = Form("", max_length=3), offensive: str = Form("", max_length=3),
-          sensible: str = Form("", max_length=3), specific: str = Form("", max_length=3),
-          login: WebSession = Depends(writer), db: Session = DB):
+def label(
+    request: Request,
+    item_id: ID,
+    shown_at: str = Form(..., max_length=64),
+    first_oob: str = Form("", max_length=8),
+    category: str = Form("", max_length=64),
+    consistent: str = Form("", max_length=3),
+    offensive: str = Form("", max_length=3),
+    sensible: str = Form("", max_length=3),
+    specific: str = Form("", max_length=3),
+    login: WebSession = Depends(writer),
+    db: Session = DB,
+):
     item = assigned_item(db, login, item_id)
     seconds = _seconds(request.app.state.secret, login, item.id, shown_at)
     if item.kind == ItemKind.DIALOGUE:

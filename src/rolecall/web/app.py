@@ -31,11 +31,16 @@ from rolecall.web.deps import NotLoggedIn, Refused, page, public
 from rolecall.web.throttle import LoginLimits, LoginThrottle
 
 MAX_BODY = 1_000_000  # bytes of one request body
-HEADERS = [(b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"same-origin"),
-           (b"content-security-policy",
-            b"default-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self'; "
-            b"frame-ancestors 'none'")]
+HEADERS = [
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self'; "
+        b"frame-ancestors 'none'",
+    ),
+]
 
 
 class Guard:
@@ -57,8 +62,7 @@ class Guard:
                 message["headers"] = list(message.get("headers", [])) + HEADERS
             await send(message)
 
-        too_large = PlainTextResponse(f"413: the request body is over {self.max_body:,} "
-                                      "bytes", 413)
+        too_large = PlainTextResponse(f"413: the request body is over {self.max_body:,} bytes", 413)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
             return await too_large(scope, receive, send_with_headers)
@@ -71,8 +75,9 @@ class Guard:
             await self.app(scope, body, send_with_headers)
         except Exception:
             if not started:
-                await PlainTextResponse("500: something went wrong on the server; it is "
-                                        "logged there", 500)(scope, receive, send_with_headers)
+                await PlainTextResponse(
+                    "500: something went wrong on the server; it is logged there", 500
+                )(scope, receive, send_with_headers)
             raise
 
     async def _buffered(self, receive):
@@ -89,20 +94,33 @@ class Guard:
 
         async def replay():
             return messages.pop(0) if messages else await receive()
+
         return replay
 
 
 def routers() -> list:
     from rolecall.web import admin, annotate, chat, dashboard, export, login
 
-    return [login.router, chat.router, annotate.router, admin.router, dashboard.router,
-            export.router]
+    return [
+        login.router,
+        chat.router,
+        annotate.router,
+        admin.router,
+        dashboard.router,
+        export.router,
+    ]
 
 
-def create_app(engine: Engine, max_body: int = MAX_BODY, *, secure_cookies: bool = False,
-               secret: bytes | None = None, secret_file: Path | None = None,
-               login_limits: LoginLimits | None = None,
-               throttle: LoginThrottle | None = None) -> FastAPI:
+def create_app(
+    engine: Engine,
+    max_body: int = MAX_BODY,
+    *,
+    secure_cookies: bool = False,
+    secret: bytes | None = None,
+    secret_file: Path | None = None,
+    login_limits: LoginLimits | None = None,
+    throttle: LoginThrottle | None = None,
+) -> FastAPI:
     """The app. ``secure_cookies``: cookies only over HTTPS (set it behind TLS);
     ``secret`` / ``secret_file``: the signing key (``auth.server_secret``; default: a new
     random one); ``login_limits`` or a ready ``throttle``: login throttling."""
@@ -133,8 +151,9 @@ def create_app(engine: Engine, max_body: int = MAX_BODY, *, secure_cookies: bool
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
-                             for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
+        )
         return page(request, "error.html", 422, message=f"invalid input: {problems}")
 
     @app.exception_handler(StarletteHTTPException)

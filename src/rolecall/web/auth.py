@@ -37,7 +37,7 @@ SECRET_ENV = "ROLECALL_WEB_SECRET"
 SESSION_COOKIE = "rolecall_session"
 LOGIN_COOKIE = "rolecall_login_csrf"
 SESSION_HOURS = 12
-_SCRYPT = {"n": 2 ** 14, "r": 8, "p": 1}
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 MIN_PASSWORD = 8
 
 
@@ -45,8 +45,8 @@ def hash_password(password: str) -> str:
     salt = secrets.token_bytes(16)
     digest = hashlib.scrypt(password.encode(), salt=salt, dklen=32, **_SCRYPT)
     return "scrypt${n}${r}${p}${salt}${digest}".format(
-        **_SCRYPT, salt=base64.b64encode(salt).decode(),
-        digest=base64.b64encode(digest).decode())
+        **_SCRYPT, salt=base64.b64encode(salt).decode(), digest=base64.b64encode(digest).decode()
+    )
 
 
 def verify_password(password: str, stored: str) -> bool:
@@ -55,8 +55,14 @@ def verify_password(password: str, stored: str) -> bool:
         if scheme != "scrypt":
             return False
         expected = base64.b64decode(digest)
-        actual = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt),
-                                n=int(n), r=int(r), p=int(p), dklen=len(expected))
+        actual = hashlib.scrypt(
+            password.encode(),
+            salt=base64.b64decode(salt),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            dklen=len(expected),
+        )
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(actual, expected)
@@ -72,11 +78,11 @@ def add_user(db: Session, username: str, password: str, role: Role = Role.ANNOTA
 
     username = username.strip()
     if not username or len(username) > 64 or any(c.isspace() for c in username):
-        raise ConfigError(f"bad user name {username!r}",
-                          fix="use 1-64 characters without spaces")
+        raise ConfigError(f"bad user name {username!r}", fix="use 1-64 characters without spaces")
     if len(password) < MIN_PASSWORD:
-        raise ConfigError("the password is too short",
-                          fix=f"use at least {MIN_PASSWORD} characters")
+        raise ConfigError(
+            "the password is too short", fix=f"use at least {MIN_PASSWORD} characters"
+        )
     if db.scalar(select(User).where(User.username == username)) is not None:
         raise ConfigError(f"the user name {username!r} is taken", fix="pick another name")
     user = User(username=username, password_hash=hash_password(password), role=role)
@@ -105,8 +111,14 @@ def open_session(db: Session, user: User) -> str:
     token = secrets.token_urlsafe(32)
     now = datetime.now(UTC)
     db.execute(delete(WebSession).where(WebSession.expires < now))
-    db.add(WebSession(token_hash=_token_hash(token), csrf_token=secrets.token_urlsafe(32),
-                      user_id=user.id, expires=now + timedelta(hours=SESSION_HOURS)))
+    db.add(
+        WebSession(
+            token_hash=_token_hash(token),
+            csrf_token=secrets.token_urlsafe(32),
+            user_id=user.id,
+            expires=now + timedelta(hours=SESSION_HOURS),
+        )
+    )
     db.flush()
     return token
 
@@ -139,8 +151,7 @@ def server_secret(path: Path | None) -> bytes:
         # written to a private temporary file, then linked into place: of two workers
         # starting at once, one link wins and both read the same complete secret
         spare = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        with os.fdopen(os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
-                       "w") as out:
+        with os.fdopen(os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
             out.write(secrets.token_hex(32))
         try:
             os.link(spare, path)
@@ -153,9 +164,11 @@ def server_secret(path: Path | None) -> bytes:
         from rolecall.errors import ConfigError
 
         where = f"${SECRET_ENV}" if os.environ.get(SECRET_ENV) else str(path)
-        raise ConfigError(f"the web app's secret in {where} is shorter than 32 characters",
-                          fix=f"set {SECRET_ENV} to 32+ random characters (or unset it and "
-                              f"delete {path}: a new one is made at start)")
+        raise ConfigError(
+            f"the web app's secret in {where} is shorter than 32 characters",
+            fix=f"set {SECRET_ENV} to 32+ random characters (or unset it and "
+            f"delete {path}: a new one is made at start)",
+        )
     return secret.encode()
 
 

@@ -40,8 +40,10 @@ def prompted_version(bot) -> str:
     """``llm:MODEL_NAME:HASH`` of a ``PromptedBot``."""
     generator = bot.generator
     model_id = generator.llm.model_id
-    return (f"llm:{model_name(model_id)}:"
-            f"{_short_hash(generator.spec.model_dump_json(), generator.template.hash, model_id)}")
+    return (
+        f"llm:{model_name(model_id)}:"
+        f"{_short_hash(generator.spec.model_dump_json(), generator.template.hash, model_id)}"
+    )
 
 
 def models_version(directory: Path) -> str:
@@ -63,8 +65,12 @@ def load_bot(config: BotConfig, spec: RoleSpec) -> ChatBot:
     from rolecall.llm import LLM, load_backend
     from rolecall.serve.prompted import PromptedBot
 
-    prompted = PromptedBot(LLM(load_backend(config.model)), spec,
-                           temperature=config.temperature, max_tokens=config.max_tokens)
+    prompted = PromptedBot(
+        LLM(load_backend(config.model)),
+        spec,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+    )
     prompted.version = config.version or prompted_version(prompted)
     return prompted
 
@@ -74,8 +80,7 @@ _LOCK = threading.Lock()
 
 
 def bot_for(config: BotConfig, spec: RoleSpec) -> ChatBot:
-    key = json.dumps([config.model_dump(), spec.model_dump()], sort_keys=True,
-                     ensure_ascii=False)
+    key = json.dumps([config.model_dump(), spec.model_dump()], sort_keys=True, ensure_ascii=False)
     with _LOCK:
         if key not in _LOADED:
             _LOADED[key] = load_bot(config, spec)

@@ -49,13 +49,11 @@ def chat_of(db: Session, login: WebSession, chat_id: int) -> ChatSession:
 
 
 def live_turns(chat: ChatSession) -> list[ChatTurn]:
-    return sorted((t for t in chat.turns if t.status != TurnStatus.FIXED),
-                  key=lambda t: t.index)
+    return sorted((t for t in chat.turns if t.status != TurnStatus.FIXED), key=lambda t: t.index)
 
 
 def as_history(turns: list[ChatTurn]) -> list[Turn]:
-    return [Turn(role="system" if t.role == Speaker.BOT else "user", text=t.text)
-            for t in turns]
+    return [Turn(role="system" if t.role == Speaker.BOT else "user", text=t.text) for t in turns]
 
 
 def bot_turns_in_context(chat: ChatSession) -> Iterator[tuple[ChatTurn, list[Turn]]]:
@@ -76,8 +74,14 @@ def _bot_turn(chat: ChatSession, db: Session, index: int, exclude: set[str]) -> 
     history = as_history([t for t in live_turns(chat) if t.index < index])
     bot = bot_for(settings.bot, settings.spec)
     reply = bot.reply(history, exclude)
-    turn = ChatTurn(session_id=chat.id, index=index, role=Speaker.BOT, text=reply.text,
-                    bot_version=bot.version, provenance=reply.provenance())
+    turn = ChatTurn(
+        session_id=chat.id,
+        index=index,
+        role=Speaker.BOT,
+        text=reply.text,
+        bot_version=bot.version,
+        provenance=reply.provenance(),
+    )
     db.add(turn)
     db.flush()
     return turn
@@ -89,18 +93,20 @@ def _open(chat: ChatSession) -> None:
 
 
 @router.get("/projects/{project_id}/chat")
-def chats(request: Request, project_id: ID, login: WebSession = Depends(logged_in),
-          db: Session = DB):
+def chats(
+    request: Request, project_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
+):
     project = project_of(db, login, project_id)
-    mine = db.scalars(select(ChatSession).where(ChatSession.project_id == project.id,
-                                                ChatSession.user_id == login.user_id)
-                      .order_by(ChatSession.id.desc())).all()
+    mine = db.scalars(
+        select(ChatSession)
+        .where(ChatSession.project_id == project.id, ChatSession.user_id == login.user_id)
+        .order_by(ChatSession.id.desc())
+    ).all()
     return page(request, "chats.html", project=project, chats=mine)
 
 
 @router.post("/projects/{project_id}/chats")
-def new_chat(project_id: ID, login: WebSession = Depends(writer),
-             db: Session = DB):
+def new_chat(project_id: ID, login: WebSession = Depends(writer), db: Session = DB):
     project = project_of(db, login, project_id)
     parse_settings(project.settings)  # a project without a usable spec cannot chat
     chat = ChatSession(project_id=project.id, user_id=login.user_id)
@@ -110,8 +116,9 @@ def new_chat(project_id: ID, login: WebSession = Depends(writer),
 
 
 @router.get("/chats/{chat_id}")
-def show_chat(request: Request, chat_id: ID, login: WebSession = Depends(logged_in),
-              db: Session = DB):
+def show_chat(
+    request: Request, chat_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
+):
     chat = chat_of(db, login, chat_id)
     turns = live_turns(chat)
     rejected: dict[int, list[ChatTurn]] = {}
@@ -119,15 +126,27 @@ def show_chat(request: Request, chat_id: ID, login: WebSession = Depends(logged_
         if turn.status == TurnStatus.FIXED:
             rejected.setdefault(turn.index, []).append(turn)
     last_bot = max((t.index for t in turns if t.role == Speaker.BOT), default=None)
-    return page(request, "chat.html", chat=chat, project=db.get(Project, chat.project_id),
-                turns=turns, rejected=rejected, last_bot=last_bot,
-                waiting=bool(turns) and turns[-1].role == Speaker.USER,
-                categories=_settings(chat, db).error_categories, max_text=MAX_TEXT)
+    return page(
+        request,
+        "chat.html",
+        chat=chat,
+        project=db.get(Project, chat.project_id),
+        turns=turns,
+        rejected=rejected,
+        last_bot=last_bot,
+        waiting=bool(turns) and turns[-1].role == Speaker.USER,
+        categories=_settings(chat, db).error_categories,
+        max_text=MAX_TEXT,
+    )
 
 
 @router.post("/chats/{chat_id}/message")
-def send(chat_id: ID, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
-         login: WebSession = Depends(writer), db: Session = DB):
+def send(
+    chat_id: ID,
+    text: str = Form(..., min_length=1, max_length=MAX_TEXT),
+    login: WebSession = Depends(writer),
+    db: Session = DB,
+):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     text = text.strip()
@@ -144,8 +163,7 @@ def send(chat_id: ID, text: str = Form(..., min_length=1, max_length=MAX_TEXT),
 
 
 @router.post("/chats/{chat_id}/reply")
-def ask_again(chat_id: ID, login: WebSession = Depends(writer),
-              db: Session = DB):
+def ask_again(chat_id: ID, login: WebSession = Depends(writer), db: Session = DB):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     turns = live_turns(chat)
@@ -156,14 +174,20 @@ def ask_again(chat_id: ID, login: WebSession = Depends(writer),
 
 
 @router.post("/chats/{chat_id}/turns/{turn_id}/fix")
-def fix(chat_id: ID, turn_id: ID, category: str = Form(..., max_length=64),
-        login: WebSession = Depends(writer), db: Session = DB):
+def fix(
+    chat_id: ID,
+    turn_id: ID,
+    category: str = Form(..., max_length=64),
+    login: WebSession = Depends(writer),
+    db: Session = DB,
+):
     chat = chat_of(db, login, chat_id)
     _open(chat)
     categories = _settings(chat, db).error_categories
     if category not in categories:
-        raise Refused(422, f"unknown error category {category!r}; the role spec has "
-                           f"{', '.join(categories)}")
+        raise Refused(
+            422, f"unknown error category {category!r}; the role spec has {', '.join(categories)}"
+        )
     turns = live_turns(chat)
     turn = next((t for t in turns if t.id == turn_id), None)
     if turn is None or turn.role != Speaker.BOT:

@@ -44,14 +44,22 @@ from rolecall.web.deps import DB, ID, admin, page, project_or_404
 from rolecall.web.items import labels_by_item, majority_yes
 
 router = APIRouter()
-QUESTIONS = {"oob": ("first_oob",), "pair": ("consistent", "offensive"),
-             "ssa": ("sensible", "specific")}
+QUESTIONS = {
+    "oob": ("first_oob",),
+    "pair": ("consistent", "offensive"),
+    "ssa": ("sensible", "specific"),
+}
 
 
 def _bot_turns(db: Session, project_id: int) -> list[ChatTurn]:
-    return list(db.scalars(select(ChatTurn).join(ChatSession)
-                           .where(ChatSession.project_id == project_id,
-                                  ChatTurn.role == Speaker.BOT).order_by(ChatTurn.id)))
+    return list(
+        db.scalars(
+            select(ChatTurn)
+            .join(ChatSession)
+            .where(ChatSession.project_id == project_id, ChatTurn.role == Speaker.BOT)
+            .order_by(ChatTurn.id)
+        )
+    )
 
 
 def _by_version(turns: list[ChatTurn]) -> list[tuple[str, list[ChatTurn]]]:
@@ -65,11 +73,25 @@ def error_rates(turns: list[ChatTurn]) -> list[dict]:
     rows = []
     for version, group in _by_version(turns):
         fixed = [t for t in group if t.status == TurnStatus.FIXED]
-        rows.append({"bot_version": version, "category": "all", "turns": len(group),
-                     "errors": len(fixed), "error_rate": len(fixed) / len(group)})
+        rows.append(
+            {
+                "bot_version": version,
+                "category": "all",
+                "turns": len(group),
+                "errors": len(fixed),
+                "error_rate": len(fixed) / len(group),
+            }
+        )
         for category, count in sorted(Counter(t.error_category for t in fixed).items()):
-            rows.append({"bot_version": version, "category": category, "turns": len(group),
-                         "errors": count, "error_rate": count / len(group)})
+            rows.append(
+                {
+                    "bot_version": version,
+                    "category": category,
+                    "turns": len(group),
+                    "errors": count,
+                    "error_rate": count / len(group),
+                }
+            )
     return rows
 
 
@@ -81,27 +103,45 @@ def path_shares(turns: list[ChatTurn]) -> list[dict]:
             paths[(turn.provenance or {}).get("path") or "unknown"].append(turn)
         for path, members in sorted(paths.items()):
             errors = sum(t.status == TurnStatus.FIXED for t in members)
-            rows.append({"bot_version": version, "path": path, "turns": len(members),
-                         "share": len(members) / len(group), "errors": errors,
-                         "error_rate": errors / len(members)})
+            rows.append(
+                {
+                    "bot_version": version,
+                    "path": path,
+                    "turns": len(members),
+                    "share": len(members) / len(group),
+                    "errors": errors,
+                    "error_rate": errors / len(members),
+                }
+            )
     return rows
 
 
 def ssa(db: Session, project_id: int) -> list[dict]:
-    items = {item.id: item for item in db.scalars(select(Item).where(
-        Item.project_id == project_id, Item.kind == ItemKind.BOT_TURN))}
+    items = {
+        item.id: item
+        for item in db.scalars(
+            select(Item).where(Item.project_id == project_id, Item.kind == ItemKind.BOT_TURN)
+        )
+    }
     by_version: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     for item_id, labels in labels_by_item(db, project_id, "ssa").items():
         sensible = majority_yes(labels, "sensible")
         by_version[items[item_id].payload.get("bot_version") or "unknown"].append(
-            (sensible, sensible and majority_yes(labels, "specific")))
+            (sensible, sensible and majority_yes(labels, "specific"))
+        )
     rows = []
     for version, votes in sorted(by_version.items()):
         sensibleness = sum(s for s, _ in votes) / len(votes)
         specificity = sum(s for _, s in votes) / len(votes)
-        rows.append({"bot_version": version, "turns": len(votes),
-                     "sensibleness": sensibleness, "specificity": specificity,
-                     "ssa": (sensibleness + specificity) / 2})
+        rows.append(
+            {
+                "bot_version": version,
+                "turns": len(votes),
+                "sensibleness": sensibleness,
+                "specificity": specificity,
+                "ssa": (sensibleness + specificity) / 2,
+            }
+        )
     return rows
 
 
@@ -109,14 +149,22 @@ def throughput(db: Session, project_id: int) -> list[dict]:
     rows = []
     grouped: dict[tuple[str, str], list[Annotation]] = defaultdict(list)
     for annotation, username in db.execute(
-            select(Annotation, User.username).join(Item).join(User, User.id ==
-                                                              Annotation.user_id)
-            .where(Item.project_id == project_id)):
+        select(Annotation, User.username)
+        .join(Item)
+        .join(User, User.id == Annotation.user_id)
+        .where(Item.project_id == project_id)
+    ):
         grouped[(username, annotation.kind)].append(annotation)
     for (username, kind), labels in sorted(grouped.items()):
         seconds = [a.seconds_spent for a in labels if a.seconds_spent is not None]
-        rows.append({"annotator": username, "kind": kind, "labels": len(labels),
-                     "median_seconds": statistics.median(seconds) if seconds else None})
+        rows.append(
+            {
+                "annotator": username,
+                "kind": kind,
+                "labels": len(labels),
+                "median_seconds": statistics.median(seconds) if seconds else None,
+            }
+        )
     return rows
 
 
@@ -125,39 +173,50 @@ def agreement(db: Session, project_id: int) -> list[dict]:
     for kind, questions in QUESTIONS.items():
         labels = labels_by_item(db, project_id, kind)
         for question in questions:
-            units = [[str(label.get(question)) for label in group]
-                     for group in labels.values()]
-            rows.append({"kind": kind, "question": question,
-                         "items_with_2_or_more": sum(len(u) >= 2 for u in units),
-                         "krippendorff_alpha": krippendorff_alpha(units)})
+            units = [[str(label.get(question)) for label in group] for group in labels.values()]
+            rows.append(
+                {
+                    "kind": kind,
+                    "question": question,
+                    "items_with_2_or_more": sum(len(u) >= 2 for u in units),
+                    "krippendorff_alpha": krippendorff_alpha(units),
+                }
+            )
     return rows
 
 
 def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
     turns = _bot_turns(db, project_id)
-    return {"error_rates": error_rates(turns), "paths": path_shares(turns),
-            "ssa": ssa(db, project_id), "throughput": throughput(db, project_id),
-            "agreement": agreement(db, project_id)}
+    return {
+        "error_rates": error_rates(turns),
+        "paths": path_shares(turns),
+        "ssa": ssa(db, project_id),
+        "throughput": throughput(db, project_id),
+        "agreement": agreement(db, project_id),
+    }
 
 
 def error_rate_svg(rows: list[dict], width: int = 640, bar: int = 18) -> str:
     """Horizontal bars: the error rate of each (version, category), 'all' first."""
     height = 40 + bar * 1.5 * max(len(rows), 1)
     label_width, scale = 300, width - 320
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
-             'font-family="sans-serif" font-size="12">',
-             '<text x="4" y="16" font-weight="bold">error rate by bot version and category'
-             '</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
+        'font-family="sans-serif" font-size="12">',
+        '<text x="4" y="16" font-weight="bold">error rate by bot version and category</text>',
+    ]
     for i, row in enumerate(rows):
         y = 30 + i * bar * 1.5
         length = row["error_rate"] * scale
         colour = "#24324a" if row["category"] == "all" else "#8a94a6"
-        name = escape(f'{row["bot_version"][:28]} · {row["category"]}')
-        parts += [f'<text x="4" y="{y + bar * 0.75:.0f}">{name}</text>',
-                  f'<rect x="{label_width}" y="{y:.0f}" width="{length:.1f}" height="{bar}" '
-                  f'fill="{colour}"/>',
-                  f'<text x="{label_width + length + 4:.1f}" y="{y + bar * 0.75:.0f}">'
-                  f'{row["error_rate"]:.1%} ({row["errors"]}/{row["turns"]})</text>']
+        name = escape(f"{row['bot_version'][:28]} · {row['category']}")
+        parts += [
+            f'<text x="4" y="{y + bar * 0.75:.0f}">{name}</text>',
+            f'<rect x="{label_width}" y="{y:.0f}" width="{length:.1f}" height="{bar}" '
+            f'fill="{colour}"/>',
+            f'<text x="{label_width + length + 4:.1f}" y="{y + bar * 0.75:.0f}">'
+            f"{row['error_rate']:.1%} ({row['errors']}/{row['turns']})</text>",
+        ]
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -170,14 +229,16 @@ def tables_csv(everything: dict[str, list[dict]]) -> str:
         for row in rows_of_table:
             keys = {k: v for k, v in row.items() if isinstance(v, str)}
             key = ";".join(f"{k}={v}" for k, v in keys.items())
-            rows += [[table, key, metric, "" if value is None else value]
-                     for metric, value in row.items() if metric not in keys]
+            rows += [
+                [table, key, metric, "" if value is None else value]
+                for metric, value in row.items()
+                if metric not in keys
+            ]
     return csv_text(rows)
 
 
 @router.get("/projects/{project_id}/dashboard")
-def show(request: Request, project_id: ID, _login: WebSession = Depends(admin),
-         db: Session = DB):
+def show(request: Request, project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
     return page(request, "dashboard.html", project=project, tables=tables(db, project.id))
 
@@ -185,8 +246,13 @@ def show(request: Request, project_id: ID, _login: WebSession = Depends(admin),
 @router.get("/projects/{project_id}/dashboard.csv")
 def as_csv(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
-    return Response(tables_csv(tables(db, project.id)), media_type="text/csv", headers={
-        "content-disposition": f'attachment; filename="project-{project.id}-dashboard.csv"'})
+    return Response(
+        tables_csv(tables(db, project.id)),
+        media_type="text/csv",
+        headers={
+            "content-disposition": f'attachment; filename="project-{project.id}-dashboard.csv"'
+        },
+    )
 
 
 @router.get("/projects/{project_id}/dashboard/error-rates.svg")

@@ -23,8 +23,9 @@ from sqlalchemy.orm import Session
 from rolecall.store import Project, Role, WebSession
 from rolecall.web.auth import SESSION_COOKIE, csrf_matches, find_session
 
-_INTERNAL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\")<>#]+|(?<![\w.~])/(?:[\w.-]+/)+[\w.@-]*",
-                       re.I)
+_INTERNAL = re.compile(
+    r"\b[a-z][a-z0-9+.-]*://[^\s'\")<>#]+|(?<![\w.~])/(?:[\w.-]+/)+[\w.@-]*", re.I
+)
 
 
 def public(text: str | None) -> str:
@@ -33,14 +34,17 @@ def public(text: str | None) -> str:
     return _INTERNAL.sub("[internal]", text or "")
 
 
-TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
-                        autoescape=select_autoescape(["html"]), trim_blocks=True,
-                        lstrip_blocks=True)
+TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 TEMPLATES.filters["public"] = public
 MAX_TEXT = 2000  # characters of one chat message or free-text field
 # ids are INTEGER columns, 32-bit on PostgreSQL: a larger id (2^63 and past included) is
 # invalid input (422), not a database error (500)
-MAX_ID = 2 ** 31 - 1
+MAX_ID = 2**31 - 1
 ID = Annotated[int, PathParam(ge=1, le=MAX_ID)]  # every id in a route's path
 
 
@@ -86,16 +90,17 @@ def logged_in(request: Request, db: Session = DB) -> WebSession:
         raise NotLoggedIn()
     # plain values for the page header: error pages render after a rollback has expired
     # the ORM objects
-    request.state.viewer = Viewer(login.user.username, login.user.role.value,
-                                  login.csrf_token)
+    request.state.viewer = Viewer(login.user.username, login.user.role.value, login.csrf_token)
     return login
 
 
-def writer(csrf: str = Form("", max_length=128),
-           login: WebSession = Depends(logged_in)) -> WebSession:
+def writer(
+    csrf: str = Form("", max_length=128), login: WebSession = Depends(logged_in)
+) -> WebSession:
     if not csrf_matches(login.csrf_token, csrf):
-        raise Refused(403, "the form's security token is missing or stale: reload the page "
-                           "and submit again")
+        raise Refused(
+            403, "the form's security token is missing or stale: reload the page and submit again"
+        )
     return login
 
 
@@ -121,5 +126,6 @@ def page(request: Request, template: str, status: int = 200, **values: Any) -> H
     """A rendered page; the template sees the login (``me``) and its CSRF token."""
     viewer = getattr(request.state, "viewer", None)
     html = TEMPLATES.get_template(template).render(
-        me=viewer, csrf=viewer.csrf if viewer else "", **values)
+        me=viewer, csrf=viewer.csrf if viewer else "", **values
+    )
     return HTMLResponse(html, status_code=status)

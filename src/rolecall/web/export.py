@@ -50,25 +50,38 @@ router = APIRouter()
 
 def chat_examples(db: Session, project_id: int) -> list[Example]:
     examples = []
-    chats = db.scalars(select(ChatSession).where(ChatSession.project_id == project_id)
-                       .order_by(ChatSession.id)).all()
+    chats = db.scalars(
+        select(ChatSession).where(ChatSession.project_id == project_id).order_by(ChatSession.id)
+    ).all()
     for chat in chats:
         dialogue = f"chat-{chat.id}"
         for turn, history in bot_turns_in_context(chat):
             if turn.status == TurnStatus.FIXED:
-                examples.append(Example(history=history, response=turn.text, label="negative",
-                                        category=turn.error_category, dialogue_id=dialogue))
+                examples.append(
+                    Example(
+                        history=history,
+                        response=turn.text,
+                        label="negative",
+                        category=turn.error_category,
+                        dialogue_id=dialogue,
+                    )
+                )
             elif turn.status == TurnStatus.SAVED:
-                examples.append(Example(history=history, response=turn.text,
-                                        label="positive", dialogue_id=dialogue))
+                examples.append(
+                    Example(
+                        history=history, response=turn.text, label="positive", dialogue_id=dialogue
+                    )
+                )
     return examples
 
 
-def _labelled(db: Session, project_id: int, kind: ItemKind, label_kind: str
-              ) -> list[tuple[Item, list[dict]]]:
+def _labelled(
+    db: Session, project_id: int, kind: ItemKind, label_kind: str
+) -> list[tuple[Item, list[dict]]]:
     labels = labels_by_item(db, project_id, label_kind)
-    items = db.scalars(select(Item).where(Item.project_id == project_id, Item.kind == kind)
-                       .order_by(Item.id))
+    items = db.scalars(
+        select(Item).where(Item.project_id == project_id, Item.kind == kind).order_by(Item.id)
+    )
     return [(item, labels[item.id]) for item in items if item.id in labels]
 
 
@@ -76,13 +89,13 @@ def majority_first_oob(labels: list[dict]) -> tuple[int | None, str | None]:
     """The annotators' majority first out-of-bounds turn and its majority category; a tie
     between turns goes to the earliest turn named (a tie with "none" too), a tie between
     categories to the first in sort order."""
-    named = sorted(t for t in most_common(label["first_oob"] for label in labels)
-                   if t is not None)
+    named = sorted(t for t in most_common(label["first_oob"] for label in labels) if t is not None)
     if not named:
         return None, None
     turn = named[0]
-    return turn, sorted(most_common(label["category"] for label in labels
-                                    if label["first_oob"] == turn))[0]
+    return turn, sorted(
+        most_common(label["category"] for label in labels if label["first_oob"] == turn)
+    )[0]
 
 
 def dialogue_examples(db: Session, project_id: int) -> list[Example]:
@@ -92,18 +105,29 @@ def dialogue_examples(db: Session, project_id: int) -> list[Example]:
         dialogue = Dialogue.model_validate(item.payload)
         turns = []
         for index, turn in enumerate(dialogue.turns):
-            judged = None if turn.role != "system" else (
-                index == first if first is None or index <= first else None)
-            turns.append(turn.model_copy(update={
-                "out_of_bounds": judged, "category": category if index == first else None}))
+            judged = (
+                None
+                if turn.role != "system"
+                else (index == first if first is None or index <= first else None)
+            )
+            turns.append(
+                turn.model_copy(
+                    update={
+                        "out_of_bounds": judged,
+                        "category": category if index == first else None,
+                    }
+                )
+            )
         examples += examples_from_dialogue(dialogue.model_copy(update={"turns": turns}))
     return examples
 
 
 def approved_pairs(db: Session, project_id: int) -> list[Pair]:
-    return [Pair.model_validate(item.payload)
-            for item, labels in _labelled(db, project_id, ItemKind.PAIR, "pair")
-            if majority_yes(labels, "consistent") and majority_yes(labels, "offensive")]
+    return [
+        Pair.model_validate(item.payload)
+        for item, labels in _labelled(db, project_id, ItemKind.PAIR, "pair")
+        if majority_yes(labels, "consistent") and majority_yes(labels, "offensive")
+    ]
 
 
 def pair_labels_csv(db: Session, project_id: int) -> str:
@@ -114,17 +138,34 @@ def pair_labels_csv(db: Session, project_id: int) -> str:
 
     usernames = dict(db.execute(select(User.id, User.username)).all())
     rows = [["item_id", "filter", "label", "annotator"]]
-    for item in db.scalars(select(Item).where(Item.project_id == project_id,
-                                              Item.kind == ItemKind.PAIR).order_by(Item.id)):
+    for item in db.scalars(
+        select(Item)
+        .where(Item.project_id == project_id, Item.kind == ItemKind.PAIR)
+        .order_by(Item.id)
+    ):
         item_id = pair_id(Pair.model_validate(item.payload))
-        for annotation in db.scalars(select(Annotation).where(
-                Annotation.item_id == item.id, Annotation.kind == "pair")
-                .order_by(Annotation.id)):
+        for annotation in db.scalars(
+            select(Annotation)
+            .where(Annotation.item_id == item.id, Annotation.kind == "pair")
+            .order_by(Annotation.id)
+        ):
             name = usernames[annotation.user_id]
-            rows.append([item_id, "consistency", "maintained"
-                         if annotation.payload["consistent"] else "shifted", name])
-            rows.append([item_id, "implicit", "implicit"
-                         if annotation.payload["offensive"] else "none", name])
+            rows.append(
+                [
+                    item_id,
+                    "consistency",
+                    "maintained" if annotation.payload["consistent"] else "shifted",
+                    name,
+                ]
+            )
+            rows.append(
+                [
+                    item_id,
+                    "implicit",
+                    "implicit" if annotation.payload["offensive"] else "none",
+                    name,
+                ]
+            )
     return csv_text(rows)
 
 
@@ -141,26 +182,34 @@ def examples_jsonl(examples: list[Example]) -> str:
 
 
 @router.get("/projects/{project_id}/export/examples.jsonl")
-def export_examples(project_id: ID, _login: WebSession = Depends(admin),
-                    db: Session = DB):
+def export_examples(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
-    return Response(examples_jsonl(project_examples(db, project.id)),
-                    media_type="application/x-ndjson", headers={
-                        "content-disposition":
-                            f'attachment; filename="project-{project.id}-examples.jsonl"'})
+    return Response(
+        examples_jsonl(project_examples(db, project.id)),
+        media_type="application/x-ndjson",
+        headers={
+            "content-disposition": f'attachment; filename="project-{project.id}-examples.jsonl"'
+        },
+    )
 
 
 @router.get("/projects/{project_id}/export/pairs.csv")
 def export_pairs(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
-    return Response(pairs_csv(approved_pairs(db, project.id)), media_type="text/csv",
-                    headers={"content-disposition":
-                             f'attachment; filename="project-{project.id}-pairs.csv"'})
+    return Response(
+        pairs_csv(approved_pairs(db, project.id)),
+        media_type="text/csv",
+        headers={"content-disposition": f'attachment; filename="project-{project.id}-pairs.csv"'},
+    )
 
 
 @router.get("/projects/{project_id}/export/pair-labels.csv")
 def export_pair_labels(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
-    return Response(pair_labels_csv(db, project.id), media_type="text/csv",
-                    headers={"content-disposition":
-                             f'attachment; filename="project-{project.id}-pair-labels.csv"'})
+    return Response(
+        pair_labels_csv(db, project.id),
+        media_type="text/csv",
+        headers={
+            "content-disposition": f'attachment; filename="project-{project.id}-pair-labels.csv"'
+        },
+    )

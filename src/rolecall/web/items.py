@@ -38,8 +38,11 @@ from rolecall.store import (
     User,
 )
 
-LABEL_KIND = {ItemKind.DIALOGUE: "oob", ItemKind.PAIR: "pair",
-              ItemKind.BOT_TURN: "ssa"}  # annotations.kind
+LABEL_KIND = {
+    ItemKind.DIALOGUE: "oob",
+    ItemKind.PAIR: "pair",
+    ItemKind.BOT_TURN: "ssa",
+}  # annotations.kind
 UPLOADED = (ItemKind.DIALOGUE, ItemKind.PAIR)  # bot turns come from saved chats only
 MAX_ITEMS = 5000  # per upload
 MAX_DEPTH = 32  # nesting of one record's JSON (a pair's provenance is free-form)
@@ -64,43 +67,52 @@ def parse_upload(kind: ItemKind, name: str, data: bytes) -> list[tuple[dict, str
         try:
             rows = _read_upload(kind, name, path, pair_jsonl)
         except RecursionError:
-            raise ConfigError(f"{name}: a record is nested too deeply to read",
-                              fix=f"keep records under {MAX_DEPTH} levels of nesting"
-                              ) from None
+            raise ConfigError(
+                f"{name}: a record is nested too deeply to read",
+                fix=f"keep records under {MAX_DEPTH} levels of nesting",
+            ) from None
         except UNREADABLE as exc:
             if isinstance(exc, RolecallError):
                 raise ConfigError(scrub(exc.message), fix=exc.fix and scrub(exc.fix)) from None
-            raise ConfigError(f"{name} could not be read: {scrub(str(exc))[:300]}",
-                              fix=_FORMAT_FIX[suffix]) from None
+            raise ConfigError(
+                f"{name} could not be read: {scrub(str(exc))[:300]}", fix=_FORMAT_FIX[suffix]
+            ) from None
     if not rows:
         raise ConfigError(f"{name} holds no records", fix="upload a file with at least one")
     if len(rows) > MAX_ITEMS:
-        raise ConfigError(f"{name} holds {len(rows)} records, more than {MAX_ITEMS}",
-                          fix="split it into several uploads")
+        raise ConfigError(
+            f"{name} holds {len(rows)} records, more than {MAX_ITEMS}",
+            fix="split it into several uploads",
+        )
     for payload, source in rows:
         if _depth(payload) > MAX_DEPTH:
-            raise ConfigError(f"{source}: the record is nested more than {MAX_DEPTH} levels "
-                              "deep", fix="flatten its provenance")
+            raise ConfigError(
+                f"{source}: the record is nested more than {MAX_DEPTH} levels deep",
+                fix="flatten its provenance",
+            )
     return rows
 
 
-_FORMAT_FIX = {".csv": "upload a UTF-8 CSV with the header neutral,implicit",
-               ".jsonl": "upload UTF-8 JSONL: one JSON record a line"}
+_FORMAT_FIX = {
+    ".csv": "upload a UTF-8 CSV with the header neutral,implicit",
+    ".jsonl": "upload UTF-8 JSONL: one JSON record a line",
+}
 
 
-def _read_upload(kind: ItemKind, name: str, path: Path, pair_jsonl: bool
-                 ) -> list[tuple[dict, str]]:
+def _read_upload(kind: ItemKind, name: str, path: Path, pair_jsonl: bool) -> list[tuple[dict, str]]:
     from rolecall.formats.kda import read_kda_csv
     from rolecall.jsonl import read_jsonl
 
     if pair_jsonl:  # a detox run's pairs.jsonl: keeps the ids its verdicts use
-        return [(p.model_dump(mode="json"), f"{name}:{i + 1}")
-                for i, p in enumerate(read_jsonl(path, Pair))]
+        return [
+            (p.model_dump(mode="json"), f"{name}:{i + 1}")
+            for i, p in enumerate(read_jsonl(path, Pair))
+        ]
     if kind == ItemKind.PAIR:
-        return [(p.model_dump(mode="json"), f"{name}:{i + 2}")
-                for i, p in enumerate(read_kda_csv(path))]
-    return [(d.model_dump(mode="json"), f"{name}:{d.id}")
-            for d in read_jsonl(path, Dialogue)]
+        return [
+            (p.model_dump(mode="json"), f"{name}:{i + 2}") for i, p in enumerate(read_kda_csv(path))
+        ]
+    return [(d.model_dump(mode="json"), f"{name}:{d.id}") for d in read_jsonl(path, Dialogue)]
 
 
 def _depth(value) -> int:
@@ -110,21 +122,29 @@ def _depth(value) -> int:
         value, level = stack.pop()
         if isinstance(value, dict | list):
             deepest = max(deepest, level)
-            stack += [(v, level + 1) for v in (value.values() if isinstance(value, dict)
-                                                else value)]
+            stack += [
+                (v, level + 1) for v in (value.values() if isinstance(value, dict) else value)
+            ]
     return deepest
 
 
-def add_items(db: Session, project_id: int, kind: ItemKind, rows: list[tuple[dict, str]],
-              per_item: int) -> int:
+def add_items(
+    db: Session, project_id: int, kind: ItemKind, rows: list[tuple[dict, str]], per_item: int
+) -> int:
     """Store the items and assign each to ``per_item`` annotators of the project."""
-    members = list(db.scalars(
-        select(User.id).join(ProjectMember, ProjectMember.user_id == User.id)
-        .where(ProjectMember.project_id == project_id, User.role == Role.ANNOTATOR)
-        .order_by(User.id)))
+    members = list(
+        db.scalars(
+            select(User.id)
+            .join(ProjectMember, ProjectMember.user_id == User.id)
+            .where(ProjectMember.project_id == project_id, User.role == Role.ANNOTATOR)
+            .order_by(User.id)
+        )
+    )
     if len(members) < per_item:
-        raise ConfigError(f"the project has {len(members)} annotators, fewer than the "
-                          f"{per_item} asked per item", fix="add members first")
+        raise ConfigError(
+            f"the project has {len(members)} annotators, fewer than the {per_item} asked per item",
+            fix="add members first",
+        )
     for number, (payload, source) in enumerate(rows):
         item = Item(project_id=project_id, kind=kind, payload=payload, source=source)
         db.add(item)
@@ -139,22 +159,36 @@ def ssa_rows(db: Session, project_id: int) -> list[tuple[dict, str]]:
     yet, with the live dialogue before it."""
     from rolecall.web.chat import bot_turns_in_context
 
-    done = {payload.get("chat_turn_id") for payload in db.scalars(
-        select(Item.payload).where(Item.project_id == project_id,
-                                   Item.kind == ItemKind.BOT_TURN))}
+    done = {
+        payload.get("chat_turn_id")
+        for payload in db.scalars(
+            select(Item.payload).where(
+                Item.project_id == project_id, Item.kind == ItemKind.BOT_TURN
+            )
+        )
+    }
     rows = []
-    chats = db.scalars(select(ChatSession).where(ChatSession.project_id == project_id,
-                                                 ChatSession.saved.is_not(None))
-                       .order_by(ChatSession.id)).all()
+    chats = db.scalars(
+        select(ChatSession)
+        .where(ChatSession.project_id == project_id, ChatSession.saved.is_not(None))
+        .order_by(ChatSession.id)
+    ).all()
     for chat in chats:
         for turn, history in bot_turns_in_context(chat):
             if turn.id in done:
                 continue
-            rows.append(({"chat_turn_id": turn.id, "response": turn.text,
-                          "history": [t.model_dump(mode="json") for t in history],
-                          "bot_version": turn.bot_version,
-                          "path": (turn.provenance or {}).get("path")},
-                         f"chat-{chat.id}:turn-{turn.id}"))
+            rows.append(
+                (
+                    {
+                        "chat_turn_id": turn.id,
+                        "response": turn.text,
+                        "history": [t.model_dump(mode="json") for t in history],
+                        "bot_version": turn.bot_version,
+                        "path": (turn.provenance or {}).get("path"),
+                    },
+                    f"chat-{chat.id}:turn-{turn.id}",
+                )
+            )
     return rows
 
 
@@ -162,9 +196,11 @@ def labels_by_item(db: Session, project_id: int, label_kind: str) -> dict[int, l
     """item id -> every annotator's label payload of ``label_kind`` (in labelling order)."""
     out: dict[int, list[dict]] = defaultdict(list)
     for item_id, payload in db.execute(
-            select(Annotation.item_id, Annotation.payload).join(Item)
-            .where(Item.project_id == project_id, Annotation.kind == label_kind)
-            .order_by(Annotation.id)):
+        select(Annotation.item_id, Annotation.payload)
+        .join(Item)
+        .where(Item.project_id == project_id, Annotation.kind == label_kind)
+        .order_by(Annotation.id)
+    ):
         out[item_id].append(payload)
     return out
 

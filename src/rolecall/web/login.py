@@ -38,13 +38,21 @@ def _safe_next(target: str) -> str:
     return target if target.startswith("/") and not target.startswith("//") else "/"
 
 
-def _login_page(request: Request, next: str, status: int = 200, error: str | None = None
-                ) -> Response:
+def _login_page(
+    request: Request, next: str, status: int = 200, error: str | None = None
+) -> Response:
     token = secrets.token_urlsafe(24)
-    response = page(request, "login.html", status, login_csrf=token, next=_safe_next(next),
-                    error=error)
-    response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", max_age=3600,
-                        secure=request.app.state.secure_cookies)
+    response = page(
+        request, "login.html", status, login_csrf=token, next=_safe_next(next), error=error
+    )
+    response.set_cookie(
+        LOGIN_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        max_age=3600,
+        secure=request.app.state.secure_cookies,
+    )
     return response
 
 
@@ -54,9 +62,14 @@ def login_form(request: Request, next: str = "/"):
 
 
 @router.post("/login")
-def login(request: Request, username: str = Form(..., max_length=64),
-          password: str = Form(..., max_length=256), csrf: str = Form("", max_length=128),
-          next: str = Form("/", max_length=512), db: Session = DB):
+def login(
+    request: Request,
+    username: str = Form(..., max_length=64),
+    password: str = Form(..., max_length=256),
+    csrf: str = Form("", max_length=128),
+    next: str = Form("/", max_length=512),
+    db: Session = DB,
+):
     if not csrf_matches(request.cookies.get(LOGIN_COOKIE), csrf):
         raise Refused(403, "the login form expired: reload the page and log in again")
     throttle = request.app.state.throttle
@@ -64,9 +77,15 @@ def login(request: Request, username: str = Form(..., max_length=64),
     wait = throttle.wait_left(keys)
     if wait > 0:  # checked before the password: a locked guesser learns nothing
         until = datetime.now(UTC) + timedelta(seconds=wait)
-        response = _login_page(request, next, 429, error=(
-            f"too many wrong passwords for this user name or from this address: try again "
-            f"{when(wait)} (at {until:%H:%M} UTC)"))
+        response = _login_page(
+            request,
+            next,
+            429,
+            error=(
+                f"too many wrong passwords for this user name or from this address: try again "
+                f"{when(wait)} (at {until:%H:%M} UTC)"
+            ),
+        )
         response.headers["retry-after"] = str(math.ceil(wait))
         return response
     user = authenticate(db, username, password)
@@ -76,20 +95,27 @@ def login(request: Request, username: str = Form(..., max_length=64),
     throttle.succeeded(keys[0])
     close_session(db, request.cookies.get(SESSION_COOKIE))  # this browser's earlier login
     response = RedirectResponse(_safe_next(next), status_code=303)
-    response.set_cookie(SESSION_COOKIE, open_session(db, user), httponly=True, samesite="lax",
-                        max_age=SESSION_HOURS * 3600, secure=request.app.state.secure_cookies)
-    response.delete_cookie(LOGIN_COOKIE, secure=request.app.state.secure_cookies,
-                           httponly=True, samesite="strict")
+    response.set_cookie(
+        SESSION_COOKIE,
+        open_session(db, user),
+        httponly=True,
+        samesite="lax",
+        max_age=SESSION_HOURS * 3600,
+        secure=request.app.state.secure_cookies,
+    )
+    response.delete_cookie(
+        LOGIN_COOKIE, secure=request.app.state.secure_cookies, httponly=True, samesite="strict"
+    )
     return response
 
 
 @router.post("/logout")
-def logout(request: Request, _login: WebSession = Depends(writer),
-           db: Session = DB):
+def logout(request: Request, _login: WebSession = Depends(writer), db: Session = DB):
     close_session(db, request.cookies.get(SESSION_COOKIE))
     response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, secure=request.app.state.secure_cookies,
-                           httponly=True, samesite="lax")
+    response.delete_cookie(
+        SESSION_COOKIE, secure=request.app.state.secure_cookies, httponly=True, samesite="lax"
+    )
     return response
 
 
@@ -98,11 +124,11 @@ def visible_projects(db: Session, login: WebSession) -> list[Project]:
     query = select(Project).order_by(Project.name)
     if login.user.role != Role.ADMIN:
         query = query.join(ProjectMember, ProjectMember.project_id == Project.id).where(
-            ProjectMember.user_id == login.user_id)
+            ProjectMember.user_id == login.user_id
+        )
     return list(db.scalars(query))
 
 
 @router.get("/")
-def home(request: Request, login: WebSession = Depends(logged_in),
-         db: Session = DB):
+def home(request: Request, login: WebSession = Depends(logged_in), db: Session = DB):
     return page(request, "home.html", projects=visible_projects(db, login))

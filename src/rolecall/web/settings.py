@@ -24,8 +24,10 @@ class BotConfig(BaseModel):
     path: str | None = Field(None, description="for kind models: the bot directory")
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     max_tokens: int = Field(64, ge=1, le=1024)
-    version: str | None = Field(None, description="a label recorded with every bot turn; "
-                                                  "default: derived from the bot's files")
+    version: str | None = Field(
+        None,
+        description="a label recorded with every bot turn; default: derived from the bot's files",
+    )
 
     @model_validator(mode="after")
     def _where(self):
@@ -49,6 +51,7 @@ def parse_settings(raw: dict) -> ProjectSettings:
     try:
         return ProjectSettings.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"bad project settings: {describe_validation(exc)}",
-                          fix="see 'Project settings' in docs/web.md"
-                          ) from None
+        raise ConfigError(
+            f"bad project settings: {describe_validation(exc)}",
+            fix="see 'Project settings' in docs/web.md",
+        ) from None

@@ -48,8 +48,9 @@ class LoginThrottle:
 
     MAX_KEYS = 100_000  # forget idle keys past this many (a flood of made-up names)
 
-    def __init__(self, limits: LoginLimits = LoginLimits(),
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, limits: LoginLimits = LoginLimits(), clock: Callable[[], float] = time.monotonic
+    ):
         self.limits, self.clock = limits, clock
         self._counts: dict[str, _Count] = {}
         self._lock = threading.Lock()
@@ -59,15 +60,15 @@ class LoginThrottle:
         return f"account:{username.strip()}", f"address:{address or 'unknown'}"
 
     def _limit(self, key: str) -> int:
-        return self.limits.per_account if key.startswith("account:") \
-            else self.limits.per_address
+        return self.limits.per_account if key.startswith("account:") else self.limits.per_address
 
     def wait_left(self, keys: tuple[str, ...]) -> float:
         """Seconds until every key may try again; 0 when none is locked."""
         now = self.clock()
         with self._lock:
-            return max([self._counts[k].locked_until - now for k in keys
-                        if k in self._counts] + [0.0])
+            return max(
+                [self._counts[k].locked_until - now for k in keys if k in self._counts] + [0.0]
+            )
 
     def failed(self, keys: tuple[str, ...]) -> None:
         now = self.clock()
@@ -76,8 +77,9 @@ class LoginThrottle:
                 self._forget_idle(now)
             for key in keys:
                 count = self._counts.setdefault(key, _Count())
-                count.failures = [t for t in count.failures
-                                  if now - t < self.limits.window_s] + [now]
+                count.failures = [t for t in count.failures if now - t < self.limits.window_s] + [
+                    now
+                ]
                 if len(count.failures) >= self._limit(key):
                     count.locked_until, count.failures = now + self.limits.lockout_s, []
 
@@ -88,8 +90,11 @@ class LoginThrottle:
                 del self._counts[account_key]
 
     def _forget_idle(self, now: float) -> None:
-        for key in [k for k, c in self._counts.items() if c.locked_until <= now and not any(
-                now - t < self.limits.window_s for t in c.failures)]:
+        for key in [
+            k
+            for k, c in self._counts.items()
+            if c.locked_until <= now and not any(now - t < self.limits.window_s for t in c.failures)
+        ]:
             del self._counts[key]
 
 

@@ -60,8 +60,9 @@ class MleUnlikelihoodLoss(nn.Module):
         self.alpha, self.min_complement = alpha, min_complement
 
     def forward(self, logits, targets, negative):
-        log_p = torch.log_softmax(logits.float(), dim=-1).gather(
-            -1, targets.unsqueeze(-1)).squeeze(-1)
+        log_p = (
+            torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        )
         negative = negative.bool()
         zero = log_p.new_zeros(())
         mle = -log_p[~negative].mean() if (~negative).any() else zero

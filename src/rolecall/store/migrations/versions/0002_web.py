@@ -56,8 +56,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_project_members"),
         _fk("project_members", "project_id", "projects", ondelete="CASCADE"),
         _fk("project_members", "user_id", "users", ondelete="CASCADE"),
-        sa.UniqueConstraint("project_id", "user_id",
-                            name="uq_project_members_project_id_user_id"),
+        sa.UniqueConstraint("project_id", "user_id", name="uq_project_members_project_id_user_id"),
     )
     op.create_index("ix_project_members_user_id", "project_members", ["user_id"])
     with op.batch_alter_table("chat_turns") as batch:
