@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rolecall.errors import InputFileError
+from rolecall.rundir import write_json
 
 MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
 DEMO_SCRIPT = [
@@ -301,7 +302,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
         f"unanswerable threshold (MC dropout, max F1 on {len(items)} held-out items): "
         f"{json.dumps(metrics['unanswerable'])}"
     )
-    metrics_path.write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    write_json(metrics_path, metrics)
     marker.write_text(key, encoding="utf-8")
     return metrics
 

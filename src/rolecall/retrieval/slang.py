@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 import time
@@ -60,6 +59,7 @@ from rolecall.progress import progress_bar
 from rolecall.retrieval import dense
 from rolecall.retrieval.clean import clean_records
 from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
+from rolecall.rundir import write_json
 from rolecall.textfiles import SPREADSHEET_DELIMITERS, normalize_delimiter, read_corpus
 
 log = logging.getLogger(__name__)
@@ -265,12 +265,6 @@ def _prepare_out_dir(out_dir: Path) -> None:
         old_dense.unlink(missing_ok=True)
 
 
-def _write_json(path: Path, data: dict) -> None:
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    os.replace(temp, path)
-
-
 def save_index(
     out_dir: str | Path,
     records: Sequence[tuple[str, str]],
@@ -316,7 +310,7 @@ def save_index(
     }
     if vectors is not None:
         manifest["dense"] = {k: v for k, v in vectors[1].items() if k != "probe"}
-    _write_json(out_dir / MANIFEST, manifest)
+    write_json(out_dir / MANIFEST, manifest)
     return manifest
 
 
@@ -381,7 +375,7 @@ def build_index(
         "index_and_save": round(finished - embedded, 3),
         "total": round(finished - started, 3),
     }
-    _write_json(Path(out_dir) / MANIFEST, manifest)
+    write_json(Path(out_dir) / MANIFEST, manifest)
     return manifest
 
 

@@ -33,6 +33,7 @@ from rolecall import __version__
 from rolecall.errors import ConfigError, InputFileError, describe_validation
 from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
+from rolecall.rundir import write_json
 from rolecall.train.backbone import EMBEDDED, _torch
 from rolecall.train.data import MAX_TURNS
 from rolecall.train.loop import MODEL_FILE, Settings, TrainConfig, fit, read_info
@@ -405,7 +406,7 @@ class Generator:
             config_path = out / "adapter_config.json"
             config = json.loads(config_path.read_text(encoding="utf-8"))
             config["base_model_name_or_path"] = self.base_path()
-            config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+            write_json(config_path, config)
         self.tokenizer.save_pretrained(out)
         return out
 

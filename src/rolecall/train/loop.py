@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rolecall import __version__
 from rolecall.errors import InputFileError
 from rolecall.progress import progress_bar
+from rolecall.rundir import write_json
 from rolecall.train.backbone import Backbone
 
 MODEL_FILE = "model.json"
@@ -129,9 +130,7 @@ def save_model(
     backbone.save(directory)
     torch.save(head.state_dict(), directory / HEAD_FILE)
     info = {"kind": kind, "settings": settings, "metrics": metrics or {}, "rolecall": __version__}
-    (directory / MODEL_FILE).write_text(
-        json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8"
-    )
+    write_json(directory / MODEL_FILE, info)
     return directory
 
 
@@ -189,7 +188,7 @@ def write_metrics(directory: Path, metrics: dict) -> None:
     path = directory / MODEL_FILE
     info = json.loads(path.read_text(encoding="utf-8"))
     info["metrics"].update(metrics)
-    path.write_text(json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8")
+    write_json(path, info)
 
 
 class Settings(BaseModel):
