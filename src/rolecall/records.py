@@ -2,7 +2,8 @@
 
 Role-specified dialogue (NAACL 2022): ``RoleSpec`` -> ``Dialogue`` of ``Turn``s -> ``Example``
 (history, response, positive/negative, category). K/DA (ACL 2025): ``Pair`` (neutral,
-toxic, provenance). Both: ``Verdict``, one LLM judge's answer with its raw output kept.
+toxic, provenance). Both: ``Verdict``, one judge's answer (an LLM's with its raw output
+kept, a trained model's, a rule's).
 JSONL reading and writing for these lives in ``jsonl.py``.
 """
 
@@ -33,6 +34,9 @@ class RoleSpec(_Record):
     outline: str = Field(min_length=1)
     language: str = "ko"
     categories: list[Category] = Field(min_length=1)
+    # settings of the rule judges (``rules:NAME``), per rule name: lexicons and patterns
+    # that the rules in ``judge/rules/`` validate and read; empty: each rule's defaults
+    rules: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("categories")
     @classmethod
@@ -98,6 +102,12 @@ class Verdict(_Record):
     parse_status: Literal["parsed", "unparsed", "failed"]
     probabilities: dict[str, float] | None = None
     model: str | None = None
+    # which kind of judge answered (None in files written before judge kinds existed), the
+    # judge's score for its label where it has one (a trained model's probability), and
+    # for a rule judge the rule that fired
+    kind: Literal["llm", "classifier", "rules"] | None = None
+    score: float | None = None
+    rule: str | None = None
 
     @model_validator(mode="after")
     def _label_matches_status(self):

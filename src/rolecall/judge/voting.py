@@ -42,6 +42,28 @@ class Judge(Protocol):
     def parse_output(self, item: Any, completions: list[Completion], model: str) -> Verdict: ...
 
 
+class DirectJudge(Protocol):
+    """A judge that needs no LLM: a trained model (``classifier:PATH``) or a Korean rule set
+    (``rules:NAME``). It judges the same items as the LLM judge of its task and answers
+    with the same labels (``in-bounds``/``out-of-bounds`` + the spec's error category for
+    dialogue turns; the outcomes of ``pair_filters.LABELS`` for K/DA candidates), one
+    parsed ``Verdict`` per item with ``kind`` set, ``score`` or ``probabilities`` where the
+    judge has them, and ``rule`` (the rule that fired) for rule judges.
+
+    ``name`` is the task it sits on (``out_of_bounds``, ``consistency``, ``implicit``);
+    ``model`` says which judge it is (``classifier:PATH``, ``rules:NAME``) and goes into
+    every verdict's ``model``.
+    """
+
+    kind: str  # "classifier" or "rules"
+    name: str
+    model: str
+
+    def item_id(self, item: Any) -> str: ...
+
+    def verdicts(self, items: Sequence[Any]) -> list[Verdict]: ...
+
+
 SAFE_LABEL, FLAG_LABEL = "in-bounds", "out-of-bounds"
 H = TypeVar("H", bound=Hashable)
 
