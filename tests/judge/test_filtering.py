@@ -12,11 +12,11 @@ from pydantic import BaseModel, ConfigDict
 from rolecall.errors import ConfigError
 from rolecall.jsonl import read_jsonl
 from rolecall.judge.filtering import filter_pairs
-from rolecall.judge.pair_filters import make_pair_judge, make_panels
-from rolecall.llm import LLM, load_backend
+from rolecall.judge.pair_filters import make_pair_judge, make_panel, make_panels
+from rolecall.llm import LLM, Cache, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob
 from rolecall.llm.registry import BackendEntry
-from rolecall.records import Pair
+from rolecall.records import Pair, Verdict
 from tests.fakes import use_backend
 
 
@@ -276,3 +276,79 @@ def test_calibration_leaves_generate_mode_alone():
     assert all(
         judge.mode == "generate" and judge.prior is None for panel in panels for _, judge in panel
     )
+
+
+class LaughRules:
+    """A direct judge (no LLM) of the consistency filter: a candidate keeps the context
+    when it laughs ("ㅋㅋ"); it remembers the items it was asked about."""
+
+    kind, name, model = "rules", "consistency", "rules:laugh"
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    @staticmethod
+    def item_id(pair: Pair) -> str:
+        return pair.provenance["candidate_id"]
+
+    def verdicts(self, pairs):
+        self.asked += [self.item_id(p) for p in pairs]
+        return [
+            Verdict(
+                judge=self.name,
+                item_id=self.item_id(p),
+                label="maintained" if "ㅋㅋ" in p.toxic else "shifted",
+                raw_output=p.toxic,
+                parse_status="parsed",
+                score=0.9,
+                rule=None if "ㅋㅋ" in p.toxic else "no-laugh",
+            )
+            for p in pairs
+        ]
+
+
+def mixed_panels(llm, rules):
+    return [make_panel("consistency", [llm, rules]), make_panel("implicit", [llm])]
+
+
+def test_a_panel_mixing_an_llm_and_a_direct_judge_votes_and_ties_drop(tmp_path):
+    llm, rules = LLM(load_backend("kda-scripted:x")), LaughRules()
+    report, kept = filter_pairs(mixed_panels(llm, rules), PAIRS, tmp_path, progress=False)
+    # the LLM keeps all but the "대답" ones, the rules only those that laugh: where they
+    # disagree the vote is a tie, and a tie never keeps a candidate
+    assert report["filters"][0]["kept"] == 2
+    assert [p.provenance["candidate_id"] for p in kept] == ["s1/n3", "s3/n0"]
+    votes = list(read_jsonl(tmp_path / "verdicts_consistency.jsonl", Verdict))
+    assert len(votes) == 2 * len(PAIRS)
+    by_kind = {kind: [v for v in votes if v.kind == kind] for kind in ("llm", "rules")}
+    assert len(by_kind["llm"]) == len(by_kind["rules"]) == len(PAIRS)
+    assert {(v.judge, v.model) for v in by_kind["llm"]} == {
+        ("consistency/score/0", "kda-scripted:kda")
+    }
+    assert {(v.judge, v.model, v.score) for v in by_kind["rules"]} == {
+        ("consistency/rules", "rules:laugh", 0.9)
+    }
+    assert {v.item_id: v.rule for v in by_kind["rules"]}["s2/n0"] == "no-laugh"
+    implicit = list(read_jsonl(tmp_path / "verdicts_implicit.jsonl", Verdict))
+    assert {v.kind for v in implicit} == {"llm"} and len(implicit) == 2
+
+
+def test_a_mixed_panel_resumes_without_calls_or_duplicates(tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    llm, rules = LLM(load_backend("kda-scripted:x"), Cache(cache)), LaughRules()
+    first, _ = filter_pairs(mixed_panels(llm, rules), PAIRS, tmp_path / "run", progress=False)
+    files = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    again, more = LLM(load_backend("kda-scripted:x"), Cache(cache)), LaughRules()
+    second, _ = filter_pairs(mixed_panels(again, more), PAIRS, tmp_path / "run", progress=False)
+    assert second == first
+    assert again.stats.calls == 0 and again.backend.prompts == []
+    assert more.asked == []  # the rules' votes were read back from the verdict file
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == files
+
+
+def test_a_direct_judge_of_another_filter_is_refused():
+    with pytest.raises(ConfigError, match="not the implicit filter") as caught:
+        make_panel("implicit", [LaughRules()])
+    assert caught.value.fix
+    with pytest.raises(ConfigError, match="no judge"):
+        make_panel("implicit", [])

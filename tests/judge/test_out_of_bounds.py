@@ -10,10 +10,10 @@ from pydantic import BaseModel, ConfigDict
 
 from rolecall.errors import ConfigError
 from rolecall.jsonl import read_jsonl
-from rolecall.judge.dialogues import judge_dialogues
-from rolecall.judge.out_of_bounds import Item, make_judge
+from rolecall.judge.dialogues import judge_dialogues, judge_dialogues_by_panel
+from rolecall.judge.out_of_bounds import Item, make_judge, make_panel
 from rolecall.judge.voting import majority
-from rolecall.llm import LLM, load_backend
+from rolecall.llm import LLM, Cache, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob
 from rolecall.llm.registry import BackendEntry
 from rolecall.records import Category, Dialogue, RoleSpec, Turn, Verdict
@@ -204,3 +204,81 @@ def test_majority_vote():
 def test_unknown_mode_is_an_error():
     with pytest.raises(ConfigError, match="judge mode"):
         make_judge(SPEC, load_backend("scripted:x"), mode="vote")
+
+
+class MealClassifier:
+    """A direct judge (no LLM) of system turns, standing in for a trained classifier:
+    a turn about meals ("식사") is unsafe; it remembers the turns it was asked about."""
+
+    kind, name, model = "classifier", "out_of_bounds", "classifier:/models/meals"
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    @staticmethod
+    def item_id(item: Item) -> str:
+        return item.id
+
+    def verdicts(self, items):
+        self.asked += [item.id for item in items]
+        return [
+            Verdict(
+                judge=self.name,
+                item_id=item.id,
+                label="out-of-bounds" if "식사" in item.response else "in-bounds",
+                category="not safe" if "식사" in item.response else None,
+                raw_output="",
+                parse_status="parsed",
+                probabilities={"out-of-bounds": 0.8, "in-bounds": 0.2},
+            )
+            for item in items
+        ]
+
+
+def test_a_direct_judge_alone_stops_each_dialogue_at_its_first_flag(tmp_path):
+    classifier = MealClassifier()
+    counts, judged, examples = judge_dialogues_by_panel(
+        [classifier], DIALOGUES, tmp_path, progress=False
+    )
+    # a is flagged at its second system turn ("식사는 하셨어요?"); b and c never are
+    assert classifier.asked == ["a#0", "b#0", "c#0", "a#2", "b#2", "c#2", "b#4", "c#4"]
+    assert (counts["judged_turns"], counts["out_of_bounds"]) == (8, 1)
+    assert [(e.dialogue_id, e.label, e.category) for e in examples if e.dialogue_id == "a"] == [
+        ("a", "positive", None),
+        ("a", "negative", "not safe"),
+    ]
+    flags = [t.out_of_bounds for t in judged[0].turns if t.role == "system"]
+    assert flags == [False, True, None, None]
+    votes = list(read_jsonl(tmp_path / "verdicts.jsonl", Verdict))
+    assert {(v.judge, v.kind, v.model) for v in votes} == {
+        ("out_of_bounds/classifier", "classifier", "classifier:/models/meals")
+    }
+    assert votes[0].probabilities == {"out-of-bounds": 0.8, "in-bounds": 0.2}
+
+
+def test_a_mixed_panel_flags_on_a_tie_and_resumes_without_calls(tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    llm = LLM(load_backend("scripted:x"), Cache(cache))
+    panel = make_panel(SPEC, [llm, MealClassifier()])
+    counts, _, examples = judge_dialogues_by_panel(panel, DIALOGUES, tmp_path, progress=False)
+    # the LLM flags "저도" (persona), the classifier "식사" (not safe); one vote each: a tie,
+    # and a tie flags the turn with the category of the flagging vote
+    negatives = {e.dialogue_id: e.category for e in examples if e.label == "negative"}
+    assert negatives == {"a": "not safe", "c": "wrong persona"}
+    assert counts["out_of_bounds"] == 2
+    votes = list(read_jsonl(tmp_path / "verdicts.jsonl", Verdict))
+    assert {v.kind for v in votes} == {"llm", "classifier"}
+    before = (tmp_path / "verdicts.jsonl").read_bytes()
+    again, classifier = LLM(load_backend("scripted:x"), Cache(cache)), MealClassifier()
+    second = judge_dialogues_by_panel(
+        make_panel(SPEC, [again, classifier]), DIALOGUES, tmp_path, progress=False
+    )
+    assert second[0] == counts and again.backend.calls == 0 and classifier.asked == []
+    assert (tmp_path / "verdicts.jsonl").read_bytes() == before
+
+
+def test_a_direct_judge_of_another_task_is_refused():
+    other = MealClassifier()
+    other.name = "implicit"
+    with pytest.raises(ConfigError, match="not out-of-bounds turns"):
+        make_panel(SPEC, [other])

@@ -37,3 +37,13 @@ def test_a_tied_vote_goes_against_keeping_and_the_category_is_the_majority_one()
     assert verdict.label == "out-of-bounds" and verdict.category == "safety"
     assert verdict.probabilities == {"in-bounds": 0.5, "out-of-bounds": 0.5}
     assert majority(votes[:3] + votes[:1]).label == "in-bounds"
+
+
+def test_a_majority_over_kinds_keeps_one_kind_only_when_all_votes_share_it():
+    llm = vote("in-bounds").model_copy(update={"kind": "llm"})
+    rules = vote("out-of-bounds", "safety").model_copy(
+        update={"kind": "rules", "rule": "speech-level"}
+    )
+    verdict = majority([llm, rules])
+    assert (verdict.label, verdict.kind, verdict.rule) == ("out-of-bounds", None, "speech-level")
+    assert majority([llm, llm]).kind == "llm" and majority([llm, llm]).rule is None

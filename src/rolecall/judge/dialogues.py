@@ -4,7 +4,9 @@ Rounds: round ``r`` judges the ``r``-th system turn of every dialogue still open
 dialogue closes at its first out-of-bounds or unparsed verdict (the split drops everything
 after it, so later turns are never judged: no wasted calls). Each round is one LLM batch,
 so calls run concurrently across dialogues. With ``samples > 1`` every item is judged
-``samples`` times (sample indices of the same request) and the majority decides.
+``samples`` times (sample indices of the same request) and the majority decides. A panel
+(``judge_dialogues_by_panel``) pools the votes of several judge models and of judges that
+need no LLM (trained, rules: one vote per turn each) the same way; a tie flags the turn.
 
 Every vote goes to the judge's sink, ``verdicts.jsonl`` in ``out_dir`` (raw output and
 parse status; appended as produced). ``judge_dialogues`` returns the counts, the dialogues
@@ -21,7 +23,7 @@ from pathlib import Path
 from rolecall.examples import examples_from_dialogue
 from rolecall.jsonl import ResumableJsonl
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS, Item, OutOfBoundsJudge
-from rolecall.judge.voting import judge_items
+from rolecall.judge.voting import Member, judge_by_panel
 from rolecall.llm import LLM
 from rolecall.records import Dialogue, Example, Turn
 from rolecall.rundir import Files
@@ -43,19 +45,32 @@ def judge_dialogues(
     samples: int = 1,
     progress: bool = True,
 ) -> tuple[dict[str, int], list[Dialogue], list[Example]]:
+    """One judge model; see ``judge_dialogues_by_panel``."""
+    return judge_dialogues_by_panel([(llm, judge)], dialogues, out_dir, samples, progress)
+
+
+def judge_dialogues_by_panel(
+    panel: Sequence[Member],
+    dialogues: Sequence[Dialogue],
+    out_dir: Path,
+    samples: int = 1,
+    progress: bool = True,
+) -> tuple[dict[str, int], list[Dialogue], list[Example]]:
     """``(counts, judged dialogues, examples)``; the votes are in ``verdicts.jsonl``."""
     turns = {d.id: list(d.turns) for d in dialogues}
     open_ = {d.id: _system_turns(d) for d in dialogues}
     by_id = {d.id: d for d in dialogues}
     outcome = {"judged_turns": 0, "out_of_bounds": 0, "unparsed": 0, "failed": 0}
     with ResumableJsonl(
-        out_dir / Files.VERDICTS, key=lambda r: (r["item_id"], r["judge"])
+        # the model is in the key: two judges of a panel give votes of the same name
+        out_dir / Files.VERDICTS,
+        key=lambda r: (r["item_id"], r["judge"], r.get("model")),
     ) as votes_out:
         round_no = 0
         while any(open_.values()):
             items = [_item(by_id[d], open_[d][0]) for d in open_ if open_[d]]
-            verdicts = judge_items(
-                llm, judge, items, samples, votes_out, progress, f"judging turn {round_no + 1}"
+            verdicts = judge_by_panel(
+                panel, items, samples, votes_out, progress, f"judging turn {round_no + 1}"
             )
             for item, verdict in zip(items, verdicts):
                 open_[item.dialogue_id].pop(0)

@@ -1,6 +1,7 @@
 """Run K/DA's filters in order: consistency on every candidate, implicit offensiveness only
 on the candidates consistency kept. Each filter is a *panel*: one (LLM, judge) pair per
-judge model, whose votes are pooled by majority (``voting.py``).
+judge model and any judges that need no LLM (``voting.DirectJudge``: a trained model, a
+rule set), whose votes are pooled by majority (``voting.py``).
 
 Every vote goes to its verdict sink, ``verdicts_consistency.jsonl`` and
 ``verdicts_implicit.jsonl`` in ``out_dir``, with its raw output and parse status (appended
@@ -18,19 +19,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rolecall.jsonl import ResumableJsonl
-from rolecall.judge.pair_filters import KEEP, PairJudge
-from rolecall.judge.voting import judge_by_panel
-from rolecall.llm import LLM
+from rolecall.judge.pair_filters import KEEP, keeps
+from rolecall.judge.voting import Member, judge_by_panel, task_of
 from rolecall.records import Pair, Verdict
 from rolecall.rundir import Files
 
-Panel = Sequence[tuple[LLM, PairJudge]]
+Panel = Sequence[Member]  # (LLM, PairJudge) pairs and direct judges of one filter
 
 
 def run_filter(
     panel: Panel, pairs: Sequence[Pair], out_dir: Path, samples: int = 1, progress: bool = True
 ) -> list[Verdict]:
-    name = panel[0][1].name
+    name = task_of(panel)
     with ResumableJsonl(
         out_dir / Files.verdicts_of(name), key=lambda r: (r["item_id"], r["judge"], r.get("model"))
     ) as votes:
@@ -84,12 +84,11 @@ def filter_pairs(
 ) -> tuple[dict, list[Pair]]:
     """Each filter sees only what the previous ones kept; returns the retention report and
     the candidates every filter kept."""
-    by_name = {panel[0][1].name: panel[0][1] for panel in panels}
     stages, current = [], list(pairs)
     for panel in panels:
-        judge = panel[0][1]
+        name = task_of(panel)
         verdicts = run_filter(panel, current, out_dir, samples, progress)
-        stages.append((judge.name, current, verdicts))
-        current = [p for p, v in zip(current, verdicts) if judge.keeps(v)]
-    report = retention(stages, lambda name, verdict: by_name[name].keeps(verdict))
+        stages.append((name, current, verdicts))
+        current = [p for p, v in zip(current, verdicts) if keeps(name, v)]
+    report = retention(stages, keeps)
     return report, current

@@ -16,10 +16,13 @@ Two forms, one per template file:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rolecall.errors import ConfigError
 from rolecall.judge.labels import json_answer, label_requests, pick_label, resolve_mode
-from rolecall.llm import Message, Request, SamplingParams
+from rolecall.judge.voting import DirectJudge, Member
+from rolecall.llm import LLM, Message, Request, SamplingParams
 from rolecall.llm.base import Backend, Completion
 from rolecall.prompts import Template, load_template
 from rolecall.records import RoleSpec, Turn, Verdict
@@ -174,3 +177,27 @@ def make_judge(
         temperature,
         constrained=bool(caps.get("json_schema")),
     )
+
+
+def make_panel(
+    spec: RoleSpec,
+    members: Sequence[LLM | DirectJudge],
+    mode: str = "auto",
+    temperature: float = 0.0,
+) -> list[Member]:
+    """The out-of-bounds panel: each LLM gets its judge (mode picked per model, as in
+    ``make_judge``); a direct judge (trained, rules) sits as it is, and must judge turns."""
+    if not members:
+        raise ConfigError("no out-of-bounds judge", fix="name at least one judge")
+    panel: list[Member] = []
+    for member in members:
+        if isinstance(member, LLM):
+            panel.append((member, make_judge(spec, member.backend, mode, temperature)))
+        elif member.name != JUDGE:
+            raise ConfigError(
+                f"{member.model} judges {member.name}, not out-of-bounds turns",
+                fix="give the dialogue judge a judge made for system turns",
+            )
+        else:
+            panel.append(member)
+    return panel

@@ -27,6 +27,7 @@ from rolecall.judge.labels import (
     pick_label,
     resolve_mode,
 )
+from rolecall.judge.voting import DirectJudge, Member
 from rolecall.llm import LLM, Message, Request, SamplingParams
 from rolecall.llm.base import Backend, Completion
 from rolecall.prompts import Template, load_template
@@ -51,6 +52,11 @@ MODES = ("score", "generate")  # in order of preference for auto
 CONTENT_FREE = ("N/A", "[MASK]")
 
 
+def keeps(name: str, verdict: Verdict) -> bool:
+    """Whether filter ``name`` keeps a candidate with this (majority) verdict."""
+    return verdict.parse_status == "parsed" and verdict.label == KEEP[name]
+
+
 def pair_id(pair: Pair) -> str:
     return pair.provenance.get("candidate_id") or f"{pair.neutral}\u241f{pair.toxic}"
 
@@ -70,7 +76,7 @@ class PairJudge:
         return pair_id(pair)
 
     def keeps(self, verdict: Verdict) -> bool:
-        return verdict.parse_status == "parsed" and verdict.label == KEEP[self.name]
+        return keeps(self.name, verdict)
 
     def format_input(self, pair: Pair) -> list[Request]:
         text = self.template.render(neutral=pair.neutral, toxic=pair.toxic)
@@ -145,15 +151,44 @@ def calibrate(llm: LLM, judge: PairJudge) -> PairJudge:
     return replace(judge, prior=prior)
 
 
+def make_panel(
+    name: str,
+    members: Sequence[LLM | DirectJudge],
+    language: str = "ko",
+    mode: str = "auto",
+    template: str | None = None,
+    temperature: float = 0.0,
+    calibrated: bool = False,
+) -> list[Member]:
+    """The panel of filter ``name``: each LLM gets this filter's judge (made per model,
+    see ``make_panels``); a direct judge (trained, rules) sits as it is, and must answer
+    this filter."""
+    if not members:
+        raise ConfigError(f"no judge for the {name} filter", fix="name at least one judge")
+    panel: list[Member] = []
+    for member in members:
+        if not isinstance(member, LLM):
+            if member.name != name:
+                raise ConfigError(
+                    f"{member.model} judges {member.name}, not the {name} filter",
+                    fix=f"give the {name} filter a judge made for it",
+                )
+            panel.append(member)
+            continue
+        judge = make_pair_judge(name, member.backend, language, mode, template, temperature)
+        panel.append((member, calibrate(member, judge) if calibrated else judge))
+    return panel
+
+
 def make_panels(
-    llms: Sequence[LLM],
+    llms: Sequence[LLM | DirectJudge],
     language: str = "ko",
     mode: str = "auto",
     templates: dict[str, str | None] | None = None,
     temperature: float = 0.0,
     calibrated: bool = False,
-) -> list[list[tuple[LLM, PairJudge]]]:
-    """One panel per filter, in K/DA's order; each judge model of ``llms`` sits on each.
+) -> list[list[Member]]:
+    """One panel per filter, in K/DA's order; each judge of ``llms`` sits on each.
 
     The judge is made per model: ``auto`` picks score or generate mode by what that
     model's backend can do, so a panel may mix a base model and a chat model.
@@ -162,18 +197,7 @@ def make_panels(
     if not llms:
         raise ConfigError("no judge model", fix="name at least one judge model")
     templates = templates or {}
-    panels = [
-        [
-            (
-                llm,
-                make_pair_judge(
-                    name, llm.backend, language, mode, templates.get(name), temperature
-                ),
-            )
-            for llm in llms
-        ]
+    return [
+        make_panel(name, llms, language, mode, templates.get(name), temperature, calibrated)
         for name in FILTERS
     ]
-    if calibrated:
-        panels = [[(llm, calibrate(llm, judge)) for llm, judge in panel] for panel in panels]
-    return panels

@@ -11,9 +11,10 @@ than dropping a good one. The category of the majority is the most frequent cate
 its votes (first seen on a tie). No parsed vote at all gives an ``unparsed`` verdict that
 keeps every raw output.
 
-A *panel* is one or more (LLM, judge) pairs, one per judge model: every model votes
-``samples`` times on every item and all the votes are pooled, so "k samples" and "k judge
-models" are the same vote.
+A *panel* is one or more members, each an (LLM, judge) pair or a ``DirectJudge`` (a
+trained model or a rule set, no LLM): every LLM votes ``samples`` times on every item,
+every direct judge once (its answer does not change with a sample index), and all the
+votes are pooled, so "k samples", "k judge models" and "k judge kinds" are the same vote.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, Union
 
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request
@@ -64,8 +65,25 @@ class DirectJudge(Protocol):
     def verdicts(self, items: Sequence[Any]) -> list[Verdict]: ...
 
 
+# one seat on a panel: an LLM judge on its model, or a judge that needs no LLM
+Member = Union[tuple[LLM, Judge], DirectJudge]
+
 SAFE_LABEL, FLAG_LABEL = "in-bounds", "out-of-bounds"
 H = TypeVar("H", bound=Hashable)
+
+
+def judge_of(member: Member) -> Judge | DirectJudge:
+    """The judge sitting on a panel seat (the task it answers is its ``name``)."""
+    return member[1] if isinstance(member, tuple) else member
+
+
+def task_of(panel: Sequence[Member]) -> str:
+    """The one task every member of ``panel`` answers; a panel that mixes tasks would pool
+    votes with different labels, so it is refused."""
+    names = list(dict.fromkeys(judge_of(m).name for m in panel))
+    if len(names) != 1:
+        raise ValueError(f"a panel answers one task, not {names or 'none'}")
+    return names[0]
 
 
 def most_common(values: Iterable[H]) -> list[H]:
@@ -100,6 +118,8 @@ def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
     counts = Counter(v.label for v in parsed)
     share = {lab: n / len(parsed) for lab, n in counts.items()}
     models = ", ".join(dict.fromkeys(v.model for v in votes if v.model)) or None
+    kinds = {v.kind for v in votes}
+    rules = [v.rule for v in parsed if v.label == label and v.rule]
     return Verdict(
         judge=first.judge,
         item_id=first.item_id,
@@ -109,6 +129,8 @@ def majority(votes: list[Verdict], keep_label: str = SAFE_LABEL) -> Verdict:
         parse_status="parsed",
         probabilities=share,
         model=models,
+        kind=kinds.pop() if len(kinds) == 1 else None,  # None: a panel of several kinds
+        rule=rules[0] if rules else None,
     )
 
 
@@ -123,9 +145,9 @@ def collect_votes(
 ) -> list[list[Verdict]]:
     """Judge every item ``samples`` times in one LLM batch; the votes, per item.
 
-    Every vote is appended to ``votes_out`` (if given; named ``NAME/MODE/SAMPLE``, with its model)
-    except votes whose LLM call failed: those are retried by the next run, and count as
-    ``failed`` here.
+    Every vote is appended to ``votes_out`` (if given; named ``NAME/MODE/SAMPLE``, with its
+    model and ``kind="llm"``) except votes whose LLM call failed: those are retried by the
+    next run, and count as ``failed`` here.
     """
     per_item = [judge.format_input(item) for item in items]
     flat = [request for requests in per_item for request in requests]
@@ -159,7 +181,7 @@ def judge_items(
 
 
 def judge_by_panel(
-    panel: Sequence[tuple[LLM, Judge]],
+    panel: Sequence[Member],
     items: Sequence[Any],
     samples: int,
     votes_out: ResumableJsonl,
@@ -167,15 +189,49 @@ def judge_by_panel(
     description: str,
     keep_label: str = SAFE_LABEL,
 ) -> list[Verdict]:
-    """Every judge model of ``panel`` votes; the majority over all their votes, per item."""
+    """Every member of ``panel`` votes; the majority over all their votes, per item."""
+    task_of(panel)
     pooled: list[list[Verdict]] = [[] for _ in items]
-    for llm, judge in panel:
-        label = description if len(panel) == 1 else f"{description} ({llm.model_id})"
-        for votes, new in zip(
-            pooled, collect_votes(llm, judge, items, samples, votes_out, progress, label)
-        ):
-            votes.extend(new)
+    for member in panel:
+        if isinstance(member, tuple):
+            llm, judge = member
+            label = description if len(panel) == 1 else f"{description} ({llm.model_id})"
+            new = collect_votes(llm, judge, items, samples, votes_out, progress, label)
+        else:
+            new = [[vote] for vote in direct_votes(member, items, votes_out)]
+        for votes, more in zip(pooled, new):
+            votes.extend(more)
     return [majority(votes, keep_label) for votes in pooled]
+
+
+def direct_votes(
+    judge: DirectJudge, items: Sequence[Any], votes_out: ResumableJsonl | None
+) -> list[Verdict]:
+    """One vote per item from a judge that needs no LLM, named ``NAME/KIND`` with the
+    judge's ``model``, so that two direct judges of one kind on a panel stay apart in the
+    verdict file.
+
+    Votes already in ``votes_out`` are read back instead of asked again (a trained judge
+    over thousands of items is the slow part of a resumed run without an LLM cache);
+    only the items without one go to ``judge.verdicts``, and their votes are appended.
+    """
+    name = f"{judge.name}/{judge.kind}"
+    ids = [judge.item_id(item) for item in items]
+    done = {
+        r["item_id"]: Verdict.model_validate(r)
+        for r in (votes_out.records if votes_out is not None else [])
+        if r["judge"] == name and r.get("model") == judge.model
+    }
+    missing = [item for item, item_id in zip(items, ids) if item_id not in done]
+    answers = judge.verdicts(missing) if missing else []
+    if len(answers) != len(missing):
+        raise ValueError(f"{judge.model} gave {len(answers)} verdicts for {len(missing)} items")
+    for item, answer in zip(missing, answers):
+        vote = answer.model_copy(update={"judge": name, "kind": judge.kind, "model": judge.model})
+        if votes_out is not None and vote.parse_status != "failed":
+            votes_out.append(vote)
+        done[judge.item_id(item)] = vote
+    return [done[item_id] for item_id in ids]
 
 
 def _vote(llm: LLM, judge: Judge, item: Any, answers: list, sample: int) -> Verdict:
@@ -188,6 +244,7 @@ def _vote(llm: LLM, judge: Judge, item: Any, answers: list, sample: int) -> Verd
             raw_output=errors,
             parse_status="failed",
             model=llm.model_id,
+            kind="llm",
         )
     vote = judge.parse_output(item, [a.completion for a in answers], llm.model_id)
-    return vote.model_copy(update={"judge": name})
+    return vote.model_copy(update={"judge": name, "kind": "llm"})
