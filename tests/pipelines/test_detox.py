@@ -206,3 +206,42 @@ def test_neutral_sentences_skip_and_count(tmp_path):
     source.write_text("hello\n\n", encoding="utf-8")
     with pytest.raises(InputFileError, match="no usable neutral sentence"):
         neutral_sentences(str(source))
+
+
+def test_a_rule_judge_joins_the_consistency_panel_from_the_config(tmp_path, monkeypatch):
+    from tests.pipelines import fake_judges
+
+    fake_judges.install(monkeypatch)
+    path = write_config(tmp_path, filter={"consistency_models": ["fake:x", "rules:laugh"]})
+    results, opened, _ = run(path, until="filter")
+    out = tmp_path / "run"
+    votes = list(read_jsonl(out / "verdicts_consistency.jsonl"))
+    candidates = results["filter"]["filters"][0]["in"]
+    assert sorted((v["kind"], v["model"]) for v in votes) == sorted(
+        [("llm", "fake:fake-x")] * candidates + [("rules", "rules:laugh")] * candidates
+    )
+    assert all(
+        v["rule"] == "no-laugh" for v in votes if v["kind"] == "rules" and v["label"] == "shifted"
+    )
+    implicit = list(read_jsonl(out / "verdicts_implicit.jsonl"))
+    assert {v["kind"] for v in implicit} <= {"llm"}  # the implicit filter keeps the default
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["judges"]["consistency"] == [
+        {"kind": "llm", "model": "fake:fake-x"},
+        {"kind": "rules", "model": "rules:laugh"},
+    ]
+    assert manifest["judges"]["implicit"] == [{"kind": "llm", "model": "fake:fake-x"}]
+    assert set(results["filter"]) == {"filters", "overall"}  # the report keeps its shape
+    before = {p.name: p.read_bytes() for p in out.glob("verdicts_*.jsonl")}
+    _, opened, _ = run(path, until="filter")
+    assert sum(llm.stats.calls for llm in opened) == 0
+    assert {p.name: p.read_bytes() for p in out.glob("verdicts_*.jsonl")} == before
+
+
+def test_a_config_without_per_filter_judges_keeps_its_settings_fingerprint(tmp_path):
+    config = load_detox_config(write_config(tmp_path))
+    assert "consistency_models" not in config.model_dump(mode="json")["filter"]
+    path = write_config(tmp_path, filter={"implicit_models": ["classifier:judge"]})
+    config = load_detox_config(path)
+    assert config.filter.implicit_models == [f"classifier:{tmp_path / 'judge'}"]
+    assert config.filter.judges_of("consistency") == []

@@ -151,3 +151,28 @@ def test_the_run_command_prints_each_stage_and_refuses_an_unknown_one(tmp_path):
     assert "script-x:" in result.stderr  # the model's statistics
     result = run_to_end("dialogues", "run", str(config), "--until", "train", env_extra=PLUGINS)
     assert result.returncode == 2 and "unknown stage 'train'" in result.stderr
+
+
+def test_a_panel_of_an_llm_and_a_trained_judge_from_the_config(tmp_path, monkeypatch):
+    from tests.pipelines import fake_judges
+
+    fake_judges.install(monkeypatch)
+    (tmp_path / "judge").mkdir()
+    path = write_config(
+        tmp_path, judge={"model": ["dialogue-script:x", "classifier:judge"], "samples": 1}
+    )
+    results, opened, lines = run(path, until="judge")
+    out = tmp_path / "run"
+    votes = list(read_jsonl(out / "verdicts.jsonl"))
+    assert {(v["kind"], v["model"]) for v in votes} == {
+        ("llm", "dialogue-script:script-x"),
+        ("classifier", f"classifier:{tmp_path / 'judge'}"),
+    }
+    assert {v["score"] for v in votes if v["kind"] == "classifier"} <= {0.25, 0.75}
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert [j["kind"] for j in manifest["judges"]["out_of_bounds"]] == ["llm", "classifier"]
+    assert results["judge"]["out_of_bounds"] >= 1 and "classifier" in lines[-1]
+    before = (out / "verdicts.jsonl").read_bytes()
+    _, opened, _ = run(path, until="judge")
+    assert sum(llm.backend.calls for llm in opened) == 0
+    assert (out / "verdicts.jsonl").read_bytes() == before

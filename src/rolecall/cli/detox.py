@@ -99,7 +99,14 @@ def detox_filter(
         None,
         "--model",
         "-m",
-        help=MODEL_HELP + ". Repeat for a panel of judge models: majority over all their votes",
+        help=MODEL_HELP + "; or classifier:PATH (a trained judge) or rules:NAME (a rule "
+        "judge). Repeat for a panel: majority over all their votes",
+    ),
+    consistency_models: Optional[list[str]] = typer.Option(
+        None, "--consistency-model", help="a judge of the consistency filter only (repeatable)"
+    ),
+    implicit_models: Optional[list[str]] = typer.Option(
+        None, "--implicit-model", help="a judge of the implicit filter only (repeatable)"
     ),
     mode: str = typer.Option("auto", help="auto, score or generate"),
     samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
@@ -120,6 +127,8 @@ def detox_filter(
 
     section = FilterSection(
         models=models or [],
+        consistency_models=consistency_models or None,
+        implicit_models=implicit_models or None,
         mode=mode,
         samples=samples,
         temperature=temperature,
@@ -127,12 +136,18 @@ def detox_filter(
         consistency_template=consistency_template,
         implicit_template=implicit_template,
     )
-    llms = [load_llm(m, cache, concurrency) for m in dict.fromkeys(models or [None])]
+    opened: dict = {}
+
+    def open_llm(model: Optional[str]):
+        if model not in opened:
+            opened[model] = load_llm(model, cache, concurrency)
+        return opened[model]
+
     run = RunDir(out_dir, "detox filter", section.model_dump())
     try:
-        filter_stage(llms, run, section, language, progress)
+        filter_stage(open_llm, run, section, language, progress)
     finally:
-        for llm in llms:
+        for llm in opened.values():
             err.print(f"{llm.model_id}: {llm.stats.summary()}")
     out.print(json.dumps(run.manifest["stages"]["filter"]["counts"], ensure_ascii=False))
 

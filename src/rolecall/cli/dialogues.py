@@ -83,7 +83,13 @@ def dialogues_judge(
     spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
     dialogues: Path = typer.Option(..., help="dialogues to judge (JSONL or CareCall .json)"),
     out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    models: Optional[list[str]] = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help=MODEL_HELP + "; or classifier:PATH (a trained judge) or rules:NAME (a rule "
+        "judge). Repeat for a panel: majority over all their votes, a tie flags the turn",
+    ),
     mode: str = typer.Option(
         "auto", help="auto, score (label log-likelihoods) or generate (JSON answer)"
     ),
@@ -94,31 +100,41 @@ def dialogues_judge(
     progress: bool = typer.Option(True),
 ):
     """Judge each system turn up to the first out-of-bounds one; write examples."""
-    from rolecall.judge.out_of_bounds import make_judge
-    from rolecall.pipelines.dialogues import judge_stage
+    from rolecall.pipelines.dialogues import judge_panel, judge_stage
+    from rolecall.pipelines.judges import describe
     from rolecall.rundir import RunDir
     from rolecall.spec import load_role_spec
 
     spec = load_role_spec(spec_path)
     items = read_dialogues(dialogues)
-    llm = load_llm(model, cache, concurrency)
-    judge = make_judge(spec, llm.backend, mode, temperature)
-    run = RunDir(
-        out_dir,
-        "dialogues judge",
-        {
+    opened: dict = {}
+
+    def open_llm(model: Optional[str]):
+        if model not in opened:
+            opened[model] = load_llm(model, cache, concurrency)
+        return opened[model]
+
+    try:
+        panel = judge_panel(models or [], spec, open_llm, mode, temperature)
+        llm_judges = [m[1] for m in panel if isinstance(m, tuple)]
+        config = {
             "spec": str(spec_path),
             "dialogues": str(dialogues),
-            "mode": judge.mode,
-            "constrained": judge.constrained,
+            "mode": [j.mode for j in llm_judges],
+            "constrained": [j.constrained for j in llm_judges],
             "samples": samples,
             "temperature": temperature,
-        },
-    )
-    try:
-        counts = judge_stage(llm, run, judge, items, samples, progress)
+        }
+        if len(panel) == 1 and llm_judges:
+            # one LLM judge: the settings as recorded before panels, so older runs resume
+            config.update(mode=llm_judges[0].mode, constrained=llm_judges[0].constrained)
+        else:
+            config["judges"] = [describe(m)["model"] for m in panel]
+        run = RunDir(out_dir, "dialogues judge", config)
+        counts = judge_stage(panel, run, items, samples, progress)
     finally:
-        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+        for llm in opened.values():
+            err.print(f"{llm.model_id}: {llm.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
 
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.detox import DetoxConfig, generate_candidates
@@ -69,7 +69,14 @@ class SentencesSection(_Section):
 class FilterSection(_Section):
     models: list[str] = Field(
         default_factory=list,
-        description="judge models; empty: the generator. Several: majority over all their votes",
+        description="judges of both filters: model strings, classifier:PATH or rules:NAME; "
+        "empty: the generator. Several: majority over all their votes",
+    )
+    consistency_models: list[str] | None = Field(
+        None, description="judges of the consistency filter only (default: models)"
+    )
+    implicit_models: list[str] | None = Field(
+        None, description="judges of the implicit filter only (default: models)"
     )
     mode: Literal["auto", "score", "generate"] = "auto"
     samples: int = Field(1, ge=1, description="votes per candidate and judge model")
@@ -81,6 +88,21 @@ class FilterSection(_Section):
     )
     consistency_template: str | None = None
     implicit_template: str | None = None
+
+    def judges_of(self, name: str) -> list[str]:
+        """The judge strings of filter ``name`` (empty: the run's default model)."""
+        own = self.consistency_models if name == "consistency" else self.implicit_models
+        return own if own is not None else self.models
+
+    @model_serializer(mode="wrap")
+    def _unset_lists_left_out(self, handler):
+        # subtle: the per-filter lists came later; left out while unset, the settings of a
+        # run directory started before them stay the same and the run resumes
+        data = handler(self)
+        for key in ("consistency_models", "implicit_models"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class ExportSection(_Section):
@@ -135,6 +157,7 @@ def load_detox_config(path: str | Path) -> DetoxRunConfig:
     updates: dict = {"out": _resolve(base, config.out)}
     if config.cache:
         updates["cache"] = _resolve(base, config.cache)
+    updates["filter"] = _judges_relative_to(base, config.filter)
     updates["sentences"] = config.sentences.model_copy(
         update={"path": _resolve_spec(base, config.sentences.path)}
     )
@@ -153,6 +176,19 @@ def load_detox_config(path: str | Path) -> DetoxRunConfig:
             fix="add slang: {index: DIR, corpora: [...]} or set generate.ns: [0]",
         )
     return config
+
+
+def _judges_relative_to(base: Path, section: FilterSection) -> FilterSection:
+    from rolecall.pipelines.judges import relative_to
+
+    lists = ("models", "consistency_models", "implicit_models")
+    return section.model_copy(
+        update={
+            key: [relative_to(base, m) for m in getattr(section, key)]
+            for key in lists
+            if getattr(section, key) is not None
+        }
+    )
 
 
 # -- neutral sentences -------------------------------------------------------------------
@@ -290,34 +326,46 @@ def read_candidates(run_dir: Path) -> list[Pair]:
 
 
 def filter_stage(
-    llms: Sequence[LLM], run: RunDir, section: FilterSection, language: str, progress: bool = True
+    open_llm: Callable[[str | None], LLM],
+    run: RunDir,
+    section: FilterSection,
+    language: str,
+    progress: bool = True,
 ) -> dict:
+    """Both filters with the judges ``section`` names (``pipelines/judges.py``);
+    ``open_llm(model string or None)`` opens an LLM judge, each string once."""
     from rolecall.judge.filtering import filter_pairs
-    from rolecall.judge.pair_filters import make_panels
+    from rolecall.judge.pair_filters import FILTERS, make_panel
+    from rolecall.pipelines.judges import llms_of, record_judges, resolve_judges
 
     pairs = read_candidates(run.path)
-    before = [llm.stats.as_dict() for llm in llms]
-    panels = make_panels(
-        llms,
-        language,
-        section.mode,
-        {"consistency": section.consistency_template, "implicit": section.implicit_template},
-        section.temperature,
-        calibrated=section.calibrate,
-    )
-    for number, llm in enumerate(llms):
-        run.record_model("judge" if len(llms) == 1 else f"judge {number + 1}", llm.model_id)
-    for panel in panels:
-        template = panel[0][1].template
-        run.record_prompt(template.name, template.source)
+    members = [resolve_judges(section.judges_of(name), name, open_llm) for name in FILTERS]
+    llms = llms_of(members)
+    before = [llm.stats.as_dict() for llm in llms]  # before calibration: its calls count
+    templates = {"consistency": section.consistency_template, "implicit": section.implicit_template}
+    panels = [
+        make_panel(
+            name,
+            judges,
+            language,
+            section.mode,
+            templates[name],
+            section.temperature,
+            section.calibrate,
+        )
+        for name, judges in zip(FILTERS, members)
+    ]
+    record_judges(run, panels)
     report, kept = filter_pairs(panels, pairs, run.path, section.samples, progress)
     write_jsonl(run.file(Files.PAIRS), kept)
     write_json(run.file(Files.RETENTION), report)
     priors = {
-        f"{judge.name} {llm.model_id}": {w: round(lp, 4) for w, lp in judge.prior.items()}
+        f"{member[1].name} {member[0].model_id}": {
+            w: round(lp, 4) for w, lp in member[1].prior.items()
+        }
         for panel in panels
-        for llm, judge in panel
-        if judge.prior
+        for member in panel
+        if isinstance(member, tuple) and member[1].prior
     }
     counts = {
         "candidates": len(pairs),
@@ -492,8 +540,7 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
 
 
 def _filter_step(r: _Run) -> tuple[dict, str]:
-    judges = [r.llm_for(m) for m in dict.fromkeys(r.config.filter.models or [None])]
-    report = filter_stage(judges, r.run, r.config.filter, r.config.language, r.progress)
+    report = filter_stage(r.llm_for, r.run, r.config.filter, r.config.language, r.progress)
     return report, ", ".join(f"{f['filter']} kept {f['kept']}/{f['in']}" for f in report["filters"])
 
 

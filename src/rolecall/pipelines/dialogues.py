@@ -29,9 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
-from rolecall.judge.dialogues import judge_dialogues
-from rolecall.judge.out_of_bounds import OutOfBoundsJudge, make_judge
+from rolecall.judge.dialogues import judge_dialogues_by_panel
+from rolecall.judge.out_of_bounds import JUDGE, make_panel
+from rolecall.judge.voting import Member
 from rolecall.llm import LLM
+from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
 from rolecall.pipelines.steps import Step, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Dialogue, RoleSpec
@@ -62,7 +64,11 @@ class GenerateSection(_Section):
 
 
 class JudgeSection(_Section):
-    model: str | None = Field(None, description="judge model (default: the run's model)")
+    model: str | list[str] | None = Field(
+        None,
+        description="judge (default: the run's model): a model string, classifier:PATH or "
+        "rules:NAME; a list is a panel, majority over all their votes",
+    )
     mode: Literal["auto", "score", "generate"] = "auto"
     samples: int = Field(1, ge=1, description="votes per turn (majority decides)")
     temperature: float = Field(0.0, ge=0)
@@ -97,7 +103,17 @@ def load_dialogue_config(path: str | Path) -> DialogueRunConfig:
     }
     if config.cache:
         updates["cache"] = resolve(config.cache)
+    judges = [relative_to(base, m) for m in judge_strings(config.judge)]
+    if judges:
+        model = judges if isinstance(config.judge.model, list) else judges[0]
+        updates["judge"] = config.judge.model_copy(update={"model": model})
     return config.model_copy(update=updates)
+
+
+def judge_strings(section: JudgeSection) -> list[str]:
+    """The judge strings of the section (empty: the run's model)."""
+    model = section.model
+    return [] if model is None else [model] if isinstance(model, str) else list(model)
 
 
 def read_dialogues(path: str | Path) -> list[Dialogue]:
@@ -145,17 +161,19 @@ def generate_stage(
 
 
 def judge_stage(
-    llm: LLM,
+    panel: Sequence[Member],
     run: RunDir,
-    judge: OutOfBoundsJudge,
     dialogues: Sequence[Dialogue],
     samples: int = 1,
     progress: bool = True,
 ) -> dict:
-    run.record_model("judge", llm.model_id)
-    run.record_prompt(judge.template.name, judge.template.source)
-    before = llm.stats.as_dict()
-    outcome, judged, examples = judge_dialogues(llm, judge, dialogues, run.path, samples, progress)
+    """Judge with ``panel`` (one LLM judge, or several judges of any kind: see
+    ``out_of_bounds.make_panel``) and write the judged dialogues and the examples."""
+    llms = record_judges(run, [panel])
+    before = [llm.stats.as_dict() for llm in llms]
+    outcome, judged, examples = judge_dialogues_by_panel(
+        panel, dialogues, run.path, samples, progress
+    )
     write_jsonl(run.file(Files.JUDGED), judged)
     write_jsonl(run.file(Files.EXAMPLES), examples)
     counts = {
@@ -164,8 +182,26 @@ def judge_stage(
         "positive_examples": sum(e.label == "positive" for e in examples),
         "negative_examples": sum(e.label == "negative" for e in examples),
     }
-    run.finish_stage("judge", counts, [llm], [before])
+    run.finish_stage("judge", counts, llms, before)
     return counts
+
+
+def judge_panel(
+    strings: Sequence[str | None],
+    spec: RoleSpec,
+    open_llm: Callable[[str | None], LLM],
+    mode: str = "auto",
+    temperature: float = 0.0,
+) -> list[Member]:
+    """The out-of-bounds panel the judge strings name (``pipelines/judges.py``)."""
+    members = resolve_judges(strings, JUDGE, open_llm, spec)
+    return make_panel(spec, members, mode, temperature)
+
+
+def modes_of(panel: Sequence[Member]) -> str:
+    """The LLM judges' modes, for a stage's one-line summary (``rules`` etc. for others)."""
+    modes = [m[1].mode if isinstance(m, tuple) else m.kind for m in panel]
+    return ", ".join(dict.fromkeys(modes))
 
 
 def export_stage(run: RunDir) -> dict[str, str]:
@@ -221,11 +257,13 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
 
 
 def _judge_step(r: _Run) -> tuple[dict, str]:
-    llm = r.llm_for(r.config.judge.model)
-    judge = make_judge(r.spec, llm.backend, r.config.judge.mode, r.config.judge.temperature)
+    section = r.config.judge
+    panel = judge_panel(
+        judge_strings(section), r.spec, r.llm_for, section.mode, section.temperature
+    )
     dialogues = list(read_jsonl(r.run.file(Files.DIALOGUES), Dialogue))
-    counts = judge_stage(llm, r.run, judge, dialogues, r.config.judge.samples, r.progress)
-    return counts, f"({judge.mode} mode) " + json.dumps(counts, ensure_ascii=False)
+    counts = judge_stage(panel, r.run, dialogues, section.samples, r.progress)
+    return counts, f"({modes_of(panel)} mode) " + json.dumps(counts, ensure_ascii=False)
 
 
 def _export_step(r: _Run) -> tuple[dict, str]:
