@@ -35,6 +35,7 @@ NEGATORS = {
 FIRST_PERSON = frozenset({"저", "나", "저희"})
 # indirect quotation: -라고/-다고/-자고/-냐고 (하라고, 먹었다고, 가자고, 먹었냐고)
 QUOTATIVE_EC = ("라고", "다고", "자고", "냐고")
+PROMISSIVE = ("ᆯ게", "을게", "ᆯ께", "을께")  # -ㄹ게(요): the speaker promises
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,21 @@ class Sentence:
         return any(_honorific(m) for m in own[start:])
 
     @property
+    def promise(self) -> str | None:
+        """The promissive ending, if the sentence promises: -ㄹ게(요), or -겠습니다 after a
+        verb (subtle: 좋겠습니다 after an adjective is a wish, not a promise)."""
+        own = self.own
+        for i, m in enumerate(own):
+            if m.tag == "EF" and m.form.startswith(PROMISSIVE):
+                return plain(m.form)
+            following = own[i + 1] if i + 1 < len(own) else None
+            volitional = i and own[i - 1].tag.startswith(("VV", "VX"))
+            if m.form == "겠" and m.tag == "EP" and volitional and following is not None:
+                if following.tag == "EF" and following.form.endswith("니다"):
+                    return "겠" + plain(following.form)
+        return None
+
+    @property
     def negated(self) -> bool:
         return any((m.form, m.tag) in NEGATORS for m in self.own)
 
@@ -94,9 +110,10 @@ class Sentence:
         return [m.form for m in self.own if not tags or m.tag.startswith(tags)]
 
     def lemmas(self, reported: bool = True) -> set[str]:
-        """Content lemmas, with noun + 하 joined (피곤/NNG 하/XSA -> 피곤하) as well as the
-        noun alone, so a lexicon can name either. ``reported=False`` leaves out the words
-        of indirect quotes (운동하라고 했잖아요: the bot said it, it did not exercise)."""
+        """Content lemmas, with noun + 하 joined (피곤/NNG 하/XSA -> 피곤하) and two nouns
+        joined (미세 먼지 -> 미세먼지) as well as the parts, so a lexicon can name either.
+        ``reported=False`` leaves out the words of indirect quotes (운동하라고
+        했잖아요: the bot said it, it did not exercise)."""
         own = self.own
         skip = set() if reported else self._reported()
         found = set()
@@ -106,6 +123,9 @@ class Sentence:
             if m.tag.startswith(("NN", "VV", "VA", "VX", "XR", "MAG", "NP", "SL")):
                 found.add(m.form)
             if i + 1 < len(own) and own[i + 1].tag in ("XSV", "XSA") and m.tag != "SL":
+                found.add(m.form + own[i + 1].form)
+            # subtle: Kiwi splits compounds (미세/NNG 먼지/NNG); the lexicons name them whole
+            if i + 1 < len(own) and m.tag.startswith("NN") and own[i + 1].tag.startswith("NN"):
                 found.add(m.form + own[i + 1].form)
         return found
 
@@ -136,6 +156,12 @@ def _honorific(m: Morph) -> bool:
     if m.tag == "EF" and m.form.startswith(("세요", "으세요", "십시", "으십")):
         return True  # subtle: Kiwi keeps 시+어요 fused as one EF 세요
     return m.tag.startswith("VV") and m.form in HONORIFIC_VERBS
+
+
+def plain(form: str) -> str:
+    """Kiwi writes a bare final consonant as a coda jamo (ᆯ게, ᆫ데); show it as ㄹ게, ㄴ데."""
+    codas = {"ᆫ": "ㄴ", "ᆯ": "ㄹ", "ᆸ": "ㅂ", "ᆷ": "ㅁ", "ᆼ": "ㅇ"}
+    return "".join(codas.get(ch, ch) for ch in form)
 
 
 def analyse(texts: Sequence[str]) -> list[list[Sentence]]:

@@ -46,7 +46,6 @@ BODY_STATES = frozenset("피곤 피곤하 졸리 배고프 배부르 쑤시 결�
 VISITS = frozenset("찾아가 찾아뵈 뵈 찾아오 방문 방문하 들르 가져다주 가져다드리 마중 만나".split())
 OUTINGS = frozenset("가 산책 산책하 먹 걷 식사 식사하 놀러".split())
 HUMAN = frozenset({"사람", "인간"})
-PROMISSIVE = ("ᆯ게요", "ᆯ게", "을게요", "을게", "ᆯ께요", "겠습니다")
 # the people the bot talks about; with one of them as subject the claim is not the bot's
 OTHERS = frozenset("어르신 할머니 할아버지 아버님 어머님 선생님 따님 아드님 분".split())
 
@@ -133,7 +132,7 @@ def _meeting(sentence: Sentence) -> str | None:
     if sentence.main_honorific or sentence.negated:
         return None
     lemmas = sentence.lemmas(reported=False)
-    promised = any(m.tag == "EF" and m.form.startswith(PROMISSIVE) for m in sentence.own)
+    promised = sentence.promise is not None
     visits = sorted(lemmas & VISITS)
     if visits and (promised or _bot_subject(sentence)):
         return f"offers to meet in person: {visits[0]}"

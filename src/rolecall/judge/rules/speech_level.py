@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from rolecall.judge.rules.analysis import Morph, Sentence
+from rolecall.judge.rules.analysis import Morph, Sentence, plain
 from rolecall.judge.rules.base import Hit, PatternSettings, compiled, pattern_hit
 
 NAME = "speech_level"
@@ -98,7 +98,7 @@ def _casual_ending(sentence: Sentence, allowed: set[str]) -> str | None:
             continue
         if m.tag == "EF" and not _polite(m, morphs, i) and m.form not in allowed:
             if not _quotative(morphs, i):
-                return f"반말 ending -{_plain(m.form)} (EF)"
+                return f"반말 ending -{plain(m.form)} (EF)"
         if m.tag == "JKV" and m.form in ("아", "야"):
             return f"vocative -{m.form} (JKV)"
         if m.tag == "IC" and m.form in CASUAL_INTERJECTIONS and _standalone(morphs, i):
@@ -111,7 +111,7 @@ def _casual_ending(sentence: Sentence, allowed: set[str]) -> str | None:
         return None
     last = own[-1]
     if last.tag == "EC" and last.form in CASUAL_FINAL_EC and last.form not in allowed:
-        return f"반말 ending -{_plain(last.form)} (EC at the sentence end)"
+        return f"반말 ending -{plain(last.form)} (EC at the sentence end)"
     # subtle: Kiwi reads a final -는데 after an adjective as ETM 는 + bound noun 데
     # (얼마나 맛있는데.); a bound noun 데 cannot end a sentence, the ending -는데 can
     if last.form == "데" and last.tag == "NNB" and len(own) > 1 and own[-2].tag == "ETM":
@@ -154,9 +154,3 @@ def _next_own(morphs: list[Morph], i: int, skip_quotes: bool = False) -> Morph |
             continue
         return m
     return None
-
-
-def _plain(form: str) -> str:
-    """Kiwi writes a bare final consonant as a coda jamo (ᆯ게, ᆫ데); show it as ㄹ게, ㄴ데."""
-    codas = {"ᆫ": "ㄴ", "ᆯ": "ㄹ", "ᆸ": "ㅂ", "ᆷ": "ㅁ", "ᆼ": "ㅇ"}
-    return "".join(codas.get(ch, ch) for ch in form)

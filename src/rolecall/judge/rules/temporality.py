@@ -47,7 +47,6 @@ DAYS = frozenset(
 )
 NOW = frozenset({"오늘", "지금", "현재", "금일", "이번"})
 FUTURE = frozenset("내일 모레 글피 다음주 다음달 주말 오전 오후".split())
-PROMISSIVE = ("ᆯ게요", "ᆯ게", "을게요", "을게", "ᆯ께요", "겠습니다")
 CLOCK_UNITS = frozenset({"시", "월", "일", "분"})
 
 
@@ -93,7 +92,7 @@ def _claim(sentence: Sentence, weather, days, heard: str) -> str | None:
 
 def _weather_words(sentence: Sentence, weather) -> list[str]:
     own = sentence.own
-    found = [m.form for m in own if m.form in weather and m.tag[:2] in ("NN", "VA", "XR")]
+    found = sorted(sentence.lemmas() & weather)
     for i, m in enumerate(own):
         # subtle: 눈이 오다 is snow, 눈이 침침하다 the eye: only a falling verb makes weather
         following = [n.form for n in own[i + 1 : i + 4] if n.tag.startswith("VV")][:1]
@@ -132,7 +131,7 @@ def _clock(sentence: Sentence) -> list[str]:
 
 
 def _appointment(sentence: Sentence, lemmas: set[str]) -> str | None:
-    promised = any(m.tag == "EF" and m.form.startswith(PROMISSIVE) for m in sentence.own)
+    promised = sentence.promise is not None
     if not promised or sentence.main_honorific:
         return None
     compact = sentence.compact()

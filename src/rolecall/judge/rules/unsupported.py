@@ -22,12 +22,11 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rolecall.judge.rules.analysis import Sentence
+from rolecall.judge.rules.analysis import Sentence, plain
 from rolecall.judge.rules.base import Hit, RuleSettings, check_patterns
 
 NAME = "unsupported"
 CATEGORY, DEFAULT_ERROR = "unsupported_features", "policy violation"
-PROMISSIVE = ("ᆯ게요", "ᆯ게", "을게요", "을게", "ᆯ께요", "겠습니다")
 BENEFACTIVE = frozenset({"드리", "주"})
 COMPLETIVE = frozenset({"두", "놓", "드리", "주"})
 
@@ -75,15 +74,15 @@ def _offer(sentence: Sentence, feature: Feature) -> str | None:
 
 
 def _offer_frame(sentence: Sentence) -> str | None:
+    if sentence.promise:
+        return f"promise -{sentence.promise}"
     own = sentence.own
     for i, m in enumerate(own):
-        if m.tag == "EF" and m.form.startswith(PROMISSIVE):
-            return f"promise -{m.form}"
         helper = own[i - 1] if i else None
         if helper is None or not helper.tag.startswith(("VX", "VV")):
             continue
         if m.tag == "EF" and m.form.endswith("까요") and helper.form in BENEFACTIVE:
-            return f"offer {helper.form} + -{m.form}"
+            return f"offer {helper.form} + -{plain(m.form)}"
         if m.tag == "EP" and m.form in ("었", "았") and helper.form in COMPLETIVE:
             return f"done deed {helper.form} + {m.form}"
     return None
