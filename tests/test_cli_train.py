@@ -257,3 +257,24 @@ def test_train_generator_on_a_saved_tiny_base(tmp_path):
         str(tmp_path / "nowhere"),
     )
     assert result.returncode == 1 and "no such model directory" in result.stderr
+
+
+def test_train_the_kda_judges_on_a_data_folder(tmp_path):
+    from tests.train.kda_data import write_data_dir
+
+    data = write_data_dir(tmp_path / "shared")
+    out = str(tmp_path / "i")
+    command = ["train", "implicit-judge", str(data), "--out", out, "--seed", "2"]
+    metrics = metrics_of(run_to_end(*command))
+    saved = json.loads((tmp_path / "i" / "model.json").read_text())
+    assert saved["kind"] == "tfidf" and saved["settings"]["task"] == "implicit"
+    assert saved["metrics"]["macro_f1"] == metrics["macro_f1"]
+    assert saved["metrics"]["data"]["seed"] == 2 and "losses" not in metrics
+    metrics = metrics_of(
+        run_to_end(
+            "train", "consistency-judge", str(data), "--out", str(tmp_path / "c"), "--limit", "20"
+        )
+    )
+    assert metrics["task"] == "consistency" and metrics["train_examples"] == 40
+    bad = run_to_end("train", "implicit-judge", str(tmp_path / "nowhere"), "--out", str(tmp_path))
+    assert bad.returncode != 0 and "shared data folder" in bad.stderr

@@ -5,6 +5,10 @@ Each command trains one model on a JSONL file of ``Example`` records, saves it t
 metrics as JSON. ``--backbone`` is ``embedded`` (the embedded Gemma, frozen: its hidden
 states are cached under ``--features-cache`` so a second model on the same data is fast)
 or a local transformers model directory (trained whole unless ``--frozen``).
+
+``implicit-judge`` and ``consistency-judge`` train the K/DA judges from the shared corpora
+folder instead (``train/kda_judges.py``; default backbone ``tfidf``, the measured stronger
+one on a CPU: ``docs/trained-judges.md``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from rolecall.errors import ConfigError
 
 train_app = typer.Typer(
     help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
-    "classifier, retriever, reranker, generator.",
+    "classifier, retriever, reranker, generator; and the K/DA judges.",
     no_args_is_help=True,
 )
 
@@ -210,6 +214,100 @@ def train_reranker_command(
         _cache(features_cache),
     )
     _print(metrics)
+
+
+JUDGE_BACKBONE_HELP = (
+    "'tfidf' (character n-gram TF-IDF + logistic regression: seconds on a CPU, the measured "
+    "stronger one), 'embedded' (a head over the embedded Gemma's frozen states) or a local "
+    "transformers model directory"
+)
+DATA_DIR = typer.Argument(
+    ...,
+    help="the shared corpora folder (detox/kda_ko.csv, slang/, lexicon/, neutral/); "
+    "see docs/trained-judges.md",
+)
+KDA_HOLDOUT = typer.Option(
+    0.1,
+    help="K/DA neutral sentences held out for measuring (the rule and default of "
+    "'detox train --test-share' and 'detox offensiveness-data --kda-holdout')",
+)
+LIMIT = typer.Option(None, min=1, help="at most N training items per label")
+TEST_LIMIT = typer.Option(None, min=1, help="at most N test items per label in each test set")
+
+
+def _train_kda_judge(task: str, values: dict) -> None:
+    """Train the ``task`` judge from a command's option ``values`` (its ``locals()``)."""
+    from rolecall.train.kda_judges import TFIDF, train_judge
+
+    backbone, config, cache = values["backbone"], None, None
+    if backbone != TFIDF:
+        from rolecall.train.backbone import load_backbone
+
+        names = ("epochs", "batch_size", "lr", "backbone_lr", "max_steps", "seed")
+        config = _train_config(*(values[name] for name in names))
+        cache = _cache(values["features_cache"])
+        backbone = load_backbone(backbone, _frozen(backbone, values["frozen"]))
+    metrics = train_judge(
+        task,
+        values["data_dir"],
+        values["out_dir"],
+        backbone,
+        holdout=values["kda_holdout"],
+        seed=values["seed"],
+        limit=values["limit"],
+        test_limit=values["test_limit"],
+        config=config,
+        baseline=values["baseline"],
+        progress=values["progress"],
+        cache_dir=cache,
+    )
+    _print(metrics)
+
+
+@train_app.command("implicit-judge")
+def train_implicit_judge_command(
+    data_dir: Path = DATA_DIR,
+    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
+    frozen: Optional[bool] = FROZEN,
+    kda_holdout: float = KDA_HOLDOUT,
+    limit: Optional[int] = LIMIT,
+    test_limit: Optional[int] = TEST_LIMIT,
+    baseline: bool = typer.Option(True, help="also measure the TF-IDF baseline on the split"),
+    epochs: int = typer.Option(10, min=1),
+    batch_size: int = BATCH,
+    lr: float = LR,
+    backbone_lr: float = BACKBONE_LR,
+    max_steps: Optional[int] = MAX_STEPS,
+    seed: int = SEED,
+    features_cache: Optional[Path] = CACHE,
+    progress: bool = PROGRESS,
+):
+    """K/DA implicit-offensiveness judge: a sentence -> implicit / none / explicit."""
+    _train_kda_judge("implicit", locals())
+
+
+@train_app.command("consistency-judge")
+def train_consistency_judge_command(
+    data_dir: Path = DATA_DIR,
+    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
+    frozen: Optional[bool] = FROZEN,
+    kda_holdout: float = KDA_HOLDOUT,
+    limit: Optional[int] = LIMIT,
+    test_limit: Optional[int] = TEST_LIMIT,
+    baseline: bool = typer.Option(True, help="also measure the TF-IDF baseline on the split"),
+    epochs: int = typer.Option(10, min=1),
+    batch_size: int = BATCH,
+    lr: float = LR,
+    backbone_lr: float = BACKBONE_LR,
+    max_steps: Optional[int] = MAX_STEPS,
+    seed: int = SEED,
+    features_cache: Optional[Path] = CACHE,
+    progress: bool = PROGRESS,
+):
+    """K/DA pair-consistency judge: (neutral, candidate) -> maintained / shifted."""
+    _train_kda_judge("consistency", locals())
 
 
 def unanswerable_command(
