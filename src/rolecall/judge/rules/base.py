@@ -99,3 +99,16 @@ def pattern_hit(rule: str, text: str, patterns: list[re.Pattern[str]]) -> Hit | 
         if found:
             return Hit(rule, text, f"pattern {pattern.pattern!r} matched {found.group(0)!r}")
     return None
+
+
+def first_hit(rule: str, sentences, claim, patterns: list[re.Pattern[str]]) -> Hit | None:
+    """The first sentence that the rule's own ``claim(sentence)`` (what matched, or None)
+    or one of its extra patterns catches."""
+    for sentence in sentences:
+        found = claim(sentence)
+        if found:
+            return Hit(rule, sentence.text, found)
+        hit = pattern_hit(rule, sentence.text, patterns)
+        if hit:
+            return hit
+    return None

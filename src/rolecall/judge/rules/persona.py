@@ -21,7 +21,7 @@ user's family (``아드님은 자주 오세요?``).
 from __future__ import annotations
 
 from rolecall.judge.rules.analysis import Morph, Sentence
-from rolecall.judge.rules.base import Hit, PatternSettings, compiled, pattern_hit
+from rolecall.judge.rules.base import Hit, PatternSettings, compiled, first_hit
 
 NAME = "persona"
 CATEGORY, DEFAULT_ERROR = "persona", "wrong persona"
@@ -63,19 +63,17 @@ def check(sentences: list[Sentence], history, settings: Settings) -> Hit | None:
     patterns = compiled(settings.extra_patterns)
     kin, body = KIN | set(settings.kin), BODY | set(settings.body)
     experiences = EXPERIENCES | set(settings.experiences)
-    for sentence in sentences:
-        found = (
+    return first_hit(
+        NAME,
+        sentences,
+        lambda sentence: (
             _possession(sentence, kin, body)
             or _human(sentence)
             or _life(sentence, experiences)
             or _meeting(sentence)
-        )
-        if found:
-            return Hit(NAME, sentence.text, found)
-        hit = pattern_hit(NAME, sentence.text, patterns)
-        if hit:
-            return hit
-    return None
+        ),
+        patterns,
+    )
 
 
 def _possession(sentence: Sentence, kin: frozenset, body: frozenset) -> str | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from rolecall.judge.rules.analysis import Morph, Sentence, plain
-from rolecall.judge.rules.base import Hit, PatternSettings, compiled, pattern_hit
+from rolecall.judge.rules.base import Hit, PatternSettings, compiled, first_hit
 
 NAME = "speech_level"
 CATEGORY, DEFAULT_ERROR = "style", "style"
@@ -79,14 +79,7 @@ class Settings(PatternSettings):
 def check(sentences: list[Sentence], history, settings: Settings) -> Hit | None:
     patterns = compiled(settings.extra_patterns)
     allowed = set(settings.allow_endings)
-    for sentence in sentences:
-        found = _casual_ending(sentence, allowed)
-        if found:
-            return Hit(NAME, sentence.text, found)
-        hit = pattern_hit(NAME, sentence.text, patterns)
-        if hit:
-            return hit
-    return None
+    return first_hit(NAME, sentences, lambda s: _casual_ending(s, allowed), patterns)
 
 
 def _casual_ending(sentence: Sentence, allowed: set[str]) -> str | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from rolecall.judge.rules.analysis import Sentence
-from rolecall.judge.rules.base import Hit, PatternSettings, compiled, pattern_hit
+from rolecall.judge.rules.base import Hit, PatternSettings, compiled, first_hit
 
 NAME = "temporality"
 CATEGORY, DEFAULT_ERROR = "temporality", "policy violation"
@@ -64,14 +64,7 @@ def check(sentences: list[Sentence], history, settings: Settings) -> Hit | None:
     patterns = compiled(settings.extra_patterns)
     weather, days = WEATHER | set(settings.weather), DAYS | set(settings.days)
     heard = _user_words(history, settings.echo_turns)
-    for sentence in sentences:
-        found = _claim(sentence, weather, days, heard)
-        if found:
-            return Hit(NAME, sentence.text, found)
-        hit = pattern_hit(NAME, sentence.text, patterns)
-        if hit:
-            return hit
-    return None
+    return first_hit(NAME, sentences, lambda s: _claim(s, weather, days, heard), patterns)
 
 
 def _claim(sentence: Sentence, weather, days, heard: str) -> str | None:
