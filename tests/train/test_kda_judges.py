@@ -135,6 +135,12 @@ def test_a_neural_judge_is_measured_beside_the_baseline_and_reloads(data_dir, tm
     model = LabelModel.load(tmp_path / "m")
     assert model.labels == ["maintained", "shifted"] and model.settings.pair
     assert model.predict_proba([("축구 얘기", "축구 얘기 꼰대야")]).shape == (1, 2)
+    from rolecall.records import Pair
+    from rolecall.train.judges import load_trained_judge
+
+    judge = load_trained_judge(tmp_path / "m", "consistency")
+    verdicts = judge.verdicts([Pair(neutral="축구 얘기", toxic="축구 얘기 꼰대야")])
+    assert verdicts[0].label in ("maintained", "shifted") and verdicts[0].kind == "classifier"
 
 
 def test_bad_tasks_shares_and_folders_are_clear(data_dir, tmp_path):
