@@ -264,50 +264,44 @@ def _train_kda_judge(task: str, values: dict) -> None:
     _print(metrics)
 
 
-@train_app.command("implicit-judge")
-def train_implicit_judge_command(
-    data_dir: Path = DATA_DIR,
-    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-    backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
-    frozen: Optional[bool] = FROZEN,
-    kda_holdout: float = KDA_HOLDOUT,
-    limit: Optional[int] = LIMIT,
-    test_limit: Optional[int] = TEST_LIMIT,
-    baseline: bool = typer.Option(True, help="also measure the TF-IDF baseline on the split"),
-    epochs: int = typer.Option(10, min=1),
-    batch_size: int = BATCH,
-    lr: float = LR,
-    backbone_lr: float = BACKBONE_LR,
-    max_steps: Optional[int] = MAX_STEPS,
-    seed: int = SEED,
-    features_cache: Optional[Path] = CACHE,
-    progress: bool = PROGRESS,
-):
-    """K/DA implicit-offensiveness judge: a sentence -> implicit / none / explicit."""
-    _train_kda_judge("implicit", locals())
+def _kda_judge_command(task: str, summary: str):
+    """The ``train TASK-judge`` command: both K/DA judges take the same options."""
+
+    def command(
+        data_dir: Path = DATA_DIR,
+        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+        backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
+        frozen: Optional[bool] = FROZEN,
+        kda_holdout: float = KDA_HOLDOUT,
+        limit: Optional[int] = LIMIT,
+        test_limit: Optional[int] = TEST_LIMIT,
+        baseline: bool = typer.Option(True, help="also measure the TF-IDF baseline on the split"),
+        epochs: int = typer.Option(10, min=1),
+        batch_size: int = BATCH,
+        lr: float = LR,
+        backbone_lr: float = BACKBONE_LR,
+        max_steps: Optional[int] = MAX_STEPS,
+        seed: int = SEED,
+        features_cache: Optional[Path] = CACHE,
+        progress: bool = PROGRESS,
+    ):
+        _train_kda_judge(task, locals())
+
+    command.__doc__ = summary
+    return command
 
 
-@train_app.command("consistency-judge")
-def train_consistency_judge_command(
-    data_dir: Path = DATA_DIR,
-    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-    backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
-    frozen: Optional[bool] = FROZEN,
-    kda_holdout: float = KDA_HOLDOUT,
-    limit: Optional[int] = LIMIT,
-    test_limit: Optional[int] = TEST_LIMIT,
-    baseline: bool = typer.Option(True, help="also measure the TF-IDF baseline on the split"),
-    epochs: int = typer.Option(10, min=1),
-    batch_size: int = BATCH,
-    lr: float = LR,
-    backbone_lr: float = BACKBONE_LR,
-    max_steps: Optional[int] = MAX_STEPS,
-    seed: int = SEED,
-    features_cache: Optional[Path] = CACHE,
-    progress: bool = PROGRESS,
-):
-    """K/DA pair-consistency judge: (neutral, candidate) -> maintained / shifted."""
-    _train_kda_judge("consistency", locals())
+train_app.command("implicit-judge")(
+    _kda_judge_command(
+        "implicit", "K/DA implicit-offensiveness judge: a sentence -> implicit / none / explicit."
+    )
+)
+train_app.command("consistency-judge")(
+    _kda_judge_command(
+        "consistency",
+        "K/DA pair-consistency judge: (neutral, candidate) -> maintained / shifted.",
+    )
+)
 
 
 def unanswerable_command(
