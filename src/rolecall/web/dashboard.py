@@ -40,7 +40,7 @@ from rolecall.store import (
     User,
     WebSession,
 )
-from rolecall.web.deps import DB, ID, admin, page, project_or_404
+from rolecall.web.deps import DB, ID, admin, page, project_download, project_or_404
 from rolecall.web.items import labels_by_item, majority_yes
 
 router = APIRouter()
@@ -245,13 +245,8 @@ def show(request: Request, project_id: ID, _login: WebSession = Depends(admin), 
 
 @router.get("/projects/{project_id}/dashboard.csv")
 def as_csv(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
-    project = project_or_404(db, project_id)
-    return Response(
-        tables_csv(tables(db, project.id)),
-        media_type="text/csv",
-        headers={
-            "content-disposition": f'attachment; filename="project-{project.id}-dashboard.csv"'
-        },
+    return project_download(
+        db, project_id, "dashboard.csv", "text/csv", lambda pid: tables_csv(tables(db, pid))
     )
 
 

@@ -9,14 +9,14 @@ without a valid login, except the login page itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, Form, Request
 from fastapi import Path as PathParam
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.orm import Session
 
@@ -129,3 +129,16 @@ def page(request: Request, template: str, status: int = 200, **values: Any) -> H
         me=viewer, csrf=viewer.csrf if viewer else "", **values
     )
     return HTMLResponse(html, status_code=status)
+
+
+def project_download(
+    db: Session, project_id: int, name: str, media_type: str, body: Callable[[int], str]
+) -> Response:
+    """A project's file for the browser to save as ``project-ID-NAME``: ``body(project
+    id)``, made once the project is known to exist (a 404 before any work otherwise)."""
+    project = project_or_404(db, project_id)
+    return Response(
+        body(project.id),
+        media_type=media_type,
+        headers={"content-disposition": f'attachment; filename="project-{project.id}-{name}"'},
+    )

@@ -23,7 +23,6 @@ read the exact text. The examples JSONL is for training only and keeps the exact
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -42,7 +41,7 @@ from rolecall.store import (
     WebSession,
 )
 from rolecall.web.chat import bot_turns_in_context
-from rolecall.web.deps import DB, ID, admin, project_or_404
+from rolecall.web.deps import DB, ID, admin, project_download
 from rolecall.web.items import labels_by_item, majority_yes
 
 router = APIRouter()
@@ -183,33 +182,24 @@ def examples_jsonl(examples: list[Example]) -> str:
 
 @router.get("/projects/{project_id}/export/examples.jsonl")
 def export_examples(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
-    project = project_or_404(db, project_id)
-    return Response(
-        examples_jsonl(project_examples(db, project.id)),
-        media_type="application/x-ndjson",
-        headers={
-            "content-disposition": f'attachment; filename="project-{project.id}-examples.jsonl"'
-        },
+    return project_download(
+        db,
+        project_id,
+        "examples.jsonl",
+        "application/x-ndjson",
+        lambda pid: examples_jsonl(project_examples(db, pid)),
     )
 
 
 @router.get("/projects/{project_id}/export/pairs.csv")
 def export_pairs(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
-    project = project_or_404(db, project_id)
-    return Response(
-        pairs_csv(approved_pairs(db, project.id)),
-        media_type="text/csv",
-        headers={"content-disposition": f'attachment; filename="project-{project.id}-pairs.csv"'},
+    return project_download(
+        db, project_id, "pairs.csv", "text/csv", lambda pid: pairs_csv(approved_pairs(db, pid))
     )
 
 
 @router.get("/projects/{project_id}/export/pair-labels.csv")
 def export_pair_labels(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
-    project = project_or_404(db, project_id)
-    return Response(
-        pair_labels_csv(db, project.id),
-        media_type="text/csv",
-        headers={
-            "content-disposition": f'attachment; filename="project-{project.id}-pair-labels.csv"'
-        },
+    return project_download(
+        db, project_id, "pair-labels.csv", "text/csv", lambda pid: pair_labels_csv(db, pid)
     )
