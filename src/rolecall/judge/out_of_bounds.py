@@ -109,53 +109,40 @@ class OutOfBoundsJudge:
 
     def _parse_scores(self, item: Item, completions: list[Completion], model: str) -> Verdict:
         best, probabilities, raw = pick_label(self.labels, completions)
-        if best == self.labels[0]:
-            return Verdict(
-                judge=JUDGE,
-                item_id=item.id,
-                label=IN_BOUNDS,
-                raw_output=raw,
-                parse_status="parsed",
-                probabilities=probabilities,
-                model=model,
-            )
+        rule = None if best == self.labels[0] else best
+        return self._verdict(item, rule, raw, model, probabilities)
+
+    def _parse_answer(self, item: Item, text: str, model: str) -> Verdict:
+        answer = json_answer(text) or {}
+        verdict, rule = answer.get("verdict"), answer.get("rule")
+        if verdict == IN_BOUNDS:
+            return self._verdict(item, None, text, model)
+        if verdict == OUT_OF_BOUNDS and rule in {c.name for c in self.spec.categories}:
+            return self._verdict(item, rule, text, model)
+        return Verdict(
+            judge=JUDGE, item_id=item.id, raw_output=text, parse_status="unparsed", model=model
+        )
+
+    def _verdict(
+        self,
+        item: Item,
+        rule: str | None,
+        raw: str,
+        model: str,
+        probabilities: dict[str, float] | None = None,
+    ) -> Verdict:
+        """A parsed verdict: in bounds without a ``rule``, else out of bounds with the
+        error category of the spec's category named ``rule``."""
         return Verdict(
             judge=JUDGE,
             item_id=item.id,
-            label=OUT_OF_BOUNDS,
-            category=self._error_category(best),
+            label=IN_BOUNDS if rule is None else OUT_OF_BOUNDS,
+            category=None if rule is None else self._error_category(rule),
             raw_output=raw,
             parse_status="parsed",
             probabilities=probabilities,
             model=model,
         )
-
-    def _parse_answer(self, item: Item, text: str, model: str) -> Verdict:
-        unparsed = Verdict(
-            judge=JUDGE, item_id=item.id, raw_output=text, parse_status="unparsed", model=model
-        )
-        answer = json_answer(text) or {}
-        verdict, rule = answer.get("verdict"), answer.get("rule")
-        if verdict == IN_BOUNDS:
-            return Verdict(
-                judge=JUDGE,
-                item_id=item.id,
-                label=IN_BOUNDS,
-                raw_output=text,
-                parse_status="parsed",
-                model=model,
-            )
-        if verdict == OUT_OF_BOUNDS and rule in {c.name for c in self.spec.categories}:
-            return Verdict(
-                judge=JUDGE,
-                item_id=item.id,
-                label=OUT_OF_BOUNDS,
-                category=self._error_category(rule),
-                raw_output=text,
-                parse_status="parsed",
-                model=model,
-            )
-        return unparsed
 
     def _error_category(self, name: str) -> str:
         return next(c.error_category for c in self.spec.categories if c.name == name)
