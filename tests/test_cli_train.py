@@ -268,13 +268,26 @@ def test_train_the_kda_judges_on_a_data_folder(tmp_path):
     metrics = metrics_of(run_to_end(*command))
     saved = json.loads((tmp_path / "i" / "model.json").read_text())
     assert saved["kind"] == "tfidf" and saved["settings"]["task"] == "implicit"
+    from rolecall.train.kda_judges import JUDGE_VIEWS
+
+    assert saved["settings"]["views"] == JUDGE_VIEWS  # the CLI default is the library's
+    assert "baseline_macro_f1" in metrics  # characters alone, measured beside
     assert saved["metrics"]["macro_f1"] == metrics["macro_f1"]
     assert saved["metrics"]["data"]["seed"] == 2 and "losses" not in metrics
     metrics = metrics_of(
         run_to_end(
-            "train", "consistency-judge", str(data), "--out", str(tmp_path / "c"), "--limit", "20"
+            "train",
+            "consistency-judge",
+            str(data),
+            "--out",
+            str(tmp_path / "c"),
+            "--limit",
+            "20",
+            "--views",
+            "chars",
         )
     )
+    assert "baseline_macro_f1" not in metrics  # the model is the baseline
     assert metrics["task"] == "consistency" and metrics["train_examples"] == 40
     bad = run_to_end("train", "implicit-judge", str(tmp_path / "nowhere"), "--out", str(tmp_path))
     assert bad.returncode != 0 and "shared data folder" in bad.stderr

@@ -44,7 +44,37 @@ def test_save_and_load_give_the_same_probabilities_without_pickle(tmp_path):
     assert np.array_equal(again.predict_proba(probe), model.predict_proba(probe))
     assert again.settings == model.settings
     with np.load(tmp_path / "m" / "tfidf.npz", allow_pickle=False) as arrays:
-        assert arrays["vocabulary"].dtype.kind == "U"  # strings, not pickled objects
+        assert arrays["vocabulary_chars"].dtype.kind == "U"  # strings, not pickled objects
+
+
+def test_views_side_by_side_save_and_load(tmp_path):
+    settings = TfidfSettings(labels=["implicit", "none", "explicit"], views=["chars", "morphemes"])
+    model = TfidfModel(settings)
+    log = model.fit(TEXTS, LABELS)
+    chars_only = TfidfModel(TfidfSettings(labels=["implicit", "none", "explicit"]))
+    assert log["features"] > chars_only.fit(TEXTS, LABELS)["features"]
+    assert any("/" in term for term in model.vectorizers["morphemes"].vocabulary_)  # form/TAG
+    model.save(tmp_path / "m")
+    again = TfidfModel.load(tmp_path / "m")
+    probe = ["시발 날씨", "맛있게 꺼져", "아무 말"]
+    assert np.array_equal(again.predict_proba(probe), model.predict_proba(probe))
+
+
+def test_pair_views_and_a_model_saved_before_views(tmp_path):
+    pairs = [("밥 먹었어요", "밥 처먹었냐"), ("밥 먹었어요", "내일 비 와요")] * 3
+    settings = TfidfSettings(labels=["maintained", "shifted"], pair=True, views=["chars", "words"])
+    model = TfidfModel(settings)
+    model.fit(pairs, ["maintained", "shifted"] * 3)
+    assert model.predict(pairs[:2]) == ["maintained", "shifted"]
+    old = TfidfModel(TfidfSettings(labels=["implicit", "none", "explicit"]))
+    old.fit(TEXTS, LABELS)
+    old.save(tmp_path / "old")
+    path = tmp_path / "old" / "tfidf.npz"
+    with np.load(path, allow_pickle=False) as arrays:
+        renamed = {k.removesuffix("_chars"): arrays[k] for k in arrays.files}
+    np.savez_compressed(path, **renamed)  # the layout before views: one unnamed vocabulary
+    again = TfidfModel.load(tmp_path / "old")
+    assert np.array_equal(again.predict_proba(TEXTS), old.predict_proba(TEXTS))
 
 
 def test_bad_inputs_are_clear_errors(tmp_path):

@@ -217,9 +217,13 @@ def train_reranker_command(
 
 
 JUDGE_BACKBONE_HELP = (
-    "'tfidf' (character n-gram TF-IDF + logistic regression: seconds on a CPU, the measured "
+    "'tfidf' (TF-IDF + logistic regression over --views: seconds on a CPU, the measured "
     "stronger one), 'embedded' (a head over the embedded Gemma's frozen states) or a local "
     "transformers model directory"
+)
+JUDGE_VIEWS_HELP = (
+    "the tfidf judge's views, comma-separated: chars (character n-grams; alone, the classic "
+    "baseline), morphemes (Kiwi), words"
 )
 DATA_DIR = typer.Argument(
     ...,
@@ -239,8 +243,10 @@ def _train_kda_judge(task: str, values: dict) -> None:
     """Train the ``task`` judge from a command's option ``values`` (its ``locals()``)."""
     from rolecall.train.kda_judges import TFIDF, train_judge
 
-    backbone, config, cache = values["backbone"], None, None
-    if backbone != TFIDF:
+    backbone, config, cache, settings = values["backbone"], None, None, None
+    if backbone == TFIDF:
+        settings = {"views": [v.strip() for v in values["views"].split(",") if v.strip()]}
+    else:
         from rolecall.train.backbone import load_backbone
 
         names = ("epochs", "batch_size", "lr", "backbone_lr", "max_steps", "seed")
@@ -256,6 +262,7 @@ def _train_kda_judge(task: str, values: dict) -> None:
         seed=values["seed"],
         limit=values["limit"],
         test_limit=values["test_limit"],
+        settings=settings,
         config=config,
         baseline=values["baseline"],
         progress=values["progress"],
@@ -271,11 +278,14 @@ def _kda_judge_command(task: str, summary: str):
         data_dir: Path = DATA_DIR,
         out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
         backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
+        views: str = typer.Option("chars,morphemes", help=JUDGE_VIEWS_HELP),  # = JUDGE_VIEWS
         frozen: Optional[bool] = FROZEN,
         kda_holdout: float = KDA_HOLDOUT,
         limit: Optional[int] = LIMIT,
         test_limit: Optional[int] = TEST_LIMIT,
-        baseline: bool = typer.Option(True, help="also measure the TF-IDF baseline on the split"),
+        baseline: bool = typer.Option(
+            True, help="also measure the classic baseline (character n-gram TF-IDF) on the split"
+        ),
         epochs: int = typer.Option(10, min=1),
         batch_size: int = BATCH,
         lr: float = LR,

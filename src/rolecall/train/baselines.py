@@ -5,12 +5,19 @@ It is also a judge kind in its own right (``rolecall train implicit-judge --back
 tfidf``): it trains in seconds on a CPU, predicts thousands of texts a second, and on the
 shared Korean corpora it is as good as the frozen-Gemma heads (``docs/trained-judges.md``).
 
-Texts are read as ``char_wb`` n-grams (1-4 by default): Korean words carry their particles
-and endings attached, and disguised swear words (``시1발``, ``ㅅㅂ``) share character
-n-grams with the plain ones, so characters, not words, are the unit. A *pair* (first,
-second) is read as the second text's n-grams, the element-wise product of both texts'
-vectors (which n-grams they share: a linear model cannot see that from the two vectors
-side by side) and their cosine similarity.
+Texts are read in one or more *views*, each its own TF-IDF vocabulary, side by side:
+
+- ``chars``: ``char_wb`` n-grams (1-4 by default): Korean words carry their particles and
+  endings attached, and disguised swear words (``시1발``, ``ㅅㅂ``) share character n-grams
+  with the plain ones, so characters are the first unit. Alone, this is the classic
+  baseline (``BASELINE_VIEWS``) every learned judge is measured against.
+- ``morphemes``: Kiwi morphemes with their part-of-speech tag (``먹/VV``, ``어요/EF``),
+  unigrams and bigrams: the stem and the ending apart, whatever the spelling joined.
+- ``words``: whitespace tokens, unigrams and bigrams.
+
+A *pair* (first, second) is read as the second text's n-grams, the element-wise product
+of both texts' vectors (which n-grams they share: a linear model cannot see that from the
+two vectors side by side) and their cosine similarity (the mean over the views).
 
 A model directory holds ``model.json`` (kind ``tfidf``, settings, metrics) and
 ``tfidf.npz`` (the vocabulary, IDF weights and the regression's coefficients): arrays, not
@@ -34,13 +41,20 @@ KIND = "tfidf"
 ARRAYS = "tfidf.npz"
 BINS = 10  # of the pair cosine
 TextOrPair = str | tuple[str, str]
+View = Literal["chars", "morphemes", "words"]
+BASELINE_VIEWS: list[View] = ["chars"]
 
 
 class TfidfSettings(Settings):
     task: str = Field("text", description="what the labels mean (implicit, consistency, ...)")
     labels: list[str] = Field(min_length=2, description="class names, in column order")
     pair: bool = Field(False, description="inputs are (first, second) text pairs")
-    ngram_min: int = Field(1, ge=1)
+    views: list[View] = Field(
+        default_factory=lambda: list(BASELINE_VIEWS),
+        min_length=1,
+        description="chars (the classic baseline), morphemes (Kiwi), words; side by side",
+    )
+    ngram_min: int = Field(1, ge=1, description="character n-grams of the chars view")
     ngram_max: int = Field(4, ge=1)
     max_features: int = Field(100_000, ge=1)
     c: float = Field(4.0, gt=0, description="inverse regularisation strength")
@@ -53,8 +67,8 @@ class TfidfModel:
 
     KIND = KIND
 
-    def __init__(self, settings: TfidfSettings, vectorizer: Any = None, regression: Any = None):
-        self.settings, self.vectorizer, self.regression = settings, vectorizer, regression
+    def __init__(self, settings: TfidfSettings, vectorizers: Any = None, regression: Any = None):
+        self.settings, self.vectorizers, self.regression = settings, vectorizers, regression
 
     @property
     def labels(self) -> list[str]:
@@ -70,8 +84,10 @@ class TfidfModel:
             raise ValueError(f"labels {unknown} are not among {self.settings.labels}")
         if len(set(labels)) < 2:
             raise ValueError("training needs at least two different labels")
-        self.vectorizer = self._vectorizer()
-        self.vectorizer.fit([t for item in inputs for t in self._texts(item)])
+        texts = [t for item in inputs for t in self._texts(item)]
+        self.vectorizers = {view: _vectorizer(self.settings, view) for view in self.views}
+        for view, vectorizer in self.vectorizers.items():
+            vectorizer.fit(_read(view, texts))
         matrix = self._matrix(inputs)
         targets = np.array([self.settings.labels.index(y) for y in labels])
         weight = None if self.settings.class_weight == "none" else "balanced"
@@ -84,7 +100,7 @@ class TfidfModel:
         proba = self.predict_proba(inputs)
         return {
             "train_examples": len(targets),
-            "features": len(self.vectorizer.vocabulary_),
+            "features": sum(len(v.vocabulary_) for v in self.vectorizers.values()),
             "train_log_loss": float(log_loss(targets, proba, labels=range(len(self.labels)))),
         }
 
@@ -107,11 +123,14 @@ class TfidfModel:
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        vocabulary = sorted(self.vectorizer.vocabulary_, key=self.vectorizer.vocabulary_.get)
+        arrays = {}
+        for view, vectorizer in self.vectorizers.items():
+            vocabulary = sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.get)
+            arrays[f"vocabulary_{view}"] = np.array(vocabulary, dtype=object).astype(str)
+            arrays[f"idf_{view}"] = vectorizer.idf_
         np.savez_compressed(
             directory / ARRAYS,
-            vocabulary=np.array(vocabulary, dtype=object).astype(str),
-            idf=self.vectorizer.idf_,
+            **arrays,
             coef=self.regression.coef_,
             intercept=self.regression.intercept_,
             classes=self.regression.classes_,
@@ -134,17 +153,19 @@ class TfidfModel:
         settings = TfidfSettings.model_validate(info["settings"])
         try:
             arrays = np.load(directory / ARRAYS, allow_pickle=False)
-            vocabulary = {str(term): i for i, term in enumerate(arrays["vocabulary"])}
-            idf, coef = arrays["idf"], arrays["coef"]
-            intercept, classes = arrays["intercept"], arrays["classes"]
+            vectorizers = {view: _vectorizer(settings, view) for view in settings.views}
+            for view, vectorizer in vectorizers.items():
+                # a model saved before views holds one unnamed (chars) vocabulary
+                key = view if f"idf_{view}" in arrays else None
+                terms = arrays[f"vocabulary_{key}" if key else "vocabulary"]
+                vectorizer.vocabulary_ = {str(term): i for i, term in enumerate(terms)}
+                vectorizer.idf_ = arrays[f"idf_{key}" if key else "idf"]
+            coef, intercept, classes = arrays["coef"], arrays["intercept"], arrays["classes"]
         except (OSError, KeyError, ValueError) as exc:
             raise InputFileError(
                 directory / ARRAYS, f"cannot be read: {exc}", fix="train the model again"
             ) from None
-        model = cls(settings)
-        model.vectorizer = model._vectorizer()
-        model.vectorizer.vocabulary_ = vocabulary
-        model.vectorizer.idf_ = idf
+        model = cls(settings, vectorizers)
         model.regression = LogisticRegression()
         model.regression.coef_, model.regression.intercept_ = coef, intercept
         model.regression.classes_ = classes
@@ -152,16 +173,9 @@ class TfidfModel:
 
     # ---- internals ---------------------------------------------------------------------
 
-    def _vectorizer(self) -> Any:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
-        low, high = self.settings.ngram_min, self.settings.ngram_max
-        return TfidfVectorizer(
-            analyzer="char_wb",
-            ngram_range=(low, max(low, high)),
-            max_features=self.settings.max_features,
-            sublinear_tf=True,
-        )
+    @property
+    def views(self) -> list[str]:
+        return list(dict.fromkeys(self.settings.views))
 
     def _texts(self, item: TextOrPair) -> list[str]:
         if self.settings.pair:
@@ -172,20 +186,58 @@ class TfidfModel:
             raise ValueError("a text model reads strings")
         return [item]
 
+    def _vectors(self, texts: list[str]) -> tuple[Any, list[Any]]:
+        """The views side by side, and each view's block (rows L2-normalised)."""
+        from scipy import sparse
+
+        blocks = [self.vectorizers[v].transform(_read(v, texts)) for v in self.views]
+        return sparse.hstack(blocks).tocsr(), blocks
+
     def _matrix(self, inputs: Sequence[TextOrPair]) -> Any:
         from scipy import sparse
 
         if not self.settings.pair:
-            return self.vectorizer.transform([self._texts(item)[0] for item in inputs])
-        firsts = self.vectorizer.transform([self._texts(item)[0] for item in inputs])
-        seconds = self.vectorizer.transform([item[1] for item in inputs])
+            return self._vectors([self._texts(item)[0] for item in inputs])[0]
+        firsts, _ = self._vectors([self._texts(item)[0] for item in inputs])
+        seconds, _ = self._vectors([item[1] for item in inputs])
         shared = firsts.multiply(seconds).tocsr()
-        # rows are L2-normalised, so the row sums of the product are the cosines; one-hot
-        # bins of it too, because "related but not the same" (a rewrite) lies between
-        # unrelated (low) and a copy or paraphrase (high): no single weight can say that
-        cosine = np.asarray(shared.sum(axis=1)).ravel()
-        bins = np.minimum((cosine * BINS).astype(int), BINS - 1)
+        # each view's rows are L2-normalised, so the row sums of the product over the views
+        # are the sum of their cosines; one-hot bins of the mean too, because "related but
+        # not the same" (a rewrite) lies between unrelated (low) and a copy or paraphrase
+        # (high): no single weight can say that
+        cosine = np.asarray(shared.sum(axis=1)).ravel() / len(self.views)
+        bins = np.clip((cosine * BINS).astype(int), 0, BINS - 1)
         onehot = sparse.csr_matrix(
             (np.ones(len(bins)), (np.arange(len(bins)), bins)), shape=(len(bins), BINS)
         )
         return sparse.hstack([seconds, shared, cosine[:, None], onehot]).tocsr()
+
+
+def _vectorizer(settings: TfidfSettings, view: str) -> Any:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if view == "chars":
+        low, high = settings.ngram_min, settings.ngram_max
+        return TfidfVectorizer(
+            analyzer="char_wb",
+            ngram_range=(low, max(low, high)),
+            max_features=settings.max_features,
+            sublinear_tf=True,
+        )
+    # morphemes and words: tokens joined by spaces (``_read``), unigrams and bigrams
+    return TfidfVectorizer(
+        token_pattern=r"\S+",
+        lowercase=False,
+        ngram_range=(1, 2),
+        max_features=settings.max_features,
+        sublinear_tf=True,
+    )
+
+
+def _read(view: str, texts: list[str]) -> list[str]:
+    """The texts as the view's vectorizer reads them."""
+    if view != "morphemes":
+        return texts
+    from rolecall.korean import kiwi
+
+    return [" ".join(f"{t.form}/{t.tag}" for t in tokens) for tokens in kiwi().tokenize(texts)]

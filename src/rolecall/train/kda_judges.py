@@ -38,13 +38,16 @@ from typing import Any
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.records import Pair
 from rolecall.textfiles import read_text_file
-from rolecall.train.baselines import TextOrPair, TfidfModel, TfidfSettings
+from rolecall.train.baselines import BASELINE_VIEWS, TextOrPair, TfidfModel, TfidfSettings
 from rolecall.train.data import split_by
 from rolecall.train.detox_model import split_pairs
 
 LABELS = {"implicit": ["implicit", "none", "explicit"], "consistency": ["maintained", "shifted"]}
 TASKS = tuple(LABELS)
 TFIDF = "tfidf"
+# the judges' TF-IDF views: Kiwi morphemes beside the baseline's characters measured above
+# characters alone on BEEP! dev and the K/DA sets (docs/trained-judges.md, bench/judges.py)
+JUDGE_VIEWS = ["chars", "morphemes"]
 PARAPHRASE_SCORE = 4.0  # KorSTS 0-5: 4 and up is "mostly equivalent"
 Item = tuple[TextOrPair, str]
 
@@ -313,11 +316,13 @@ def train_judge(
 ) -> dict[str, Any]:
     """Train the ``task`` judge on its recipe, measure it on the held-out items, save it.
 
-    ``backbone``: ``"tfidf"`` (the TF-IDF + logistic regression model), or a ``Backbone`` /
-    ``"embedded"`` / a model path for a ``LabelModel`` head; ``limit`` / ``test_limit``:
-    at most that many training / test items per label (per test set). With a neural
-    backbone and ``baseline``, the TF-IDF model is trained on the same items and its
-    numbers reported beside (``baseline_*``). Returns the metrics written into model.json.
+    ``backbone``: ``"tfidf"`` (TF-IDF + logistic regression over ``JUDGE_VIEWS`` unless
+    ``settings`` names ``views``), or a ``Backbone`` / ``"embedded"`` / a model path for a
+    ``LabelModel`` head; ``limit`` / ``test_limit``: at most that many training / test
+    items per label (per test set). With ``baseline``, the classic baseline (character
+    n-grams only) is trained on the same items and its numbers reported beside
+    (``baseline_*``) unless the model is that baseline. Returns the metrics written into
+    model.json.
     """
     if task not in RECIPES:
         raise ConfigError(f"unknown judge task {task!r}", fix=f"use one of {', '.join(TASKS)}")
@@ -329,8 +334,9 @@ def train_judge(
     metrics: dict[str, Any] = {"task": task, "train_examples": len(train)}
     start = time.perf_counter()
     if isinstance(backbone, str) and backbone == TFIDF:
+        settings = {"views": JUDGE_VIEWS, **(settings or {})}
         options = TfidfSettings(
-            task=task, labels=data.labels, pair=data.pair, seed=seed, **settings or {}
+            task=task, labels=data.labels, pair=data.pair, seed=seed, **settings
         )
         model: Any = TfidfModel(options)
         metrics |= {"backbone": TFIDF, **model.fit(inputs, labels)}
@@ -346,7 +352,7 @@ def train_judge(
         }
     metrics["train_seconds"] = round(time.perf_counter() - start, 1)
     metrics |= measure(model, test)
-    if baseline and not isinstance(model, TfidfModel):
+    if baseline and not (isinstance(model, TfidfModel) and model.views == BASELINE_VIEWS):
         reference = TfidfModel(TfidfSettings(task=task, labels=data.labels, pair=data.pair))
         reference.fit(inputs, labels)
         metrics |= {f"baseline_{k}": v for k, v in measure(reference, test).items()}
