@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from rolecall.errors import BackendError
 from rolecall.llm.base import Backend, Completion, Request, check_capabilities
@@ -86,20 +87,10 @@ class LLM:
         return f"{self.backend.scheme}:{self.backend.model_id}"
 
     def generate(
-        self,
-        requests: Sequence[Request],
-        n: int = 1,
-        *,
-        progress: bool = False,
-        description: str = "LLM calls",
-        on_sample: Callable[[Sample], None] | None = None,
+        self, requests: Sequence[Request], n: int = 1, **options: Any
     ) -> list[list[Sample]]:
-        """Run every request ``n`` times (sample indices 0..n-1); blocking."""
-        return asyncio.run(
-            self.agenerate(
-                requests, n, progress=progress, description=description, on_sample=on_sample
-            )
-        )
+        """``agenerate``, blocking (same arguments)."""
+        return asyncio.run(self.agenerate(requests, n, **options))
 
     async def agenerate(
         self,
@@ -110,6 +101,8 @@ class LLM:
         description: str = "LLM calls",
         on_sample: Callable[[Sample], None] | None = None,
     ) -> list[list[Sample]]:
+        """Run every request ``n`` times (sample indices 0..n-1); ``on_sample`` is called
+        with each sample as it finishes."""
         if n < 1:
             raise ValueError("n must be at least 1")
         for request in requests:  # refuse the whole batch up front, never per item
