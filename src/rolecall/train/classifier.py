@@ -42,7 +42,7 @@ from rolecall.train.pairs import (
     encode_pairs,
     held_out,
     model_device,
-    resolve_backbone,
+    split_metrics,
     train_head,
 )
 from rolecall.train.perplexity import lm_perplexities, lm_prompt
@@ -169,17 +169,11 @@ def train_classifier(
             "every negative example fell into the held-out share",
             fix="add negatives or lower the test share",
         )
-    backbone = resolve_backbone(backbone)
-    features = Features(backbone, cache_dir, batch_size=config.batch_size)
-    model = Classifier.create(backbone, settings, features)
+    model = Classifier.for_training(backbone, settings, config, cache_dir)
     history = model.fit(train, config, progress)
-    metrics: dict[str, Any] = {
-        "train_examples": len(train),
-        "test_examples": len(test),
-        "test_out_of_bounds": sum(e.label == "negative" for e in test),
-        "steps": history["steps"],
-        "first_loss": history["first_loss"],
-        "last_loss": history["last_loss"],
+    out_of_bounds = sum(e.label == "negative" for e in test)
+    metrics = {
+        **split_metrics(train, test, history, test_out_of_bounds=out_of_bounds),
         **model.evaluate(test),
     }
     model.save(out_dir, metrics)

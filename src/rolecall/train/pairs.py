@@ -270,6 +270,16 @@ class PairModel:
         return cls(cls.make_head(backbone, settings), backbone, settings, features)
 
     @classmethod
+    def for_training(
+        cls, backbone: Backbone | str, settings: Any, config: TrainConfig, cache_dir: Path | None
+    ):
+        """A new model whose features (a frozen backbone's states) are computed
+        ``config.batch_size`` at a time and cached in ``cache_dir``."""
+        backbone = resolve_backbone(backbone)
+        features = Features(backbone, cache_dir, batch_size=config.batch_size)
+        return cls.create(backbone, settings, features)
+
+    @classmethod
     def load(cls, directory: str | Path, cache_dir: Path | None = None):
         settings, backbone, head, features = load_head(
             directory, cls.KIND, cls.SETTINGS, cls.make_head, cache_dir
@@ -285,6 +295,21 @@ class PairModel:
             self.backbone,
             metrics,
         )
+
+
+def split_metrics(
+    train: Sequence[Example], test: Sequence[Example], history: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    """What a pair model's training reports before its held-out scores: the split sizes,
+    ``extra`` and the loss."""
+    return {
+        "train_examples": len(train),
+        "test_examples": len(test),
+        **extra,
+        "steps": history["steps"],
+        "first_loss": history["first_loss"],
+        "last_loss": history["last_loss"],
+    }
 
 
 def example_key(example: Example) -> str:

@@ -49,7 +49,7 @@ from rolecall.train.pairs import (
     encode_pairs,
     held_out,
     model_device,
-    resolve_backbone,
+    split_metrics,
     train_head,
 )
 
@@ -493,19 +493,15 @@ def train_reranker(
             "positive responses: there is nothing to rank against",
             fix="add dialogues, or lower the test share",
         )
-    backbone = resolve_backbone(backbone)
-    features = Features(backbone, cache_dir, batch_size=config.batch_size)
-    model = Reranker.create(backbone, settings, features)
+    model = Reranker.for_training(backbone, settings, config, cache_dir)
     history = model.fit(train, config, hard_negatives, progress)
     pool = unique_candidates(e.response for e in examples)
-    metrics: dict[str, Any] = {
-        "train_examples": len(train),
-        "test_examples": len(test),
+    counts = {
         "negatives": min(model.settings.negatives, len(pool) - 1),
         "hard_negatives": hard_negatives is not None,
-        "steps": history["steps"],
-        "first_loss": history["first_loss"],
-        "last_loss": history["last_loss"],
+    }
+    metrics = {
+        **split_metrics(train, test, history, **counts),
         **model.evaluate(test, pool, config.seed),
     }
     model.save(out_dir, metrics)
