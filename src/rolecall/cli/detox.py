@@ -92,6 +92,10 @@ def detox_generate(
     out.print(json.dumps(counts, ensure_ascii=False))
 
 
+def _say(line: str) -> None:
+    err.print(line, markup=False, highlight=False)
+
+
 @detox_app.command("filter")
 def detox_filter(
     out_dir: Path = typer.Option(..., "--out", help="the run directory of 'generate'"),
@@ -117,15 +121,27 @@ def detox_filter(
     ),
     consistency_template: Optional[str] = typer.Option(None),
     implicit_template: Optional[str] = typer.Option(None),
+    default_judges: str = typer.Option(
+        "auto",
+        help="a filter with no judge named: auto (trained judges when the default model "
+        "is the embedded one, else the LLM), llm or trained",
+    ),
+    judge_data: Optional[Path] = typer.Option(
+        None,
+        help="the shared data folder (detox/, slang/, lexicon/, neutral/) the default "
+        "trained judges are trained on (first use; cached under ROLECALL_HOME)",
+    ),
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
 ):
     """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
+    from rolecall.pipelines.default_judges import config_entry, kda_defaults, warnings_of
     from rolecall.pipelines.detox import FilterSection, filter_stage
     from rolecall.rundir import RunDir
 
-    section = FilterSection(
+    section = validated(
+        FilterSection,
         models=models or [],
         consistency_models=consistency_models or None,
         implicit_models=implicit_models or None,
@@ -135,7 +151,12 @@ def detox_filter(
         calibrate=calibrate,
         consistency_template=consistency_template,
         implicit_template=implicit_template,
+        default_judges=default_judges,
+        judge_data=str(judge_data) if judge_data else None,
     )
+    defaults = kda_defaults(section, None)  # no judge named: the default model's
+    for warning in warnings_of(defaults):
+        _say(f"warning: {warning}")
     opened: dict = {}
 
     def open_llm(model: Optional[str]):
@@ -143,9 +164,9 @@ def detox_filter(
             opened[model] = load_llm(model, cache, concurrency)
         return opened[model]
 
-    run = RunDir(out_dir, "detox filter", section.model_dump())
+    run = RunDir(out_dir, "detox filter", section.model_dump() | config_entry(defaults))
     try:
-        filter_stage(open_llm, run, section, language, progress)
+        filter_stage(open_llm, run, section, language, progress, defaults, _say)
     finally:
         for llm in opened.values():
             err.print(f"{llm.model_id}: {llm.stats.summary()}")

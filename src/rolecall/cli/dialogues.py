@@ -95,18 +95,28 @@ def dialogues_judge(
     ),
     samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
     temperature: float = typer.Option(0.0, help="judge temperature (generate mode)"),
+    default_judges: str = typer.Option(
+        "auto",
+        help="no -m given: auto (the rule judge rules:carecall when the default model is "
+        "the embedded one, else the LLM), llm or rules",
+    ),
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
 ):
     """Judge each system turn up to the first out-of-bounds one; write examples."""
-    from rolecall.pipelines.dialogues import judge_panel, judge_stage
+    from rolecall.pipelines.default_judges import out_of_bounds_default, warnings_of
+    from rolecall.pipelines.dialogues import JudgeSection, judge_panel, judge_stage
     from rolecall.pipelines.judges import describe
     from rolecall.rundir import RunDir
     from rolecall.spec import load_role_spec
 
+    section = validated(JudgeSection, default_judges=default_judges)
     spec = load_role_spec(spec_path)
     items = read_dialogues(dialogues)
+    defaults = out_of_bounds_default(models or [], section.default_judges, None, spec)
+    for warning in warnings_of(defaults):
+        err.print(f"warning: {warning}", markup=False, highlight=False)
     opened: dict = {}
 
     def open_llm(model: Optional[str]):
@@ -115,7 +125,8 @@ def dialogues_judge(
         return opened[model]
 
     try:
-        panel = judge_panel(models or [], spec, open_llm, mode, temperature)
+        strings = models or [s for d in defaults.values() for s in d.strings()]
+        panel = judge_panel(strings, spec, open_llm, mode, temperature)
         llm_judges = [m[1] for m in panel if isinstance(m, tuple)]
         config = {
             "spec": str(spec_path),
@@ -131,7 +142,7 @@ def dialogues_judge(
         else:
             config["judges"] = [describe(m)["model"] for m in panel]
         run = RunDir(out_dir, "dialogues judge", config)
-        counts = judge_stage(panel, run, items, samples, progress)
+        counts = judge_stage(panel, run, items, samples, progress, defaults)
     finally:
         for llm in opened.values():
             err.print(f"{llm.model_id}: {llm.stats.summary()}")

@@ -19,19 +19,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.detox import DetoxConfig, generate_candidates
-from rolecall.jsonl import ResumableJsonl, read_jsonl, write_jsonl
+from rolecall.jsonl import ResumableJsonl, read_jsonl
 from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
+from rolecall.pipelines.default_judges import Defaults, config_entry, kda_defaults, warnings_of
+from rolecall.pipelines.detox_filter import (  # noqa: F401  (filter_stage: the CLI's too)
+    FilterSection,
+    filter_stage,
+    judges_relative_to,
+)
 from rolecall.pipelines.steps import Step, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Pair
@@ -64,45 +69,6 @@ class SentencesSection(_Section):
     delimiter: str | None = None
     limit: int | None = Field(None, ge=1)
     max_chars: int = Field(200, ge=1, description="longer sentences are skipped")
-
-
-class FilterSection(_Section):
-    models: list[str] = Field(
-        default_factory=list,
-        description="judges of both filters: model strings, classifier:PATH or rules:NAME; "
-        "empty: the generator. Several: majority over all their votes",
-    )
-    consistency_models: list[str] | None = Field(
-        None, description="judges of the consistency filter only (default: models)"
-    )
-    implicit_models: list[str] | None = Field(
-        None, description="judges of the implicit filter only (default: models)"
-    )
-    mode: Literal["auto", "score", "generate"] = "auto"
-    samples: int = Field(1, ge=1, description="votes per candidate and judge model")
-    temperature: float = Field(0.0, ge=0)
-    calibrate: bool = Field(
-        False,
-        description="score mode: divide out each label word's "
-        "prior on content-free inputs (Zhao et al. 2021)",
-    )
-    consistency_template: str | None = None
-    implicit_template: str | None = None
-
-    def judges_of(self, name: str) -> list[str]:
-        """The judge strings of filter ``name`` (empty: the run's default model)."""
-        own = self.consistency_models if name == "consistency" else self.implicit_models
-        return own if own is not None else self.models
-
-    @model_serializer(mode="wrap")
-    def _unset_lists_left_out(self, handler):
-        # subtle: the per-filter lists came later; left out while unset, the settings of a
-        # run directory started before them stay the same and the run resumes
-        data = handler(self)
-        for key in ("consistency_models", "implicit_models"):
-            if data.get(key) is None:
-                data.pop(key, None)
-        return data
 
 
 class ExportSection(_Section):
@@ -157,7 +123,7 @@ def load_detox_config(path: str | Path) -> DetoxRunConfig:
     updates: dict = {"out": _resolve(base, config.out)}
     if config.cache:
         updates["cache"] = _resolve(base, config.cache)
-    updates["filter"] = _judges_relative_to(base, config.filter)
+    updates["filter"] = judges_relative_to(base, config.filter)
     updates["sentences"] = config.sentences.model_copy(
         update={"path": _resolve_spec(base, config.sentences.path)}
     )
@@ -176,19 +142,6 @@ def load_detox_config(path: str | Path) -> DetoxRunConfig:
             fix="add slang: {index: DIR, corpora: [...]} or set generate.ns: [0]",
         )
     return config
-
-
-def _judges_relative_to(base: Path, section: FilterSection) -> FilterSection:
-    from rolecall.pipelines.judges import relative_to
-
-    lists = ("models", "consistency_models", "implicit_models")
-    return section.model_copy(
-        update={
-            key: [relative_to(base, m) for m in getattr(section, key)]
-            for key in lists
-            if getattr(section, key) is not None
-        }
-    )
 
 
 # -- neutral sentences -------------------------------------------------------------------
@@ -309,74 +262,6 @@ def generate_stage(
     return counts
 
 
-def _natural_key(text: str) -> list:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
-def read_candidates(run_dir: Path) -> list[Pair]:
-    """The candidates in sentence order, then n: the same whatever order calls finished."""
-    path = run_dir / Files.CANDIDATES
-    if not path.exists():
-        raise InputFileError(path, "no candidates", fix="run 'rolecall detox generate' first")
-    pairs = list(read_jsonl(path, Pair))
-    return sorted(
-        pairs,
-        key=lambda p: (_natural_key(p.provenance.get("sentence_id", "")), p.provenance.get("n", 0)),
-    )
-
-
-def filter_stage(
-    open_llm: Callable[[str | None], LLM],
-    run: RunDir,
-    section: FilterSection,
-    language: str,
-    progress: bool = True,
-) -> dict:
-    """Both filters with the judges ``section`` names (``pipelines/judges.py``);
-    ``open_llm(model string or None)`` opens an LLM judge, each string once."""
-    from rolecall.judge.filtering import filter_pairs
-    from rolecall.judge.pair_filters import FILTERS, make_panel
-    from rolecall.pipelines.judges import llms_of, record_judges, resolve_judges
-
-    pairs = read_candidates(run.path)
-    members = [resolve_judges(section.judges_of(name), name, open_llm) for name in FILTERS]
-    llms = llms_of(members)
-    before = [llm.stats.as_dict() for llm in llms]  # before calibration: its calls count
-    templates = {"consistency": section.consistency_template, "implicit": section.implicit_template}
-    panels = [
-        make_panel(
-            name,
-            judges,
-            language,
-            section.mode,
-            templates[name],
-            section.temperature,
-            section.calibrate,
-        )
-        for name, judges in zip(FILTERS, members)
-    ]
-    record_judges(run, panels)
-    report, kept = filter_pairs(panels, pairs, run.path, section.samples, progress)
-    write_jsonl(run.file(Files.PAIRS), kept)
-    write_json(run.file(Files.RETENTION), report)
-    priors = {
-        f"{member[1].name} {member[0].model_id}": {
-            w: round(lp, 4) for w, lp in member[1].prior.items()
-        }
-        for panel in panels
-        for member in panel
-        if isinstance(member, tuple) and member[1].prior
-    }
-    counts = {
-        "candidates": len(pairs),
-        "pairs": report["overall"]["kept"],
-        **{f"retention_{f['filter']}": f["retention"] for f in report["filters"]},
-        **({"label_priors": priors} if priors else {}),
-    }
-    run.finish_stage("filter", counts, llms, before)
-    return report
-
-
 def export_stage(run: RunDir, section: ExportSection) -> dict[str, str]:
     """K/DA CSV, Parquet, a Hugging Face dataset and the data card; returns the files."""
     from rolecall.formats.kda import write_data_card
@@ -494,6 +379,8 @@ class _Run:
     run: RunDir
     load_llm: Callable[[str | None], LLM]
     progress: bool
+    say: Callable[[str], None]
+    defaults: Defaults  # the filters' default judges (pipelines/default_judges.py)
     opened: dict[str | None, LLM] = field(default_factory=dict)
     index: SlangIndex | None = None
 
@@ -540,8 +427,14 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
 
 
 def _filter_step(r: _Run) -> tuple[dict, str]:
-    report = filter_stage(r.llm_for, r.run, r.config.filter, r.config.language, r.progress)
-    return report, ", ".join(f"{f['filter']} kept {f['kept']}/{f['in']}" for f in report["filters"])
+    config = r.config
+    report = filter_stage(
+        r.llm_for, r.run, config.filter, config.language, r.progress, r.defaults, r.say
+    )
+    kinds = ", ".join(f"{d.task}: {d.kind}" for d in r.defaults.values() if d.kind != "llm")
+    return report, ", ".join(
+        f"{f['filter']} kept {f['kept']}/{f['in']}" for f in report["filters"]
+    ) + (f" (default judges {kinds})" if kinds else "")
 
 
 def _export_step(r: _Run) -> tuple[dict, str]:
@@ -580,10 +473,16 @@ def run_detox(
     """Run the stages up to ``until``; returns per-stage results for the CLI to print.
 
     ``load_llm(model_string)`` opens a model; each distinct model string is opened once
-    (the generator is also the default judge and G-Eval model). A directory started with
-    another config is refused (``RunDir``): its records would mix two settings.
+    (the generator is also the G-Eval model, and the default judge unless it is the
+    embedded model: ``pipelines/default_judges.py``). A directory started with
+    another config is refused (``RunDir``): its records would mix two settings; the
+    filters' default judges are part of that config (``default_judges.config_entry``).
     """
-    state = _Run(
-        config, RunDir(config.out, "detox run", config.model_dump(mode="json")), load_llm, progress
-    )
+    defaults = kda_defaults(config.filter, config.model)
+    if until not in STAGES[: STAGES.index("filter")]:  # said before the work, not after
+        for warning in warnings_of(defaults):
+            say(f"warning: {warning}")
+    settings = config.model_dump(mode="json") | config_entry(defaults)
+    run = RunDir(config.out, "detox run", settings)
+    state = _Run(config, run, load_llm, progress, say, defaults)
     return run_steps(STEPS, state, until, say)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
@@ -33,6 +33,13 @@ from rolecall.judge.dialogues import judge_dialogues_by_panel
 from rolecall.judge.out_of_bounds import JUDGE, make_panel
 from rolecall.judge.voting import Member
 from rolecall.llm import LLM
+from rolecall.pipelines.default_judges import (
+    Defaults,
+    config_entry,
+    out_of_bounds_default,
+    record_defaults,
+    warnings_of,
+)
 from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
 from rolecall.pipelines.steps import Step, run_steps
 from rolecall.prompts import load_template
@@ -72,6 +79,20 @@ class JudgeSection(_Section):
     mode: Literal["auto", "score", "generate"] = "auto"
     samples: int = Field(1, ge=1, description="votes per turn (majority decides)")
     temperature: float = Field(0.0, ge=0)
+    default_judges: Literal["auto", "llm", "rules"] = Field(
+        "auto",
+        description="no judge named: auto (rules:carecall when the judge model is the "
+        "embedded one, else the LLM), llm or rules (pipelines/default_judges)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _unset_default_left_out(self, handler):
+        # subtle: default_judges came later; left out while auto, the settings of a run
+        # directory started before it stay the same and the run resumes
+        data = handler(self)
+        if data.get("default_judges") == "auto":
+            data.pop("default_judges")
+        return data
 
 
 class DialogueRunConfig(_Section):
@@ -166,9 +187,12 @@ def judge_stage(
     dialogues: Sequence[Dialogue],
     samples: int = 1,
     progress: bool = True,
+    defaults: Defaults | None = None,
 ) -> dict:
     """Judge with ``panel`` (one LLM judge, or several judges of any kind: see
-    ``out_of_bounds.make_panel``) and write the judged dialogues and the examples."""
+    ``out_of_bounds.make_panel``) and write the judged dialogues and the examples;
+    ``defaults``: the default judge the panel holds, if any, recorded with why."""
+    record_defaults(run, defaults or {})
     llms = record_judges(run, [panel])
     before = [llm.stats.as_dict() for llm in llms]
     outcome, judged, examples = judge_dialogues_by_panel(
@@ -241,6 +265,7 @@ class _Run:
     progress: bool
     spec: RoleSpec
     shots: list[Dialogue]
+    defaults: Defaults  # the judge's default when none is named (pipelines/default_judges)
     opened: dict[str | None, LLM] = field(default_factory=dict)
 
     def llm_for(self, model: str | None) -> LLM:
@@ -258,11 +283,10 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
 
 def _judge_step(r: _Run) -> tuple[dict, str]:
     section = r.config.judge
-    panel = judge_panel(
-        judge_strings(section), r.spec, r.llm_for, section.mode, section.temperature
-    )
+    strings = judge_strings(section) or [s for d in r.defaults.values() for s in d.strings()]
+    panel = judge_panel(strings, r.spec, r.llm_for, section.mode, section.temperature)
     dialogues = list(read_jsonl(r.run.file(Files.DIALOGUES), Dialogue))
-    counts = judge_stage(panel, r.run, dialogues, section.samples, r.progress)
+    counts = judge_stage(panel, r.run, dialogues, section.samples, r.progress, r.defaults)
     return counts, f"({modes_of(panel)} mode) " + json.dumps(counts, ensure_ascii=False)
 
 
@@ -300,10 +324,19 @@ def run_dialogues(
 ) -> dict:
     """Run the stages up to ``until``; returns per-stage results for the CLI to print.
 
-    ``load_llm(model_string)`` opens a model; the generator is also the default judge.
+    ``load_llm(model_string)`` opens a model; the generator is also the default judge,
+    unless it is the embedded model (``pipelines/default_judges.py``: then the rule judge
+    ``rules:carecall``, and the choice is part of the recorded config).
     """
     spec = load_role_spec(config.spec)
     shots = read_dialogues(config.examples)
-    run = RunDir(config.out, "dialogues run", config.model_dump(mode="json"))
-    state = _Run(config, run, load_llm, progress, spec, shots)
+    section = config.judge
+    defaults = out_of_bounds_default(
+        judge_strings(section), section.default_judges, config.model, spec
+    )
+    for warning in warnings_of(defaults):
+        say(f"warning: {warning}")
+    settings = config.model_dump(mode="json") | config_entry(defaults)
+    run = RunDir(config.out, "dialogues run", settings)
+    state = _Run(config, run, load_llm, progress, spec, shots, defaults)
     return run_steps(STEPS, state, until, say)
