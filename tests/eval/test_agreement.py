@@ -63,6 +63,71 @@ def test_report_per_annotator_and_majority(tmp_path):
     assert report["unmatched_items"] == ["s9/n0"]
 
 
+def kind_vote(item, label, kind, model):
+    judge = f"implicit/{kind}" if kind != "llm" else "implicit/score/0"
+    return Verdict(
+        judge=judge,
+        item_id=item,
+        label=label,
+        raw_output="",
+        parse_status="parsed",
+        kind=kind,
+        model=model,
+    )
+
+
+def test_a_panel_of_several_kinds_is_measured_per_kind(tmp_path):
+    labels = tmp_path / "human.csv"
+    labels.write_text(
+        "item_id,filter,label\n"
+        "a,implicit,implicit\nb,implicit,none\nc,implicit,explicit\nd,implicit,implicit\n",
+        encoding="utf-8",
+    )
+    human = read_human_labels(labels)
+    people = {"a": "implicit", "b": "none", "c": "explicit", "d": "implicit"}
+    llm = {"a": "explicit", "b": "explicit", "c": "explicit", "d": "none"}  # 1 of 4
+    votes = [kind_vote(i, people[i], "classifier", "classifier:j") for i in people]
+    votes += [kind_vote(i, llm[i], "llm", "fake-x") for i in people]
+    votes += [kind_vote(i, "none", "rules", "rules:r") for i in "ab"]
+    report = agreement_report({"implicit": votes}, human)["implicit"]
+    kinds = report["kinds"]
+    assert list(kinds) == ["classifier", "llm", "rules"]
+    assert kinds["classifier"]["majority_vote"] == {"items": 4, "agreement": 1.0, "kappa": 1.0}
+    assert kinds["llm"]["majority_vote"]["agreement"] == 0.25
+    assert kinds["rules"]["majority_vote"]["items"] == 2  # it judged two items
+    assert kinds["rules"]["unmatched_items"] == ["c", "d"]
+    assert kinds["llm"]["annotators"]["annotator"]["agreement"] == 0.25
+    # the panel as the run pooled it, all its votes together
+    assert report["majority_vote"]["items"] == 4
+    # votes of one kind (or files from before kinds: no kind is an LLM's) add no "kinds"
+    one_kind = [v.model_copy(update={"kind": None}) for v in votes if v.kind == "llm"]
+    assert "kinds" not in agreement_report({"implicit": one_kind}, human)["implicit"]
+    mixed_old = one_kind + [kind_vote("a", "implicit", "llm", "fake-y")]
+    assert "kinds" not in agreement_report({"implicit": mixed_old}, human)["implicit"]
+
+
+def test_eval_agreement_command_reports_each_kind(tmp_path):
+    import json
+
+    from rolecall.jsonl import write_jsonl
+    from tests.cli_runs import run_to_end
+
+    labels = tmp_path / "human.csv"
+    labels.write_text("item_id,filter,label\na,implicit,implicit\n", encoding="utf-8")
+    write_jsonl(
+        tmp_path / "verdicts_implicit.jsonl",
+        [
+            kind_vote("a", "implicit", "classifier", "classifier:j"),
+            kind_vote("a", "none", "llm", "fake-x"),
+        ],
+    )
+    result = run_to_end("eval", "agreement", "--run", str(tmp_path), "--labels", str(labels))
+    assert result.returncode == 0, result.stderr
+    kinds = json.loads(result.stdout)["implicit"]["kinds"]
+    assert kinds["classifier"]["majority_vote"]["agreement"] == 1.0
+    assert kinds["llm"]["majority_vote"]["agreement"] == 0.0
+
+
 def test_bad_label_files(tmp_path):
     path = tmp_path / "h.csv"
     path.write_text("item,label\nx,y\n", encoding="utf-8")

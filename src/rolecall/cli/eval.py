@@ -12,7 +12,7 @@ from rolecall.cli.common import MODEL_HELP, err, load_llm, out
 from rolecall.cli.train import unanswerable_command
 
 eval_app = typer.Typer(
-    help="Evaluation: G-Eval, filter-human agreement, unanswerable contexts.", no_args_is_help=True
+    help="Evaluation: G-Eval, judge-human agreement, unanswerable contexts.", no_args_is_help=True
 )
 eval_app.command("unanswerable")(unanswerable_command)
 
@@ -94,7 +94,8 @@ def eval_agreement(
     run_dir: Path = typer.Option(..., "--run", help="a filtered detox run"),
     labels: Path = typer.Option(..., help="CSV: item_id,filter,label[,annotator]"),
 ):
-    """Agreement %, Cohen's kappa and majority-vote agreement of people with each filter."""
+    """Agreement %, Cohen's kappa and majority-vote agreement of people with each filter,
+    and with each judge kind (llm, classifier, rules) of a panel that mixes kinds."""
     from rolecall.eval.agreement import agreement_report, read_human_labels
     from rolecall.jsonl import read_jsonl
     from rolecall.records import Verdict

@@ -1,11 +1,14 @@
-"""How far people agree with the LLM filters (K/DA's human agreement check).
+"""How far people agree with the filters' judges (K/DA's human agreement check).
 
 Human labels come as a CSV with the columns ``item_id``, ``filter``, ``label`` and
 optionally ``annotator``; labels are the filter's outcomes (consistency: maintained /
 shifted; implicit: implicit / none / explicit). For each filter the report gives, over the
 items both sides labelled: agreement % and Cohen's kappa of the judge's majority verdict
 against each annotator, and against the majority of the annotators ("majority-vote
-agreement"). Items whose people tie have no human majority and are left out of it.
+agreement"). Items whose people tie have no human majority and are left out of it. A
+panel that mixes judge kinds (an LLM, a trained classifier, a rule judge) is also measured
+per kind (``kinds``): which kind agrees with people is what decides the defaults
+(``pipelines/default_judges.py``).
 
 Kappa and agreement are scikit-learn's, alpha the ``krippendorff`` package's. subtle:
 ``sklearn.metrics`` takes about 2 s to import and the web app imports this module at
@@ -113,35 +116,58 @@ def _pair_stats(judge: list[str], human: list[str]) -> dict:
     }
 
 
+def kind_of(vote: Verdict) -> str:
+    """The judge kind of a vote; files written before judge kinds existed hold LLM votes
+    only, so a vote with no kind is an LLM's."""
+    return vote.kind or "llm"
+
+
 def agreement_report(
     verdicts: dict[str, list[Verdict]], human: dict[str, dict[str, dict[str, str]]]
 ) -> dict:
-    """``verdicts``: filter -> every vote; ``human``: from ``read_human_labels``."""
+    """``verdicts``: filter -> every vote; ``human``: from ``read_human_labels``.
+
+    Per filter: the agreement of the panel's majority (all its votes, as in the run) with
+    each annotator and with the people's majority, and when the votes come from judges of
+    several kinds (``llm``, ``classifier``, ``rules``), the same for each kind's own
+    majority under ``kinds``, so that a panel's judges are measured one kind at a time."""
     report = {}
     for name, items in human.items():
-        votes = defaultdict(list)
-        for vote in verdicts.get(name, []):
-            votes[vote.item_id].append(vote)
         keep = KEEP.get(name, SAFE_LABEL)  # ties count against keeping, as in the run
-        judged = {item: majority(v, keep) for item, v in votes.items()}
-        judged = {item: v.label for item, v in judged.items() if v.parse_status == "parsed"}
-        annotators = sorted({a for by in items.values() for a in by})
-        per_annotator = {}
-        for annotator in annotators:
-            shared = [i for i, by in items.items() if annotator in by and i in judged]
-            per_annotator[annotator] = _pair_stats(
-                [judged[i] for i in shared], [items[i][annotator] for i in shared]
-            )
-        # people who tie have no majority: the item is left out of majority-vote agreement
-        human_majority = {
-            item: top[0] for item, by in items.items() if len(top := most_common(by.values())) == 1
-        }
-        shared = [i for i in human_majority if i in judged]
-        report[name] = {
-            "annotators": per_annotator,
-            "majority_vote": _pair_stats(
-                [judged[i] for i in shared], [human_majority[i] for i in shared]
-            ),
-            "unmatched_items": sorted(set(items) - set(judged)),
-        }
+        votes = verdicts.get(name, [])
+        report[name] = _agreement(votes, items, keep)
+        kinds = sorted({kind_of(v) for v in votes})
+        if len(kinds) > 1:
+            report[name]["kinds"] = {
+                kind: _agreement([v for v in votes if kind_of(v) == kind], items, keep)
+                for kind in kinds
+            }
     return report
+
+
+def _agreement(votes: list[Verdict], items: dict[str, dict[str, str]], keep: str) -> dict:
+    """Agreement of the majority of ``votes`` per item with the people of ``items``."""
+    by_item = defaultdict(list)
+    for vote in votes:
+        by_item[vote.item_id].append(vote)
+    judged = {item: majority(v, keep) for item, v in by_item.items()}
+    judged = {item: v.label for item, v in judged.items() if v.parse_status == "parsed"}
+    annotators = sorted({a for by in items.values() for a in by})
+    per_annotator = {}
+    for annotator in annotators:
+        shared = [i for i, by in items.items() if annotator in by and i in judged]
+        per_annotator[annotator] = _pair_stats(
+            [judged[i] for i in shared], [items[i][annotator] for i in shared]
+        )
+    # people who tie have no majority: the item is left out of majority-vote agreement
+    human_majority = {
+        item: top[0] for item, by in items.items() if len(top := most_common(by.values())) == 1
+    }
+    shared = [i for i in human_majority if i in judged]
+    return {
+        "annotators": per_annotator,
+        "majority_vote": _pair_stats(
+            [judged[i] for i in shared], [human_majority[i] for i in shared]
+        ),
+        "unmatched_items": sorted(set(items) - set(judged)),
+    }
