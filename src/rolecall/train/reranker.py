@@ -7,18 +7,8 @@ pair whole (``joint``, the paper's cross-encoder), or in a cross-attention head 
 separately computed states (``attention``, ``cross_attention.py``: what makes a frozen
 backbone on a CPU fast enough for a live turn). It is trained per context on the
 gold response and ``negatives`` (7) others with softmax cross-entropy over the 8 scores,
-gold first. The negatives are drawn from the unique positive responses of the training
-split, never the gold; optionally some come from ``hard_negatives(context, gold, k)`` (the
-retriever's best candidates that are not the gold), which teaches the fine distinctions
-random ones cannot, while the random rest keeps the retriever's near-paraphrases of the
-gold (false negatives) from dominating.
-
-With ``joint`` the negatives are drawn once per example, not per epoch: with a frozen
-backbone each new pair is a forward pass of the backbone, and a fixed set is computed once
-and cached. With ``attention`` a candidate's states are its own, whatever the context, so
-the random negatives are drawn afresh at every step (the hard ones stay): the head sees
-many more negatives for the same cost (on chatbot_data, 7 fixed ones left it far below
-the poly-encoder).
+gold first; how the negatives are drawn (random, hard, fixed or afresh at every step) is
+in ``negatives.py``.
 
 The head has dropout, so with dropout switched on the scores vary: ``mc_dropout`` samples
 them for the unanswerable-context detector (``serve/unanswerable.py``); ``score`` is
@@ -28,7 +18,7 @@ deterministic.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +31,8 @@ from rolecall.train.backbone import Backbone, _torch
 from rolecall.train.data import MAX_TURNS, read_examples, unique_candidates
 from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig, fit
+from rolecall.train.negatives import HardNegatives, random_others, with_negatives
+from rolecall.train.negatives import draw_negatives as draw_negatives  # re-exported
 from rolecall.train.pairs import (
     Context,
     PairModel,
@@ -54,9 +46,6 @@ from rolecall.train.pairs import (
 )
 
 KIND = "reranker"
-# hard_negatives(context, gold, k): up to k candidates ranked best first; may include the
-# gold (it is dropped)
-HardNegatives = Callable[[str, str, int], list[str]]
 
 
 class RerankerSettings(PairSettings):
@@ -69,9 +58,8 @@ class RerankerSettings(PairSettings):
     context_max_tokens: int = Field(
         256,
         ge=4,
-        description="attention: context cut from "
-        "the left (the retriever's default, so one pass serves "
-        "both)",
+        description="attention: context cut from the left (the retriever's default, "
+        "so one pass serves both)",
     )
     candidate_max_tokens: int = Field(
         64, ge=4, description="attention: candidates cut from the right"
@@ -82,43 +70,6 @@ class RerankerSettings(PairSettings):
     negatives: int = Field(7, ge=1, description="negatives per example (paper: 7)")
     hard_count: int = Field(3, ge=0, description="of them from hard_negatives, when given")
     eval_candidates: int = Field(20, ge=2, description="K of the held-out Hits@1/K")
-
-
-def _random_others(
-    pool: Sequence[str], taken: set[str], count: int, rng: random.Random
-) -> list[str]:
-    """``count`` distinct pool texts outside ``taken`` (by rejection: the pool is large)."""
-    chosen: list[str] = []
-    while len(chosen) < count:
-        text = pool[rng.randrange(len(pool))]
-        if text not in taken and text not in chosen:
-            chosen.append(text)
-    return chosen
-
-
-def draw_negatives(
-    context: str,
-    gold: str,
-    pool: Sequence[str],
-    k: int,
-    rng: random.Random,
-    hard_negatives: HardNegatives | None = None,
-    hard_count: int = 0,
-) -> list[str]:
-    """``k`` distinct responses other than ``gold``: first up to ``hard_count`` from
-    ``hard_negatives`` (in its order), the rest drawn at random from ``pool``."""
-    gold = gold.strip()
-    chosen: list[str] = []
-    if hard_negatives is not None and hard_count > 0:
-        for candidate in hard_negatives(context, gold, hard_count + 1):
-            candidate = candidate.strip()
-            if candidate and candidate != gold and candidate not in chosen:
-                chosen.append(candidate)
-            if len(chosen) == min(hard_count, k):
-                break
-    others = [r for r in pool if r != gold and r not in chosen]
-    chosen += rng.sample(others, min(k - len(chosen), len(others)))
-    return chosen
 
 
 class Reranker(PairModel):
@@ -356,30 +307,15 @@ class Reranker(PairModel):
         k = min(self.settings.negatives, len(pool) - 1)
         rng = random.Random(config.seed)
         loss = torch.nn.CrossEntropyLoss()
-        if not self.joint:
-            items = []
-            for example in positives:
-                context = as_context(example.history, self.settings.max_turns)
-                gold = example.response.strip()
-                hard = draw_negatives(
-                    context,
-                    gold,
-                    [],
-                    min(self.settings.hard_count, k),
-                    rng,
-                    hard_negatives,
-                    self.settings.hard_count,
-                )
-                items.append((context, gold, hard))
-            return self._fit_attention(items, pool, k, loss, config, progress)
-        groups = []
-        for example in positives:
-            context = as_context(example.history, self.settings.max_turns)
-            gold = example.response.strip()
-            negatives = draw_negatives(
-                context, gold, pool, k, rng, hard_negatives, self.settings.hard_count
+        s = self.settings
+        if not self.joint:  # the hard negatives now, the random ones at every step
+            hard = min(s.hard_count, k)
+            items = with_negatives(
+                positives, s.max_turns, [], hard, rng, hard_negatives, s.hard_count
             )
-            groups.append([(context, gold)] + [(context, n) for n in negatives])
+            return self._fit_attention(items, pool, k, loss, config, progress)
+        items = with_negatives(positives, s.max_turns, pool, k, rng, hard_negatives, s.hard_count)
+        groups = [[(c, gold)] + [(c, n) for n in negatives] for c, gold, negatives in items]
         return train_head(
             self.head,
             self.backbone,
@@ -432,7 +368,7 @@ class Reranker(PairModel):
                 candidates += [
                     gold,
                     *hard,
-                    *_random_others(pool, {gold, *hard}, k - len(hard), rng),
+                    *random_others(pool, {gold, *hard}, k - len(hard), rng),
                 ]
             contexts = self.text_states([c for c, _, _ in batch], False)
             states = self.text_states(candidates, True)
