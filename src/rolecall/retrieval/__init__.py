@@ -1,7 +1,8 @@
 """Retrieval: the K/DA slang index (Kiwi morphemes + BM25) over comment corpora.
 
-``clean`` cleans comment corpora (``rolecall.textfiles`` reads them); ``slang`` builds,
-loads and searches the index; ``dense`` and ``fusion`` add dense and hybrid search.
+``clean`` cleans comment corpora (``rolecall.textfiles`` reads them); ``slang_build``
+builds the index from their Kiwi-morpheme ``tokens``; ``slang`` loads and searches it (and
+offers the build's names too); ``dense`` and ``fusion`` add dense and hybrid search.
 """
 
 from rolecall.retrieval.clean import clean_comments, clean_records
