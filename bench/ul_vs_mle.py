@@ -1,71 +1,262 @@
-"""Unlikelihood vs MLE on the embedded Gemma + LoRA: perplexity of positives and negatives.
+"""Unlikelihood vs MLE in the paper's setting: in-context out-of-bounds system turns.
 
-The NAACL 2022 paper's Table 8: training the generator with unlikelihood on out-of-bounds
-responses raises their perplexity far more than the in-bounds responses'. Here on real
-Korean data from ../shared/data/detox/kda_ko.csv: **positives** are the neutral sentences,
-**negatives** their implicitly offensive rewrites (category "offensive"), as the system
-turn after an empty history. Split by neutral sentence (a held-out neutral sentence and
-its rewrites were never trained on).
+The NAACL 2022 paper's Table 8: training the generator with unlikelihood (UL) on
+out-of-bounds responses raises their perplexity far more than the in-bounds responses'.
+Here on the shipped care-call example (``examples/carecall``):
 
-Three models, each scored on the same held-out examples: the base model (LoRA adapters at
-their zero start, exactly the base), **MLE** (positives only, alpha = 0) and **MLE+UL**
-(positives by MLE, negatives by unlikelihood, alpha = 1). Printed: PPL(pos), PPL(neg) and
-neg/pos for each; MLE+UL's ratio should exceed MLE's.
+- **positives**: every in-bounds system turn of the 39 example dialogues with its history,
+  except the opening greeting (no history: the negatives never stand there either);
+- **negatives**: the 183 hand-written out-of-bounds system turns of
+  ``out_of_bounds.jsonl``, each in the real context of the turn it replaces, labelled
+  with its spec category's error category (``examples_from_out_of_bounds``);
+- the web app's **Fix flow** is the paper's further source of negatives (a rejected bot
+  turn with its category); no export of it ships with the project, so none is measured
+  here; ``--fix-examples PATH`` adds such an export (the examples JSONL of the web app's
+  export page, dialogue ids ``chat-N``) to the same split.
 
-Speed: the training step time (forward, loss, backward, optimiser step) of MLE+UL vs MLE on
-the very same batches of positives and negatives, alternating the two so that machine noise
-hits both alike; with alpha = 0 the negatives' tokens are forwarded but add no loss. Target:
-MLE+UL / MLE <= 1.15.
+Split **by dialogue** (a seeded shuffle of the dialogue ids, ``--test-share`` of them
+held out): the positives and negatives of a held-out dialogue are never trained on.
 
-Usage: python bench/ul_vs_mle.py [--train-sentences 120] [--test-sentences 40]
-       [--epochs 2] [--batch-size 8] [--lr 1e-3] [--timing-batches 6]
+Models, each scored on the same held-out examples: the base (LoRA adapters at their zero
+start, exactly the base model), **MLE** (positives only, alpha 0) and **MLE+UL** for each
+``--alphas`` (positives by MLE, negatives by UL). Measured for each: PPL(pos) and
+PPL(neg), and greedy replies to the held-out contexts that have a negative: the share of
+replies that repeat a negative's content, i.e. hold any character 4-gram (letters and
+digits only: spaces and punctuation removed) of the negatives written for that context
+that is neither in the context's own in-bounds turn nor in its history.
+
+Targets (issue 17), for the chosen alpha: the alpha with the highest PPL(neg) among those
+whose PPL(pos) is at most 1.10x MLE's; when none is, the one with the lowest PPL(pos):
+- PPL(neg) UL / MLE >= 2.0;
+- PPL(pos) UL / MLE <= 1.10;
+- share of replies with a negative's 4-gram, UL - MLE < 0;
+- training step time (forward, loss, backward, optimiser step) MLE+UL / MLE <= 1.15, on
+  the very same batches of positives and negatives, alternating the two so that machine
+  noise hits both alike (with alpha 0 the negatives' tokens are forwarded but add no
+  loss).
+
+The earlier version of this bench (K/DA neutral vs implicit sentences after an empty
+history, not the paper's setting) is in git history (commit c942d24).
+
+Usage: python bench/ul_vs_mle.py [--alphas 1,3] [--epochs 1] [--batch-size 8]
+       [--lr 1e-3] [--max-turns 2] [--test-share 0.3] [--max-new-tokens 20]
+       [--timing-batches 2] [--fix-examples PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import json
+import random
+import re
 import statistics
 import time
-from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from rolecall.llm.hf import load_hf_model
-from rolecall.records import Example
-from rolecall.train.data import split_by
+from rolecall.examples import examples_from_dialogues, marked_in_bounds
+from rolecall.jsonl import read_jsonl
+from rolecall.judge.written_out_of_bounds import (
+    examples_from_out_of_bounds,
+    read_out_of_bounds,
+)
+from rolecall.records import Dialogue, Example, Turn
+from rolecall.spec import load_role_spec
 from rolecall.train.generator import Generator, GeneratorSettings
 from rolecall.train.loop import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-KDA = ROOT.parent / "shared" / "data" / "detox" / "kda_ko.csv"
+CARECALL = ROOT / "examples" / "carecall"
+NGRAM = 4
+POS_LIMIT, NEG_TARGET, STEP_LIMIT = 1.10, 2.0, 1.15
+
+# ---- data ------------------------------------------------------------------------------
 
 
-def read_groups() -> list[tuple[str, list[str]]]:
-    """(neutral, [implicit rewrites]) in file order."""
-    groups: dict[str, list[str]] = defaultdict(list)
-    with KDA.open(encoding="utf-8", newline="") as file:
-        for row in csv.DictReader(file):
-            neutral, implicit = row["neutral"].strip(), row["implicit"].strip()
-            if neutral and implicit and implicit != neutral:
-                groups[neutral].append(implicit)
-    return list(groups.items())
+def carecall_examples(directory: Path = CARECALL) -> tuple[list[Example], list[Example]]:
+    """(positives, negatives) of the shipped example: in-bounds system turns after the
+    opening one, and the hand-written out-of-bounds turns in their contexts."""
+    spec = load_role_spec(directory / "spec.yaml")
+    dialogues = list(read_jsonl(directory / "dialogues.jsonl", Dialogue))
+    positives = [
+        e for e in examples_from_dialogues(marked_in_bounds(d) for d in dialogues) if e.history
+    ]
+    written = read_out_of_bounds(directory / "out_of_bounds.jsonl", dialogues, spec)
+    return positives, examples_from_out_of_bounds(written, spec)
 
 
-def examples_of(groups: list[tuple[str, list[str]]]) -> list[Example]:
-    out = []
-    for neutral, rewrites in groups:
-        out.append(Example(history=[], response=neutral, label="positive", dialogue_id=neutral))
-        out += [
-            Example(
-                history=[], response=r, label="negative", category="offensive", dialogue_id=neutral
-            )
-            for r in rewrites
-        ]
+def split_by_dialogue(
+    examples: Sequence[Example], test_share: float, seed: int
+) -> tuple[list[Example], list[Example]]:
+    """(train, test): a seeded shuffle of the sorted dialogue ids, the first
+    ``round(test_share * n)`` of them (at least one) held out with all their examples."""
+    ids = sorted({e.dialogue_id or "" for e in examples})
+    random.Random(seed).shuffle(ids)
+    held = set(ids[: max(1, round(test_share * len(ids)))])
+    train = [e for e in examples if (e.dialogue_id or "") not in held]
+    test = [e for e in examples if (e.dialogue_id or "") in held]
+    return train, test
+
+
+@dataclass
+class Context:
+    """A held-out context with negatives: its history, the negatives written for it and
+    the in-bounds turn(s) said there."""
+
+    dialogue_id: str
+    turn: int
+    history: list[Turn]
+    negatives: list[str] = field(default_factory=list)
+    in_bounds: list[str] = field(default_factory=list)
+
+
+def contexts_with_negatives(examples: Sequence[Example]) -> list[Context]:
+    """One ``Context`` per (dialogue, turn index) that has a negative, in first-seen order."""
+    by_key: dict[tuple[str, int], Context] = {}
+    for e in examples:
+        key = (e.dialogue_id or "", len(e.history))
+        if e.label == "negative" and key not in by_key:
+            by_key[key] = Context(key[0], key[1], list(e.history))
+    for e in examples:
+        context = by_key.get((e.dialogue_id or "", len(e.history)))
+        if context is not None:
+            (context.negatives if e.label == "negative" else context.in_bounds).append(e.response)
+    return list(by_key.values())
+
+
+# ---- repeated n-grams --------------------------------------------------------------------
+
+
+def char_ngrams(text: str, n: int = NGRAM) -> set[str]:
+    """Character n-grams of ``text`` with spaces, punctuation and symbols removed."""
+    letters = re.sub(r"[\W_]+", "", text)
+    return {letters[i : i + n] for i in range(len(letters) - n + 1)}
+
+
+def negative_ngrams(context: Context, n: int = NGRAM) -> set[str]:
+    """The n-grams of the context's negatives that neither its in-bounds turn nor its
+    history holds: what only saying the out-of-bounds thing would repeat."""
+    said = set().union(*(char_ngrams(t, n) for t in context.negatives))
+    fine = set().union(
+        *(char_ngrams(t, n) for t in context.in_bounds),
+        *(char_ngrams(t.text, n) for t in context.history),
+    )
+    return said - fine
+
+
+def repeat_share(replies: Sequence[str], contexts: Sequence[Context], n: int = NGRAM) -> float:
+    """The share of replies holding any of their context's ``negative_ngrams``."""
+    if not contexts:
+        return 0.0
+    hits = sum(bool(char_ngrams(r, n) & negative_ngrams(c, n)) for r, c in zip(replies, contexts))
+    return hits / len(contexts)
+
+
+# ---- targets ---------------------------------------------------------------------------
+
+
+def choose_alpha(results: dict[str, dict], names: Sequence[str]) -> str:
+    """Of the MLE+UL runs ``names``: the highest PPL(neg) among those whose PPL(pos) is at
+    most ``POS_LIMIT`` x MLE's; when none is, the lowest PPL(pos)."""
+    mle_pos = results["MLE"]["ppl_positive"]
+    fine = [n for n in names if results[n]["ppl_positive"] / mle_pos <= POS_LIMIT]
+    if fine:
+        return max(fine, key=lambda n: results[n]["ppl_negative"])
+    return min(names, key=lambda n: results[n]["ppl_positive"])
+
+
+def targets(results: dict[str, dict], chosen: str, step_ratio: float | None) -> dict:
+    """The issue's targets for the chosen MLE+UL run against MLE (house form)."""
+    ul, mle = results[chosen], results["MLE"]
+    neg = ul["ppl_negative"] / mle["ppl_negative"]
+    pos = ul["ppl_positive"] / mle["ppl_positive"]
+    out = {
+        "ppl_neg_ul_over_mle": {
+            "value": round(neg, 4),
+            "target": f">= {NEG_TARGET}",
+            "met": neg >= NEG_TARGET,
+        },
+        "ppl_pos_ul_over_mle": {
+            "value": round(pos, 4),
+            "target": f"<= {POS_LIMIT}",
+            "met": pos <= POS_LIMIT,
+        },
+    }
+    if "repeat_share" in ul and "repeat_share" in mle:
+        diff = ul["repeat_share"] - mle["repeat_share"]
+        out["reply_negative_ngram_share_ul_minus_mle"] = {
+            "value": round(diff, 4),
+            "target": "< 0",
+            "met": diff < 0,
+        }
+    if step_ratio is not None:
+        out["step_time_ul_over_mle"] = {
+            "value": round(step_ratio, 4),
+            "target": f"<= {STEP_LIMIT}",
+            "met": step_ratio <= STEP_LIMIT,
+        }
     return out
+
+
+# ---- runs ------------------------------------------------------------------------------
+
+
+def evaluate(
+    generator: Generator,
+    test: Sequence[Example],
+    contexts: Sequence[Context],
+    max_new_tokens: int,
+    batch_size: int = 16,
+) -> dict:
+    """PPL(pos), PPL(neg), their ratio, and the greedy replies' ``repeat_share``."""
+    row = {k: v for k, v in generator.perplexity(test, batch_size, progress=True).items()}
+    if contexts:
+        prompts = [generator.prompt(c.history) for c in contexts]
+        replies = generator.complete(prompts, max_new_tokens, batch_size=batch_size)
+        row["repeat_share"] = repeat_share(replies, contexts)
+        row["replies"] = replies
+    return row
+
+
+def run_all(
+    base: tuple,
+    train: Sequence[Example],
+    test: Sequence[Example],
+    alphas: Sequence[float],
+    settings: GeneratorSettings,
+    config: TrainConfig,
+    max_new_tokens: int,
+) -> tuple[dict[str, dict], Generator]:
+    """Base, MLE and MLE+UL per alpha on copies of ``base``; returns the results by name
+    and the last generator (for the step timing)."""
+    contexts = contexts_with_negatives(test)
+    results: dict[str, dict] = {}
+    generator = None
+    for name, alpha in [("base", None), ("MLE", 0.0)] + [(f"MLE+UL a={a:g}", a) for a in alphas]:
+        model = copy.deepcopy(base[0])
+        generator = Generator.create(
+            (model, base[1]), settings.model_copy(update={"alpha": alpha or 0.0}), config.seed
+        )
+        row: dict = {"alpha": alpha}
+        if alpha is not None:
+            started = time.perf_counter()
+            history = generator.fit(train, config, progress=True)
+            row.update(
+                steps=history["steps"],
+                train_seconds=round(time.perf_counter() - started, 1),
+                first_loss=round(history["first_loss"], 4),
+                last_loss=round(history["last_loss"], 4),
+            )
+        row.update(evaluate(generator, test, contexts, max_new_tokens))
+        results[name] = row
+        shown = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
+        print(f"{name}: { {k: v for k, v in shown.items() if k != 'replies'} }", flush=True)
+    assert generator is not None
+    return results, generator
 
 
 def step_seconds(generator: Generator, batches: list[list[Example]], lr: float) -> list[float]:
@@ -86,126 +277,168 @@ def step_seconds(generator: Generator, batches: list[list[Example]], lr: float) 
     return times
 
 
-def arguments() -> argparse.Namespace:
+def step_ratio(
+    generator: Generator,
+    train: Sequence[Example],
+    batch_size: int,
+    count: int,
+    lr: float,
+    seed: int,
+) -> tuple[float, dict[str, float]] | None:
+    """Median step time MLE+UL / MLE on the same ``count`` mixed batches, in two rounds of
+    alternating order, after one warm-up step; None when ``count`` is 0."""
+    if count <= 0:
+        return None
+    mixed = list(train)
+    random.Random(seed).shuffle(mixed)
+    batches = [mixed[i * batch_size : (i + 1) * batch_size] for i in range(count)]
+    ul_loss = generator.loss_fn
+    mle_loss = type(ul_loss)(0.0)
+    timings: dict[str, list[float]] = {"MLE": [], "MLE+UL": []}
+    step_seconds(generator, batches[:1], lr)  # warm-up
+    for order in (
+        (("MLE", mle_loss), ("MLE+UL", ul_loss)),
+        (("MLE+UL", ul_loss), ("MLE", mle_loss)),
+    ):
+        for name, loss in order:
+            generator.loss_fn = loss
+            timings[name] += step_seconds(generator, batches, lr)
+    generator.loss_fn = ul_loss
+    median = {name: statistics.median(values) for name, values in timings.items()}
+    return median["MLE+UL"] / median["MLE"], median
+
+
+# ---- report ------------------------------------------------------------------------------
+
+
+def table(results: dict[str, dict]) -> str:
+    mle = results["MLE"]
+    lines = [
+        f"{'model':14s}{'PPL(pos)':>10s}{'PPL(neg)':>10s}{'neg/pos':>9s}"
+        f"{'pos/MLE':>9s}{'neg/MLE':>9s}{'repeat':>8s}{'train s':>9s}"
+    ]
+    for name, row in results.items():
+        lines.append(
+            f"{name:14s}{row['ppl_positive']:10.2f}{row['ppl_negative']:10.2f}"
+            f"{row['ppl_ratio']:9.3f}{row['ppl_positive'] / mle['ppl_positive']:9.3f}"
+            f"{row['ppl_negative'] / mle['ppl_negative']:9.3f}"
+            f"{row.get('repeat_share', float('nan')):8.3f}{row.get('train_seconds', 0.0):9.1f}"
+        )
+    return "\n".join(lines)
+
+
+def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train-sentences", type=int, default=120)
-    parser.add_argument("--test-sentences", type=int, default=40)
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--alphas", default="1,3", help="MLE+UL alphas, comma-separated")
+    parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--alpha", type=float, default=1.0)
-    parser.add_argument("--timing-batches", type=int, default=6)
+    parser.add_argument("--max-turns", type=int, default=2, help="history turns in the prompt")
+    parser.add_argument("--test-share", type=float, default=0.3)
+    parser.add_argument("--max-new-tokens", type=int, default=20)
+    parser.add_argument("--timing-batches", type=int, default=2, help="0: no step timing")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--timing-only",
-        action="store_true",
-        help="skip the three trainings; time the steps on fresh adapters",
-    )
-    return parser.parse_args()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--fix-examples", type=Path, help="the web app's examples export")
+    return parser.parse_args(argv)
 
 
-def main() -> None:
-    args = arguments()
-    torch.set_num_threads(2)
-    train_groups, test_groups = split_by(
-        read_groups(), key=lambda g: g[0], held_out=0.2, seed=args.seed
-    )
-    train = examples_of(train_groups[: args.train_sentences])
-    test = examples_of(test_groups[: args.test_sentences])
-    count = {label: sum(e.label == label for e in train) for label in ("positive", "negative")}
-    print(
-        f"train: {count['positive']} positives, {count['negative']} negatives; held-out: "
-        f"{sum(e.label == 'positive' for e in test)} / "
-        f"{sum(e.label == 'negative' for e in test)}",
-        flush=True,
-    )
+def main(argv: Sequence[str] | None = None, base: tuple | None = None) -> dict:
+    """The bench; ``base`` = a loaded (model, tokenizer) instead of the embedded Gemma
+    (the test's tiny model). Returns the JSON object it prints last."""
+    args = arguments(argv)
+    torch.set_num_threads(args.threads)
+    alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
+    positives, negatives = carecall_examples()
+    extra = []
+    if args.fix_examples:
+        from rolecall.train.data import read_examples
+
+        extra = read_examples(args.fix_examples)
+    train, test = split_by_dialogue(positives + negatives + extra, args.test_share, args.seed)
+    counts = {
+        side: {label: sum(e.label == label for e in part) for label in ("positive", "negative")}
+        for side, part in (("train", train), ("test", test))
+    }
+    counts["train"]["dialogues"] = len({e.dialogue_id for e in train})
+    counts["test"]["dialogues"] = len({e.dialogue_id for e in test})
+    counts["test"]["contexts_with_negatives"] = len(contexts_with_negatives(test))
+    print(f"data: {counts}", flush=True)
 
     started = time.perf_counter()
-    base_model, tokenizer = load_hf_model("embedded")
-    print(
-        f"embedded Gemma 3 270M loaded through transformers in "
-        f"{time.perf_counter() - started:.1f} s",
-        flush=True,
-    )
+    if base is None:
+        from rolecall.llm.hf import load_hf_model
+
+        base = load_hf_model("embedded")
+        print(f"embedded Gemma 3 270M loaded in {time.perf_counter() - started:.1f} s", flush=True)
+        settings = GeneratorSettings(max_length=256, response_max=64, max_turns=args.max_turns)
+    else:
+        settings = GeneratorSettings(
+            base="tiny", max_length=64, response_max=16, max_turns=args.max_turns
+        )
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
-    settings = GeneratorSettings(max_length=128, response_max=96)
-    results, generators = {}, {}
-    runs = (("base", None), ("MLE", 0.0), ("MLE+UL", args.alpha))
-    for name, alpha in runs[-1:] if args.timing_only else runs:
-        model = copy.deepcopy(base_model)
-        generator = Generator.create(
-            (model, tokenizer), settings.model_copy(update={"alpha": alpha or 0.0}), seed=args.seed
-        )
-        row: dict = {}
-        if args.timing_only:
-            generators[name] = generator
-            continue
-        if alpha is not None:
-            started = time.perf_counter()
-            history = generator.fit(train, config, progress=True)
-            row.update(
-                steps=history["steps"],
-                train_seconds=round(time.perf_counter() - started, 1),
-                first_loss=round(history["first_loss"], 3),
-                last_loss=round(history["last_loss"], 3),
-            )
-        row.update({k: round(v, 3) for k, v in generator.perplexity(test, progress=True).items()})
-        results[name] = row
-        generators[name] = generator
-        print(f"{name}: {row}", flush=True)
+    results, last = run_all(base, train, test, alphas, settings, config, args.max_new_tokens)
+    names = [n for n in results if n.startswith("MLE+UL")]
+    chosen = choose_alpha(results, names)
+    timing = step_ratio(last, train, args.batch_size, args.timing_batches, args.lr, args.seed)
 
-    # step time on the same batches, MLE and MLE+UL alternating (both on the MLE+UL model's
-    # adapters, restored after each measurement)
-    ul = generators["MLE+UL"]
-    batches = [
-        train[i : i + args.batch_size]
-        for i in range(0, args.batch_size * args.timing_batches, args.batch_size)
-    ]
-    mle_loss, ul_loss = type(ul.loss_fn)(0.0), ul.loss_fn
-    timings: dict[str, list[float]] = {"MLE": [], "MLE+UL": []}
-    step_seconds(ul, batches[:1], args.lr)  # warm-up
-    for round_number in range(2):
-        for name, loss in (
-            (("MLE", mle_loss), ("MLE+UL", ul_loss))
-            if round_number == 0
-            else (("MLE+UL", ul_loss), ("MLE", mle_loss))
-        ):
-            ul.loss_fn = loss
-            timings[name] += step_seconds(ul, batches, args.lr)
-    ul.loss_fn = ul_loss
-    median = {name: statistics.median(values) for name, values in timings.items()}
-
-    if results:
-        print(f"\n{'model':10s}{'PPL(pos)':>12s}{'PPL(neg)':>12s}{'neg/pos':>10s}")
-        for name, row in results.items():
-            print(
-                f"{name:10s}{row['ppl_positive']:12.2f}{row['ppl_negative']:12.2f}"
-                f"{row['ppl_ratio']:10.3f}"
-            )
-        better = results["MLE+UL"]["ppl_ratio"] > results["MLE"]["ppl_ratio"]
-        print(f"MLE+UL neg/pos ratio exceeds MLE's: {'yes' if better else 'NO'}")
-    ratio = median["MLE+UL"] / median["MLE"]
+    print("\n" + table(results))
     print(
-        f"training step, median of {len(timings['MLE'])} on the same batches: MLE "
-        f"{median['MLE']:.3f} s, MLE+UL {median['MLE+UL']:.3f} s, ratio {ratio:.3f} "
-        f"(target <= 1.15)"
+        f"repeat: share of greedy replies to the {counts['test']['contexts_with_negatives']} "
+        f"held-out contexts with a negative that hold a character {NGRAM}-gram of those "
+        "negatives absent from the in-bounds turn and the history"
     )
     print(
-        json.dumps(
-            {
-                "bench": "ul_vs_mle",
-                "train_examples": len(train),
-                "test_examples": len(test),
-                "epochs": args.epochs,
-                "lr": args.lr,
-                "alpha": args.alpha,
-                "results": results,
-                "step_seconds": {k: round(v, 4) for k, v in median.items()},
-                "step_ratio": round(ratio, 4),
-            },
-            ensure_ascii=False,
-        )
+        f"chosen: {chosen} (the highest PPL(neg) among alphas with PPL(pos) <= "
+        f"{POS_LIMIT} x MLE's; none such: the lowest PPL(pos))"
     )
+    if timing:
+        print(
+            f"training step, median of {2 * args.timing_batches} on the same batches: MLE "
+            f"{timing[1]['MLE']:.3f} s, MLE+UL {timing[1]['MLE+UL']:.3f} s, ratio "
+            f"{timing[0]:.3f} (target <= {STEP_LIMIT})"
+        )
+    goals = targets(results, chosen, timing[0] if timing else None)
+    for name, goal in goals.items():
+        print(
+            f"target {name}: {goal['value']} {goal['target']}: "
+            + ("met" if goal["met"] else "NOT met")
+        )
+    for name in ("MLE", chosen):
+        print(f"\n{name} replies (first 5):")
+        for context, reply in list(zip(contexts_with_negatives(test), results[name]["replies"]))[
+            :5
+        ]:
+            print(f"  [{context.dialogue_id} turn {context.turn}] {reply}")
+    report = {
+        "bench": "ul_vs_mle",
+        "setting": "carecall in-context out-of-bounds turns, split by dialogue",
+        "data": counts,
+        "config": {
+            "alphas": alphas,
+            "epochs": args.epochs,
+            "batch_size": args.batch_size,
+            "lr": args.lr,
+            "max_turns": args.max_turns,
+            "test_share": args.test_share,
+            "max_new_tokens": args.max_new_tokens,
+            "seed": args.seed,
+            "ngram": f"char {NGRAM}-gram",
+        },
+        "results": {
+            name: {
+                k: (round(v, 4) if isinstance(v, float) else v)
+                for k, v in row.items()
+                if k != "replies"
+            }
+            for name, row in results.items()
+        },
+        "chosen": chosen,
+        "step_seconds": {k: round(v, 4) for k, v in timing[1].items()} if timing else None,
+        "targets": goals,
+    }
+    print(json.dumps(report, ensure_ascii=False))
+    return report
 
 
 if __name__ == "__main__":
