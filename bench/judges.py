@@ -1,0 +1,532 @@
+"""Every judge kind on the same gold-labelled items, in one run (issue #16 item 4).
+
+Four sets, each a table of accuracy, macro-F1 and seconds per 1,000 items per judge:
+
+1. **beep**: BEEP! dev (``eval/beep_labeled_dev.tsv``), offensive (``hate`` offensive or
+   hate) vs none. The trained judge is a TF-IDF model over ``kda_judges.JUDGE_VIEWS``
+   (characters + Kiwi morphemes) trained on BEEP! train (``slang/beep_labeled_train.tsv``)
+   in this run; the baseline is the same model over characters only (``chars``), same data.
+   For information: the K/DA implicit judge (implicit or explicit -> offensive).
+2. **kda_implicit**: the held-out K/DA implicit sentences vs their neutral sentences (the
+   ``kda`` test set of ``kda_judges.implicit_data``). Scored as binary implicit vs none: a
+   judge's ``explicit`` counts as ``implicit`` (offensive either way; the gold set has no
+   explicit sentences, and a three-label F1 would reward nothing the set can measure).
+3. **kda_consistency**: the held-out true K/DA pairs vs mismatched pairs (the ``kda`` test
+   set of ``kda_judges.consistency_data``), maintained vs shifted.
+4. **out_of_bounds**: the system turns of ``examples/carecall/dialogues.jsonl`` after the
+   opening one (gold in-bounds; the hand-written set has no openings) and the hand-written
+   turns of ``out_of_bounds.jsonl`` (gold out-of-bounds, with their spec category):
+   ``rules:carecall``; the character TF-IDF baseline over (the turn before, the turn),
+   trained by 2-fold cross-validation grouped by dialogue (each half predicted by the model
+   of the other half); per-category recall of the out-of-bounds turns beside.
+
+The embedded LLM (``--model``, default ``llamacpp:embedded``) judges with the project's
+LLM judges in score mode: the implicit filter (sets 1 and 2; it reads only the candidate,
+so each text is a ``Pair`` whose candidate is the text), the consistency filter (3), the
+out-of-bounds judge (4); each not calibrated and calibrated on content-free inputs
+(``pair_filters.calibrate``; the out-of-bounds judge has no calibrate option, so the bench
+divides out its label prior on content-free turns the same way, ``judge.labels``). The
+two readings share one pass of scoring calls. The LLM is slow, so it judges
+``--llm-limit`` items per set (stratified by gold label, seed ``--seed``), and every other
+judge is reported on those same items too; calls go through the project's LLM cache
+(``ROLECALL_CACHE``), so a re-run asks nothing again (its speed then reads "cached").
+
+Speed: trained judges and the baseline are timed predicting the whole set after training
+(features computed inside ``predict``, Kiwi loaded; median of 3), the rules the same; the
+LLM from the time of its uncached calls.
+
+Targets (#16): on every set, the trained judge (the rules for out_of_bounds) at least 15
+macro-F1 points above the better of the two LLM readings on the LLM's items, and above the
+TF-IDF baseline on the whole set; at least 10,000 items per minute for the BEEP, implicit
+and consistency judges and the rules. The last line is one JSON object with ``targets``.
+
+Usage: python bench/judges.py [--data-dir ../shared/data] [--llm-limit 200] [--skip-llm]
+       [--oob-llm-limit N] [--model llamacpp:embedded] [--examples-dir examples/carecall]
+       [--seed 0] [--no-progress]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rolecall import config
+from rolecall.eval.offensiveness import beep_examples
+from rolecall.jsonl import read_jsonl
+from rolecall.judge.labels import content_free_prior, label_requests, pick_label
+from rolecall.judge.out_of_bounds import IN_BOUNDS, OUT_OF_BOUNDS, Item, make_judge
+from rolecall.judge.pair_filters import CONTENT_FREE, calibrate, make_pair_judge
+from rolecall.judge.rules import load_rule_judge
+from rolecall.judge.written_out_of_bounds import out_of_bounds_items, read_out_of_bounds
+from rolecall.llm import LLM, Cache, load_backend
+from rolecall.records import Dialogue, Pair
+from rolecall.spec import load_role_spec
+from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
+from rolecall.train.kda_judges import JUDGE_VIEWS, consistency_data, implicit_data, label_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+MIN_GAIN_OVER_LLM, MIN_ITEMS_PER_MIN = 0.15, 10_000
+NAMES = {
+    "trained": "trained judge (tfidf chars+morphemes)",
+    "tfidf": "baseline (tfidf chars)",
+    "kda_implicit": "K/DA implicit judge (info)",
+    "rules": "rules:carecall",
+    "llm": "LLM score",
+    "llm_calibrated": "LLM score, calibrated",
+}
+# the judges whose speed has a target, by the set whose items time them
+SPEED_TARGETS = {
+    "beep_judge": ("beep", "trained"),
+    "implicit_judge": ("kda_implicit", "trained"),
+    "consistency_judge": ("kda_consistency", "trained"),
+    "rules": ("out_of_bounds", "rules"),
+}
+
+
+@dataclass
+class Row:
+    """One judge's predictions on a set (all items, or the LLM's subset) and its speed."""
+
+    predicted: list[str]
+    seconds_per_item: float | None  # None: not measured (every LLM call was cached)
+    note: str = ""
+
+
+@dataclass
+class JudgeSet:
+    name: str
+    title: str
+    gold: list[str]
+    inputs: list[Any]
+    trained: str  # the key of the judge the targets compare
+    rows: dict[str, Row] = field(default_factory=dict)  # on every item
+    subset: list[int] = field(default_factory=list)  # the LLM's items
+    llm_rows: dict[str, Row] = field(default_factory=dict)  # on the subset only
+    categories: list[str | None] | None = None  # out_of_bounds: each gold-out turn's
+    spec: Any = None  # out_of_bounds: the role spec
+
+
+def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=DATA)
+    parser.add_argument("--examples-dir", type=Path, default=ROOT / "examples" / "carecall")
+    parser.add_argument("--model", default="llamacpp:embedded", help="the LLM judge's model")
+    parser.add_argument(
+        "--llm-limit", type=int, default=200, help="items per set the LLM judges (0: all)"
+    )
+    parser.add_argument(
+        "--oob-llm-limit", type=int, help="for out_of_bounds (long prompts): default --llm-limit"
+    )
+    parser.add_argument("--skip-llm", action="store_true", help="no LLM judge at all")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def stratified(gold: Sequence[str], limit: int, seed: int) -> list[int]:
+    """About ``limit`` indices, each label's share kept (largest remainder, one at least),
+    drawn with ``seed``; a larger limit takes a superset, so the LLM cache still serves."""
+    if limit <= 0 or limit >= len(gold):
+        return list(range(len(gold)))
+    rng = random.Random(seed)
+    by_label: dict[str, list[int]] = {}
+    for index, label in enumerate(gold):
+        by_label.setdefault(label, []).append(index)
+    for label in sorted(by_label):
+        rng.shuffle(by_label[label])
+    exact = {label: limit * len(rows) / len(gold) for label, rows in by_label.items()}
+    quota = {label: max(1, int(share)) for label, share in exact.items()}
+    for label in sorted(exact, key=lambda lab: exact[lab] - int(exact[lab]), reverse=True):
+        if sum(quota.values()) >= limit:
+            break
+        quota[label] += 1
+    return sorted(i for label, rows in by_label.items() for i in rows[: quota[label]])
+
+
+def timed(predict: Callable[[list[Any]], list[str]], inputs: list[Any], repeats: int = 3):
+    """(predictions, median seconds per item) of ``predict`` over all ``inputs``."""
+    times, predicted = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        predicted = predict(inputs)
+        times.append(time.perf_counter() - started)
+    return predicted, statistics.median(times) / max(len(inputs), 1)
+
+
+def fit_tfidf(task: str, labels: list[str], items: list, views: list, seed: int, pair=False):
+    model = TfidfModel(
+        TfidfSettings(task=task, labels=labels, pair=pair, views=list(views), seed=seed)
+    )
+    model.fit([x for x, _ in items], [y for _, y in items])
+    return model
+
+
+def mapped(model: TfidfModel, mapping: dict[str, str]) -> Callable[[list[Any]], list[str]]:
+    return lambda inputs: [mapping.get(y, y) for y in model.predict(inputs)]
+
+
+# ---- the sets without the LLM ---------------------------------------------------------
+
+
+def beep_set(data_dir: Path, implicit_judge: TfidfModel, seed: int) -> JudgeSet:
+    def read(path: Path) -> list[tuple[str, str]]:
+        rows = beep_examples(path)
+        return [(e.response, "offensive" if e.label == "negative" else "none") for e in rows]
+
+    train = read(data_dir / "slang" / "beep_labeled_train.tsv")
+    dev = read(data_dir / "eval" / "beep_labeled_dev.tsv")
+    title = f"BEEP! dev, offensive vs none (trained on BEEP! train, {len(train)} comments)"
+    out = JudgeSet("beep", title, [y for _, y in dev], [x for x, _ in dev], "trained")
+    for key, views in (("trained", JUDGE_VIEWS), ("tfidf", BASELINE_VIEWS)):
+        model = fit_tfidf("offensive", ["offensive", "none"], train, views, seed)
+        out.rows[key] = Row(*timed(model.predict, out.inputs))
+    offensive = {"implicit": "offensive", "explicit": "offensive"}
+    out.rows["kda_implicit"] = Row(*timed(mapped(implicit_judge, offensive), out.inputs))
+    return out
+
+
+def kda_implicit_set(data_dir: Path, seed: int) -> tuple[JudgeSet, TfidfModel]:
+    data = implicit_data(data_dir, seed=seed)
+    test = data.test["kda"]
+    title = f"K/DA held-out implicit vs neutral (trained on the recipe, {len(data.train)})"
+    out = JudgeSet("kda_implicit", title, [y for _, y in test], [x for x, _ in test], "trained")
+    judge = None
+    for key, views in (("trained", JUDGE_VIEWS), ("tfidf", BASELINE_VIEWS)):
+        model = fit_tfidf("implicit", data.labels, data.train, views, seed)
+        out.rows[key] = Row(*timed(mapped(model, {"explicit": "implicit"}), out.inputs))
+        judge = judge or model
+    return out, judge
+
+
+def kda_consistency_set(data_dir: Path, seed: int) -> JudgeSet:
+    data = consistency_data(data_dir, seed=seed)
+    test = data.test["kda"]
+    title = f"K/DA held-out true vs mismatched pairs (trained on the recipe, {len(data.train)})"
+    out = JudgeSet("kda_consistency", title, [y for _, y in test], [x for x, _ in test], "trained")
+    for key, views in (("trained", JUDGE_VIEWS), ("tfidf", BASELINE_VIEWS)):
+        model = fit_tfidf("consistency", data.labels, data.train, views, seed, pair=True)
+        out.rows[key] = Row(*timed(model.predict, out.inputs))
+    return out
+
+
+def out_of_bounds_set(examples: Path, seed: int) -> JudgeSet:
+    spec = load_role_spec(examples / "spec.yaml")
+    dialogues = list(read_jsonl(examples / "dialogues.jsonl", Dialogue))
+    items: list[Item] = [
+        Item(d.id, i, tuple(d.turns[:i]), turn.text)
+        for d in dialogues
+        for i, turn in enumerate(d.turns)
+        if turn.role == "system" and i > 0
+    ]
+    categories: list[str | None] = [None] * len(items)
+    for item, category in out_of_bounds_items(
+        read_out_of_bounds(examples / "out_of_bounds.jsonl", dialogues, spec)
+    ):
+        items.append(item)
+        categories.append(category)
+    gold = [IN_BOUNDS if c is None else OUT_OF_BOUNDS for c in categories]
+    title = (
+        f"out of bounds: {gold.count(IN_BOUNDS)} in-bounds system turns of "
+        f"{len(dialogues)} dialogues, {gold.count(OUT_OF_BOUNDS)} hand-written out-of-bounds"
+    )
+    out = JudgeSet("out_of_bounds", title, gold, items, "rules", categories=categories, spec=spec)
+    rules = load_rule_judge("carecall", "out_of_bounds", spec)
+    rules.verdicts(items[:5])  # Kiwi loaded before the clock starts
+    out.rows["rules"] = Row(*timed(lambda xs: [v.label for v in rules.verdicts(xs)], items))
+    out.rows["tfidf"] = cross_validated_tfidf(items, gold, seed)
+    return out
+
+
+def cross_validated_tfidf(items: list[Item], gold: list[str], seed: int) -> Row:
+    """Character TF-IDF over (the turn before, the turn), 2 folds by dialogue: each half
+    of the dialogues is predicted by the model trained on the other half."""
+    dialogue = [item.dialogue_id.split(":")[0] for item in items]  # a written turn: D:ID
+    names = sorted(set(dialogue))
+    random.Random(seed).shuffle(names)
+    first = set(names[: len(names) // 2])
+    pairs = [(item.history[-1].text, item.response) for item in items]
+    predicted, seconds = [""] * len(items), 0.0
+    for fold in (True, False):
+        train = [(pairs[i], gold[i]) for i in range(len(items)) if (dialogue[i] in first) != fold]
+        test = [i for i in range(len(items)) if (dialogue[i] in first) == fold]
+        model = fit_tfidf(
+            "out_of_bounds", [IN_BOUNDS, OUT_OF_BOUNDS], train, BASELINE_VIEWS, seed, True
+        )
+        labels, per_item = timed(model.predict, [pairs[i] for i in test])
+        seconds += per_item * len(test)
+        for i, label in zip(test, labels):
+            predicted[i] = label
+    return Row(predicted, seconds / len(items), "2-fold by dialogue")
+
+
+# ---- the LLM ---------------------------------------------------------------------------
+
+Reader = Callable[[Any, list], str]
+
+
+def llm_pass(llm: LLM, requests: list[list], description: str, progress: bool):
+    """Every item's scoring completions (None where a call failed) and the seconds per item
+    of the uncached calls (None: all cached)."""
+    flat = [r for per_item in requests for r in per_item]
+    calls = llm.stats.calls
+    started = time.perf_counter()
+    results = llm.generate(flat, progress=progress, description=description)
+    seconds, fresh = time.perf_counter() - started, llm.stats.calls - calls
+    out, start = [], 0
+    for per_item in requests:
+        samples = [s[0] for s in results[start : start + len(per_item)]]
+        start += len(per_item)
+        out.append([s.completion for s in samples] if all(s.ok for s in samples) else None)
+    per_item = seconds / fresh * len(flat) / max(len(requests), 1) if fresh else None
+    return out, per_item
+
+
+def llm_rows(llm, items, format_input, readers: dict[str, Reader], what: str, progress: bool):
+    """One row per reader from one pass of scoring calls (the readings differ only in the
+    prior they divide out); a failed call reads as ``failed`` (wrong for every gold)."""
+    completions, per_item = llm_pass(llm, [format_input(x) for x in items], what, progress)
+    failed = sum(c is None for c in completions)
+    note = f"{failed} failed calls" if failed else ""
+    return {
+        key: Row(
+            [read(x, c) if c else "failed" for x, c in zip(items, completions)], per_item, note
+        )
+        for key, read in readers.items()
+    }
+
+
+def pair_filter_rows(llm, name: str, inputs: list, mapping: dict, progress: bool) -> dict:
+    judge = make_pair_judge(name, llm.backend, "ko", mode="score")
+    calibrated = calibrate(llm, judge)
+    pairs = [
+        Pair(neutral=x[0], toxic=x[1]) if isinstance(x, tuple) else Pair(neutral=x, toxic=x)
+        for x in inputs
+    ]
+
+    def reader(j) -> Reader:
+        return lambda pair, comps: mapping.get(
+            label := j.parse_output(pair, comps, llm.model_id).label, label
+        )
+
+    readers = {"llm": reader(judge), "llm_calibrated": reader(calibrated)}
+    return llm_rows(llm, pairs, judge.format_input, readers, f"{name} filter", progress)
+
+
+def out_of_bounds_rows(llm, spec, items: list[Item], progress: bool) -> dict:
+    judge = make_judge(spec, llm.backend, mode="score")
+    labels = judge.labels
+    values = {"outline": spec.outline.strip(), "categories": spec.categories, "history": ()}
+    prompts = [judge.template.render(**values, response=text) for text in CONTENT_FREE]
+    requests = [r for prompt in prompts for r in label_requests(prompt, labels)]
+    samples = [s[0] for s in llm.generate(requests)]
+    if not all(s.ok for s in samples):
+        raise SystemExit(f"calibrating the out-of-bounds judge failed: {samples[0].error}")
+    prior = content_free_prior(prompts, labels, [s.completion for s in samples])
+
+    def calibrated(item, comps) -> str:
+        return IN_BOUNDS if pick_label(labels, comps, prior)[0] == labels[0] else OUT_OF_BOUNDS
+
+    readers = {
+        "llm": lambda item, comps: judge.parse_output(item, comps, llm.model_id).label,
+        "llm_calibrated": calibrated,
+    }
+    return llm_rows(llm, items, judge.format_input, readers, "out-of-bounds judge", progress)
+
+
+def oob_limit(args: argparse.Namespace) -> int:
+    return args.llm_limit if args.oob_llm_limit is None else args.oob_llm_limit
+
+
+def add_llm(sets: dict[str, JudgeSet], args: argparse.Namespace) -> str:
+    llm = LLM(load_backend(args.model), Cache(config.cache_path()))
+    progress = not args.no_progress
+    for judge_set in sets.values():
+        oob = judge_set.name == "out_of_bounds"
+        limit = oob_limit(args) if oob else args.llm_limit
+        judge_set.subset = stratified(judge_set.gold, limit, args.seed)
+        inputs = [judge_set.inputs[i] for i in judge_set.subset]
+        began = time.perf_counter()
+        print(f"LLM on {judge_set.name}: {len(inputs)} items", flush=True)
+        if oob:
+            judge_set.llm_rows = out_of_bounds_rows(llm, judge_set.spec, inputs, progress)
+        else:
+            name = "consistency" if judge_set.name == "kda_consistency" else "implicit"
+            mapping = {
+                "beep": {"implicit": "offensive", "explicit": "offensive"},
+                "kda_implicit": {"explicit": "implicit"},
+            }.get(judge_set.name, {})
+            judge_set.llm_rows = pair_filter_rows(llm, name, inputs, mapping, progress)
+        print(f"  done in {time.perf_counter() - began:.0f} s", flush=True)
+    stats = llm.stats
+    return (
+        f"{llm.model_id}: {stats.calls} calls, {stats.cache_hits} cache hits, {stats.seconds:.0f} s"
+    )
+
+
+# ---- measuring and printing ------------------------------------------------------------
+
+
+def measured(judge_set: JudgeSet, row: Row, index: Sequence[int] | None = None) -> dict:
+    """Metrics of ``row`` on the items ``index`` (all by default); a row of every item is
+    cut to them, a row of the LLM's items is already."""
+    index = range(len(judge_set.gold)) if index is None else index
+    gold = [judge_set.gold[i] for i in index]
+    whole = len(row.predicted) == len(judge_set.gold)
+    predicted = [row.predicted[i] for i in index] if whole else row.predicted
+    out: dict[str, Any] = {"items": len(gold), **label_metrics(gold, predicted)}
+    if row.seconds_per_item is not None:
+        out["seconds_per_1000"] = round(row.seconds_per_item * 1000, 3)
+        out["items_per_min"] = round(60 / max(row.seconds_per_item, 1e-12))
+    if judge_set.categories is not None:
+        out["category_recall"] = category_recall(judge_set, predicted, index)
+    if row.note:
+        out["note"] = row.note
+    return out
+
+
+def category_recall(judge_set: JudgeSet, predicted: list[str], index: Sequence[int]) -> dict:
+    """Per spec category: the share of its out-of-bounds turns flagged, and how many."""
+    hits: dict[str, list[bool]] = {}
+    for label, i in zip(predicted, index):
+        category = judge_set.categories[i]
+        if category is not None:
+            hits.setdefault(category, []).append(label == OUT_OF_BOUNDS)
+    return {c: {"recall": round(sum(v) / len(v), 3), "n": len(v)} for c, v in sorted(hits.items())}
+
+
+def results(judge_set: JudgeSet) -> dict:
+    out: dict[str, Any] = {
+        "items": len(judge_set.gold),
+        "judges": {key: measured(judge_set, row) for key, row in judge_set.rows.items()},
+    }
+    if judge_set.llm_rows:
+        rows = {**judge_set.rows, **judge_set.llm_rows}
+        subset = judge_set.subset
+        out["llm_subset"] = {
+            "items": len(subset),
+            "judges": {key: measured(judge_set, row, subset) for key, row in rows.items()},
+        }
+    return out
+
+
+LINE = "{:40s}{:>7}{:>10}{:>10}{:>12}{:>12}  {}"
+
+
+def print_table(judge_set: JudgeSet, result: dict) -> None:
+    print(f"\n== {judge_set.name}: {judge_set.title}")
+    print(LINE.format("judge", "items", "accuracy", "macro-F1", "s/1k items", "items/min", ""))
+    parts = [("all items", result["judges"])]
+    if "llm_subset" in result:
+        subset = result["llm_subset"]
+        parts.append((f"the LLM's {subset['items']} items", subset["judges"]))
+    for where, judges in parts:
+        print(f"-- {where}")
+        for key, m in judges.items():
+            fast = "items_per_min" in m
+            print(
+                LINE.format(
+                    NAMES[key],
+                    m["items"],
+                    f"{m['accuracy']:.3f}",
+                    f"{m['macro_f1']:.3f}",
+                    f"{m['seconds_per_1000']:.2f}" if fast else "cached",
+                    f"{m['items_per_min']:,}" if fast else "",
+                    m.get("note", ""),
+                )
+            )
+    if judge_set.categories is not None:
+        print_recall(parts)
+
+
+def print_recall(parts: list[tuple[str, dict]]) -> None:
+    rows = [
+        (f"{NAMES[key]}{'' if where == 'all items' else ' (LLM items)'}", m["category_recall"])
+        for where, judges in parts
+        for key, m in judges.items()
+    ]
+    categories = sorted({c for _, recall in rows for c in recall})
+    print("recall of the out-of-bounds turns, per spec category: share flagged (n)")
+    widths = [max(len(c), 11) + 2 for c in categories]
+    print(f"{'judge':44s}" + "".join(f"{c:>{w}s}" for c, w in zip(categories, widths)))
+    for name, recall in rows:
+        cells = [
+            f"{recall[c]['recall']:.2f} ({recall[c]['n']})" if c in recall else ""
+            for c in categories
+        ]
+        print(f"{name:44s}" + "".join(f"{cell:>{w}s}" for cell, w in zip(cells, widths)))
+
+
+def goal(value: Any, target: str, met: bool, note: str | None = None) -> dict:
+    return {"value": value, "target": target, "met": met} | ({"note": note} if note else {})
+
+
+def targets(sets: dict[str, JudgeSet], found: dict[str, dict]) -> dict:
+    """Per set: the trained judge (or the rules) minus the better LLM reading on the LLM's
+    items, and minus the TF-IDF baseline on all items; the judges' speed."""
+    goals: dict[str, dict] = {}
+    floor = f">= {MIN_GAIN_OVER_LLM}"
+    for name, judge_set in sets.items():
+        judges, trained = found[name]["judges"], judge_set.trained
+        side = "rules" if trained == "rules" else "trained"
+        subset = found[name].get("llm_subset", {}).get("judges", {})
+        if subset:
+            best = max(subset[k]["macro_f1"] for k in ("llm", "llm_calibrated"))
+            gain = round(subset[trained]["macro_f1"] - best, 4)
+            goals[f"{name}_{side}_minus_llm"] = goal(gain, floor, gain >= MIN_GAIN_OVER_LLM)
+        else:
+            goals[f"{name}_{side}_minus_llm"] = goal(None, floor, False, "not measured")
+        gain = round(judges[trained]["macro_f1"] - judges["tfidf"]["macro_f1"], 4)
+        goals[f"{name}_{side}_minus_tfidf"] = goal(gain, "> 0", gain > 0)
+    for judge, (name, key) in SPEED_TARGETS.items():
+        speed = found[name]["judges"][key]["items_per_min"]
+        goals[f"{judge}_items_per_min"] = goal(
+            speed, f">= {MIN_ITEMS_PER_MIN}", speed >= MIN_ITEMS_PER_MIN
+        )
+    return goals
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = arguments(argv)
+    started = time.perf_counter()
+    print(f"data: {args.data_dir}; examples: {args.examples_dir}; seed {args.seed}", flush=True)
+    implicit, implicit_judge = kda_implicit_set(args.data_dir, args.seed)
+    print(f"trained the implicit judges ({time.perf_counter() - started:.0f} s)", flush=True)
+    sets = {"beep": beep_set(args.data_dir, implicit_judge, args.seed), "kda_implicit": implicit}
+    sets["kda_consistency"] = kda_consistency_set(args.data_dir, args.seed)
+    sets["out_of_bounds"] = out_of_bounds_set(args.examples_dir, args.seed)
+    print(
+        f"trained and timed the judges without an LLM ({time.perf_counter() - started:.0f} s)",
+        flush=True,
+    )
+    llm = "skipped (--skip-llm)" if args.skip_llm else add_llm(sets, args)
+    found = {name: results(judge_set) for name, judge_set in sets.items()}
+    for name, judge_set in sets.items():
+        print_table(judge_set, found[name])
+    goals = targets(sets, found)
+    seconds = round(time.perf_counter() - started)
+    print(f"\nLLM: {llm}; whole run {seconds} s")
+    summary = {
+        "bench": "judges",
+        "data_dir": str(args.data_dir),
+        "llm_model": None if args.skip_llm else args.model,
+        "llm_limit": None if args.skip_llm else args.llm_limit,
+        "oob_llm_limit": None if args.skip_llm else oob_limit(args),
+        "seed": args.seed,
+        "seconds": seconds,
+        "sets": found,
+        "targets": goals,
+    }
+    print(json.dumps(summary, ensure_ascii=False))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
