@@ -8,7 +8,7 @@ import that runs back up fails here with the file and line to move.
     floor 7  serve                            response selection, the bot, its reply
     floor 6  train                            models, losses, features
     floor 5  generate, eval                   LLM stages; measurements
-    floor 4  retrieval, judge                 K/DA slang search; label scoring
+    floor 4  retrieval, judge, engines        K/DA slang search; label scoring; where stages run
     floor 3  llm, formats                     backends, cache; corpus formats
     floor 2  textfiles, examples, spec, prompts, store
     floor 1  jsonl, yaml_files, korean, vectors, records, rundir
@@ -28,7 +28,7 @@ FLOORS = [
     ["jsonl", "yaml_files", "korean", "vectors", "records", "rundir"],
     ["textfiles", "examples", "spec", "prompts", "store"],
     ["llm", "formats"],
-    ["retrieval", "judge"],
+    ["retrieval", "judge", "engines"],
     ["generate", "eval"],
     ["train"],
     ["serve"],

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from rolecall import config
 from rolecall.cli.common import MODEL_HELP, err, load_llm, out, sampling_params
 from rolecall.errors import RolecallError
 
@@ -111,6 +112,13 @@ def llm_batch(
         None, help="write manifest.json here (default: next to --out)"
     ),
     progress: bool = typer.Option(True),
+    engine_name: str = typer.Option(
+        "local", "--engine", help="where the calls run: local (this process) or ray"
+    ),
+    ray_address: Optional[str] = typer.Option(
+        None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)"
+    ),
+    workers: int = typer.Option(2, min=1, help="Ray actors, each with its own LLM client"),
 ):
     """Run every prompt of a JSONL file; a killed run resumes where it stopped."""
     from rolecall.llm.batch import read_batch_input, run_batch
@@ -118,7 +126,17 @@ def llm_batch(
 
     params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema)
     batch = read_batch_input(input, params)
-    llm = load_llm(model, cache, concurrency, retries)
+    engine = None
+    if engine_name == "local":
+        llm = load_llm(model, cache, concurrency, retries)
+    else:
+        from rolecall.engines import LLMSettings, open_engine
+
+        settings = LLMSettings(model, str(cache or config.cache_path()), concurrency, retries)
+        engine = open_engine(
+            engine_name, settings, address=ray_address, workers=workers, progress=progress
+        )
+        llm = None
     # several batch outputs may share a directory, each keyed by its own (id, sample)
     run = RunDir(
         run_dir or out_path.parent,
@@ -131,17 +149,23 @@ def llm_batch(
         },
         check_config=False,
     )
-    run.record_model("generator", llm.model_id)
+    if llm is not None:
+        run.record_model("generator", llm.model_id)
+    stats = llm.stats if llm is not None else engine.stats
     try:
-        run_batch(llm, batch, out_path, n, progress=progress)
+        run_batch(llm, batch, out_path, n, progress=progress, engine=engine)
     finally:
+        # the ray engine learns the model id from its workers' first answers
+        model_id = llm.model_id if llm is not None else engine.model_id
+        if llm is None and model_id:
+            run.record_model("generator", model_id)
         run.record_stage(
             "llm batch",
             {
                 "items": len(batch.ids),
                 "samples": len(batch.ids) * n,
-                "failures": llm.stats.failures,
+                "failures": stats.failures,
             },
-            llm.stats.as_dict(),
+            stats.as_dict(),
         )
-        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+        err.print(f"{model_id or model}: {stats.summary()}")

@@ -6,12 +6,18 @@ samples. Output lines are appended as each sample finishes and are keyed by (id,
 a killed run, started again, keeps every line already written, takes every finished call
 from the cache and writes each missing line exactly once. Failures go to
 ``<out>.failures.jsonl`` (rewritten on each run) and make the run exit non-zero.
+
+The per-item work is ``complete_records``, a plain function over ``{"id", "request"}``
+records; ``run_batch`` runs it in this process (streaming each sample to the output as it
+finishes) or, given an engine (``rolecall.engines``), wherever that engine runs it, and
+writes what comes back into the same output file.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -75,10 +81,42 @@ def _output_row(item_id: str, request: Request, sample: Sample) -> dict:
     return row
 
 
+def _failure_row(item_id: str, sample: Sample) -> dict:
+    return {
+        "id": item_id,
+        "sample": sample.sample_index,
+        "attempts": sample.attempts,
+        "error": sample.error,
+    }
+
+
+def complete_records(
+    llm: LLM, records: list[dict], n: int = 1, progress: bool = False
+) -> list[dict]:
+    """The work of ``llm batch`` on ``{"id", "request"}`` records (``request`` as JSON):
+    one output row per finished sample, one failure row (with ``error``) per failed one."""
+    requests = [Request.model_validate(record["request"]) for record in records]
+    results = llm.generate(requests, n, progress=progress, description="generating")
+    return [
+        _output_row(record["id"], request, s) if s.ok else _failure_row(record["id"], s)
+        for record, request, samples in zip(records, requests, results)
+        for s in samples
+    ]
+
+
 def run_batch(
-    llm: LLM, batch: BatchInput, out_path: str | Path, n: int = 1, progress: bool = True
+    llm: LLM | None,
+    batch: BatchInput,
+    out_path: str | Path,
+    n: int = 1,
+    progress: bool = True,
+    *,
+    engine: Any = None,
 ) -> RunStats:
-    """Run the batch into ``out_path``; raises ``BatchFailed`` after writing all it could."""
+    """Run the batch into ``out_path``; raises ``BatchFailed`` after writing all it could.
+
+    Without ``engine`` the calls run here on ``llm``; with one (``rolecall.engines``),
+    ``complete_records`` runs wherever the engine puts it and ``llm`` may be ``None``."""
     out_path = Path(out_path)
     failures_path = out_path.with_name(out_path.name + ".failures.jsonl")
     with ResumableJsonl(out_path, key=lambda row: (row["id"], row["sample"])) as out:
@@ -87,37 +125,54 @@ def run_batch(
             for i, item_id in enumerate(batch.ids)
             if any((item_id, s) not in out.done for s in range(n))
         ]
-
-        def write(sample: Sample) -> None:
-            if sample.ok:
-                index = todo[sample.request_index]
-                out.append(_output_row(batch.ids[index], batch.requests[index], sample))
-
-        results = llm.generate(
-            [batch.requests[i] for i in todo],
-            n,
-            progress=progress,
-            description="generating",
-            on_sample=write,
-        )
-    failed = [
-        {
-            "id": batch.ids[todo[s.request_index]],
-            "sample": s.sample_index,
-            "attempts": s.attempts,
-            "error": s.error,
-        }
-        for samples in results
-        for s in samples
-        if not s.ok
-    ]
+        if engine is None:
+            failed = _run_here(llm, batch, todo, out, n, progress)
+        else:
+            records = [
+                {"id": batch.ids[i], "request": batch.requests[i].model_dump(mode="json")}
+                for i in todo
+            ]
+            failed = []
+            for row in engine.map(complete_records, records, {"n": n}):
+                if "error" in row:
+                    failed.append(row)
+                else:
+                    out.append(row)
+            order = {item_id: k for k, item_id in enumerate(batch.ids)}
+            failed.sort(key=lambda row: (order[row["id"]], row["sample"]))
+    stats = llm.stats if engine is None else engine.stats
     write_jsonl(failures_path, failed)
     if failed:
         raise BatchFailed(
             f"{len(failed)} of {len(batch.ids) * n} samples failed after retries "
-            f"({llm.stats.summary()}); every finished sample is in {out_path}, "
+            f"({stats.summary()}); every finished sample is in {out_path}, "
             f"the failures are listed in {failures_path}",
             fix="fix the cause shown there (server down? bad key?) and run the same command "
             "again: finished samples are not asked again",
         )
-    return llm.stats
+    return stats
+
+
+def _run_here(
+    llm: LLM, batch: BatchInput, todo: list[int], out: ResumableJsonl, n: int, progress: bool
+) -> list[dict]:
+    """In this process, each sample written to ``out`` the moment it finishes."""
+
+    def write(sample: Sample) -> None:
+        if sample.ok:
+            index = todo[sample.request_index]
+            out.append(_output_row(batch.ids[index], batch.requests[index], sample))
+
+    results = llm.generate(
+        [batch.requests[i] for i in todo],
+        n,
+        progress=progress,
+        description="generating",
+        on_sample=write,
+    )
+    return [
+        _failure_row(batch.ids[todo[s.request_index]], s)
+        for samples in results
+        for s in samples
+        if not s.ok
+    ]

@@ -1,0 +1,89 @@
+"""Where a stage's LLM work runs: in this process (``local``, the default) or on Ray Data.
+
+A stage hands an engine a *work function* and a list of JSON records. The work function is
+a plain module-level function ``work(llm, records, **params) -> list[dict]`` that calls
+an LLM for a batch of records and returns output records; the engine decides where it
+runs and with which client:
+
+- ``local``: one ``LLM`` client in this process, the whole list in one call.
+- ``ray``: ``ray.data.from_items(records).map_batches(...)`` over a pool of actors, each
+  actor opening its own client from the same ``LLMSettings`` (model string, cache file,
+  concurrency, retries); the driver receives the output records as batches finish.
+
+Either way the caller (the stage, on the driver) writes the records into its run
+directory, so resuming, fingerprints and manifests are the engine's business nowhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rolecall.errors import ConfigError
+from rolecall.llm.client import LLM, RunStats
+
+Work = Callable[..., list[dict]]
+ENGINES = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How a worker opens its own LLM client (everything in it crosses process lines)."""
+
+    model: str | None
+    cache: str  # the SQLite cache file; one machine or a shared file system in this slice
+    concurrency: int = 8
+    retries: int = 4
+
+    def open(self) -> LLM:
+        from rolecall.llm import Cache, load_backend
+
+        return LLM(
+            load_backend(self.model),
+            Cache(self.cache),
+            concurrency=self.concurrency,
+            retries=self.retries,
+        )
+
+
+class Engine(Protocol):
+    name: str
+    stats: RunStats  # what the calls cost, summed over every worker
+
+    def map(self, work: Work, records: list[dict], params: dict[str, Any]) -> Iterator[dict]:
+        """Run ``work(llm, batch, **params)`` over ``records``; yield its output records."""
+        ...
+
+
+def ray_address(address: str | None) -> str | None:
+    """``--ray-address``, else ``RAY_ADDRESS``, else ``None`` (a local cluster)."""
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+def open_engine(
+    name: str,
+    settings: LLMSettings,
+    *,
+    address: str | None = None,
+    workers: int = 2,
+    batch_size: int = 16,
+    progress: bool = False,
+) -> Engine:
+    """The engine ``name`` names (``local`` or ``ray``)."""
+    if name == "local":
+        from rolecall.engines.local import LocalEngine
+
+        return LocalEngine(settings.open())
+    if name == "ray":
+        from rolecall.engines.ray import RayEngine
+
+        return RayEngine(
+            settings,
+            address=ray_address(address),
+            workers=workers,
+            batch_size=batch_size,
+            progress=progress,
+        )
+    raise ConfigError(f"unknown engine '{name}'", fix=f"use one of: {', '.join(ENGINES)}")

@@ -1,0 +1,151 @@
+"""The ray engine: the work function runs as Ray Data ``map_batches`` over an actor pool.
+
+Each actor opens its own ``LLM`` client from the driver's ``LLMSettings`` (so an in-process
+llama.cpp or transformers model is loaded once per actor, and an OpenAI-compatible server
+is shared by every actor); ``--concurrency`` is split between the actors so the total stays
+the same. Records cross process lines as JSON strings (nested fields and ``None`` survive
+Arrow unchanged), and each output batch ends with one trailer record carrying what the
+batch's calls cost, which the driver sums into ``stats``.
+
+The cluster is ``--ray-address`` / ``RAY_ADDRESS`` when given, else a local one started
+on loopback (``ray.init(num_cpus=max(2, workers), include_dashboard=False)``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import fields
+from typing import Any
+
+from rolecall.errors import RolecallError
+from rolecall.llm.client import RunStats
+from rolecall.llm.registry import parse_model_string
+
+INSTALL = "pip install 'rolecall[ray]'"
+_STATS = "__engine_stats__"
+
+
+def import_ray():
+    """The ``ray`` module, or an error that names the extra to install."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise RolecallError(
+            "the ray engine needs Ray Data, which is not installed",
+            fix=f"{INSTALL} (or run with --engine local)",
+        ) from None
+    return ray
+
+
+def start_ray(address: str | None = None, num_cpus: int = 2):
+    """Connect to ``address``, or start a local cluster on loopback; once per process."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, logging_level="WARNING")
+        else:
+            ray.init(
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                logging_level="WARNING",
+            )
+    return ray
+
+
+class _Worker:
+    """One actor: one LLM client, the work function applied to each batch it is given."""
+
+    def __init__(self, settings, work, params: dict, plugins: str):
+        if plugins:  # backends registered by plugins (tests' fake backend, user schemes)
+            os.environ["ROLECALL_PLUGINS"] = plugins
+            for name in filter(None, plugins.split(",")):
+                importlib.import_module(name.strip())
+        self.llm = settings.open()
+        self.work = work
+        self.params = params
+
+    def __call__(self, batch: dict) -> dict:
+        import numpy as np
+
+        stats = self.llm.stats
+        counts = [f.name for f in fields(stats) if f.name not in ("failed_items", "seconds")]
+        before = {name: getattr(stats, name) for name in counts}
+        failed_before = len(stats.failed_items)
+        records = [json.loads(text) for text in batch["record"]]
+        results = self.work(self.llm, records, **self.params)
+        out = [json.dumps(r, ensure_ascii=False) for r in results]
+        delta: dict[str, Any] = {name: getattr(stats, name) - before[name] for name in counts}
+        delta["failed_items"] = stats.failed_items[failed_before:]
+        trailer = {_STATS: delta, "model_id": self.llm.model_id}
+        out.append(json.dumps(trailer, ensure_ascii=False))
+        return {"record": np.array(out, dtype=object)}
+
+
+class RayEngine:
+    """Runs ``work(llm, batch, **params)`` on a pool of ``workers`` Ray actors."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        settings,
+        *,
+        address: str | None = None,
+        workers: int = 2,
+        batch_size: int = 16,
+        progress: bool = False,
+    ):
+        import_ray()
+        parse_model_string(settings.model)  # a bad model string fails here, not in an actor
+        self.workers = max(1, workers)
+        per_actor = max(1, settings.concurrency // self.workers)
+        self.settings = type(settings)(
+            model=settings.model,
+            cache=str(settings.cache),
+            concurrency=per_actor,
+            retries=settings.retries,
+        )
+        self.address = address
+        self.batch_size = max(1, batch_size)
+        self.progress = progress
+        self.stats = RunStats()
+        self.model_id: str | None = None
+
+    def map(self, work, records: list[dict], params: dict[str, Any]) -> Iterator[dict]:
+        if not records:
+            return
+        ray = start_ray(self.address, num_cpus=max(2, self.workers))
+        ray.data.DataContext.get_current().enable_progress_bars = self.progress
+        started = time.perf_counter()
+        items = [{"record": json.dumps(r, ensure_ascii=False)} for r in records]
+        dataset = ray.data.from_items(items).map_batches(
+            _Worker,
+            fn_constructor_kwargs={
+                "settings": self.settings,
+                "work": work,
+                "params": params,
+                "plugins": os.environ.get("ROLECALL_PLUGINS", ""),
+            },
+            compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(records))),
+            batch_size=self.batch_size,
+        )
+        try:
+            for row in dataset.iter_rows():
+                record = json.loads(row["record"])
+                if _STATS in record:
+                    self._add(record[_STATS])
+                    self.model_id = record["model_id"]
+                else:
+                    yield record
+        finally:
+            self.stats.seconds += time.perf_counter() - started
+
+    def _add(self, delta: dict) -> None:
+        for name, value in delta.items():
+            setattr(self.stats, name, getattr(self.stats, name) + value)

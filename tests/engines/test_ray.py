@@ -1,0 +1,139 @@
+"""The ray engine writes what the local engine writes (#18): ``llm batch`` on both.
+
+One local Ray cluster (``ray.init(num_cpus=2)``, loopback) serves the whole session; its
+actors import the fake backend (``ROLECALL_PLUGINS=tests.fakes``) from this checkout. The
+tests skip, with Ray's own reason, only when Ray is missing or its cluster cannot start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rolecall.cli.app import app
+from rolecall.errors import ConfigError, RolecallError
+from rolecall.jsonl import read_jsonl
+from tests.cli_runs import last_run_stats
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    try:
+        from rolecall.engines.ray import start_ray
+
+        saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ROLECALL_PLUGINS")}
+        # the cluster's worker processes inherit these: they import tests.fakes from here
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved["PYTHONPATH"]]))
+        os.environ["ROLECALL_PLUGINS"] = "tests.fakes"
+        ray = start_ray(None, num_cpus=2)
+    except RolecallError as exc:
+        pytest.skip(f"Ray is not installed: {exc.fix}")
+    except Exception as exc:  # noqa: BLE001  any failure to start the cluster
+        pytest.skip(f"a local Ray cluster cannot start here: {type(exc).__name__}: {exc}")
+    yield ray
+    ray.shutdown()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def write_prompts(path: Path, count: int) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(count):
+            row = {"id": f"p{i}", "prompt": f"{i}번 인사말: 안녕하세요,"}
+            if i % 3 == 0:
+                row = {"id": f"p{i}", "messages": [{"role": "user", "content": f"{i}번 질문"}]}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def batch(prompts: Path, run: Path, model: str, *extra: str, cache: Path | None = None):
+    args = ["llm", "batch", str(prompts), "-m", model, "-n", "2", "--seed", "3"]
+    args += ["--logprobs", "2", "--no-progress", "--out", str(run / "out.jsonl")]
+    args += ["--cache", str(cache or run / "cache.sqlite"), *extra]
+    return CliRunner().invoke(app, args)
+
+
+def rows(path: Path) -> list[dict]:
+    found = list(read_jsonl(path))
+    keys = [(r["id"], r["sample"]) for r in found]
+    assert len(keys) == len(set(keys)), "duplicated outputs"
+    return sorted(found, key=lambda r: (r["id"], r["sample"]))
+
+
+def counts(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text(encoding="utf-8"))["counts"]
+
+
+RAY = ("--engine", "ray", "--workers", "2")
+
+
+def test_llm_batch_on_ray_writes_the_local_records(ray_cluster, tmp_path):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 20)
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+
+    assert batch(prompts, local, "fake:a").exit_code == 0
+    result = batch(prompts, on_ray, "fake:a", *RAY)
+    assert result.exit_code == 0, result.output
+
+    assert rows(on_ray / "out.jsonl") == rows(local / "out.jsonl")
+    assert len(rows(on_ray / "out.jsonl")) == 40
+    assert counts(on_ray) == counts(local)
+    ray_stats, local_stats = last_run_stats(on_ray), last_run_stats(local)
+    for key in ("calls", "cache_hits", "tokens_in", "tokens_out", "failures"):
+        assert ray_stats[key] == local_stats[key], key
+    manifest = json.loads((on_ray / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["models"]["generator"] == "fake:fake-a"
+
+    # run again: every sample is written, so nothing is asked and nothing is duplicated
+    assert batch(prompts, on_ray, "fake:a", *RAY).exit_code == 0
+    assert last_run_stats(on_ray)["calls"] == 0
+    assert len(rows(on_ray / "out.jsonl")) == 40
+
+    # the workers key the cache exactly as this process does: the local run's cache
+    # answers a fresh ray run without a single call
+    fresh = tmp_path / "fresh"
+    assert batch(prompts, fresh, "fake:a", *RAY, cache=local / "cache.sqlite").exit_code == 0
+    assert last_run_stats(fresh)["calls"] == 0
+    assert last_run_stats(fresh)["cache_hits"] == 40
+    assert rows(fresh / "out.jsonl") == rows(local / "out.jsonl")
+
+
+def test_llm_batch_failures_on_ray_are_the_local_failures(ray_cluster, tmp_path):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 5)
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    model = "fake:a?permanent=true"
+
+    assert batch(prompts, local, model, "--retries", "0").exit_code != 0
+    result = batch(prompts, on_ray, model, "--retries", "0", *RAY)
+    assert result.exit_code != 0
+    assert "10 of 10 samples failed" in str(result.exception)
+
+    failures = [list(read_jsonl(run / "out.jsonl.failures.jsonl")) for run in (local, on_ray)]
+    assert failures[1] == failures[0]
+    assert len(failures[0]) == 10
+    assert counts(on_ray) == counts(local)
+
+
+def test_a_missing_ray_names_the_extra(monkeypatch):
+    from rolecall.engines.ray import import_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(RolecallError) as caught:
+        import_ray()
+    assert "pip install 'rolecall[ray]'" in str(caught.value)
+
+
+def test_an_unknown_engine_is_a_config_error(tmp_path):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
+    result = batch(prompts, tmp_path / "run", "fake:a", "--engine", "spark")
+    assert isinstance(result.exception, ConfigError)
+    assert "unknown engine 'spark'" in str(result.exception)
