@@ -20,16 +20,19 @@ held out): the positives and negatives of a held-out dialogue are never trained 
 Models, each scored on the same held-out examples: the base (LoRA adapters at their zero
 start, exactly the base model), **MLE** (positives only, alpha 0) and **MLE+UL** for each
 ``--alphas`` (positives by MLE, negatives by UL). Measured for each: PPL(pos) and
-PPL(neg), and greedy replies to the held-out contexts that have a negative: the share of
-replies that repeat a negative's content, i.e. hold any character 4-gram (letters and
-digits only: spaces and punctuation removed) of the negatives written for that context
-that is neither in the context's own in-bounds turn nor in its history.
+PPL(neg), and greedy replies (``--max-new-tokens``, cut at the first newline) to the
+held-out contexts that have a negative: the share of replies that repeat a negative's
+content, i.e. hold any Kiwi content morpheme (nouns, verb and adjective stems, adverbs,
+numbers, ...: the retrieval tokens of ``retrieval/tokens.py``; no particles or endings) of
+the negatives written for that context that is neither in the context's own in-bounds
+turn nor anywhere in its history. The same with character 4-grams (spaces and
+punctuation removed) is printed next to it. ``--out FILE`` keeps every reply.
 
 Targets (issue 17), for the chosen alpha: the alpha with the highest PPL(neg) among those
 whose PPL(pos) is at most 1.10x MLE's; when none is, the one with the lowest PPL(pos):
 - PPL(neg) UL / MLE >= 2.0;
 - PPL(pos) UL / MLE <= 1.10;
-- share of replies with a negative's 4-gram, UL - MLE < 0;
+- share of replies with a negative's content morpheme, UL - MLE < 0;
 - training step time (forward, loss, backward, optimiser step) MLE+UL / MLE <= 1.15, on
   the very same batches of positives and negatives, alternating the two so that machine
   noise hits both alike (with alpha 0 the negatives' tokens are forwarded but add no
@@ -38,9 +41,13 @@ whose PPL(pos) is at most 1.10x MLE's; when none is, the one with the lowest PPL
 The earlier version of this bench (K/DA neutral vs implicit sentences after an empty
 history, not the paper's setting) is in git history (commit c942d24).
 
+Cost: every example is scored with the last ``--max-turns`` turns of its history (2: the
+system turn before and the user turn it answers), which keeps a run on 2 shared CPU cores
+near an hour; the generator's own default is 10.
+
 Usage: python bench/ul_vs_mle.py [--alphas 1,3] [--epochs 1] [--batch-size 8]
-       [--lr 1e-3] [--max-turns 2] [--test-share 0.3] [--max-new-tokens 20]
-       [--timing-batches 2] [--fix-examples PATH]
+       [--lr 1e-3] [--max-turns 2] [--test-share 0.3] [--max-new-tokens 24]
+       [--timing-batches 2] [--fix-examples PATH] [--out FILE]
 """
 
 from __future__ import annotations
@@ -137,22 +144,32 @@ def char_ngrams(text: str, n: int = NGRAM) -> set[str]:
     return {letters[i : i + n] for i in range(len(letters) - n + 1)}
 
 
-def negative_ngrams(context: Context, n: int = NGRAM) -> set[str]:
-    """The n-grams of the context's negatives that neither its in-bounds turn nor its
+def morphemes(text: str) -> set[str]:
+    """Kiwi content morphemes (``form/T``: nouns, verb and adjective stems, adverbs, ...;
+    no particles or endings), as the retrieval index tokenizes."""
+    from rolecall.retrieval.tokens import search_tokens
+
+    return set(search_tokens([text])[0])
+
+
+GRAMS = {"morph": morphemes, "char4": char_ngrams}
+
+
+def negative_ngrams(context: Context, grams=char_ngrams) -> set[str]:
+    """The grams of the context's negatives that neither its in-bounds turn nor its
     history holds: what only saying the out-of-bounds thing would repeat."""
-    said = set().union(*(char_ngrams(t, n) for t in context.negatives))
+    said = set().union(*(grams(t) for t in context.negatives))
     fine = set().union(
-        *(char_ngrams(t, n) for t in context.in_bounds),
-        *(char_ngrams(t.text, n) for t in context.history),
+        *(grams(t) for t in context.in_bounds), *(grams(t.text) for t in context.history)
     )
     return said - fine
 
 
-def repeat_share(replies: Sequence[str], contexts: Sequence[Context], n: int = NGRAM) -> float:
+def repeat_share(replies: Sequence[str], contexts: Sequence[Context], grams=char_ngrams) -> float:
     """The share of replies holding any of their context's ``negative_ngrams``."""
     if not contexts:
         return 0.0
-    hits = sum(bool(char_ngrams(r, n) & negative_ngrams(c, n)) for r, c in zip(replies, contexts))
+    hits = sum(bool(grams(r) & negative_ngrams(c, grams)) for r, c in zip(replies, contexts))
     return hits / len(contexts)
 
 
@@ -186,9 +203,9 @@ def targets(results: dict[str, dict], chosen: str, step_ratio: float | None) -> 
             "met": pos <= POS_LIMIT,
         },
     }
-    if "repeat_share" in ul and "repeat_share" in mle:
-        diff = ul["repeat_share"] - mle["repeat_share"]
-        out["reply_negative_ngram_share_ul_minus_mle"] = {
+    if "repeat_morph" in ul and "repeat_morph" in mle:
+        diff = ul["repeat_morph"] - mle["repeat_morph"]
+        out["reply_negative_morpheme_share_ul_minus_mle"] = {
             "value": round(diff, 4),
             "target": "< 0",
             "met": diff < 0,
@@ -217,7 +234,8 @@ def evaluate(
     if contexts:
         prompts = [generator.prompt(c.history) for c in contexts]
         replies = generator.complete(prompts, max_new_tokens, batch_size=batch_size)
-        row["repeat_share"] = repeat_share(replies, contexts)
+        for name, grams in GRAMS.items():
+            row[f"repeat_{name}"] = repeat_share(replies, contexts, grams)
         row["replies"] = replies
     return row
 
@@ -315,16 +333,33 @@ def table(results: dict[str, dict]) -> str:
     mle = results["MLE"]
     lines = [
         f"{'model':14s}{'PPL(pos)':>10s}{'PPL(neg)':>10s}{'neg/pos':>9s}"
-        f"{'pos/MLE':>9s}{'neg/MLE':>9s}{'repeat':>8s}{'train s':>9s}"
+        f"{'pos/MLE':>9s}{'neg/MLE':>9s}{'rep.morph':>10s}{'rep.char4':>10s}{'train s':>9s}"
     ]
     for name, row in results.items():
         lines.append(
             f"{name:14s}{row['ppl_positive']:10.2f}{row['ppl_negative']:10.2f}"
             f"{row['ppl_ratio']:9.3f}{row['ppl_positive'] / mle['ppl_positive']:9.3f}"
             f"{row['ppl_negative'] / mle['ppl_negative']:9.3f}"
-            f"{row.get('repeat_share', float('nan')):8.3f}{row.get('train_seconds', 0.0):9.1f}"
+            f"{row.get('repeat_morph', float('nan')):10.3f}"
+            f"{row.get('repeat_char4', float('nan')):10.3f}{row.get('train_seconds', 0.0):9.1f}"
         )
     return "\n".join(lines)
+
+
+def write_replies(path: Path, contexts: Sequence[Context], results: dict[str, dict]) -> None:
+    """One JSON line per held-out context: its negatives, in-bounds turn, every reply."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as file:
+        for i, c in enumerate(contexts):
+            line = {
+                "dialogue": c.dialogue_id,
+                "turn": c.turn,
+                "last_user": c.history[-1].text if c.history else "",
+                "negatives": c.negatives,
+                "in_bounds": c.in_bounds,
+                "replies": {name: row["replies"][i] for name, row in results.items()},
+            }
+            file.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -335,11 +370,14 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--max-turns", type=int, default=2, help="history turns in the prompt")
     parser.add_argument("--test-share", type=float, default=0.3)
-    parser.add_argument("--max-new-tokens", type=int, default=20)
+    parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--timing-batches", type=int, default=2, help="0: no step timing")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fix-examples", type=Path, help="the web app's examples export")
+    parser.add_argument(
+        "--out", type=Path, help="write each context's negatives and every model's reply (JSONL)"
+    )
     return parser.parse_args(argv)
 
 
@@ -384,9 +422,10 @@ def main(argv: Sequence[str] | None = None, base: tuple | None = None) -> dict:
 
     print("\n" + table(results))
     print(
-        f"repeat: share of greedy replies to the {counts['test']['contexts_with_negatives']} "
-        f"held-out contexts with a negative that hold a character {NGRAM}-gram of those "
-        "negatives absent from the in-bounds turn and the history"
+        f"rep.: share of greedy replies to the {counts['test']['contexts_with_negatives']} "
+        "held-out contexts with a negative that hold a Kiwi content morpheme (morph) or a "
+        f"character {NGRAM}-gram (char4) of that context's negatives absent from its "
+        "in-bounds turn and its history"
     )
     print(
         f"chosen: {chosen} (the highest PPL(neg) among alphas with PPL(pos) <= "
@@ -423,7 +462,7 @@ def main(argv: Sequence[str] | None = None, base: tuple | None = None) -> dict:
             "test_share": args.test_share,
             "max_new_tokens": args.max_new_tokens,
             "seed": args.seed,
-            "ngram": f"char {NGRAM}-gram",
+            "repeat": "Kiwi content morphemes (target); char 4-grams",
         },
         "results": {
             name: {
@@ -437,6 +476,8 @@ def main(argv: Sequence[str] | None = None, base: tuple | None = None) -> dict:
         "step_seconds": {k: round(v, 4) for k, v in timing[1].items()} if timing else None,
         "targets": goals,
     }
+    if args.out:
+        write_replies(args.out, contexts_with_negatives(test), results)
     print(json.dumps(report, ensure_ascii=False))
     return report
 

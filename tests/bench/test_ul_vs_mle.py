@@ -65,13 +65,18 @@ def test_a_reply_repeats_a_negative_only_by_ngrams_of_its_own():
     assert "요어르신" not in grams  # the in-bounds turn says it too
     replies = ["저도 손주가 있답니다", "손주가 셋이라니 좋으시겠어요!"]
     assert bench.repeat_share(replies, [context, context]) == 0.5
+    # content morphemes: 둘 (a number) is the negative's own; 손주 is the context's
+    words = bench.negative_ngrams(context, bench.morphemes)
+    assert any(w.startswith("둘/") for w in words) and not any("손주" in w for w in words)
+    replies = ["손주 둘이 오나요?", "손주가 셋이라니 좋으시겠어요!"]
+    assert bench.repeat_share(replies, [context, context], bench.morphemes) == 0.5
     assert bench.char_ngrams("a, b c!") == set()  # 3 letters: no 4-gram
     assert bench.repeat_share([], []) == 0.0
 
 
 def row(pos: float, neg: float, share: float | None = None) -> dict:
     out = {"ppl_positive": pos, "ppl_negative": neg, "ppl_ratio": neg / pos}
-    return out if share is None else {**out, "repeat_share": share}
+    return out if share is None else {**out, "repeat_morph": share}
 
 
 def test_the_chosen_alpha_and_the_targets():
@@ -86,8 +91,8 @@ def test_the_chosen_alpha_and_the_targets():
     goals = bench.targets(results, "MLE+UL a=3", 1.05)
     assert goals["ppl_neg_ul_over_mle"] == {"value": 2.25, "target": ">= 2.0", "met": True}
     assert goals["ppl_pos_ul_over_mle"] == {"value": 1.1, "target": "<= 1.1", "met": True}
-    assert goals["reply_negative_ngram_share_ul_minus_mle"]["value"] == pytest.approx(-0.2)
-    assert goals["reply_negative_ngram_share_ul_minus_mle"]["met"] is True
+    assert goals["reply_negative_morpheme_share_ul_minus_mle"]["value"] == pytest.approx(-0.2)
+    assert goals["reply_negative_morpheme_share_ul_minus_mle"]["met"] is True
     assert goals["step_time_ul_over_mle"]["met"] is True
     # none keeps PPL(pos): the lowest PPL(pos), reported as not met
     assert bench.choose_alpha(results, ["MLE+UL a=9"]) == "MLE+UL a=9"
@@ -96,7 +101,7 @@ def test_the_chosen_alpha_and_the_targets():
     assert "step_time_ul_over_mle" not in goals
 
 
-def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys):
+def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys, tmp_path):
     from tests.tiny_models import tiny_causal_lm
 
     positives, negatives = bench.carecall_examples()
@@ -104,9 +109,13 @@ def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys):
         t.text for e in positives for t in e.history
     ]
     report = bench.main(
-        ["--alphas", "2", "--max-new-tokens", "4", "--timing-batches", "1", "--threads", "1"],
+        ["--alphas", "2", "--max-new-tokens", "4", "--timing-batches", "1", "--threads", "1"]
+        + ["--out", str(tmp_path / "replies.jsonl")],
         base=tiny_causal_lm(texts),
     )
+    lines = (tmp_path / "replies.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == report["data"]["test"]["contexts_with_negatives"]
+    assert set(json.loads(lines[0])["replies"]) == {"base", "MLE", "MLE+UL a=2"}
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert json.loads(last) == report
     assert set(report["results"]) == {"base", "MLE", "MLE+UL a=2"}
@@ -114,7 +123,7 @@ def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys):
     assert set(report["targets"]) == {
         "ppl_neg_ul_over_mle",
         "ppl_pos_ul_over_mle",
-        "reply_negative_ngram_share_ul_minus_mle",
+        "reply_negative_morpheme_share_ul_minus_mle",
         "step_time_ul_over_mle",
     }
     assert all(isinstance(goal["met"], bool) for goal in report["targets"].values())
