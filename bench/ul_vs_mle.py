@@ -38,6 +38,10 @@ whose PPL(pos) is at most 1.10x MLE's; when none is, the one with the lowest PPL
   noise hits both alike (with alpha 0 the negatives' tokens are forwarded but add no
   loss).
 
+Knob: ``--ul-tokens differing`` applies UL only to the tokens of a negative that the
+in-bounds turn of its context lacks (MLE and UL then never pull the same token of the
+same context in opposite directions); PPL is always over every token.
+
 The earlier version of this bench (K/DA neutral vs implicit sentences after an empty
 history, not the paper's setting) is in git history (commit c942d24).
 
@@ -47,7 +51,8 @@ near an hour; the generator's own default is 10.
 
 Usage: python bench/ul_vs_mle.py [--alphas 1,3] [--epochs 1] [--batch-size 8]
        [--lr 1e-3] [--max-turns 2] [--test-share 0.3] [--max-new-tokens 24]
-       [--timing-batches 2] [--fix-examples PATH] [--out FILE]
+       [--timing-batches 2] [--ul-tokens all|differing] [--no-base]
+       [--fix-examples PATH] [--out FILE]
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ from rolecall.records import Dialogue, Example, Turn
 from rolecall.spec import load_role_spec
 from rolecall.train.generator import Generator, GeneratorSettings
 from rolecall.train.loop import TrainConfig
+from rolecall.train.losses.unlikelihood import IGNORE
 
 ROOT = Path(__file__).resolve().parents[1]
 CARECALL = ROOT / "examples" / "carecall"
@@ -248,13 +254,17 @@ def run_all(
     settings: GeneratorSettings,
     config: TrainConfig,
     max_new_tokens: int,
+    ul_tokens: str = "all",
+    with_base: bool = True,
 ) -> tuple[dict[str, dict], Generator]:
     """Base, MLE and MLE+UL per alpha on copies of ``base``; returns the results by name
     and the last generator (for the step timing)."""
     contexts = contexts_with_negatives(test)
     results: dict[str, dict] = {}
     generator = None
-    for name, alpha in [("base", None), ("MLE", 0.0)] + [(f"MLE+UL a={a:g}", a) for a in alphas]:
+    runs = [("base", None)] if with_base else []
+    runs += [("MLE", 0.0)] + [(f"MLE+UL a={a:g}", a) for a in alphas]
+    for name, alpha in runs:
         model = copy.deepcopy(base[0])
         generator = Generator.create(
             (model, base[1]), settings.model_copy(update={"alpha": alpha or 0.0}), config.seed
@@ -262,7 +272,11 @@ def run_all(
         row: dict = {"alpha": alpha}
         if alpha is not None:
             started = time.perf_counter()
+            if alpha and ul_tokens == "differing":
+                # subtle: only while training; perplexity() must see every token again
+                generator.batch = differing_batch(generator, train)
             history = generator.fit(train, config, progress=True)
+            generator.__dict__.pop("batch", None)
             row.update(
                 steps=history["steps"],
                 train_seconds=round(time.perf_counter() - started, 1),
@@ -275,6 +289,30 @@ def run_all(
         print(f"{name}: { {k: v for k, v in shown.items() if k != 'replies'} }", flush=True)
     assert generator is not None
     return results, generator
+
+
+def differing_batch(generator: Generator, train: Sequence[Example]):
+    """``generator.batch`` that counts a negative's tokens for UL only where the in-bounds
+    turn of the same context (a training positive) lacks them: the endings and words both
+    share are then pulled up by MLE alone, never pushed down by UL at the same time."""
+    tok, original = generator.tokenizer, generator.batch
+    in_bounds = {
+        (e.dialogue_id, len(e.history)): e.response for e in train if e.label == "positive"
+    }
+
+    def batch(examples: Sequence[Example]) -> dict:
+        out = original(examples)
+        for row, e in enumerate(examples):
+            good = in_bounds.get((e.dialogue_id, len(e.history)))
+            if e.label != "negative" or good is None:
+                continue
+            ids = tok(" " + good.strip() + "\n", add_special_tokens=False)["input_ids"]
+            shared = torch.tensor(sorted(set(ids) | {tok.eos_token_id}))
+            labels = out["labels"][row]
+            labels[torch.isin(labels, shared)] = IGNORE
+        return out
+
+    return batch
 
 
 def step_seconds(generator: Generator, batches: list[list[Example]], lr: float) -> list[float]:
@@ -372,6 +410,13 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--test-share", type=float, default=0.3)
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--timing-batches", type=int, default=2, help="0: no step timing")
+    parser.add_argument(
+        "--ul-tokens",
+        choices=("all", "differing"),
+        default="all",
+        help="UL on every token of a negative, or only on those its context's in-bounds turn lacks",
+    )
+    parser.add_argument("--no-base", action="store_true", help="skip the base model's row")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fix-examples", type=Path, help="the web app's examples export")
@@ -415,7 +460,17 @@ def main(argv: Sequence[str] | None = None, base: tuple | None = None) -> dict:
             base="tiny", max_length=64, response_max=16, max_turns=args.max_turns
         )
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
-    results, last = run_all(base, train, test, alphas, settings, config, args.max_new_tokens)
+    results, last = run_all(
+        base,
+        train,
+        test,
+        alphas,
+        settings,
+        config,
+        args.max_new_tokens,
+        args.ul_tokens,
+        not args.no_base,
+    )
     names = [n for n in results if n.startswith("MLE+UL")]
     chosen = choose_alpha(results, names)
     timing = step_ratio(last, train, args.batch_size, args.timing_batches, args.lr, args.seed)
@@ -459,6 +514,7 @@ def main(argv: Sequence[str] | None = None, base: tuple | None = None) -> dict:
             "batch_size": args.batch_size,
             "lr": args.lr,
             "max_turns": args.max_turns,
+            "ul_tokens": args.ul_tokens,
             "test_share": args.test_share,
             "max_new_tokens": args.max_new_tokens,
             "seed": args.seed,

@@ -101,6 +101,28 @@ def test_the_chosen_alpha_and_the_targets():
     assert "step_time_ul_over_mle" not in goals
 
 
+def test_differing_tokens_leave_out_what_the_in_bounds_turn_says_too():
+    from rolecall.train.generator import Generator, GeneratorSettings
+    from tests.tiny_models import tiny_causal_lm
+
+    good, bad = "식사는 챙겨 드셨어요?", "식사는 내일 하세요."
+    generator = Generator.create(
+        tiny_causal_lm([good, bad, "t0 t1 t2"]),
+        GeneratorSettings(base="tiny", max_length=64, response_max=16),
+    )
+    train = [example("d", 3, good), example("d", 3, bad, negative=True)]
+    other = example("e", 3, bad, negative=True)  # no in-bounds turn: every token counts
+    batch = bench.differing_batch(generator, train)(train + [other])
+    full = generator.batch(train + [other])
+    assert batch["labels"][0].tolist() == full["labels"][0].tolist()  # positives untouched
+    assert batch["labels"][2].tolist() == full["labels"][2].tolist()
+    tok = generator.tokenizer
+    good_ids = set(tok(" " + good + "\n", add_special_tokens=False)["input_ids"])
+    kept = [t for t in batch["labels"][1].tolist() if t != -100]
+    assert kept and not set(kept) & (good_ids | {tok.eos_token_id})
+    assert len(kept) < sum(t != -100 for t in full["labels"][1].tolist())
+
+
 def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys, tmp_path):
     from tests.tiny_models import tiny_causal_lm
 
@@ -110,7 +132,7 @@ def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys, tmp_path):
     ]
     report = bench.main(
         ["--alphas", "2", "--max-new-tokens", "4", "--timing-batches", "1", "--threads", "1"]
-        + ["--out", str(tmp_path / "replies.jsonl")],
+        + ["--out", str(tmp_path / "replies.jsonl"), "--ul-tokens", "differing"],
         base=tiny_causal_lm(texts),
     )
     lines = (tmp_path / "replies.jsonl").read_text(encoding="utf-8").splitlines()
