@@ -17,6 +17,7 @@ import tests.fakes  # noqa: F401  (registers fake:)
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.jsonl import read_jsonl
 from rolecall.judge.out_of_bounds import JUDGE
+from rolecall.llm import LLM, Cache, load_backend
 from rolecall.llm.registry import BackendEntry
 from rolecall.pipelines.default_judges import (
     ensure_trained,
@@ -30,10 +31,71 @@ from rolecall.train import kda_judges
 from tests.cli_runs import run_to_end
 from tests.conftest import REPO
 from tests.fakes import FakeBackend, FakeOptions, use_backend
-from tests.pipelines.test_detox import run, write_config
 from tests.train.kda_data import write_data_dir
 
 EMBEDDED = "llamacpp:embedded"
+
+
+def write_config(root: Path, **changes) -> Path:
+    """A small detox config in ``root`` (JSON is YAML): 3 sentences, n = 0 and 3."""
+    comments = ["회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네", "주식 떡락 개미들 곡소리 ㅋㅋ"]
+    (root / "comments.txt").write_text("\n".join(comments) + "\n", encoding="utf-8")
+    (root / "neutral.csv").write_text(
+        "Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n날씨가 좋네요.,네\n",
+        encoding="utf-8",
+    )
+    config = {
+        "out": "run",
+        "model": "fake:x",
+        "cache": "cache.sqlite",
+        "slang": {"index": "index", "corpora": ["comments.txt"]},
+        "sentences": {"path": "neutral.csv:Q"},
+        "generate": {"ns": [0, 3]},
+        "export": {"formats": ["csv"]},
+        "geval": {"enabled": False},
+        **changes,
+    }
+    path = root / "config.yaml"
+    path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def opener(cache: str):
+    def load(model: str | None) -> LLM:
+        return LLM(load_backend(model), Cache(Path(cache)))
+
+    return load
+
+
+def run(path: Path, until: str = "filter"):
+    """``detox run`` of the config at ``path``: (results, the lines it said)."""
+    from rolecall.pipelines.detox import load_detox_config, run_detox
+
+    config = load_detox_config(path)
+    lines: list[str] = []
+    results = run_detox(config, opener(config.cache), until, progress=False, say=lines.append)
+    return results, lines
+
+
+def run_dialogues(root: Path, **changes):
+    """``dialogues run`` up to the judge on the shipped spec and examples."""
+    from rolecall.pipelines.dialogues import load_dialogue_config
+    from rolecall.pipelines.dialogues import run_dialogues as run_them
+
+    config = {
+        "spec": str(REPO / "examples" / "carecall" / "spec.yaml"),
+        "examples": str(REPO / "examples" / "carecall" / "dialogues.jsonl"),
+        "out": "run",
+        "cache": "cache.sqlite",
+        "generate": {"count": 3},
+        **changes,
+    }
+    path = root / "pipeline.yaml"
+    path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    config = load_dialogue_config(path)
+    lines: list[str] = []
+    results = run_them(config, opener(config.cache), "judge", progress=False, say=lines.append)
+    return results, lines
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +140,7 @@ def test_the_embedded_model_is_known_by_its_string(monkeypatch):
 
 def test_detox_run_on_the_embedded_model_filters_with_trained_judges(tmp_path, data_dir):
     path = write_config(tmp_path, model=EMBEDDED, filter={"judge_data": str(data_dir)})
-    results, _, lines = run(path, until="filter")
+    results, lines = run(path)
     out = tmp_path / "run"
     found = manifest(out)
     home = tmp_path / "home" / "judges"
@@ -104,11 +166,11 @@ def test_detox_run_on_the_embedded_model_filters_with_trained_judges(tmp_path, d
 def test_a_cached_judge_is_trained_once_and_reused(tmp_path, data_dir, trainings):
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     first = write_config(tmp_path / "a", model=EMBEDDED, filter={"judge_data": str(data_dir)})
-    run(first, until="filter")
+    run(first)
     assert sorted(trainings) == ["consistency", "implicit"]
     second = write_config(tmp_path / "b", model=EMBEDDED, filter={"judge_data": str(data_dir)})
-    _, _, lines = run(second, until="filter")
-    run(first, until="filter")  # resumed: same settings, same judges
+    _, lines = run(second)
+    run(first)  # resumed: same settings, same judges
     assert sorted(trainings) == ["consistency", "implicit"]
     assert not any("training" in line for line in lines)
     home = tmp_path / "home" / "judges"
@@ -149,7 +211,7 @@ def test_a_killed_training_leaves_no_half_judge(tmp_path, data_dir, monkeypatch)
 
 def test_named_judges_the_embedded_model_included_are_used_as_named(tmp_path, data_dir, trainings):
     filters = {"models": [EMBEDDED], "judge_data": str(data_dir)}
-    run(write_config(tmp_path, model=EMBEDDED, filter=filters), until="filter")
+    run(write_config(tmp_path, model=EMBEDDED, filter=filters))
     found = manifest(tmp_path / "run")
     assert found["judges"]["consistency"] == [{"kind": "llm", "model": "fake:fake-embedded"}]
     assert "judge_defaults" not in found and "judge_defaults" not in found["config"]["detox run"]
@@ -158,7 +220,7 @@ def test_named_judges_the_embedded_model_included_are_used_as_named(tmp_path, da
 
 def test_one_filter_named_the_other_gets_its_default(tmp_path, data_dir, trainings):
     filters = {"implicit_models": [EMBEDDED], "judge_data": str(data_dir)}
-    run(write_config(tmp_path, model=EMBEDDED, filter=filters), until="filter")
+    run(write_config(tmp_path, model=EMBEDDED, filter=filters))
     judges = manifest(tmp_path / "run")["judges"]
     assert judges["consistency"][0]["kind"] == "classifier"
     assert judges["implicit"] == [{"kind": "llm", "model": "fake:fake-embedded"}]
@@ -167,7 +229,7 @@ def test_one_filter_named_the_other_gets_its_default(tmp_path, data_dir, trainin
 
 def test_default_judges_llm_keeps_the_llm_judges(tmp_path, data_dir, trainings):
     filters = {"default_judges": "llm", "judge_data": str(data_dir)}
-    run(write_config(tmp_path, model=EMBEDDED, filter=filters), until="filter")
+    run(write_config(tmp_path, model=EMBEDDED, filter=filters))
     found = manifest(tmp_path / "run")
     assert {j[0]["kind"] for j in found["judges"].values()} == {"llm"}
     assert found["judge_defaults"]["implicit"] == {
@@ -179,7 +241,7 @@ def test_default_judges_llm_keeps_the_llm_judges(tmp_path, data_dir, trainings):
 
 
 def test_with_a_real_llm_the_llm_judges_stay_the_default(tmp_path, data_dir, trainings):
-    run(write_config(tmp_path, filter={"judge_data": str(data_dir)}), until="filter")
+    run(write_config(tmp_path, filter={"judge_data": str(data_dir)}))
     found = manifest(tmp_path / "run")
     assert found["judges"]["consistency"] == [{"kind": "llm", "model": "fake:fake-x"}]
     assert "not the embedded one" in found["judge_defaults"]["consistency"]["reason"]
@@ -190,7 +252,7 @@ def test_with_a_real_llm_the_llm_judges_stay_the_default(tmp_path, data_dir, tra
 
 
 def test_no_judge_data_keeps_the_llm_with_a_warning_said_and_recorded(tmp_path):
-    _, _, lines = run(write_config(tmp_path, model=EMBEDDED), until="filter")
+    _, lines = run(write_config(tmp_path, model=EMBEDDED))
     found = manifest(tmp_path / "run")
     assert {j[0]["kind"] for j in found["judges"].values()} == {"llm"}
     [warning] = found["warnings"]
@@ -205,14 +267,14 @@ def test_a_changed_choice_needs_a_new_run_directory(tmp_path):
     config = write_config(tmp_path, model=EMBEDDED, filter={"judge_data": str(data)})
     run(config, until="generate")
     with pytest.raises(ConfigError, match="filter, judge_defaults changed"):
-        run(write_config(tmp_path, model=EMBEDDED), until="filter")
+        run(write_config(tmp_path, model=EMBEDDED))
     config = write_config(tmp_path, model=EMBEDDED, filter={"judge_data": str(data)})
     run(config, until="generate")  # as it started: resumes
     # the same folder holding other data: another judge, refused as well
     with (data / "detox" / "kda_ko.csv").open("a", encoding="utf-8") as handle:
         handle.write("새로운 문장입니다,새로운 문장이네 ㅋㅋ\n")
     with pytest.raises(ConfigError, match="[(]judge_defaults changed[)]"):
-        run(config, until="filter")
+        run(config)
 
 
 def test_judge_data_is_relative_to_the_config_and_a_missing_file_is_named(tmp_path, data_dir):
@@ -239,11 +301,9 @@ SPEC_WITHOUT_RULES = RoleSpec(
 
 def test_the_dialogue_judge_defaults_to_the_rule_judge_on_the_embedded_model(tmp_path, monkeypatch):
     from tests.pipelines.dialogue_script import ENTRY
-    from tests.pipelines.test_dialogues import run as run_dialogues
-    from tests.pipelines.test_dialogues import write_config as dialogue_config
 
     use_backend(monkeypatch, "llamacpp", ENTRY)  # writes the dialogues
-    results, opened, lines = run_dialogues(dialogue_config(tmp_path, model=EMBEDDED), "judge")
+    results, lines = run_dialogues(tmp_path, model=EMBEDDED)
     found = manifest(tmp_path / "run")
     assert found["judges"][JUDGE] == [{"kind": "rules", "model": "rules:carecall"}]
     assert found["judge_defaults"][JUDGE]["reason"].startswith("rule judges: the judge model")
@@ -288,3 +348,30 @@ def test_dialogues_judge_command_judges_by_rules_with_no_model_named(tmp_path):
     assert found["judges"][JUDGE] == [{"kind": "rules", "model": "rules:carecall"}]
     assert found["config"]["dialogues judge"]["judges"] == ["rules:carecall"]
     assert "embedded" not in json.dumps(found["models"])  # no model was opened
+
+
+def test_detox_filter_command_takes_the_default_and_the_data(tmp_path, data_dir):
+    sentences = tmp_path / "neutral.csv"
+    sentences.write_text("Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n")
+    out, home = tmp_path / "run", {"ROLECALL_HOME": str(tmp_path / "home")}
+    common = ["--out", str(out), "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
+    args = ["--sentences", f"{sentences}:Q", "--ns", "0", "-m", "fake:x"]
+    assert run_to_end("detox", "generate", *args, *common).returncode == 0
+    bad = run_to_end("detox", "filter", "--default-judges", "trained", *common, env_extra=home)
+    assert bad.returncode == 2 and "judge_data" in bad.stderr  # trained needs the data
+    result = run_to_end(
+        "detox",
+        "filter",
+        "--default-judges",
+        "trained",
+        "--judge-data",
+        str(data_dir),
+        *common,
+        env_extra=home,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "training the consistency judge" in result.stderr
+    found = manifest(out)
+    assert {j[0]["kind"] for j in found["judges"].values()} == {"classifier"}
+    assert found["judge_defaults"]["implicit"]["reason"] == "default_judges: trained"
+    assert found["config"]["detox filter"]["default_judges"] == "trained"
