@@ -134,6 +134,11 @@ def test_both_filters_ran_in_order_and_the_dataset_files_agree(root):
     assert all(v["raw_output"] and v["parse_status"] == "parsed" for v in votes)
     assert len(list(read_jsonl(ref / "verdicts_implicit.jsonl"))) == consistency["kept"]
 
+    # no judge data in this config: the embedded LLM judges, with the warning recorded
+    manifest = json.loads((ref / "manifest.json").read_text(encoding="utf-8"))
+    assert {j[0]["kind"] for j in manifest["judges"].values()} == {"llm"}
+    assert "near random" in manifest["warnings"][0]
+
     pairs = list(read_jsonl(ref / "pairs.jsonl", Pair))
     assert len(pairs) == implicit["kept"]  # may be 0: the 270M judge rarely says implicit
     with open(ref / "kda.csv", encoding="utf-8", newline="") as handle:

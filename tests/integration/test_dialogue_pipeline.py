@@ -46,6 +46,7 @@ GENERATE = [
 
 
 def judge_args(dialogues: Path) -> list[str]:
+    # the embedded model named: with no judge named it would be rules:carecall, no LLM
     return [
         "dialogues",
         "judge",
@@ -53,6 +54,8 @@ def judge_args(dialogues: Path) -> list[str]:
         str(SPEC),
         "--dialogues",
         str(dialogues),
+        "-m",
+        "llamacpp:embedded",
         "--no-progress",
     ]
 
