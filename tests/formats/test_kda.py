@@ -125,3 +125,18 @@ def test_data_card_has_the_warning_counts_and_retention(tmp_path):
     text = card.read_text(encoding="utf-8")
     assert "Content warning" in text and "- pairs: 5" in text and "CC BY-SA 4.0" in text
     assert "| consistency | 0 | 10 | 5 | 1 | 0.5 |" in text and '"generator": "m"' in text
+    assert "judges below" in text and "consistency judge" not in text
+
+
+def test_data_card_names_the_default_judges_and_their_warnings(tmp_path):
+    manifest = {
+        "judge_defaults": {
+            "consistency": {"kind": "classifier", "judge": "classifier:/j/c", "reason": "why"}
+        },
+        "warnings": ["the embedded model judges near random"],
+    }
+    card = tmp_path / "DATA_CARD.md"
+    write_data_card(card, name="t", pairs=0, report={}, manifest=manifest, licence="x", sources=[])
+    text = card.read_text(encoding="utf-8")
+    assert "- consistency judge: classifier `classifier:/j/c` (why)" in text
+    assert "- warning: the embedded model judges near random" in text

@@ -117,6 +117,18 @@ def _retention_table(report: dict) -> list[str]:
     return lines
 
 
+def _judge_lines(manifest: dict) -> list[str]:
+    """Who filtered: the default judges chosen for the run (kind, judge, why) and the
+    warnings a reader of the data should see (an embedded LLM judging near random)."""
+    lines = []
+    for task, entry in manifest.get("judge_defaults", {}).items():
+        lines.append(
+            f"- {task} judge: {entry.get('kind')} `{entry.get('judge')}` ({entry.get('reason')})"
+        )
+    lines += [f"- warning: {w}" for w in manifest.get("warnings", [])]
+    return [*lines, ""] if lines else []
+
+
 def write_data_card(
     path: str | Path,
     *,
@@ -135,8 +147,9 @@ def write_data_card(
         "",
         "Neutral -> implicitly offensive Korean sentence pairs made with rolecall's "
         "K/DA pipeline (Jeon et al., ACL 2025): slang retrieval, LLM rewriting, then "
-        "two LLM filters (pair consistency, implicit offensiveness).",
+        "two filters (pair consistency, implicit offensiveness) by the judges below.",
         "",
+        *_judge_lines(manifest),
         f"- pairs: {pairs}",
         f"- candidates: {overall.get('in')}",
         f"- overall retention: {overall.get('retention')}",
