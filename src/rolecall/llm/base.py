@@ -179,6 +179,30 @@ def sample_seed(seed: int | None, sample_index: int) -> int | None:
     return seed + sample_index
 
 
+def first_stop(text: str, stops: tuple[str, ...]) -> int | None:
+    """Where the earliest of ``stops`` begins in ``text`` (empty stops ignored), or None."""
+    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return min(hits) if hits else None
+
+
+def common_prefix(prompt_ids: list[int], full_ids: list[int]) -> int:
+    """How many leading tokens of ``prompt + continuation`` belong to the prompt alone.
+
+    subtle: tokenizing the joined text can merge characters across the boundary (a prompt
+    ending in "오늘" and a continuation "은" may become one token "오늘은"). Then the prompt's
+    tokens are not a prefix of the joined tokens, and a scorer starts from the first token
+    where they differ: the scored tokens cover the whole continuation plus a few prompt
+    characters, never less than the continuation. Without a merge this is exactly the
+    prompt's token count.
+    """
+    common = 0
+    for a, b in zip(prompt_ids, full_ids, strict=False):
+        if a != b:
+            break
+        common += 1
+    return common
+
+
 def check_capabilities(backend: Backend, request: Request) -> None:
     """Raise ``UnsupportedCapability`` if ``backend`` cannot serve ``request`` as asked."""
     needs: list[tuple[str, bool]] = [

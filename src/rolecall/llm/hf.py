@@ -27,6 +27,8 @@ from rolecall.llm.base import (
     TokenLogprob,
     TopLogprob,
     check_capabilities,
+    common_prefix,
+    first_stop,
     sample_seed,
 )
 from rolecall.llm.hf_loading import (  # their home before hf_loading.py: re-exported
@@ -168,7 +170,7 @@ class HFBackend(Backend):
         kept = generated[:-1] if ended_by_eos else generated
         text = self.tokenizer.decode(kept, skip_special_tokens=True)
         finish = "stop" if ended_by_eos else "length"
-        cut = _first_stop(text, params.stop)
+        cut = first_stop(text, params.stop)
         if cut is not None:
             text, finish = text[:cut], "stop"
             kept = kept[: self._tokens_covering(kept, text)]
@@ -257,7 +259,8 @@ class HFBackend(Backend):
         import torch
 
         full = self.tokenizer(prompt + continuation)["input_ids"]
-        context = _context_length(self.tokenizer(prompt)["input_ids"], full)
+        # subtle: tokens can merge across the boundary (see common_prefix)
+        context = common_prefix(self.tokenizer(prompt)["input_ids"], full)
         if context == 0:
             # subtle: with no BOS token and an empty prompt, nothing predicts the first
             # token; condition on a document-start token, like lm-eval-harness does.
@@ -278,29 +281,6 @@ class HFBackend(Backend):
             tokens_out=0,
             logprobs=logprobs,
         )
-
-
-def _context_length(prompt_ids: list[int], full_ids: list[int]) -> int:
-    """How many leading tokens of ``prompt + continuation`` belong to the prompt alone.
-
-    subtle: tokenizing the joined text can merge characters across the boundary (a prompt
-    ending in "오늘" and a continuation "은" may become one token "오늘은"). Then the prompt's
-    tokens are not a prefix of the joined tokens, and we score from the first token where
-    they differ: the scored tokens cover the whole continuation plus a few prompt
-    characters, never less than the continuation. Without a merge this is exactly the
-    prompt's token count.
-    """
-    common = 0
-    for a, b in zip(prompt_ids, full_ids, strict=False):
-        if a != b:
-            break
-        common += 1
-    return common
-
-
-def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
-    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
-    return min(hits) if hits else None
 
 
 def _eos_ids(generation_config: Any) -> set[int]:

@@ -32,7 +32,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rolecall.errors import ConfigError, InputFileError, UnsupportedCapability
-from rolecall.llm.base import Backend, Completion, Request, SamplingParams, TokenLogprob, TopLogprob
+from rolecall.llm.base import (
+    Backend,
+    Completion,
+    Request,
+    SamplingParams,
+    TokenLogprob,
+    TopLogprob,
+    common_prefix,
+    first_stop,
+)
 from rolecall.llm.embedded import MODEL_NAME, embedded_model_path
 from rolecall.llm.registry import BackendEntry, register_backend
 
@@ -235,7 +244,7 @@ class LlamaCppBackend(Backend):
             steps.append(self._token_logprob(log_softmax(row), token, k, out))
             out.append(token)
             text = llm.detokenize(out).decode("utf-8", errors="ignore")
-            cut = _first_stop(text, params.stop)
+            cut = first_stop(text, params.stop)
             if cut is not None:
                 text, finish = text[:cut], "stop"
                 break
@@ -276,7 +285,7 @@ class LlamaCppBackend(Backend):
         full = llm.tokenize((prompt + continuation).encode("utf-8"), add_bos=True, special=False)
         # subtle: tokens can merge across the prompt/continuation boundary; the scored
         # tokens are those after the longest common prefix of the two tokenisations.
-        start = _common_prefix(prompt_tokens, full)
+        start = common_prefix(prompt_tokens, full)
         start = max(start, 1)  # the first token (BOS) has no prediction to score
         self._check_context(full, 0)
         logits = self._logits_from(full, start - 1)
@@ -348,20 +357,6 @@ def _route_llama_logs() -> None:
 
     _log_callback = forward  # keep a reference: ctypes callbacks must outlive their use
     llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _first_stop(text: str, stops) -> int | None:
-    hits = [text.find(s) for s in stops if s and s in text]
-    return min(hits) if hits else None
 
 
 register_backend(
