@@ -1,5 +1,6 @@
-"""bench/ul_vs_mle.py: the data split by dialogue, the repeated n-grams, the alpha rule
-and the targets; then the whole bench on the tiny random Llama (not the embedded Gemma)."""
+"""bench/ul_vs_mle.py and its bench/ul_data.py: the data split by dialogue, the repeated
+n-grams, the alpha rule and the targets; then the whole bench on the tiny random Llama
+(not the embedded Gemma)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ _spec = importlib.util.spec_from_file_location("ul_vs_mle", REPO / "bench" / "ul
 bench = importlib.util.module_from_spec(_spec)
 sys.modules["ul_vs_mle"] = bench  # dataclasses look their module up
 _spec.loader.exec_module(bench)
+data = sys.modules["ul_data"]  # its examples and repeat measure, imported by the bench
 
 
 def example(dialogue: str, turn: int, response: str, negative: bool = False) -> Example:
@@ -33,45 +35,45 @@ def example(dialogue: str, turn: int, response: str, negative: bool = False) -> 
 
 
 def test_the_data_are_the_in_context_turns_split_by_dialogue_without_leakage():
-    positives, negatives = bench.carecall_examples()
+    positives, negatives = data.carecall_examples()
     assert len(negatives) == 183 and all(e.label == "negative" for e in negatives)
     assert all(e.history for e in positives + negatives)  # no opening turn
     assert len({e.dialogue_id for e in positives}) == 39
-    train, test = bench.split_by_dialogue(positives + negatives, 0.3, seed=0)
+    train, test = data.split_by_dialogue(positives + negatives, 0.3, seed=0)
     train_ids, test_ids = {e.dialogue_id for e in train}, {e.dialogue_id for e in test}
     assert not train_ids & test_ids
     assert len(test_ids) == round(0.3 * 39)
     assert len(train) + len(test) == len(positives) + len(negatives)
     texts = {(e.response, e.label) for e in train}
     assert not any((e.response, e.label) in texts for e in test if e.label == "negative")
-    assert bench.split_by_dialogue(positives + negatives, 0.3, seed=0) == (train, test)
-    assert bench.split_by_dialogue(positives + negatives, 0.3, seed=1)[1] != test
+    assert data.split_by_dialogue(positives + negatives, 0.3, seed=0) == (train, test)
+    assert data.split_by_dialogue(positives + negatives, 0.3, seed=1)[1] != test
     # every held-out negative's context is in the contexts, with its in-bounds turn
-    contexts = bench.contexts_with_negatives(test)
+    contexts = data.contexts_with_negatives(test)
     assert sum(len(c.negatives) for c in contexts) == sum(e.label == "negative" for e in test)
     assert all(len(c.in_bounds) == 1 for c in contexts)
 
 
 def test_a_reply_repeats_a_negative_only_by_ngrams_of_its_own():
-    context = bench.Context(
+    context = data.Context(
         "d",
         3,
         [Turn(role="user", text="저는 손주가 셋이에요")],
         negatives=["저도 손주가 둘 있어요, 어르신."],
         in_bounds=["손주가 셋이라니 좋으시겠어요, 어르신."],
     )
-    grams = bench.negative_ngrams(context)
+    grams = data.negative_ngrams(context)
     assert "저도손주" in grams and "좋으시겠" not in grams and "손주가셋" not in grams
     assert "요어르신" not in grams  # the in-bounds turn says it too
     replies = ["저도 손주가 있답니다", "손주가 셋이라니 좋으시겠어요!"]
-    assert bench.repeat_share(replies, [context, context]) == 0.5
+    assert data.repeat_share(replies, [context, context]) == 0.5
     # content morphemes: 둘 (a number) is the negative's own; 손주 is the context's
-    words = bench.negative_ngrams(context, bench.morphemes)
+    words = data.negative_ngrams(context, data.morphemes)
     assert any(w.startswith("둘/") for w in words) and not any("손주" in w for w in words)
     replies = ["손주 둘이 오나요?", "손주가 셋이라니 좋으시겠어요!"]
-    assert bench.repeat_share(replies, [context, context], bench.morphemes) == 0.5
-    assert bench.char_ngrams("a, b c!") == set()  # 3 letters: no 4-gram
-    assert bench.repeat_share([], []) == 0.0
+    assert data.repeat_share(replies, [context, context], data.morphemes) == 0.5
+    assert data.char_ngrams("a, b c!") == set()  # 3 letters: no 4-gram
+    assert data.repeat_share([], []) == 0.0
 
 
 def row(pos: float, neg: float, share: float | None = None) -> dict:
@@ -126,7 +128,7 @@ def test_differing_tokens_leave_out_what_the_in_bounds_turn_says_too():
 def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys, tmp_path):
     from tests.tiny_models import tiny_causal_lm
 
-    positives, negatives = bench.carecall_examples()
+    positives, negatives = data.carecall_examples()
     texts = [e.response for e in positives + negatives] + [
         t.text for e in positives for t in e.history
     ]
