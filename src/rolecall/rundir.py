@@ -30,7 +30,16 @@ from rolecall.errors import BatchFailed, ConfigError, InputFileError
 
 MANIFEST = "manifest.json"
 # config keys that do not change what a run writes: they may differ on a resume
-VOLATILE = ("concurrency", "retries", "cache", "out", "progress")
+VOLATILE = (
+    "concurrency",
+    "retries",
+    "cache",
+    "out",
+    "progress",
+    "engine",  # where the calls run (#18): the ray engine writes the local engine's records
+    "ray_address",
+    "workers",
+)
 
 
 class Files:

@@ -1,14 +1,14 @@
 """The ray engine writes what the local engine writes (#18): ``llm batch`` on both.
 
-One local Ray cluster (``ray.init(num_cpus=2)``, loopback) serves the whole session; its
-actors import the fake backend (``ROLECALL_PLUGINS=tests.fakes``) from this checkout. The
-tests skip, with Ray's own reason, only when Ray is missing or its cluster cannot start.
+One local Ray cluster (``ray.init(num_cpus=2)``, loopback; ``conftest.ray_cluster``) serves
+the whole session; its actors import the fake backend (``ROLECALL_PLUGINS=tests.fakes``)
+from this checkout. The tests skip, with Ray's own reason, only when Ray is missing or its
+cluster cannot start.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,30 +19,6 @@ from rolecall.cli.app import app
 from rolecall.errors import ConfigError, RolecallError
 from rolecall.jsonl import read_jsonl
 from tests.cli_runs import last_run_stats
-from tests.conftest import REPO
-
-
-@pytest.fixture(scope="session")
-def ray_cluster():
-    try:
-        from rolecall.engines.ray import start_ray
-
-        saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ROLECALL_PLUGINS")}
-        # the cluster's worker processes inherit these: they import tests.fakes from here
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved["PYTHONPATH"]]))
-        os.environ["ROLECALL_PLUGINS"] = "tests.fakes"
-        ray = start_ray(None, num_cpus=2)
-    except RolecallError as exc:
-        pytest.skip(f"Ray is not installed: {exc.fix}")
-    except Exception as exc:  # noqa: BLE001  any failure to start the cluster
-        pytest.skip(f"a local Ray cluster cannot start here: {type(exc).__name__}: {exc}")
-    yield ray
-    ray.shutdown()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
 
 
 def write_prompts(path: Path, count: int) -> Path:

@@ -49,8 +49,16 @@ def detox_generate(
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
+    engine_name: str = typer.Option(
+        "local", "--engine", help="where the calls run: local (this process) or ray"
+    ),
+    ray_address: Optional[str] = typer.Option(
+        None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)"
+    ),
+    workers: int = typer.Option(2, min=1, help="Ray actors, each with its own LLM client"),
 ):
     """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
+    from rolecall.engines import stage_engine
     from rolecall.generate.detox import DetoxConfig
     from rolecall.pipelines.detox import generate_stage, neutral_sentences
     from rolecall.retrieval.slang import SlangIndex
@@ -74,7 +82,16 @@ def detox_generate(
     if any(skipped.values()):
         err.print(f"skipped sentences: {skipped}")
     index = SlangIndex.load(index_dir) if index_dir else None
-    llm = load_llm(model, cache, concurrency)
+    engine = stage_engine(
+        engine_name,
+        model,
+        cache,
+        concurrency,
+        address=ray_address,
+        workers=workers,
+        progress=progress,
+    )
+    llm = load_llm(model, cache, concurrency) if engine is None else None
     run = RunDir(
         out_dir,
         "detox generate",
@@ -85,10 +102,11 @@ def detox_generate(
             "language": language,
         },
     )
+    caller = llm if engine is None else engine
     try:
-        counts = generate_stage(llm, run, rows, index, config, language, progress)
+        counts = generate_stage(llm, run, rows, index, config, language, progress, engine)
     finally:
-        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+        err.print(f"{caller.model_id or model}: {caller.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
 
 

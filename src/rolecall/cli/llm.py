@@ -9,7 +9,6 @@ from typing import Optional
 
 import typer
 
-from rolecall import config
 from rolecall.cli.common import MODEL_HELP, err, load_llm, out, sampling_params
 from rolecall.errors import RolecallError
 
@@ -126,17 +125,19 @@ def llm_batch(
 
     params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema)
     batch = read_batch_input(input, params)
-    engine = None
-    if engine_name == "local":
-        llm = load_llm(model, cache, concurrency, retries)
-    else:
-        from rolecall.engines import LLMSettings, open_engine
+    from rolecall.engines import stage_engine
 
-        settings = LLMSettings(model, str(cache or config.cache_path()), concurrency, retries)
-        engine = open_engine(
-            engine_name, settings, address=ray_address, workers=workers, progress=progress
-        )
-        llm = None
+    engine = stage_engine(
+        engine_name,
+        model,
+        cache,
+        concurrency,
+        retries,
+        address=ray_address,
+        workers=workers,
+        progress=progress,
+    )
+    llm = load_llm(model, cache, concurrency, retries) if engine is None else None
     # several batch outputs may share a directory, each keyed by its own (id, sample)
     run = RunDir(
         run_dir or out_path.parent,

@@ -12,6 +12,8 @@ runs and with which client:
 
 Either way the caller (the stage, on the driver) writes the records into its run
 directory, so resuming, fingerprints and manifests are the engine's business nowhere.
+A stage given no engine (``stage_engine`` returns ``None`` for ``local``) keeps its own
+path in this process, which writes each record the moment its call finishes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rolecall import config
 from rolecall.errors import ConfigError
 from rolecall.llm.client import LLM, RunStats
 
@@ -51,6 +54,7 @@ class LLMSettings:
 class Engine(Protocol):
     name: str
     stats: RunStats  # what the calls cost, summed over every worker
+    model_id: str | None  # the workers' model (the ray engine learns it from their answers)
 
     def map(self, work: Work, records: list[dict], params: dict[str, Any]) -> Iterator[dict]:
         """Run ``work(llm, batch, **params)`` over ``records``; yield its output records."""
@@ -87,3 +91,24 @@ def open_engine(
             progress=progress,
         )
     raise ConfigError(f"unknown engine '{name}'", fix=f"use one of: {', '.join(ENGINES)}")
+
+
+def stage_engine(
+    name: str,
+    model: str | None,
+    cache: str | os.PathLike | None,
+    concurrency: int = 8,
+    retries: int = 4,
+    *,
+    address: str | None = None,
+    workers: int = 2,
+    progress: bool = False,
+) -> Engine | None:
+    """The engine a stage's ``--engine`` (or a config's ``engine:``) names, or ``None`` for
+    ``local``: the stage then calls its own ``LLM`` here, streaming each record to its file
+    as it finishes (a killed local run loses no finished call). ``cache`` defaults to
+    ``ROLECALL_CACHE`` / the home cache, as ``load_llm`` does."""
+    if name == "local":
+        return None
+    settings = LLMSettings(model, str(cache or config.cache_path()), concurrency, retries)
+    return open_engine(name, settings, address=address, workers=workers, progress=progress)

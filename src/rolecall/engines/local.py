@@ -20,6 +20,10 @@ class LocalEngine:
     def stats(self) -> RunStats:
         return self.llm.stats
 
+    @property
+    def model_id(self) -> str:
+        return self.llm.model_id
+
     def map(self, work, records: list[dict], params: dict[str, Any]) -> Iterator[dict]:
         if records:
             yield from work(self.llm, records, **params)

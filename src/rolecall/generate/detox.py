@@ -7,7 +7,8 @@ a ``Pair`` whose provenance records the sentence id, n, the retrieved comment id
 prompt template's hash, the model and the seed. Candidate ``SENTENCE_ID/nN`` always gets the
 same prompt and seed, so a resumed run asks only for what is missing (the cache answers
 the rest). An empty answer, or one that merely repeats the sentence, is a rejected
-candidate with its reason; the filters (``judge/``) decide everything else.
+candidate with its reason; the filters (``judge/``) decide everything else. The calls run
+here or on an engine (``rewrite_records``, e.g. on Ray); the candidates are the same.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rolecall.engines import Engine
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
+from rolecall.llm.batch import complete_records
 from rolecall.prompts import Template, load_template
 from rolecall.records import Pair, Rejected
 from rolecall.retrieval.slang import SlangIndex
@@ -107,16 +110,29 @@ def candidate_problem(neutral: str, text: str) -> str | None:
     return None
 
 
+def rewrite_records(llm: LLM, records: list[dict], progress: bool = False) -> list[dict]:
+    """The work an engine runs (``rolecall.engines``): ``llm batch``'s ``complete_records``
+    over ``{"id": candidate id, "request"}`` records, one row (``text``, or ``error``) per
+    candidate, each naming the model that wrote it (the provenance's ``model``)."""
+    rows = complete_records(llm, records, progress=progress)
+    return [row | {"model": llm.model_id} for row in rows]
+
+
 def generate_candidates(
-    llm: LLM,
+    llm: LLM | None,
     sentences: Sequence[tuple[str, str]],
     index: SlangIndex | None,
     config: DetoxConfig,
     out_dir: Path,
     progress: bool = True,
     language: str = "ko",
+    engine: Engine | None = None,
 ) -> dict[str, int]:
-    """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable."""
+    """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable.
+
+    Without ``engine`` the calls run here on ``llm``, each candidate written as its call
+    finishes; with one, ``rewrite_records`` runs wherever the engine puts it (``llm`` may
+    be ``None``) and each candidate is written as its batch comes back."""
     template = load_template(config.template, language)
     plan = plan_candidates(sentences, index, config, template)
     with (
@@ -127,40 +143,51 @@ def generate_candidates(
     ):
         todo = [p for p in plan if p.candidate_id not in kept.done | rejected.done]
 
-        def write(sample) -> None:
-            if not sample.ok:
-                return  # a failure record; the next run asks again
-            planned = todo[sample.request_index]
-            text = sample.completion.text.strip()
+        def write(planned: Planned, raw: str, model_id: str) -> None:
+            text = raw.strip()
             provenance = {
                 "candidate_id": planned.candidate_id,
                 "sentence_id": planned.sentence_id,
                 "n": planned.n,
                 "comment_ids": list(planned.comment_ids),
                 "prompt_hash": template.hash,
-                "model": llm.model_id,
+                "model": model_id,
                 "seed": planned.request.params.seed,
             }
             problem = candidate_problem(planned.neutral, text)
             if problem:
                 rejected.append(
-                    Rejected(
-                        id=planned.candidate_id,
-                        reason=problem,
-                        raw=sample.completion.text,
-                        metadata=provenance,
-                    )
+                    Rejected(id=planned.candidate_id, reason=problem, raw=raw, metadata=provenance)
                 )
             else:
                 kept.append(Pair(neutral=planned.neutral, toxic=text, provenance=provenance))
 
-        llm.generate(
-            [p.request for p in todo], progress=progress, description="rewriting", on_sample=write
-        )
+        if engine is None:
+            stats = llm.stats
+
+            def write_sample(sample) -> None:
+                if sample.ok:  # else a failure record; the next run asks again
+                    write(todo[sample.request_index], sample.completion.text, llm.model_id)
+
+            llm.generate(
+                [p.request for p in todo],
+                progress=progress,
+                description="rewriting",
+                on_sample=write_sample,
+            )
+        else:
+            stats = engine.stats
+            by_id = {p.candidate_id: p for p in todo}
+            records = [
+                {"id": p.candidate_id, "request": p.request.model_dump(mode="json")} for p in todo
+            ]
+            for row in engine.map(rewrite_records, records, {}):
+                if "error" not in row:  # a failure: in the engine's stats, asked again next run
+                    write(by_id[row["id"]], row["text"], row["model"])
         return {
             "sentences": len(sentences),
             "planned": len(plan),
             "candidates": len(kept.records),
             "rejected": len(rejected.records),
-            "failed": llm.stats.failures,
+            "failed": stats.failures,
         }

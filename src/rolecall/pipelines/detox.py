@@ -12,7 +12,8 @@ and the run directory says how far it got:
 
 The individual commands (``detox generate``, ``detox filter``, ``detox export``) call the
 same stage functions, so a run made step by step and one made by ``detox run`` are the
-same directory.
+same directory. ``engine: ray`` in the config runs the generate stage's calls on Ray Data
+(``rolecall.engines``; the same records); the other stages run in this process.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rolecall.engines import Engine, stage_engine
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.detox import DetoxConfig, generate_candidates
 from rolecall.jsonl import ResumableJsonl, read_jsonl
@@ -95,6 +97,10 @@ class DetoxRunConfig(_Section):
     cache: str | None = None
     concurrency: int = Field(8, ge=1)
     retries: int = Field(4, ge=0, description="tries again after a transient LLM error")
+    # where the generate stage's calls run; like concurrency, not part of the fingerprint
+    engine: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(None, description="default: RAY_ADDRESS, else local")
+    workers: int = Field(2, ge=1, description="Ray actors, each with its own LLM client")
     slang: SlangSection | None = None
     sentences: SentencesSection
     generate: DetoxConfig = Field(default_factory=DetoxConfig)
@@ -246,19 +252,25 @@ def _sha256(path: Path) -> str:
 
 
 def generate_stage(
-    llm: LLM,
+    llm: LLM | None,
     run: RunDir,
     rows: Sequence[tuple[str, str]],
     index: SlangIndex | None,
     config: DetoxConfig,
     language: str,
     progress: bool = True,
+    engine: Engine | None = None,
 ) -> dict:
-    run.record_model("generator", llm.model_id)
+    """The candidates, by ``llm`` here or, given an ``engine``, wherever it runs them."""
+    caller = llm if engine is None else engine  # whose stats and model id the run records
+    if engine is None:
+        run.record_model("generator", llm.model_id)
     run.record_prompt(config.template, load_template(config.template, language).source)
-    before = llm.stats.as_dict()
-    counts = generate_candidates(llm, rows, index, config, run.path, progress, language)
-    run.finish_stage("generate", counts, [llm], [before])
+    before = caller.stats.as_dict()
+    counts = generate_candidates(llm, rows, index, config, run.path, progress, language, engine)
+    if engine is not None and engine.model_id:  # learnt from the workers' answers
+        run.record_model("generator", engine.model_id)
+    run.finish_stage("generate", counts, [caller], [before])
     return counts
 
 
@@ -417,12 +429,24 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
         config.language,
     )
     r.run.manifest["neutral_skipped"] = skipped
+    engine = stage_engine(
+        config.engine,
+        config.model,
+        config.cache,
+        config.concurrency,
+        config.retries,
+        address=config.ray_address,
+        workers=config.workers,
+        progress=r.progress,
+    )
+    llm = r.llm_for(None) if engine is None else None  # on ray the driver loads no model
     counts = generate_stage(
-        r.llm_for(None), r.run, rows, r.index, config.generate, config.language, r.progress
+        llm, r.run, rows, r.index, config.generate, config.language, r.progress, engine
     )
     return counts, (
         json.dumps(counts, ensure_ascii=False)
         + (f"; skipped sentences: {skipped}" if any(skipped.values()) else "")
+        + (f"; on {engine.name}: {engine.stats.summary()}" if engine is not None else "")
     )
 
 
