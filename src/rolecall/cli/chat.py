@@ -18,8 +18,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from rolecall.cli.bots import open_bot
 from rolecall.cli.common import load_llm, out
-from rolecall.errors import ConfigError
 from rolecall.records import Turn
 
 
@@ -63,7 +63,9 @@ def chat_command(
     was made."""
     from rolecall.textfiles import input_lines
 
-    bot = _bot(models_dir, model, spec, temperature, max_tokens, progress)
+    bot = open_bot(
+        models_dir, model, spec, temperature, max_tokens, progress, lambda m: load_llm(m, None)
+    )
     history: list[Turn] = []
     if script is not None:
         for line in input_lines(script):
@@ -85,40 +87,3 @@ def chat_command(
         history.append(Turn(role="system", text=reply.text))
         out.print(f"bot> {escape(reply.text)}", highlight=False)
         out.print(f"[dim]     {escape(summary(reply))}[/dim]", highlight=False)
-
-
-def _bot(
-    models_dir: Optional[Path],
-    model: Optional[str],
-    spec: Optional[Path],
-    temperature: float,
-    max_tokens: int,
-    progress: bool,
-):
-    """The bot in ``models_dir``, or ``model`` prompted with ``spec``: exactly one."""
-    if (models_dir is None) == (model is None):
-        raise ConfigError(
-            "give a bot directory or --model (with --spec), not both",
-            fix="rolecall chat bot/  or  rolecall chat --model MODEL --spec spec.yaml",
-        )
-    if models_dir is not None:
-        from rolecall.serve.bot import Bot
-
-        if spec is not None:
-            raise ConfigError(
-                "--spec goes with --model; a bot directory names its spec in bot.json",
-                fix="drop --spec",
-            )
-        return Bot.load(models_dir, progress=progress)
-    if spec is None:
-        raise ConfigError(
-            "--model needs --spec, the role spec that prompts it",
-            fix="add --spec path/to/spec.yaml",
-        )
-    from rolecall.serve.prompted import PromptedBot
-    from rolecall.spec import load_role_spec
-
-    role_spec = load_role_spec(spec)  # before the model: a bad spec fails fast
-    return PromptedBot(
-        load_llm(model, None), role_spec, temperature=temperature, max_tokens=max_tokens
-    )
