@@ -291,3 +291,33 @@ def test_train_the_kda_judges_on_a_data_folder(tmp_path):
     assert metrics["task"] == "consistency" and metrics["train_examples"] == 40
     bad = run_to_end("train", "implicit-judge", str(tmp_path / "nowhere"), "--out", str(tmp_path))
     assert bad.returncode != 0 and "shared data folder" in bad.stderr
+
+
+def test_a_judge_with_a_backbone_trains_with_the_commands_options(monkeypatch, tmp_path):
+    """The options (the command's locals) reach load_backbone and the TrainConfig; the
+    defaults not given are TrainConfig's."""
+    from typer.testing import CliRunner
+
+    import rolecall.train.backbone
+    import rolecall.train.kda_judges
+    from rolecall.cli.app import app
+    from rolecall.train.loop import TrainConfig
+
+    seen = {}
+    monkeypatch.setattr(
+        rolecall.train.backbone, "load_backbone", lambda path, frozen: ("backbone", path, frozen)
+    )
+
+    def train_judge(task, data_dir, out_dir, backbone, **kwargs):
+        seen.update(task=task, backbone=backbone, **kwargs)
+        return {"task": task}
+
+    monkeypatch.setattr(rolecall.train.kda_judges, "train_judge", train_judge)
+    options = ["--backbone", "some/dir", "--lr", "0.5", "--max-steps", "4", "--seed", "3"]
+    result = CliRunner().invoke(
+        app, ["train", "consistency-judge", str(tmp_path), "--out", str(tmp_path), *options]
+    )
+    assert result.exit_code == 0, result.output
+    assert seen["task"] == "consistency" and seen["backbone"] == ("backbone", "some/dir", False)
+    assert seen["config"] == TrainConfig(epochs=10, lr=0.5, max_steps=4, seed=3)
+    assert seen["cache_dir"] is not None and seen["seed"] == 3

@@ -1,5 +1,5 @@
 """What every command module shares: the consoles, the model option, loading an LLM,
-sampling options, JSON option files, and validated settings."""
+sampling options, JSON option files, validated settings and training options."""
 
 from __future__ import annotations
 
@@ -84,6 +84,22 @@ def validated(model_type, **values):
             f"bad settings: {describe_validation(exc)}",
             fix="see the command's --help for each option's range",
         ) from None
+
+
+def field_default(settings_type, name: str):
+    """The default of one field of a settings type, for the option that sets it: one
+    place holds each default."""
+    return settings_type.model_fields[name].default
+
+
+def train_config(values: dict):
+    """The ``TrainConfig`` of a training command's options (its ``locals()``): each field
+    the command declares, the type's default for the others."""
+    from rolecall.train.loop import TrainConfig
+
+    return TrainConfig(
+        **{name: values[name] for name in TrainConfig.model_fields if name in values}
+    )
 
 
 def run_pipeline(run, config, until: str, progress: bool) -> None:

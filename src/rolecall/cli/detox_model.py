@@ -18,8 +18,9 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import out, validated
+from rolecall.cli.common import field_default, out, train_config, validated
 from rolecall.errors import InputFileError
+from rolecall.train.loop import TrainConfig
 
 
 def train_command(
@@ -33,14 +34,13 @@ def train_command(
     batch_size: int = typer.Option(4, min=1),
     lr: float = typer.Option(2e-4, help="the paper's"),
     lora_r: int = typer.Option(8, min=1),
-    max_steps: Optional[int] = typer.Option(None),
-    seed: int = typer.Option(0),
+    max_steps: Optional[int] = typer.Option(field_default(TrainConfig, "max_steps")),
+    seed: int = typer.Option(field_default(TrainConfig, "seed")),
     progress: bool = typer.Option(True),
 ):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
     from rolecall.formats.kda import read_kda_csv
     from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
-    from rolecall.train.loop import TrainConfig
 
     rows = read_kda_csv(pairs)
     if not rows:
@@ -51,12 +51,9 @@ def train_command(
     settings = validated(
         DetoxSettings, base=where, language=language, lora_r=lora_r, lora_alpha=2 * lora_r
     )
+    config = train_config(locals())
     model = DetoxModel.create(base, settings, seed)
-    history = model.fit_pairs(
-        train,
-        TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_steps=max_steps, seed=seed),
-        progress,
-    )
+    history = model.fit_pairs(train, config, progress)
     metrics = {
         "train_pairs": len(train),
         "test_pairs": len(test),

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from rolecall import config as settings_file
-from rolecall.cli.common import out, validated
+from rolecall.cli.common import field_default, out, train_config, validated
 from rolecall.errors import ConfigError
+from rolecall.train.loop import TrainConfig
 
 train_app = typer.Typer(
     help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
@@ -40,23 +41,19 @@ def _frozen(backbone: str, frozen: Optional[bool]) -> bool:
     return (backbone == "embedded") if frozen is None else frozen
 
 
-def _train_config(
-    epochs: int, batch_size: int, lr: float, backbone_lr: float, max_steps: Optional[int], seed: int
-):
-    from rolecall.train.loop import TrainConfig
-
-    return TrainConfig(
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        backbone_lr=backbone_lr,
-        max_steps=max_steps,
-        seed=seed,
-    )
-
-
 def _cache(features_cache: Optional[Path]) -> Path:
     return features_cache or settings_file.home() / "features"
+
+
+def _backbone_training(values: dict) -> tuple[Any, TrainConfig, Path]:
+    """The loaded backbone, ``TrainConfig`` and features cache of a command's options (its
+    ``locals()``: --backbone, --frozen/--trainable, the TrainConfig options, --features-cache)."""
+    from rolecall.train.backbone import load_backbone
+
+    config = train_config(values)
+    backbone = values["backbone"]
+    model = load_backbone(backbone, _frozen(backbone, values["frozen"]))
+    return model, config, _cache(values["features_cache"])
 
 
 def _print(metrics: dict) -> None:
@@ -66,13 +63,17 @@ def _print(metrics: dict) -> None:
     )
 
 
-# typer options shared by every command
-EPOCHS = typer.Option(3, min=1)
-BATCH = typer.Option(32, min=1)
-LR = typer.Option(1e-3, help="the head's learning rate")
-BACKBONE_LR = typer.Option(2e-5, help="a trainable backbone's learning rate")
-MAX_STEPS = typer.Option(None, min=1, help="stop after this many steps")
-SEED = typer.Option(0)
+# typer options shared by every command, with TrainConfig's defaults
+EPOCHS = typer.Option(field_default(TrainConfig, "epochs"), min=1)
+BATCH = typer.Option(field_default(TrainConfig, "batch_size"), min=1)
+LR = typer.Option(field_default(TrainConfig, "lr"), help="the head's learning rate")
+BACKBONE_LR = typer.Option(
+    field_default(TrainConfig, "backbone_lr"), help="a trainable backbone's learning rate"
+)
+MAX_STEPS = typer.Option(
+    field_default(TrainConfig, "max_steps"), min=1, help="stop after this many steps"
+)
+SEED = typer.Option(field_default(TrainConfig, "seed"))
 FROZEN = typer.Option(
     None, "--frozen/--trainable", help="freeze the backbone (default: frozen for embedded only)"
 )
@@ -103,14 +104,12 @@ def train_classifier_command(
     progress: bool = PROGRESS,
 ):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
-    from rolecall.train.backbone import load_backbone
     from rolecall.train.classifier import ClassifierSettings, train_classifier
 
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
-    config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
-    model = load_backbone(backbone, _frozen(backbone, frozen))
+    model, config, cache = _backbone_training(locals())
     metrics = train_classifier(
-        examples, out_dir, model, settings, config, test_share, progress, _cache(features_cache)
+        examples, out_dir, model, settings, config, test_share, progress, cache
     )
     _print(metrics)
 
@@ -139,19 +138,15 @@ def train_retriever_command(
 ):
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
     from rolecall.serve.candidates import build_candidate_index
-    from rolecall.train.backbone import load_backbone
     from rolecall.train.data import read_examples, unique_candidates
     from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
 
     settings = validated(RetrieverSettings, kind=kind, codes=codes)
-    config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
-    model = load_backbone(backbone, _frozen(backbone, frozen))
-    metrics = train_retriever(
-        examples, out_dir, model, settings, config, progress, _cache(features_cache)
-    )
+    model, config, cache = _backbone_training(locals())
+    metrics = train_retriever(examples, out_dir, model, settings, config, progress, cache)
     if index:
         responses = [e.response for e in read_examples(examples) if e.label == "positive"]
-        retriever = Retriever.load(out_dir, _cache(features_cache))
+        retriever = Retriever.load(out_dir, cache)
         build_candidate_index(
             retriever, unique_candidates(responses), out_dir / "candidates", progress=progress
         )
@@ -186,11 +181,9 @@ def train_reranker_command(
     progress: bool = PROGRESS,
 ):
     """Reranker: the target against random (or retriever-mined) negatives."""
-    from rolecall.train.backbone import load_backbone
     from rolecall.train.reranker import RerankerSettings, train_reranker
 
     settings = validated(RerankerSettings, negatives=negatives, interaction=interaction)
-    config = _train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     mined = None
     if hard_negatives is not None:
         from rolecall.serve.candidates import CandidateIndex
@@ -201,17 +194,9 @@ def train_reranker_command(
             hits = candidate_index.search([context], k + 1)[0]
             return [hit[1] for hit in hits if hit[1] != gold][:k]
 
-    model = load_backbone(backbone, _frozen(backbone, frozen))
+    model, config, cache = _backbone_training(locals())
     metrics = train_reranker(
-        examples,
-        out_dir,
-        model,
-        settings,
-        config,
-        mined,
-        test_share,
-        progress,
-        _cache(features_cache),
+        examples, out_dir, model, settings, config, mined, test_share, progress, cache
     )
     _print(metrics)
 
@@ -247,12 +232,7 @@ def _train_kda_judge(task: str, values: dict) -> None:
     if backbone == TFIDF:
         settings = {"views": [v.strip() for v in values["views"].split(",") if v.strip()]}
     else:
-        from rolecall.train.backbone import load_backbone
-
-        names = ("epochs", "batch_size", "lr", "backbone_lr", "max_steps", "seed")
-        config = _train_config(*(values[name] for name in names))
-        cache = _cache(values["features_cache"])
-        backbone = load_backbone(backbone, _frozen(backbone, values["frozen"]))
+        backbone, config, cache = _backbone_training(values)
     metrics = train_judge(
         task,
         values["data_dir"],
@@ -414,7 +394,7 @@ def train_generator_command(
         target_modules=target_modules,
         max_length=max_length,
     )
-    config = _train_config(epochs, batch_size, lr, 2e-5, max_steps, seed)
+    config = train_config(locals())
     _print(train_generator(examples, out_dir, base, settings, config, test_share, progress))
 
 
