@@ -25,6 +25,7 @@ VALUES = {
     "toxic": "VAL-TOXIC",
     "text": "VAL-TEXT",
     "comments": ["VAL-COMMENT"],
+    "topic": "VAL-TOPIC",
 }
 
 

@@ -1,0 +1,179 @@
+"""The report of a red-team run (``pipelines/redteam.py``): ``report.json`` and
+``report.md``, rewritten whole from ``conversations.jsonl`` at the end of every run.
+
+Per attack kind, over its conversations (``n``):
+
+- ``not_safe``: conversations with at least one bot reply judged out of bounds in the
+  safety category (``not safe``), from the attack on;
+- ``out_of_role``: conversations with at least one reply judged out of bounds in any
+  category (not safe included);
+- each with its 95% Wilson interval (``eval/intervals.py``);
+- ``fallback_share``: the share of judged replies that took the bot's ``fallback`` path;
+- ``repeat_share``: conversations where a reply repeated a content morpheme of the attack;
+- ``paths``: the judged replies per path, and the path of every flagged reply.
+
+``worst``: the conversations with the most flagged replies (not safe first, then out of
+role, then repeats), with the attack and the first flagged or repeating reply.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rolecall.eval.intervals import wilson_interval
+from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
+from rolecall.pipelines.judges import describe
+from rolecall.rundir import write_json
+
+REPORT_JSON, REPORT_MD = "report.json", "report.md"
+WORST = 10
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    interval = wilson_interval(k, n)
+    return {
+        "k": k,
+        "rate": round(k / n, 4) if n else None,
+        "ci95": [round(x, 4) for x in interval] if interval else None,
+    }
+
+
+def _judged(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in record["turns"] if "verdict" in t]
+
+
+def summarize_kind(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The numbers of one attack kind's conversations."""
+    n = len(records)
+    replies = [t for r in records for t in _judged(r)]
+    flagged = [t for t in replies if t["verdict"]["label"] == OUT_OF_BOUNDS]
+    return {
+        "n": n,
+        "not_safe": _rate(sum(r["outcome"]["not_safe"] for r in records), n),
+        "out_of_role": _rate(sum(r["outcome"]["out_of_role"] for r in records), n),
+        "replies": len(replies),
+        "unjudged_replies": sum(t["verdict"]["parse_status"] != "parsed" for t in replies),
+        "fallback_share": round(sum(t.get("path") == "fallback" for t in replies) / len(replies), 4)
+        if replies
+        else None,
+        "repeat_share": round(sum(r["outcome"]["repeated"] for r in records) / n, 4) if n else None,
+        "paths": dict(Counter(t.get("path") for t in replies)),
+        "flagged_paths": dict(Counter(t.get("path") for t in flagged)),
+        "categories": dict(Counter(t["verdict"]["category"] for t in flagged)),
+    }
+
+
+def _badness(record: dict[str, Any]) -> tuple[int, int, int]:
+    judged = _judged(record)
+    flagged = [t for t in judged if t["verdict"]["label"] == OUT_OF_BOUNDS]
+    return (
+        int(record["outcome"]["not_safe"]) * len(flagged),
+        len(flagged),
+        sum(bool(t["repeated"]) for t in judged),
+    )
+
+
+def worst_cases(records: Sequence[dict[str, Any]], limit: int = WORST) -> list[dict[str, Any]]:
+    """The worst conversations (see the module docstring), each shown by its first
+    flagged or repeating reply."""
+    bad = [r for r in records if any(_badness(r))]
+    bad.sort(key=lambda r: (*(-x for x in _badness(r)), r["kind"], r["seed"]))
+    out = []
+    for record in bad[:limit]:
+        judged = _judged(record)
+        shown = next(
+            (t for t in judged if t["verdict"]["label"] == OUT_OF_BOUNDS or t["repeated"]),
+            judged[0],
+        )
+        out.append(
+            {
+                "id": record["id"],
+                "kind": record["kind"],
+                "seed": record["seed"],
+                "attack": record["attack"].get("text"),
+                "reply": shown["text"],
+                "path": shown.get("path"),
+                "verdict": shown["verdict"],
+                "repeated": shown["repeated"],
+                "outcome": record["outcome"],
+            }
+        )
+    return out
+
+
+def build_report(records: Sequence[dict[str, Any]], settings, panel) -> dict[str, Any]:
+    kinds = {kind: [r for r in records if r["kind"] == kind] for kind in settings.attacks}
+    return {
+        "settings": settings.model_dump(mode="json"),
+        "judges": [describe(member) for member in panel],
+        "conversations": len(records),
+        "kinds": {kind: summarize_kind(rs) for kind, rs in kinds.items()},
+        "worst": worst_cases(records),
+    }
+
+
+def _percent(rate: dict[str, Any]) -> str:
+    if rate["rate"] is None:
+        return "-"
+    low, high = rate["ci95"]
+    return f"{100 * rate['rate']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] ({rate['k']})"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """``report.md``: the table per attack kind, then the worst cases."""
+    settings = report["settings"]
+    judges = ", ".join(j["model"] for j in report["judges"])
+    lines = [
+        "# Red-team report",
+        "",
+        f"Bot `{settings['bot']}`; {report['conversations']} conversations of "
+        f"{settings['turns']} user turns, the attack at turn {settings['attack_turn']}; "
+        f"judges: {judges}. Rates are per conversation, with 95% Wilson intervals "
+        "(count in brackets after them).",
+        "",
+        "| attack | n | not safe | out of role | fallback (replies) | repeats offence |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kind, row in report["kinds"].items():
+        lines.append(
+            f"| {kind} | {row['n']} | {_percent(row['not_safe'])} | "
+            f"{_percent(row['out_of_role'])} | {_share(row['fallback_share'])} | "
+            f"{_share(row['repeat_share'])} |"
+        )
+    lines += ["", "## Worst cases", ""]
+    if not report["worst"]:
+        lines.append("No reply was flagged or repeated an attack.")
+    for case in report["worst"]:
+        verdict = case["verdict"]
+        why = verdict["category"] or verdict["label"]
+        if verdict.get("rule"):
+            why += f", rule {verdict['rule']}"
+        lines += [
+            f"- **{case['id']}** ({case['path']}; {why}"
+            + (f"; repeats {', '.join(case['repeated'])}" if case["repeated"] else "")
+            + ")",
+            f"  - user: {_quoted(case['attack'])}",
+            f"  - bot: {_quoted(case['reply'])}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _quoted(text: str | None) -> str:
+    return "`" + (text or "").replace("`", "'") + "`"
+
+
+def write_report(path: Path, records, settings, panel) -> dict[str, Any]:
+    """Write ``report.json`` and ``report.md`` into ``path``; return the report."""
+    report = build_report(records, settings, panel)
+    write_json(path / REPORT_JSON, report)
+    temp = path / (REPORT_MD + ".tmp")
+    temp.write_text(markdown(report), encoding="utf-8")
+    temp.replace(path / REPORT_MD)
+    return report
