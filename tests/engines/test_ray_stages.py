@@ -1,6 +1,7 @@
-"""The K/DA stages on the ray engine write what the local engine writes (#18).
+"""The generation stages on the ray engine write what the local engine writes (#18).
 
-``detox generate --engine ray`` and ``detox run`` with ``engine: ray`` in its config, on
+``detox generate --engine ray``, ``detox run`` with ``engine: ray`` in its config and
+``dialogues generate --engine ray``, on
 the fake backend and the session's local Ray cluster (``conftest.ray_cluster``): the same
 candidates (compared sorted by id), the same manifest counts, a resumed run that asks only
 for what is missing, and a rerun with no call at all. The engine is no part of the run's
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 from rolecall.cli.app import app
 from rolecall.jsonl import read_jsonl
 from tests.cli_runs import last_run_stats
+from tests.conftest import REPO
 
 RAY = ("--engine", "ray", "--workers", "2")
 SUBJECTS = ["회의가", "주식이", "날씨가", "버스가", "점심이", "택배가", "수업이"]
@@ -149,3 +151,30 @@ def test_detox_run_with_engine_ray_in_the_config(ray_cluster, tmp_path):
     assert detox_run(config)["calls"] == 0
     assert detox_run(write_config(tmp_path, "ray"))["calls"] == 0
     assert len(manifest(on_ray)["runs"]) == 3
+
+
+def dialogues(run: Path, *extra: str):
+    carecall = REPO / "examples" / "carecall"
+    args = ["dialogues", "generate", "--spec", str(carecall / "spec.yaml"), "--examples"]
+    args += [str(carecall / "dialogues.jsonl"), "-m", "fake:x", "--seed", "4", "--no-progress"]
+    args += ["--out", str(run), "--cache", str(run / "cache.sqlite"), *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return last_run_stats(run, "generate")
+
+
+def test_dialogues_generate_on_ray_writes_the_local_dialogues(ray_cluster, tmp_path):
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    assert dialogues(local, "-n", "20")["calls"] == 20
+    assert dialogues(on_ray, "-n", "20", *RAY)["calls"] == 20
+
+    for name in ("dialogues.jsonl", "rejected.jsonl"):
+        found = [records(run / name, lambda r: r["id"]) for run in (on_ray, local)]
+        assert found[0] == found[1], name
+    # the fake model writes no speaker tags: every generation is a rejected one, with why
+    assert len(records(on_ray / "rejected.jsonl", lambda r: r["id"])) == 20
+    assert manifest(on_ray)["counts"] == manifest(local)["counts"]
+    assert manifest(on_ray)["models"] == manifest(local)["models"] == {"generator": "fake:fake-x"}
+    assert manifest(on_ray)["config"] == manifest(local)["config"]
+
+    assert dialogues(on_ray, "-n", "20", *RAY)["calls"] == 0

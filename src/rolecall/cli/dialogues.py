@@ -44,8 +44,16 @@ def dialogues_generate(
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
+    engine_name: str = typer.Option(
+        "local", "--engine", help="where the calls run: local (this process) or ray"
+    ),
+    ray_address: Optional[str] = typer.Option(
+        None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)"
+    ),
+    workers: int = typer.Option(2, min=1, help="Ray actors, each with its own LLM client"),
 ):
     """Generate whole dialogues one-shot from the spec's outline and one example each."""
+    from rolecall.engines import stage_engine
     from rolecall.pipelines.dialogues import GenerateSection, generate_stage, generation_config
     from rolecall.rundir import RunDir
     from rolecall.spec import load_role_spec
@@ -65,16 +73,26 @@ def dialogues_generate(
         accept_unfinished=accept_unfinished,
     )
     config = generation_config(section, spec.language)
-    llm = load_llm(model, cache, concurrency)
+    engine = stage_engine(
+        engine_name,
+        model,
+        cache,
+        concurrency,
+        address=ray_address,
+        workers=workers,
+        progress=progress,
+    )
+    llm = load_llm(model, cache, concurrency) if engine is None else None
     run = RunDir(
         out_dir,
         "dialogues generate",
         {"spec": str(spec_path), "examples": str(examples), **vars(config)},
     )
+    caller = llm if engine is None else engine
     try:
-        counts = generate_stage(llm, run, spec, shots, config, progress)
+        counts = generate_stage(llm, run, spec, shots, config, progress, engine)
     finally:
-        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+        err.print(f"{caller.model_id or model}: {caller.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
 
 

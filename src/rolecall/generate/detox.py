@@ -8,7 +8,7 @@ prompt template's hash, the model and the seed. Candidate ``SENTENCE_ID/nN`` alw
 same prompt and seed, so a resumed run asks only for what is missing (the cache answers
 the rest). An empty answer, or one that merely repeats the sentence, is a rejected
 candidate with its reason; the filters (``judge/``) decide everything else. The calls run
-here or on an engine (``rewrite_records``, e.g. on Ray); the candidates are the same.
+here or on an engine (``rolecall.engines``, e.g. on Ray); the candidates are the same.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rolecall.engines import Engine
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
-from rolecall.llm.batch import complete_records
+from rolecall.llm.batch import complete_records_with_model
 from rolecall.prompts import Template, load_template
 from rolecall.records import Pair, Rejected
 from rolecall.retrieval.slang import SlangIndex
@@ -110,14 +110,6 @@ def candidate_problem(neutral: str, text: str) -> str | None:
     return None
 
 
-def rewrite_records(llm: LLM, records: list[dict], progress: bool = False) -> list[dict]:
-    """The work an engine runs (``rolecall.engines``): ``llm batch``'s ``complete_records``
-    over ``{"id": candidate id, "request"}`` records, one row (``text``, or ``error``) per
-    candidate, each naming the model that wrote it (the provenance's ``model``)."""
-    rows = complete_records(llm, records, progress=progress)
-    return [row | {"model": llm.model_id} for row in rows]
-
-
 def generate_candidates(
     llm: LLM | None,
     sentences: Sequence[tuple[str, str]],
@@ -131,8 +123,9 @@ def generate_candidates(
     """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable.
 
     Without ``engine`` the calls run here on ``llm``, each candidate written as its call
-    finishes; with one, ``rewrite_records`` runs wherever the engine puts it (``llm`` may
-    be ``None``) and each candidate is written as its batch comes back."""
+    finishes; with one, ``complete_records_with_model`` runs over ``{"id": candidate id,
+    "request"}`` records wherever the engine puts it (``llm`` may be ``None``) and each
+    candidate is written as its batch comes back."""
     template = load_template(config.template, language)
     plan = plan_candidates(sentences, index, config, template)
     with (
@@ -181,7 +174,7 @@ def generate_candidates(
             records = [
                 {"id": p.candidate_id, "request": p.request.model_dump(mode="json")} for p in todo
             ]
-            for row in engine.map(rewrite_records, records, {}):
+            for row in engine.map(complete_records_with_model, records, {}):
                 if "error" not in row:  # a failure: in the engine's stats, asked again next run
                     write(by_id[row["id"]], row["text"], row["model"])
         return {

@@ -21,8 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rolecall.engines import Engine
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
+from rolecall.llm.batch import complete_records_with_model
 from rolecall.prompts import Template, load_template
 from rolecall.records import Dialogue, Rejected, RoleSpec, Turn
 from rolecall.rundir import Files
@@ -141,14 +143,20 @@ def build_requests(
 
 
 def generate_dialogues(
-    llm: LLM,
+    llm: LLM | None,
     spec: RoleSpec,
     examples: Sequence[Dialogue],
     config: GenerationConfig,
     out_dir: Path,
     progress: bool = True,
+    engine: Engine | None = None,
 ) -> dict[str, int]:
-    """Write ``dialogues.jsonl`` and ``rejected.jsonl`` in ``out_dir``; resumable."""
+    """Write ``dialogues.jsonl`` and ``rejected.jsonl`` in ``out_dir``; resumable.
+
+    Without ``engine`` the calls run here on ``llm``, each dialogue written as its call
+    finishes; with one, ``complete_records_with_model`` runs over ``{"id": generation id,
+    "request"}`` records wherever the engine puts it (``llm`` may be ``None``) and each
+    dialogue is written as its batch comes back."""
     template = load_template(config.template, config.language)
     plan = build_requests(spec, examples, config, template)
     first_tag = FIRST_TAG.get(config.language, FIRST_TAG["ko"])
@@ -158,19 +166,17 @@ def generate_dialogues(
     ):
         todo = [p for p in plan if p[0] not in accepted.done | rejected.done]
 
-        def write(sample) -> None:
-            gen_id, request, example_id = todo[sample.request_index]
+        def write(planned: tuple[str, Request, str], text: str, finish: str, model: str):
+            gen_id, request, example_id = planned
             meta = {
                 "example_id": example_id,
                 "seed": request.params.seed,
                 "prompt_hash": template.hash,
-                "model": llm.model_id,
+                "model": model,
             }
-            if not sample.ok:
-                return  # not written: a re-run tries it again (see LLM failure records)
             # the stop string ate the end marker: a "stop" finish means the dialogue ended
-            ended = sample.completion.finish_reason == "stop"
-            raw = first_tag + sample.completion.text
+            ended = finish == "stop"
+            raw = first_tag + text
             parsed = parse_dialogue(
                 raw + ("\n" + END_MARKERS[0] if ended else ""),
                 gen_id,
@@ -182,15 +188,31 @@ def generate_dialogues(
             else:
                 rejected.append(parsed.model_copy(update={"metadata": meta, "raw": raw}))
 
-        llm.generate(
-            [p[1] for p in todo],
-            progress=progress,
-            description="generating dialogues",
-            on_sample=write,
-        )
+        if engine is None:
+            stats = llm.stats
+
+            def write_sample(sample) -> None:
+                if sample.ok:  # else not written: a re-run tries it again (failure records)
+                    completion = sample.completion
+                    planned = todo[sample.request_index]
+                    write(planned, completion.text, completion.finish_reason, llm.model_id)
+
+            llm.generate(
+                [p[1] for p in todo],
+                progress=progress,
+                description="generating dialogues",
+                on_sample=write_sample,
+            )
+        else:
+            stats = engine.stats
+            by_id = {p[0]: p for p in todo}
+            records = [{"id": p[0], "request": p[1].model_dump(mode="json")} for p in todo]
+            for row in engine.map(complete_records_with_model, records, {}):
+                if "error" not in row:  # a failure: in the engine's stats, asked again
+                    write(by_id[row["id"]], row["text"], row["finish_reason"], row["model"])
         return {
             "generations": len(plan),
             "accepted": len(accepted.records),
             "rejected": len(rejected.records),
-            "failed": llm.stats.failures,
+            "failed": stats.failures,
         }

@@ -104,6 +104,16 @@ def complete_records(
     ]
 
 
+def complete_records_with_model(
+    llm: LLM, records: list[dict], progress: bool = False
+) -> list[dict]:
+    """``complete_records`` (one sample each), every row naming the model that wrote it:
+    the work a generation stage gives an engine (``rolecall.engines``), whose driver puts
+    the model id into each record's provenance as the local path does."""
+    rows = complete_records(llm, records, progress=progress)
+    return [row | {"model": llm.model_id} for row in rows]
+
+
 def run_batch(
     llm: LLM | None,
     batch: BatchInput,

@@ -39,7 +39,7 @@ from rolecall.pipelines.detox_filter import (  # noqa: F401  (filter_stage: the 
     filter_stage,
     judges_relative_to,
 )
-from rolecall.pipelines.steps import Step, run_steps
+from rolecall.pipelines.steps import Step, llm_stage, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
@@ -262,16 +262,15 @@ def generate_stage(
     engine: Engine | None = None,
 ) -> dict:
     """The candidates, by ``llm`` here or, given an ``engine``, wherever it runs them."""
-    caller = llm if engine is None else engine  # whose stats and model id the run records
-    if engine is None:
-        run.record_model("generator", llm.model_id)
     run.record_prompt(config.template, load_template(config.template, language).source)
-    before = caller.stats.as_dict()
-    counts = generate_candidates(llm, rows, index, config, run.path, progress, language, engine)
-    if engine is not None and engine.model_id:  # learnt from the workers' answers
-        run.record_model("generator", engine.model_id)
-    run.finish_stage("generate", counts, [caller], [before])
-    return counts
+    return llm_stage(
+        run,
+        "generate",
+        "generator",
+        llm,
+        engine,
+        lambda: generate_candidates(llm, rows, index, config, run.path, progress, language, engine),
+    )
 
 
 def export_stage(run: RunDir, section: ExportSection) -> dict[str, str]:

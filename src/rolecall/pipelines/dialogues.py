@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from rolecall.engines import Engine
 from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.dialogues import judge_dialogues_by_panel
@@ -41,7 +42,7 @@ from rolecall.pipelines.default_judges import (
     warnings_of,
 )
 from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
-from rolecall.pipelines.steps import Step, run_steps
+from rolecall.pipelines.steps import Step, llm_stage, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Dialogue, RoleSpec
 from rolecall.rundir import Files, RunDir, write_json
@@ -166,19 +167,24 @@ def generation_config(section: GenerateSection, language: str) -> GenerationConf
 
 
 def generate_stage(
-    llm: LLM,
+    llm: LLM | None,
     run: RunDir,
     spec: RoleSpec,
     shots: Sequence[Dialogue],
     config: GenerationConfig,
     progress: bool = True,
+    engine: Engine | None = None,
 ) -> dict:
-    run.record_model("generator", llm.model_id)
+    """The dialogues, by ``llm`` here or, given an ``engine``, wherever it runs them."""
     run.record_prompt(config.template, load_template(config.template, spec.language).source)
-    before = llm.stats.as_dict()
-    counts = generate_dialogues(llm, spec, shots, config, run.path, progress=progress)
-    run.finish_stage("generate", counts, [llm], [before])
-    return counts
+    return llm_stage(
+        run,
+        "generate",
+        "generator",
+        llm,
+        engine,
+        lambda: generate_dialogues(llm, spec, shots, config, run.path, progress, engine),
+    )
 
 
 def judge_stage(

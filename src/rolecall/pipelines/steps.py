@@ -1,4 +1,5 @@
-"""The one loop of a pipeline run: its stages as a list of named steps, run up to one.
+"""The one loop of a pipeline run: its stages as a list of named steps, run up to one;
+``llm_stage``, how a stage that calls an LLM (here or on an engine) is recorded.
 
 A step takes the run's shared state and returns ``(result, line)``, the line being what
 the CLI prints, or ``None`` when the config skips it.
@@ -10,8 +11,29 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rolecall.errors import ConfigError
+from rolecall.rundir import RunDir
 
 Step = Callable[[Any], "tuple[Any, str] | None"]
+
+
+def llm_stage(
+    run: RunDir, stage: str, role: str, llm: Any, engine: Any, work: Callable[[], dict]
+) -> dict:
+    """``work()``, a stage writing its records by ``llm`` here or by ``engine``
+    (``rolecall.engines``) wherever it runs them; the model is recorded as ``role`` and the
+    calls' statistics under ``stage`` (``RunDir.finish_stage``: a failed call stops the run
+    there, every finished record kept). subtle: the ray engine learns its model id from
+    its workers' answers, so it is recorded after the work (a rerun with nothing left to
+    ask keeps the id already in the manifest)."""
+    caller = llm if engine is None else engine
+    if engine is None:
+        run.record_model(role, llm.model_id)
+    before = caller.stats.as_dict()
+    counts = work()
+    if engine is not None and engine.model_id:
+        run.record_model(role, engine.model_id)
+    run.finish_stage(stage, counts, [caller], [before])
+    return counts
 
 
 def run_steps(
