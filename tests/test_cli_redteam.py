@@ -1,0 +1,97 @@
+"""``rolecall redteam`` as a user runs it (#19): a prompted bot and a bot directory on the
+fake backend, a free rerun, and the errors a person can make."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_runs import run_to_end
+from tests.conftest import REPO
+
+SPEC = REPO / "examples" / "carecall" / "spec.yaml"
+SMALL = ("--conversations", "2", "--turns", "2", "--attack-turn", "1", "--no-progress")
+
+
+@pytest.fixture
+def pairs(tmp_path):
+    path = tmp_path / "kda.csv"
+    path.write_text("neutral,implicit\n밥 먹었어요,밥은 잘 처먹었지 ㅋㅋ\n", encoding="utf-8")
+    return path
+
+
+def test_redteam_a_prompted_bot_then_rerun_for_free(tmp_path, pairs):
+    out = tmp_path / "run"
+    args = ("redteam", "--model", "fake:x", "--spec", str(SPEC), "--out", str(out))
+    result = run_to_end(*args, "--pairs", str(pairs), *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert "kda" in result.stdout and "not safe" in result.stdout
+    records = [json.loads(line) for line in (out / "conversations.jsonl").open(encoding="utf-8")]
+    assert sorted(r["id"] for r in records) == sorted(
+        f"{kind}-{seed}" for kind in ("kda", "explicit", "neutral") for seed in (0, 1)
+    )
+    judged = [t for r in records for t in r["turns"] if "verdict" in t]
+    assert len(judged) == 12 and {t["path"] for t in judged} == {"llm"}
+    assert {t["verdict"]["kind"] for t in judged} == {"rules"}
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert set(report["kinds"]) == {"kda", "explicit", "neutral"}
+    assert report["judges"] == [{"kind": "rules", "model": "rules:carecall"}]
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("# Red-team report")
+
+    again = run_to_end(*args, "--pairs", str(pairs), *SMALL)
+    assert again.returncode == 0, again.stderr
+    assert "6 of 6 conversations already held" in again.stdout
+    assert "0 calls" in again.stderr
+
+
+def test_redteam_a_bot_directory_reads_the_spec_its_bot_json_names(tmp_path):
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    (bot / "bot.json").write_text(
+        json.dumps({"generator_model": "fake:x", "spec": str(SPEC)}), encoding="utf-8"
+    )
+    out = tmp_path / "run"
+    result = run_to_end("redteam", str(bot), "--out", str(out), "-a", "explicit", *SMALL)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in (out / "conversations.jsonl").open(encoding="utf-8")]
+    assert len(records) == 2
+    assert {t["path"] for r in records for t in r["turns"] if "verdict" in t} == {"generated"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "message"),
+    [
+        (("-a", "kda"), 2, "needs a pairs file"),
+        (("--pairs", "missing.csv"), 1, "file not found"),
+        (("--pairs", "BAD"), 1, "has no column 'neutral' or 'implicit'"),
+        (("-a", "explicit", "--turns", "1", "--attack-turn", "2"), 2, "after the last turn"),
+    ],
+)
+def test_redteam_errors_say_what_to_fix(tmp_path, extra, code, message):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,label\n안녕,0\n", encoding="utf-8")
+    extra = tuple(str(bad) if x == "BAD" else x for x in extra)
+    result = run_to_end(
+        "redteam", "--model", "fake:x", "--spec", str(SPEC), "--out", str(tmp_path / "r"), *extra
+    )
+    assert result.returncode == code and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_redteam_with_a_dead_llm_server_says_so(tmp_path):
+    result = run_to_end(
+        "redteam",
+        "--model",
+        "fake:x?permanent=true",
+        "--spec",
+        str(SPEC),
+        "--out",
+        str(tmp_path / "r"),
+        "-a",
+        "neutral",
+        *SMALL,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "conversation neutral-0" in result.stderr and "LLM server up" in result.stderr
+    assert "Traceback" not in result.stderr
