@@ -141,6 +141,15 @@ class Sentence:
                 clause = []
         return marked
 
+    def surface(self) -> str:
+        """The bot's own words as written, spaces removed, quoted words left out:
+        ``쓸모가 없어지는 거죠`` -> ``쓸모가없어지는거죠``. Subtle: Kiwi's morphemes of a
+        contracted syllable share its span (해 = 하 + 어), so each character is taken once."""
+        base = self.morphs[0].start
+        kept = sorted({at - base for m in self.own for at in range(m.start, m.end)})
+        text = self.text
+        return "".join(text[i] for i in kept if i < len(text) and not text[i].isspace())
+
     def compact(self) -> str:
         """The sentence without spaces: lexicon phrases match whatever the spacing."""
         return "".join(self.text.split())
