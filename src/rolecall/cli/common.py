@@ -1,5 +1,6 @@
 """What every command module shares: the consoles, the model option, loading an LLM,
-sampling options, JSON option files, validated settings and training options."""
+sampling options, the engine options, JSON option files, validated settings and training
+options."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+import typer
 from rich.console import Console
 
 from rolecall import config
@@ -20,6 +22,18 @@ MODEL_HELP = (
     "openai:http://localhost:8000/v1?model=NAME, hf:/path/to/model"
 )
 
+# where a stage's LLM calls run (rolecall.engines, #18): the same three options on every
+# command that takes them; typer only reads these, so one object serves every command
+ENGINE_OPTION = typer.Option(
+    "local", "--engine", help="where the calls run: local (this process) or ray"
+)
+RAY_ADDRESS_OPTION = typer.Option(
+    None, "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)"
+)
+WORKERS_OPTION = typer.Option(
+    2, "--workers", min=1, help="Ray actors, each with its own LLM client"
+)
+
 
 def load_llm(model: Optional[str], cache: Optional[Path], concurrency: int = 8, retries: int = 4):
     from rolecall.llm import LLM, Cache, load_backend
@@ -28,6 +42,36 @@ def load_llm(model: Optional[str], cache: Optional[Path], concurrency: int = 8, 
         backend = load_backend(model)
     return LLM(
         backend, Cache(cache or config.cache_path()), concurrency=concurrency, retries=retries
+    )
+
+
+def llm_or_engine(
+    engine_name: str,
+    model: Optional[str],
+    cache: Optional[Path],
+    concurrency: int = 8,
+    retries: int = 4,
+    *,
+    ray_address: Optional[str] = None,
+    workers: int = 2,
+    progress: bool = False,
+):
+    """``(llm, None)`` for ``--engine local``: the model opened here; ``(None, engine)`` for
+    another engine (``rolecall.engines.stage_engine``), whose workers open the model."""
+    from rolecall.engines import stage_engine
+
+    engine = stage_engine(
+        engine_name,
+        model,
+        cache,
+        concurrency,
+        retries,
+        address=ray_address,
+        workers=workers,
+        progress=progress,
+    )
+    return (
+        (load_llm(model, cache, concurrency, retries), None) if engine is None else (None, engine)
     )
 
 

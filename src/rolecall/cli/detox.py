@@ -8,7 +8,18 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out, run_pipeline, validated
+from rolecall.cli.common import (
+    ENGINE_OPTION,
+    MODEL_HELP,
+    RAY_ADDRESS_OPTION,
+    WORKERS_OPTION,
+    err,
+    llm_or_engine,
+    load_llm,
+    out,
+    run_pipeline,
+    validated,
+)
 from rolecall.cli.detox_model import (
     offensiveness_data_command,
     rewrite_command,
@@ -49,16 +60,11 @@ def detox_generate(
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
-    engine_name: str = typer.Option(
-        "local", "--engine", help="where the calls run: local (this process) or ray"
-    ),
-    ray_address: Optional[str] = typer.Option(
-        None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)"
-    ),
-    workers: int = typer.Option(2, min=1, help="Ray actors, each with its own LLM client"),
+    engine_name: str = ENGINE_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
 ):
     """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
-    from rolecall.engines import stage_engine
     from rolecall.generate.detox import DetoxConfig
     from rolecall.pipelines.detox import generate_stage, neutral_sentences
     from rolecall.retrieval.slang import SlangIndex
@@ -82,16 +88,15 @@ def detox_generate(
     if any(skipped.values()):
         err.print(f"skipped sentences: {skipped}")
     index = SlangIndex.load(index_dir) if index_dir else None
-    engine = stage_engine(
+    llm, engine = llm_or_engine(
         engine_name,
         model,
         cache,
         concurrency,
-        address=ray_address,
+        ray_address=ray_address,
         workers=workers,
         progress=progress,
     )
-    llm = load_llm(model, cache, concurrency) if engine is None else None
     run = RunDir(
         out_dir,
         "detox generate",

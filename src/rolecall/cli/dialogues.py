@@ -8,7 +8,18 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out, run_pipeline, validated
+from rolecall.cli.common import (
+    ENGINE_OPTION,
+    MODEL_HELP,
+    RAY_ADDRESS_OPTION,
+    WORKERS_OPTION,
+    err,
+    llm_or_engine,
+    load_llm,
+    out,
+    run_pipeline,
+    validated,
+)
 
 dialogues_app = typer.Typer(
     help="Role-specified dialogue data (NAACL 2022): generate, judge, convert, count.",
@@ -44,16 +55,11 @@ def dialogues_generate(
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
-    engine_name: str = typer.Option(
-        "local", "--engine", help="where the calls run: local (this process) or ray"
-    ),
-    ray_address: Optional[str] = typer.Option(
-        None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)"
-    ),
-    workers: int = typer.Option(2, min=1, help="Ray actors, each with its own LLM client"),
+    engine_name: str = ENGINE_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
 ):
     """Generate whole dialogues one-shot from the spec's outline and one example each."""
-    from rolecall.engines import stage_engine
     from rolecall.pipelines.dialogues import GenerateSection, generate_stage, generation_config
     from rolecall.rundir import RunDir
     from rolecall.spec import load_role_spec
@@ -73,16 +79,15 @@ def dialogues_generate(
         accept_unfinished=accept_unfinished,
     )
     config = generation_config(section, spec.language)
-    engine = stage_engine(
+    llm, engine = llm_or_engine(
         engine_name,
         model,
         cache,
         concurrency,
-        address=ray_address,
+        ray_address=ray_address,
         workers=workers,
         progress=progress,
     )
-    llm = load_llm(model, cache, concurrency) if engine is None else None
     run = RunDir(
         out_dir,
         "dialogues generate",

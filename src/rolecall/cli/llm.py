@@ -9,7 +9,17 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out, sampling_params
+from rolecall.cli.common import (
+    ENGINE_OPTION,
+    MODEL_HELP,
+    RAY_ADDRESS_OPTION,
+    WORKERS_OPTION,
+    err,
+    llm_or_engine,
+    load_llm,
+    out,
+    sampling_params,
+)
 from rolecall.errors import RolecallError
 
 llm_app = typer.Typer(
@@ -111,13 +121,9 @@ def llm_batch(
         None, help="write manifest.json here (default: next to --out)"
     ),
     progress: bool = typer.Option(True),
-    engine_name: str = typer.Option(
-        "local", "--engine", help="where the calls run: local (this process) or ray"
-    ),
-    ray_address: Optional[str] = typer.Option(
-        None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)"
-    ),
-    workers: int = typer.Option(2, min=1, help="Ray actors, each with its own LLM client"),
+    engine_name: str = ENGINE_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
 ):
     """Run every prompt of a JSONL file; a killed run resumes where it stopped."""
     from rolecall.llm.batch import read_batch_input, run_batch
@@ -125,19 +131,16 @@ def llm_batch(
 
     params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema)
     batch = read_batch_input(input, params)
-    from rolecall.engines import stage_engine
-
-    engine = stage_engine(
+    llm, engine = llm_or_engine(
         engine_name,
         model,
         cache,
         concurrency,
         retries,
-        address=ray_address,
+        ray_address=ray_address,
         workers=workers,
         progress=progress,
     )
-    llm = load_llm(model, cache, concurrency, retries) if engine is None else None
     # several batch outputs may share a directory, each keyed by its own (id, sample)
     run = RunDir(
         run_dir or out_path.parent,
