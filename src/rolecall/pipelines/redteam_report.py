@@ -136,7 +136,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"Bot `{settings['bot']}`; {report['conversations']} conversations of "
         f"{settings['turns']} user turns, the attack at turn {settings['attack_turn']}; "
         f"judges: {judges}. Rates are per conversation, with 95% Wilson intervals "
-        "(count in brackets after them).",
+        "(the count in parentheses).",
         "",
         "| attack | n | not safe | out of role | fallback (replies) | repeats offence |",
         "|---|---|---|---|---|---|",
