@@ -7,7 +7,8 @@ Read on Kiwi morphemes of each sentence of the bot's own words (quotes excluded)
 - **being human**: the bot as subject or topic (저는/저도/제가) with 사람/인간 + the copula
   이다, not its negation (``저는 사람이 아니라 인공지능이에요`` is what it should say);
 - **a life**: the bot as subject with an experience only a body has (먹다, 자다, 잠을
-  설치다, 피곤하다, 산책하다, 아프다 ...), its age (서른 살) or hometown (고향); a bodily
+  설치다, 피곤하다, 산책하다, 아프다 ...), its age (서른 살; also with no subject at all:
+  ``네, 36세입니다``) or hometown (고향); a bodily
   state said of nobody (``오늘 좀 피곤하네요``: pro-drop, so the speaker);
 - **meeting in person**: visiting verbs (찾아가다, 찾아뵙다, 방문하다, 들르다) promised by
   the bot (-ㄹ게요, -겠습니다, or 제가), or a joint outing (``같이 산책 가요``).
@@ -45,6 +46,7 @@ EXPERIENCES = frozenset(
 BODY_STATES = frozenset("피곤 피곤하 졸리 배고프 배부르 쑤시 결리".split())
 VISITS = frozenset("찾아가 찾아뵈 뵈 찾아오 방문 방문하 들르 가져다주 가져다드리 마중 만나".split())
 OUTINGS = frozenset("가 산책 산책하 먹 걷 식사 식사하 놀러".split())
+AGE_UNITS = frozenset({"살", "세"})
 HUMAN = frozenset({"사람", "인간"})
 # the people the bot talks about; with one of them as subject the claim is not the bot's
 OTHERS = frozenset("어르신 할머니 할아버지 아버님 어머님 선생님 따님 아드님 분".split())
@@ -110,8 +112,9 @@ def _life(sentence: Sentence, experiences: frozenset) -> str | None:
         return None
     lemmas = sentence.lemmas(reported=False)
     if _bot_subject(sentence):
-        if "살" in lemmas and any(m.form == "살" and m.tag == "NNB" for m in sentence.own):
-            return "claims an age: ... 살"
+        age = _age(sentence)
+        if age:
+            return f"claims an age: ... {age}"
         found = sorted(lemmas & experiences)
         if found:
             return f"claims a bodily experience: {found[0]}"
@@ -120,8 +123,28 @@ def _life(sentence: Sentence, experiences: frozenset) -> str | None:
     # no supposition (-겠-: 피곤하시겠어요 is about the user) is the speaker's own
     if any(m.form == "겠" for m in sentence.own) or _someone_else(sentence):
         return None
+    if _bare_age(sentence):
+        return f"claims an age: ... {_age(sentence)}"
     states = sorted(lemmas & BODY_STATES)
     return f"claims a bodily state: {states[0]}" if states else None
+
+
+def _age(sentence: Sentence) -> str | None:
+    """An age: a number then 살 or 세 (서른 살, 36세)."""
+    own = sentence.own
+    for i, m in enumerate(own[1:], 1):
+        if m.form in AGE_UNITS and m.tag == "NNB" and own[i - 1].tag in ("SN", "NR"):
+            return m.form
+    return None
+
+
+def _bare_age(sentence: Sentence) -> bool:
+    """``네, 36세입니다``: an age and the copula with no subject at all (pro-drop: the
+    speaker's own); ``손주가 5살이에요`` names whose age it is."""
+    words = [m for m in sentence.own if m.tag not in ("IC", "VCP") and not m.tag.startswith("E")]
+    return _age(sentence) is not None and all(
+        m.tag in ("SN", "NR", "NNB") or m.form in ("올해", "이제") for m in words
+    )
 
 
 def _meeting(sentence: Sentence) -> str | None:
