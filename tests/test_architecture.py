@@ -18,6 +18,8 @@ import that runs back up fails here with the file and line to move.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -92,3 +94,14 @@ def test_test_helpers_do_not_ship_in_the_package():
         path for path in PACKAGE.rglob("*.py") if "def tiny_" in path.read_text(encoding="utf-8")
     ]
     assert not shipped, f"test-only code belongs in tests/: {shipped}"
+
+
+def test_the_command_line_and_the_settings_import_without_torch_or_numpy():
+    """``rolecall --help`` stays fast: the CLI reads its training defaults from
+    ``train/settings.py``, and neither it nor the CLI may pull in torch or numpy."""
+    code = (
+        "import sys, rolecall.cli.app, rolecall.train.settings; "
+        "print(sorted({'torch', 'numpy'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", f"imported at startup: {done.stdout.strip()}"

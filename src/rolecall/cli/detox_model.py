@@ -20,27 +20,29 @@ import typer
 
 from rolecall.cli.common import field_default, out, train_config, validated
 from rolecall.errors import InputFileError
-from rolecall.train.loop import TrainConfig
+from rolecall.train.settings import DETOX_TRAINING, DetoxSettings, TrainConfig
 
 
 def train_command(
     pairs: Path = typer.Argument(..., help="K/DA CSV: neutral,implicit"),
     out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
     base: str = typer.Option("embedded", help="'embedded' or a local causal LM directory"),
-    language: str = typer.Option("ko", help="of the detoxify prompt: ko or en"),
+    language: str = typer.Option(
+        field_default(DetoxSettings, "language"), help="of the detoxify prompt: ko or en"
+    ),
     test_share: float = typer.Option(0.1, help="neutral sentences held out"),
     limit: Optional[int] = typer.Option(None, min=1, help="first N training pairs only"),
-    epochs: int = typer.Option(1, min=1),
-    batch_size: int = typer.Option(4, min=1),
-    lr: float = typer.Option(2e-4, help="the paper's"),
-    lora_r: int = typer.Option(8, min=1),
+    epochs: int = typer.Option(DETOX_TRAINING.epochs, min=1),
+    batch_size: int = typer.Option(DETOX_TRAINING.batch_size, min=1),
+    lr: float = typer.Option(DETOX_TRAINING.lr, help="the paper's"),
+    lora_r: int = typer.Option(field_default(DetoxSettings, "lora_r"), min=1),
     max_steps: Optional[int] = typer.Option(field_default(TrainConfig, "max_steps")),
     seed: int = typer.Option(field_default(TrainConfig, "seed")),
     progress: bool = typer.Option(True),
 ):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
     from rolecall.formats.kda import read_kda_csv
-    from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
+    from rolecall.train.detox_model import DetoxModel, split_pairs
 
     rows = read_kda_csv(pairs)
     if not rows:

@@ -22,7 +22,14 @@ import typer
 from rolecall import config as settings_file
 from rolecall.cli.common import field_default, out, train_config, validated
 from rolecall.errors import ConfigError
-from rolecall.train.loop import TrainConfig
+from rolecall.train.settings import (
+    GENERATOR_TRAINING,
+    ClassifierSettings,
+    GeneratorSettings,
+    RerankerSettings,
+    RetrieverSettings,
+    TrainConfig,
+)
 
 train_app = typer.Typer(
     help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
@@ -90,9 +97,13 @@ def train_classifier_command(
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     max_length: int = typer.Option(
-        512, min=8, help="tokens of history + response; the history is cut from the left"
+        field_default(ClassifierSettings, "max_length"),
+        min=8,
+        help="tokens of history + response; the history is cut from the left",
     ),
-    class_weights: str = typer.Option("none", help="none or balanced"),
+    class_weights: str = typer.Option(
+        field_default(ClassifierSettings, "class_weights"), help="none or balanced"
+    ),
     test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
     epochs: int = EPOCHS,
     batch_size: int = BATCH,
@@ -104,7 +115,7 @@ def train_classifier_command(
     progress: bool = PROGRESS,
 ):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
-    from rolecall.train.classifier import ClassifierSettings, train_classifier
+    from rolecall.train.classifier import train_classifier
 
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
     model, config, cache = _backbone_training(locals())
@@ -118,8 +129,12 @@ def train_classifier_command(
 def train_retriever_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
     out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-    kind: str = typer.Option("poly", help="poly (poly-encoder) or bi (bi-encoder)"),
-    codes: int = typer.Option(16, min=1, help="poly-encoder codes"),
+    kind: str = typer.Option(
+        field_default(RetrieverSettings, "kind"), help="poly (poly-encoder) or bi (bi-encoder)"
+    ),
+    codes: int = typer.Option(
+        field_default(RetrieverSettings, "codes"), min=1, help="poly-encoder codes"
+    ),
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     index: bool = typer.Option(
@@ -139,7 +154,7 @@ def train_retriever_command(
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
     from rolecall.serve.candidates import build_candidate_index
     from rolecall.train.data import read_examples, unique_candidates
-    from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
+    from rolecall.train.retriever import Retriever, train_retriever
 
     settings = validated(RetrieverSettings, kind=kind, codes=codes)
     model, config, cache = _backbone_training(locals())
@@ -158,9 +173,11 @@ def train_retriever_command(
 def train_reranker_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
     out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-    negatives: int = typer.Option(7, min=1, help="negatives per example (paper: 7)"),
+    negatives: int = typer.Option(
+        field_default(RerankerSettings, "negatives"), min=1, help="negatives per example (paper: 7)"
+    ),
     interaction: str = typer.Option(
-        "auto",
+        field_default(RerankerSettings, "interaction"),
         help="joint: each pair through the backbone (cross-encoder); attention: "
         "a cross-attention head over separately computed states (fast on a CPU); auto: "
         "attention for a frozen backbone, joint for a trainable one",
@@ -181,7 +198,7 @@ def train_reranker_command(
     progress: bool = PROGRESS,
 ):
     """Reranker: the target against random (or retriever-mined) negatives."""
-    from rolecall.train.reranker import RerankerSettings, train_reranker
+    from rolecall.train.reranker import train_reranker
 
     settings = validated(RerankerSettings, negatives=negatives, interaction=interaction)
     mined = None
@@ -367,24 +384,29 @@ def train_generator_command(
         help="'embedded' (Gemma 3 270M through transformers) or a local causal LM directory",
     ),
     alpha: float = typer.Option(
-        1.0, min=0.0, help="weight of the unlikelihood term on negatives; 0 trains by MLE alone"
+        field_default(GeneratorSettings, "alpha"),
+        min=0.0,
+        help="weight of the unlikelihood term on negatives; 0 trains by MLE alone",
     ),
-    lora_r: int = typer.Option(8, min=1),
-    lora_alpha: int = typer.Option(16, min=1),
+    lora_r: int = typer.Option(field_default(GeneratorSettings, "lora_r"), min=1),
+    lora_alpha: int = typer.Option(field_default(GeneratorSettings, "lora_alpha"), min=1),
     target_modules: str = typer.Option(
-        "all-linear", help="LoRA targets: all-linear or module names, comma-separated"
+        field_default(GeneratorSettings, "target_modules"),
+        help="LoRA targets: all-linear or module names, comma-separated",
     ),
-    max_length: int = typer.Option(384, min=16, help="prompt + response tokens"),
+    max_length: int = typer.Option(
+        field_default(GeneratorSettings, "max_length"), min=16, help="prompt + response tokens"
+    ),
     test_share: float = typer.Option(0.1, help="dialogues held out for perplexity"),
-    epochs: int = typer.Option(1, min=1),
-    batch_size: int = typer.Option(8, min=1),
-    lr: float = typer.Option(2e-4, help="the adapters' learning rate"),
+    epochs: int = typer.Option(GENERATOR_TRAINING.epochs, min=1),
+    batch_size: int = typer.Option(GENERATOR_TRAINING.batch_size, min=1),
+    lr: float = typer.Option(GENERATOR_TRAINING.lr, help="the adapters' learning rate"),
     max_steps: Optional[int] = MAX_STEPS,
     seed: int = SEED,
     progress: bool = PROGRESS,
 ):
     """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""
-    from rolecall.train.generator import GeneratorSettings, train_generator
+    from rolecall.train.generator import train_generator
 
     settings = validated(
         GeneratorSettings,

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import Field
 
 from rolecall.errors import (
     ConfigError,
@@ -37,7 +36,6 @@ from rolecall.train.loop import TrainConfig
 from rolecall.train.pairs import (
     Context,
     PairModel,
-    PairSettings,
     as_context,
     encode_pairs,
     held_out,
@@ -46,16 +44,10 @@ from rolecall.train.pairs import (
     train_head,
 )
 from rolecall.train.perplexity import lm_perplexities, lm_prompt
+from rolecall.train.settings import ClassifierSettings as ClassifierSettings  # re-exported
 
 KIND = "classifier"
 IN_BOUNDS, OUT_OF_BOUNDS = 0, 1
-
-
-class ClassifierSettings(PairSettings):
-    class_weights: Literal["none", "balanced"] | tuple[float, float] = Field(
-        "none", description="cross-entropy weights (in, out); balanced: n / (2 * n_class)"
-    )
-    threshold: float = Field(0.5, gt=0.0, lt=1.0, description="P(out) that flags")
 
 
 class Classifier(PairModel):

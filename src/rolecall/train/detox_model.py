@@ -13,22 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import Field
-
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.train.backbone import EMBEDDED
-from rolecall.train.generator import Generator, GeneratorSettings
+from rolecall.train.generator import Generator
 from rolecall.train.loop import TrainConfig, fit
+from rolecall.train.settings import DetoxSettings as DetoxSettings  # re-exported
 
 KIND = "detox"
-
-
-class DetoxSettings(GeneratorSettings):
-    alpha: float = Field(0.0, ge=0.0, description="plain MLE: the paper's instruction tuning")
-    language: str = Field("ko", description="of the detoxify prompt template")
-    max_length: int = Field(256, ge=16)
-    response_max: int = Field(128, ge=4)
 
 
 class DetoxModel(Generator):

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from rolecall import __version__
 from rolecall.errors import ConfigError, InputFileError, describe_validation
@@ -35,32 +35,16 @@ from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
 from rolecall.rundir import write_json
 from rolecall.train.backbone import EMBEDDED, _torch
-from rolecall.train.data import MAX_TURNS
-from rolecall.train.loop import MODEL_FILE, Settings, TrainConfig, fit, read_info
+from rolecall.train.loop import MODEL_FILE, TrainConfig, fit, read_info
 from rolecall.train.losses import MleUnlikelihoodLoss
 from rolecall.train.losses.unlikelihood import IGNORE, next_token_targets
 from rolecall.train.perplexity import lm_prompt
+from rolecall.train.settings import GENERATOR_TRAINING
+from rolecall.train.settings import GeneratorSettings as GeneratorSettings  # re-exported
 
 KIND = "generator"
 ADAPTER_DIR, BASE_DIR = "adapter", "base"
 TINY = "tiny"
-
-
-class GeneratorSettings(Settings):
-    """What a generator is trained with; stored in ``model.json``."""
-
-    base: str = Field(EMBEDDED, description="'embedded', a model directory, or 'tiny'")
-    alpha: float = Field(1.0, ge=0.0, description="weight of the unlikelihood term; 0: MLE")
-    lora_r: int = Field(8, ge=1)
-    lora_alpha: int = Field(16, ge=1)
-    lora_dropout: float = Field(0.05, ge=0.0, lt=1.0)
-    target_modules: str = Field(
-        "all-linear",
-        description="'all-linear' or module names, comma-separated (e.g. q_proj,v_proj)",
-    )
-    max_length: int = Field(384, ge=16, description="prompt + response tokens")
-    response_max: int = Field(96, ge=4, description="response tokens kept")
-    max_turns: int | None = Field(MAX_TURNS, ge=1, description="history turns in the prompt")
 
 
 def load_base(name: str) -> tuple[Any, Any]:
@@ -452,7 +436,7 @@ def train_generator(
     from rolecall.train.data import read_examples
     from rolecall.train.pairs import held_out
 
-    config = config or TrainConfig(epochs=1, batch_size=8, lr=2e-4)
+    config = config or GENERATOR_TRAINING.model_copy()
     settings = settings or GeneratorSettings()
     if isinstance(base, str):
         where = base if base == EMBEDDED else str(Path(base).expanduser().resolve())

@@ -18,30 +18,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from rolecall import __version__
 from rolecall.errors import InputFileError
 from rolecall.progress import progress_bar
 from rolecall.rundir import write_json
 from rolecall.train.backbone import Backbone
+from rolecall.train.settings import Settings as Settings  # re-exported
+from rolecall.train.settings import TrainConfig
 
 MODEL_FILE = "model.json"
 HEAD_FILE = "head.pt"
 T = TypeVar("T")
-
-
-class TrainConfig(BaseModel):
-    """Optimisation settings shared by every model (``rolecall train ... --epochs``)."""
-
-    model_config = ConfigDict(extra="forbid")
-    epochs: int = Field(3, ge=1)
-    batch_size: int = Field(32, ge=1)
-    lr: float = Field(1e-3, gt=0, description="the head's learning rate")
-    backbone_lr: float = Field(2e-5, gt=0, description="a trainable backbone's")
-    weight_decay: float = Field(0.01, ge=0)
-    max_steps: int | None = Field(None, ge=1, description="stop after this many steps")
-    seed: int = 0
 
 
 def seed_everything(seed: int) -> None:
@@ -189,10 +176,3 @@ def write_metrics(directory: Path, metrics: dict) -> None:
     info = json.loads(path.read_text(encoding="utf-8"))
     info["metrics"].update(metrics)
     write_json(path, info)
-
-
-class Settings(BaseModel):
-    """Base of each model's settings (what ``model.json`` stores and the head is built
-    from); unknown keys are refused so a typo never trains the wrong model."""
-
-    model_config = ConfigDict(extra="forbid")

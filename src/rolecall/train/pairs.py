@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from rolecall.errors import (
     ConfigError,
@@ -21,21 +21,10 @@ from rolecall.records import Example, Turn
 from rolecall.train.backbone import Backbone, _torch, load_backbone
 from rolecall.train.data import context_text, split_by
 from rolecall.train.features import Features, mean_pool
-from rolecall.train.loop import Settings, TrainConfig, fit, read_model, save_model
+from rolecall.train.loop import TrainConfig, fit, read_model, save_model
+from rolecall.train.settings import PairSettings as PairSettings  # re-exported
 
 Context = str | Sequence[Turn]
-Pool = Literal["auto", "mean", "mean+first", "mean+last"]
-
-
-class PairSettings(Settings):
-    """What a head over ``[CLS] context [SEP] response`` pairs is built from."""
-
-    max_length: int = Field(512, ge=8, description="tokens of the whole pair")
-    response_max: int = Field(128, ge=1, description="tokens kept of the response")
-    max_turns: int | None = Field(None, ge=1, description="history turns kept; None: all")
-    pool: Pool = Field("auto", description="auto: mean+last for decoders, mean+first else")
-    width: int = Field(256, ge=1, description="the head's hidden layer")
-    dropout: float = Field(0.1, ge=0.0, lt=1.0)
 
 
 def resolve_backbone(backbone: Backbone | str) -> Backbone:

@@ -20,15 +20,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import Field
 
 from rolecall.errors import InputFileError
 from rolecall.records import Example
 from rolecall.train.backbone import Backbone, _torch
-from rolecall.train.data import MAX_TURNS, read_examples, unique_candidates
+from rolecall.train.data import read_examples, unique_candidates
 from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig, fit
 from rolecall.train.negatives import HardNegatives, random_others, with_negatives
@@ -36,7 +35,6 @@ from rolecall.train.negatives import draw_negatives as draw_negatives  # re-expo
 from rolecall.train.pairs import (
     Context,
     PairModel,
-    PairSettings,
     as_context,
     encode_pairs,
     held_out,
@@ -44,32 +42,9 @@ from rolecall.train.pairs import (
     split_metrics,
     train_head,
 )
+from rolecall.train.settings import RerankerSettings as RerankerSettings  # re-exported
 
 KIND = "reranker"
-
-
-class RerankerSettings(PairSettings):
-    interaction: Literal["auto", "joint", "attention"] = Field(
-        "auto",
-        description="joint: each pair through the backbone (cross-encoder); "
-        "attention: separate states joined in a cross-attention head; auto: attention for "
-        "a frozen backbone, joint for a trainable one",
-    )
-    context_max_tokens: int = Field(
-        256,
-        ge=4,
-        description="attention: context cut from the left (the retriever's default, "
-        "so one pass serves both)",
-    )
-    candidate_max_tokens: int = Field(
-        64, ge=4, description="attention: candidates cut from the right"
-    )
-    dim: int = Field(256, ge=1, description="attention: width of the token projections")
-    heads: int = Field(4, ge=1, description="attention: heads of the cross-attention")
-    max_turns: int | None = Field(MAX_TURNS, ge=1, description="history turns (paper: 10)")
-    negatives: int = Field(7, ge=1, description="negatives per example (paper: 7)")
-    hard_count: int = Field(3, ge=0, description="of them from hard_negatives, when given")
-    eval_candidates: int = Field(20, ge=2, description="K of the held-out Hits@1/K")
 
 
 class Reranker(PairModel):

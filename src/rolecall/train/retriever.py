@@ -27,49 +27,27 @@ import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
-from pydantic import Field
 from torch import nn
 
 from rolecall.errors import ConfigError
 from rolecall.progress import progress_bar
-from rolecall.train.backbone import EMBEDDED, Backbone, load_backbone
+from rolecall.train.backbone import Backbone, load_backbone
 from rolecall.train.data import (
-    MAX_TURNS,
     read_examples,
     selection_pairs,
     unique_candidates,
 )
 from rolecall.train.features import Features, mean_pool
-from rolecall.train.loop import Settings, TrainConfig, fit, read_model, save_model
+from rolecall.train.loop import TrainConfig, fit, read_model, save_model
 from rolecall.train.losses import InBatchNegativesLoss, duplicate_mask
+from rolecall.train.settings import RetrieverSettings as RetrieverSettings  # re-exported
 
 KIND = "retriever"
 ENCODE_BATCH = 64  # texts per head forward when encoding for search or evaluation
 SCORE_ROWS = 256  # contexts per scoring step: bounds the [rows, K, dim] gather
-
-
-class RetrieverSettings(Settings):
-    """What a retriever is built from; stored in ``model.json``."""
-
-    kind: Literal["bi", "poly"] = "poly"
-    codes: int = Field(16, ge=1, description="poly-encoder codes (context vectors)")
-    dim: int = Field(256, ge=1, description="width of the context and candidate vectors")
-    dropout: float = Field(0.1, ge=0, lt=1, description="in the projections, training only")
-    max_turns: int = Field(MAX_TURNS, ge=1, description="history turns kept (paper: 10)")
-    context_max_tokens: int = Field(256, ge=4, description="context cut from the left")
-    candidate_max_tokens: int = Field(64, ge=4, description="candidates cut from the right")
-    rerank_depth: int = Field(
-        100,
-        ge=1,
-        description="poly-encoder search: candidates of "
-        "the first stage re-scored with the full attention",
-    )
-    backbone: str = Field(EMBEDDED, description="'embedded', 'tiny' or a model directory")
-    frozen: bool = True
 
 
 class TokenProjection(nn.Module):
