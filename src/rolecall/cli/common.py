@@ -75,6 +75,41 @@ def llm_or_engine(
     )
 
 
+def llm_opener(
+    engine_name: str,
+    cache: Optional[Path],
+    concurrency: int = 8,
+    retries: int = 4,
+    *,
+    ray_address: Optional[str] = None,
+    workers: int = 2,
+    progress: bool = False,
+):
+    """``(open_llm, opened)`` for a judging command: ``open_llm(model)`` opens each model
+    once, here for ``--engine local``, else as an LLM whose calls run on the engine
+    (``rolecall.engines.engine_llm``); ``opened`` holds them by model, for their stats."""
+    from rolecall.engines import engine_llm
+
+    opened: dict = {}
+
+    def open_llm(model: Optional[str]):
+        if model not in opened:
+            on_engine = engine_llm(
+                engine_name,
+                model,
+                cache,
+                concurrency,
+                retries,
+                address=ray_address,
+                workers=workers,
+                progress=progress,
+            )
+            opened[model] = on_engine or load_llm(model, cache, concurrency, retries)
+        return opened[model]
+
+    return open_llm, opened
+
+
 def sampling_params(
     max_tokens: int,
     temperature: float,

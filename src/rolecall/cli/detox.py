@@ -14,8 +14,8 @@ from rolecall.cli.common import (
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
     err,
+    llm_opener,
     llm_or_engine,
-    load_llm,
     out,
     run_pipeline,
     validated,
@@ -157,6 +157,9 @@ def detox_filter(
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
+    engine_name: str = ENGINE_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
 ):
     """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
     from rolecall.pipelines.default_judges import config_entry, kda_defaults, warnings_of
@@ -180,13 +183,9 @@ def detox_filter(
     defaults = kda_defaults(section, None)  # no judge named: the default model's
     for warning in warnings_of(defaults):
         _say(f"warning: {warning}")
-    opened: dict = {}
-
-    def open_llm(model: Optional[str]):
-        if model not in opened:
-            opened[model] = load_llm(model, cache, concurrency)
-        return opened[model]
-
+    open_llm, opened = llm_opener(
+        engine_name, cache, concurrency, ray_address=ray_address, workers=workers, progress=progress
+    )
     run = RunDir(out_dir, "detox filter", section.model_dump() | config_entry(defaults))
     try:
         filter_stage(open_llm, run, section, language, progress, defaults, _say)

@@ -14,8 +14,8 @@ from rolecall.cli.common import (
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
     err,
+    llm_opener,
     llm_or_engine,
-    load_llm,
     out,
     run_pipeline,
     validated,
@@ -126,6 +126,9 @@ def dialogues_judge(
     concurrency: int = typer.Option(8, min=1),
     cache: Optional[Path] = typer.Option(None),
     progress: bool = typer.Option(True),
+    engine_name: str = ENGINE_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
 ):
     """Judge each system turn up to the first out-of-bounds one; write examples."""
     from rolecall.pipelines.default_judges import out_of_bounds_default, warnings_of
@@ -140,13 +143,9 @@ def dialogues_judge(
     defaults = out_of_bounds_default(models or [], section.default_judges, None, spec)
     for warning in warnings_of(defaults):
         err.print(f"warning: {warning}", markup=False, highlight=False)
-    opened: dict = {}
-
-    def open_llm(model: Optional[str]):
-        if model not in opened:
-            opened[model] = load_llm(model, cache, concurrency)
-        return opened[model]
-
+    open_llm, opened = llm_opener(
+        engine_name, cache, concurrency, ray_address=ray_address, workers=workers, progress=progress
+    )
     try:
         strings = models or [s for d in defaults.values() for s in d.strings()]
         panel = judge_panel(strings, spec, open_llm, mode, temperature)

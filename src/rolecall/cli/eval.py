@@ -8,7 +8,15 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out
+from rolecall.cli.common import (
+    ENGINE_OPTION,
+    MODEL_HELP,
+    RAY_ADDRESS_OPTION,
+    WORKERS_OPTION,
+    err,
+    llm_opener,
+    out,
+)
 from rolecall.cli.train import unanswerable_command
 
 eval_app = typer.Typer(
@@ -54,6 +62,9 @@ def eval_geval(
     cache: Optional[Path] = typer.Option(None),
     as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
     progress: bool = typer.Option(True),
+    engine_name: str = ENGINE_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
 ):
     """Score datasets 1-5 per criterion and compare them in one table."""
     from dataclasses import asdict
@@ -63,7 +74,10 @@ def eval_geval(
     from rolecall.eval.geval import geval, summarise
 
     wanted = [c.strip() for c in criteria.split(",") if c.strip()]
-    llm = load_llm(model, cache)
+    open_llm, _ = llm_opener(
+        engine_name, cache, ray_address=ray_address, workers=workers, progress=progress
+    )
+    llm = open_llm(model)
     table = Table(title=f"G-Eval ({llm.model_id})")
     table.add_column("dataset")
     for criterion in wanted:

@@ -14,6 +14,10 @@ Either way the caller (the stage, on the driver) writes the records into its run
 directory, so resuming, fingerprints and manifests are the engine's business nowhere.
 A stage given no engine (``stage_engine`` returns ``None`` for ``local``) keeps its own
 path in this process, which writes each record the moment its call finishes.
+
+The judging stages reach an engine through their ``LLM`` instead (``engine_llm``,
+``engines/calls.py``): its ``generate`` runs on the engine's workers, and the judge parses,
+votes and writes its verdicts on the driver as it does locally.
 """
 
 from __future__ import annotations
@@ -112,3 +116,35 @@ def stage_engine(
         return None
     settings = LLMSettings(model, str(cache or config.cache_path()), concurrency, retries)
     return open_engine(name, settings, address=address, workers=workers, progress=progress)
+
+
+def engine_llm(
+    name: str,
+    model: str | None,
+    cache: str | os.PathLike | None,
+    concurrency: int = 8,
+    retries: int = 4,
+    *,
+    address: str | None = None,
+    workers: int = 2,
+    progress: bool = False,
+) -> LLM | None:
+    """An ``LLM`` of ``model`` whose calls run on engine ``name`` (``engines/calls.py``),
+    for a stage that hands its LLM to a judge; ``None`` for ``local``, where the caller
+    opens its own ``LLM`` here as always."""
+    engine = stage_engine(
+        name,
+        model,
+        cache,
+        concurrency,
+        retries,
+        address=address,
+        workers=workers,
+        progress=progress,
+    )
+    if engine is None:
+        return None
+    from rolecall.engines.calls import EngineLLM
+    from rolecall.llm import load_backend
+
+    return EngineLLM(load_backend(model), engine)

@@ -12,8 +12,9 @@ and the run directory says how far it got:
 
 The individual commands (``detox generate``, ``detox filter``, ``detox export``) call the
 same stage functions, so a run made step by step and one made by ``detox run`` are the
-same directory. ``engine: ray`` in the config runs the generate stage's calls on Ray Data
-(``rolecall.engines``; the same records); the other stages run in this process.
+same directory. ``engine: ray`` in the config runs the LLM calls of the generate, filter
+and G-Eval stages on Ray Data (``rolecall.engines``; the same records); trained and rule
+judges, the index and export run in this process.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from rolecall.pipelines.detox_filter import (  # noqa: F401  (filter_stage: the 
     filter_stage,
     judges_relative_to,
 )
-from rolecall.pipelines.steps import Step, llm_stage, run_steps
+from rolecall.pipelines.steps import Step, engine_summary, judge_llm, llm_stage, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
@@ -97,7 +98,8 @@ class DetoxRunConfig(_Section):
     cache: str | None = None
     concurrency: int = Field(8, ge=1)
     retries: int = Field(4, ge=0, description="tries again after a transient LLM error")
-    # where the generate stage's calls run; like concurrency, not part of the fingerprint
+    # where the LLM calls of generate, filter and G-Eval run; like concurrency, not part of
+    # the fingerprint
     engine: Literal["local", "ray"] = "local"
     ray_address: str | None = Field(None, description="default: RAY_ADDRESS, else local")
     workers: int = Field(2, ge=1, description="Ray actors, each with its own LLM client")
@@ -393,6 +395,7 @@ class _Run:
     say: Callable[[str], None]
     defaults: Defaults  # the filters' default judges (pipelines/default_judges.py)
     opened: dict[str | None, LLM] = field(default_factory=dict)
+    on_engine: dict[str | None, LLM] = field(default_factory=dict)
     index: SlangIndex | None = None
 
     def llm_for(self, model: str | None) -> LLM:
@@ -400,6 +403,13 @@ class _Run:
         if key not in self.opened:
             self.opened[key] = self.load_llm(key)
         return self.opened[key]
+
+    def judge_llm_for(self, model: str | None) -> LLM:
+        """An LLM judge's LLM: on the config's engine (``steps.judge_llm``) or here."""
+        key = model or self.config.model
+        if key not in self.on_engine:
+            self.on_engine[key] = judge_llm(self.config, key, self.progress, self.llm_for)
+        return self.on_engine[key]
 
 
 def _index_step(r: _Run) -> tuple[dict, str] | None:
@@ -452,12 +462,13 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
 def _filter_step(r: _Run) -> tuple[dict, str]:
     config = r.config
     report = filter_stage(
-        r.llm_for, r.run, config.filter, config.language, r.progress, r.defaults, r.say
+        r.judge_llm_for, r.run, config.filter, config.language, r.progress, r.defaults, r.say
     )
     kinds = ", ".join(f"{d.task}: {d.kind}" for d in r.defaults.values() if d.kind != "llm")
+    on_engine = engine_summary(r.config.engine, r.on_engine, r.opened)
     return report, ", ".join(
         f"{f['filter']} kept {f['kept']}/{f['in']}" for f in report["filters"]
-    ) + (f" (default judges {kinds})" if kinds else "")
+    ) + (f" (default judges {kinds})" if kinds else "") + on_engine
 
 
 def _export_step(r: _Run) -> tuple[dict, str]:
@@ -469,7 +480,7 @@ def _geval_step(r: _Run) -> tuple[dict, str] | None:
     if not r.config.geval.enabled:
         return None
     summary = geval_stage(
-        r.llm_for(r.config.geval.model), r.run, r.config.geval, r.config.language, r.progress
+        r.judge_llm_for(r.config.geval.model), r.run, r.config.geval, r.config.language, r.progress
     )
     return summary, ", ".join(
         f"{c} {s['mean']:.2f} ({s['mode']})" for c, s in summary.items() if s["mean"] is not None

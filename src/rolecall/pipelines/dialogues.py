@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from rolecall.engines import Engine
+from rolecall.engines import Engine, stage_engine
 from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.dialogues import judge_dialogues_by_panel
@@ -42,7 +42,7 @@ from rolecall.pipelines.default_judges import (
     warnings_of,
 )
 from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
-from rolecall.pipelines.steps import Step, llm_stage, run_steps
+from rolecall.pipelines.steps import Step, engine_summary, judge_llm, llm_stage, run_steps
 from rolecall.prompts import load_template
 from rolecall.records import Dialogue, RoleSpec
 from rolecall.rundir import Files, RunDir, write_json
@@ -107,6 +107,11 @@ class DialogueRunConfig(_Section):
     concurrency: int = Field(8, ge=1)
     retries: int = Field(4, ge=0)
     cache: str | None = None
+    # where the generate and judge stages' LLM calls run; like concurrency, not part of
+    # the fingerprint (rundir.VOLATILE)
+    engine: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(None, description="default: RAY_ADDRESS, else local")
+    workers: int = Field(2, ge=1, description="Ray actors, each with its own LLM client")
 
 
 def load_dialogue_config(path: str | Path) -> DialogueRunConfig:
@@ -273,6 +278,7 @@ class _Run:
     shots: list[Dialogue]
     defaults: Defaults  # the judge's default when none is named (pipelines/default_judges)
     opened: dict[str | None, LLM] = field(default_factory=dict)
+    on_engine: dict[str | None, LLM] = field(default_factory=dict)
 
     def llm_for(self, model: str | None) -> LLM:
         key = model or self.config.model
@@ -280,20 +286,43 @@ class _Run:
             self.opened[key] = self.load_llm(key)
         return self.opened[key]
 
+    def judge_llm_for(self, model: str | None) -> LLM:
+        """An LLM judge's LLM: on the config's engine (``steps.judge_llm``) or here."""
+        key = model or self.config.model
+        if key not in self.on_engine:
+            self.on_engine[key] = judge_llm(self.config, key, self.progress, self.llm_for)
+        return self.on_engine[key]
+
 
 def _generate_step(r: _Run) -> tuple[dict, str]:
-    config = generation_config(r.config.generate, r.spec.language)
-    counts = generate_stage(r.llm_for(None), r.run, r.spec, r.shots, config, r.progress)
-    return counts, json.dumps(counts, ensure_ascii=False)
+    c = r.config
+    config = generation_config(c.generate, r.spec.language)
+    engine = stage_engine(
+        c.engine,
+        c.model,
+        c.cache,
+        c.concurrency,
+        c.retries,
+        address=c.ray_address,
+        workers=c.workers,
+        progress=r.progress,
+    )
+    llm = r.llm_for(None) if engine is None else None  # on ray the driver loads no model
+    counts = generate_stage(llm, r.run, r.spec, r.shots, config, r.progress, engine)
+    return counts, json.dumps(counts, ensure_ascii=False) + (
+        f"; on {engine.name}: {engine.stats.summary()}" if engine is not None else ""
+    )
 
 
 def _judge_step(r: _Run) -> tuple[dict, str]:
     section = r.config.judge
     strings = judge_strings(section) or [s for d in r.defaults.values() for s in d.strings()]
-    panel = judge_panel(strings, r.spec, r.llm_for, section.mode, section.temperature)
+    panel = judge_panel(strings, r.spec, r.judge_llm_for, section.mode, section.temperature)
     dialogues = list(read_jsonl(r.run.file(Files.DIALOGUES), Dialogue))
     counts = judge_stage(panel, r.run, dialogues, section.samples, r.progress, r.defaults)
-    return counts, f"({modes_of(panel)} mode) " + json.dumps(counts, ensure_ascii=False)
+    on_engine = engine_summary(r.config.engine, r.on_engine, r.opened)
+    line = f"({modes_of(panel)} mode) " + json.dumps(counts, ensure_ascii=False)
+    return counts, line + on_engine
 
 
 def _export_step(r: _Run) -> tuple[dict, str]:

@@ -1,5 +1,6 @@
 """The one loop of a pipeline run: its stages as a list of named steps, run up to one;
-``llm_stage``, how a stage that calls an LLM (here or on an engine) is recorded.
+``llm_stage``, how a stage that calls an LLM (here or on an engine) is recorded;
+``judge_llm``, the LLM of a judge on a config's engine.
 
 A step takes the run's shared state and returns ``(result, line)``, the line being what
 the CLI prints, or ``None`` when the config skips it.
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rolecall.engines import engine_llm
 from rolecall.errors import ConfigError
 from rolecall.rundir import RunDir
 
@@ -34,6 +36,33 @@ def llm_stage(
         run.record_model(role, engine.model_id)
     run.finish_stage(stage, counts, [caller], [before])
     return counts
+
+
+def judge_llm(config: Any, model: str | None, progress: bool, here: Callable[[Any], Any]):
+    """The LLM of an LLM judge of ``model``: its calls on the engine of ``config`` (a run
+    config's ``engine``, ``ray_address``, ``workers``, ``cache``, ``concurrency`` and
+    ``retries``; ``engines.engine_llm``), or ``here(model)`` for ``engine: local``."""
+    on_engine = engine_llm(
+        config.engine,
+        model,
+        config.cache,
+        config.concurrency,
+        config.retries,
+        address=config.ray_address,
+        workers=config.workers,
+        progress=progress,
+    )
+    return on_engine or here(model)
+
+
+def engine_summary(engine: str, judges: dict, opened: dict) -> str:
+    """``; MODEL on ENGINE: STATS`` for each of ``judges`` whose calls ran on ``engine``
+    (those opened here are in ``opened``, and their statistics printed with them)."""
+    return "".join(
+        f"; {llm.model_id} on {engine}: {llm.stats.summary()}"
+        for key, llm in judges.items()
+        if llm is not opened.get(key)
+    )
 
 
 def run_steps(
