@@ -1,0 +1,113 @@
+"""The ray engine against the local engine: the same ``llm batch`` on the same server (#18).
+
+An OpenAI-compatible stand-in server on loopback (``tests/llm/flaky_server.py``'s
+``FakeOpenAIServer``, answering after ``--delay`` seconds, as a remote vLLM or API would)
+gets the same ``--n`` prompts twice through ``llm batch``'s ``run_batch``: once on the
+local engine (one client, ``--concurrency`` calls at once) and once on the ray engine
+(``--workers`` actors on a local cluster, the same total concurrency split between them).
+Each run has its own empty cache, so every prompt is a real call.
+
+Reported: wall seconds of each, the throughput ratio ray / local (= local seconds / ray
+seconds) and the seconds Ray adds per record ((ray - local) / n; actor start-up included,
+the cluster's own start excluded: a cluster outlives a command on a real deployment).
+
+Target (#18 item 6): ray / local throughput >= 0.9 at the same total concurrency. The last
+line is one JSON object with ``targets``.
+
+Usage: python bench/ray_engine.py [--n 2000] [--delay 0.1] [--concurrency 16] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.llm.flaky_server, the stand-in server
+
+from rolecall.engines import stage_engine  # noqa: E402
+from rolecall.engines.ray import start_ray  # noqa: E402
+from rolecall.llm import LLM, Cache, SamplingParams, load_backend  # noqa: E402
+from rolecall.llm.batch import read_batch_input, run_batch  # noqa: E402
+from tests.llm.flaky_server import FakeOpenAIServer  # noqa: E402
+
+TARGET = 0.9
+
+
+def write_prompts(path: Path, n: int) -> Path:
+    rows = [{"id": f"p{i}", "prompt": f"안부 인사 {i}번째"} for i in range(n)]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return path
+
+
+def timed_batch(model: str, prompts: Path, out: Path, args, engine_name: str) -> float:
+    batch = read_batch_input(prompts, SamplingParams(max_tokens=8, temperature=0.0))
+    cache = out.with_suffix(".sqlite")
+    engine = stage_engine(
+        engine_name, model, cache, args.concurrency, workers=args.workers, progress=False
+    )
+    llm = (
+        None
+        if engine is not None
+        else LLM(load_backend(model), Cache(cache), concurrency=args.concurrency)
+    )
+    started = time.perf_counter()
+    stats = run_batch(llm, batch, out, progress=False, engine=engine)
+    seconds = time.perf_counter() - started
+    assert stats.failures == 0 and stats.calls == args.n, stats.summary()
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2000, help="prompts")
+    parser.add_argument("--delay", type=float, default=0.1, help="server answer delay (s)")
+    parser.add_argument("--concurrency", type=int, default=16, help="total, both engines")
+    parser.add_argument("--workers", type=int, default=2, help="Ray actors")
+    args = parser.parse_args()
+
+    start_ray(None, num_cpus=max(2, args.workers))  # once, outside the timings
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(delay=args.delay) as server:
+        folder = Path(tmp)
+        model = f"openai:{server.url}?model=m&max_concurrency={args.concurrency}"
+        prompts = write_prompts(folder / "prompts.jsonl", args.n)
+        local = timed_batch(model, prompts, folder / "local.jsonl", args, "local")
+        on_ray = timed_batch(model, prompts, folder / "ray.jsonl", args, "ray")
+        assert server.calls == 2 * args.n, server.calls
+    ratio = local / on_ray
+    overhead_ms = (on_ray - local) / args.n * 1000
+    ideal = args.n * args.delay / args.concurrency
+    print(
+        f"{args.n} prompts, {args.delay * 1000:.0f} ms per answer, concurrency "
+        f"{args.concurrency} (ideal {ideal:.1f}s): local {local:.2f}s, ray "
+        f"({args.workers} actors) {on_ray:.2f}s; ray/local throughput {ratio:.3f}, "
+        f"{overhead_ms:+.2f} ms per record"
+    )
+    print(
+        json.dumps(
+            {
+                "targets": {
+                    "ray_over_local_throughput": {
+                        "value": round(ratio, 4),
+                        "target": f">= {TARGET}",
+                        "met": ratio >= TARGET,
+                    }
+                },
+                "n": args.n,
+                "delay_s": args.delay,
+                "concurrency": args.concurrency,
+                "workers": args.workers,
+                "local_s": round(local, 3),
+                "ray_s": round(on_ray, 3),
+                "ray_overhead_ms_per_record": round(overhead_ms, 3),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
