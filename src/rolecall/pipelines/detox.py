@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rolecall.engines import Engine, stage_engine
+from rolecall.engines import Engine
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.detox import DetoxConfig, generate_candidates
 from rolecall.jsonl import ResumableJsonl, read_jsonl
@@ -40,7 +40,14 @@ from rolecall.pipelines.detox_filter import (  # noqa: F401  (filter_stage: the 
     filter_stage,
     judges_relative_to,
 )
-from rolecall.pipelines.steps import Step, engine_summary, judge_llm, llm_stage, run_steps
+from rolecall.pipelines.steps import (
+    RunModels,
+    Step,
+    config_engine,
+    engine_summary,
+    llm_stage,
+    run_steps,
+)
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
@@ -384,7 +391,7 @@ def geval_stage(
 
 
 @dataclass
-class _Run:
+class _Run(RunModels):
     """What the stages of one ``detox run`` share: the config, the run directory, the
     models opened so far (each distinct model string once) and the slang index."""
 
@@ -397,19 +404,6 @@ class _Run:
     opened: dict[str | None, LLM] = field(default_factory=dict)
     on_engine: dict[str | None, LLM] = field(default_factory=dict)
     index: SlangIndex | None = None
-
-    def llm_for(self, model: str | None) -> LLM:
-        key = model or self.config.model
-        if key not in self.opened:
-            self.opened[key] = self.load_llm(key)
-        return self.opened[key]
-
-    def judge_llm_for(self, model: str | None) -> LLM:
-        """An LLM judge's LLM: on the config's engine (``steps.judge_llm``) or here."""
-        key = model or self.config.model
-        if key not in self.on_engine:
-            self.on_engine[key] = judge_llm(self.config, key, self.progress, self.llm_for)
-        return self.on_engine[key]
 
 
 def _index_step(r: _Run) -> tuple[dict, str] | None:
@@ -438,16 +432,7 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
         config.language,
     )
     r.run.manifest["neutral_skipped"] = skipped
-    engine = stage_engine(
-        config.engine,
-        config.model,
-        config.cache,
-        config.concurrency,
-        config.retries,
-        address=config.ray_address,
-        workers=config.workers,
-        progress=r.progress,
-    )
+    engine = config_engine(config, r.progress)
     llm = r.llm_for(None) if engine is None else None  # on ray the driver loads no model
     counts = generate_stage(
         llm, r.run, rows, r.index, config.generate, config.language, r.progress, engine

@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from rolecall.engines import Engine, stage_engine
+from rolecall.engines import Engine
 from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.dialogues import judge_dialogues_by_panel
@@ -42,7 +42,14 @@ from rolecall.pipelines.default_judges import (
     warnings_of,
 )
 from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
-from rolecall.pipelines.steps import Step, engine_summary, judge_llm, llm_stage, run_steps
+from rolecall.pipelines.steps import (
+    RunModels,
+    Step,
+    config_engine,
+    engine_summary,
+    llm_stage,
+    run_steps,
+)
 from rolecall.prompts import load_template
 from rolecall.records import Dialogue, RoleSpec
 from rolecall.rundir import Files, RunDir, write_json
@@ -266,7 +273,7 @@ def stats_stage(run: RunDir, shots: Sequence[Dialogue]) -> dict:
 
 
 @dataclass
-class _Run:
+class _Run(RunModels):
     """What the stages of one ``dialogues run`` share: config, run directory, spec, the
     example dialogues and the models opened so far (each distinct model string once)."""
 
@@ -280,33 +287,11 @@ class _Run:
     opened: dict[str | None, LLM] = field(default_factory=dict)
     on_engine: dict[str | None, LLM] = field(default_factory=dict)
 
-    def llm_for(self, model: str | None) -> LLM:
-        key = model or self.config.model
-        if key not in self.opened:
-            self.opened[key] = self.load_llm(key)
-        return self.opened[key]
-
-    def judge_llm_for(self, model: str | None) -> LLM:
-        """An LLM judge's LLM: on the config's engine (``steps.judge_llm``) or here."""
-        key = model or self.config.model
-        if key not in self.on_engine:
-            self.on_engine[key] = judge_llm(self.config, key, self.progress, self.llm_for)
-        return self.on_engine[key]
-
 
 def _generate_step(r: _Run) -> tuple[dict, str]:
     c = r.config
     config = generation_config(c.generate, r.spec.language)
-    engine = stage_engine(
-        c.engine,
-        c.model,
-        c.cache,
-        c.concurrency,
-        c.retries,
-        address=c.ray_address,
-        workers=c.workers,
-        progress=r.progress,
-    )
+    engine = config_engine(c, r.progress)
     llm = r.llm_for(None) if engine is None else None  # on ray the driver loads no model
     counts = generate_stage(llm, r.run, r.spec, r.shots, config, r.progress, engine)
     return counts, json.dumps(counts, ensure_ascii=False) + (

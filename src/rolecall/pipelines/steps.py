@@ -1,6 +1,6 @@
 """The one loop of a pipeline run: its stages as a list of named steps, run up to one;
 ``llm_stage``, how a stage that calls an LLM (here or on an engine) is recorded;
-``judge_llm``, the LLM of a judge on a config's engine.
+``config_engine``, the engine a run config names; ``RunModels``, the models a run opens.
 
 A step takes the run's shared state and returns ``(result, line)``, the line being what
 the CLI prints, or ``None`` when the config skips it.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rolecall.engines import engine_llm
+from rolecall.engines import engine_llm, stage_engine
 from rolecall.errors import ConfigError
 from rolecall.rundir import RunDir
 
@@ -38,13 +38,14 @@ def llm_stage(
     return counts
 
 
-def judge_llm(config: Any, model: str | None, progress: bool, here: Callable[[Any], Any]):
-    """The LLM of an LLM judge of ``model``: its calls on the engine of ``config`` (a run
-    config's ``engine``, ``ray_address``, ``workers``, ``cache``, ``concurrency`` and
-    ``retries``; ``engines.engine_llm``), or ``here(model)`` for ``engine: local``."""
-    on_engine = engine_llm(
+def config_engine(config: Any, progress: bool, model: str | None = None, opener=stage_engine):
+    """``opener`` (``engines.stage_engine``, or ``engines.engine_llm`` for a judge's LLM)
+    on the engine of a run config (its ``engine``, ``ray_address``, ``workers``, ``cache``,
+    ``concurrency`` and ``retries``) for ``model`` (default: the config's); ``None`` for
+    ``engine: local``."""
+    return opener(
         config.engine,
-        model,
+        model or config.model,
         config.cache,
         config.concurrency,
         config.retries,
@@ -52,7 +53,32 @@ def judge_llm(config: Any, model: str | None, progress: bool, here: Callable[[An
         workers=config.workers,
         progress=progress,
     )
-    return on_engine or here(model)
+
+
+class RunModels:
+    """The models a run's stages share, each model string opened once: ``llm_for`` here,
+    ``judge_llm_for`` an LLM judge's, on the config's engine or here. Mixed into a run's
+    state, which holds ``config``, ``load_llm``, ``progress``, ``opened`` and
+    ``on_engine``."""
+
+    config: Any
+    load_llm: Callable[[str | None], Any]
+    progress: bool
+    opened: dict
+    on_engine: dict
+
+    def llm_for(self, model: str | None):
+        key = model or self.config.model
+        if key not in self.opened:
+            self.opened[key] = self.load_llm(key)
+        return self.opened[key]
+
+    def judge_llm_for(self, model: str | None):
+        key = model or self.config.model
+        if key not in self.on_engine:
+            on_engine = config_engine(self.config, self.progress, key, engine_llm)
+            self.on_engine[key] = on_engine or self.llm_for(key)
+        return self.on_engine[key]
 
 
 def engine_summary(engine: str, judges: dict, opened: dict) -> str:
