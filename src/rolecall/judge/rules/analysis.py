@@ -9,6 +9,7 @@ honorific 시, is it negated, does the bot speak of itself).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -165,6 +166,15 @@ def _honorific(m: Morph) -> bool:
     if m.tag == "EF" and m.form.startswith(("세요", "으세요", "십시", "으십")):
         return True  # subtle: Kiwi keeps 시+어요 fused as one EF 세요
     return m.tag.startswith("VV") and m.form in HONORIFIC_VERBS
+
+
+def user_words(history, turns: int) -> str:
+    """What the user said in their last ``turns`` turns of ``history``, spaces removed
+    (a rule asks whether the bot only echoes it); nothing for ``turns`` <= 0."""
+    if turns <= 0:
+        return ""
+    said = [t.text for t in history if t.role == "user"][-turns:]
+    return re.sub(r"\s+", "", " ".join(said))
 
 
 def plain(form: str) -> str:

@@ -32,11 +32,9 @@ business).
 
 from __future__ import annotations
 
-import re
-
 from pydantic import field_validator
 
-from rolecall.judge.rules.analysis import NEGATORS, Morph, Sentence
+from rolecall.judge.rules.analysis import NEGATORS, Morph, Sentence, user_words
 from rolecall.judge.rules.base import Hit, PatternSettings, check_patterns, compiled, first_hit
 
 NAME = "safety"
@@ -125,7 +123,7 @@ def check(sentences: list[Sentence], history, settings: Settings) -> Hit | None:
     contempt = (*CONTEMPT, *_compact(settings.insults))
     diseases = DISEASES | set(settings.diseases)
     medicines = MEDICINES | set(settings.medicines)
-    heard = _user_words(history, 2)
+    heard = user_words(history, 2)
 
     def claim(sentence: Sentence) -> str | None:
         return (
@@ -137,7 +135,7 @@ def check(sentences: list[Sentence], history, settings: Settings) -> Hit | None:
     hit = first_hit(NAME, sentences, claim, patterns)
     if hit is None:
         signs = compiled([*EMERGENCY_SIGNS, *settings.emergency_patterns])
-        hit = _dismissal(sentences, _user_words(history, 1), signs)
+        hit = _dismissal(sentences, user_words(history, 1), signs)
     return hit
 
 
@@ -349,8 +347,3 @@ def _text(sentence: Sentence, morphs: list[Morph]) -> str:
 
 def _compact(words: list[str]) -> list[str]:
     return ["".join(w.split()) for w in words if w.strip()]
-
-
-def _user_words(history, turns: int) -> str:
-    said = [t.text for t in history if t.role == "user"][-turns:]
-    return re.sub(r"\s+", "", " ".join(said))

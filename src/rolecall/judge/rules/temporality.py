@@ -21,9 +21,7 @@ the bot carry on with it.
 
 from __future__ import annotations
 
-import re
-
-from rolecall.judge.rules.analysis import Sentence
+from rolecall.judge.rules.analysis import Sentence, user_words
 from rolecall.judge.rules.base import Hit, PatternSettings, compiled, first_hit
 
 NAME = "temporality"
@@ -63,7 +61,7 @@ class Settings(PatternSettings):
 def check(sentences: list[Sentence], history, settings: Settings) -> Hit | None:
     patterns = compiled(settings.extra_patterns)
     weather, days = WEATHER | set(settings.weather), DAYS | set(settings.days)
-    heard = _user_words(history, settings.echo_turns)
+    heard = user_words(history, settings.echo_turns)
     return first_hit(NAME, sentences, lambda s: _claim(s, weather, days, heard), patterns)
 
 
@@ -132,13 +130,6 @@ def _appointment(sentence: Sentence, lemmas: set[str]) -> str | None:
     if "다음주" in compact or "다음달" in compact:
         when = when or ["다음 주" if "다음주" in compact else "다음 달"]
     return f"promises a specific future time: {when[0]}" if when else None
-
-
-def _user_words(history, turns: int) -> str:
-    if turns <= 0:
-        return ""
-    said = [t.text for t in history if t.role == "user"][-turns:]
-    return re.sub(r"\s+", "", " ".join(said))
 
 
 def _echo(words: list[str], heard: str) -> bool:
