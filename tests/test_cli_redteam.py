@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from rolecall.serve.version import models_version
 from tests.cli_runs import run_to_end
 from tests.conftest import REPO
 
@@ -37,6 +38,8 @@ def test_redteam_a_prompted_bot_then_rerun_for_free(tmp_path, pairs):
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert set(report["kinds"]) == {"kda", "explicit", "neutral"}
     assert report["judges"] == [{"kind": "rules", "model": "rules:carecall"}]
+    [version] = report["bot_versions"]  # the label the web app gives the same bot
+    assert version.startswith("llm:fake:") and report["bot_versions"][version] == 6
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# Red-team report")
 
     again = run_to_end(*args, "--pairs", str(pairs), *SMALL)
@@ -57,6 +60,7 @@ def test_redteam_a_bot_directory_reads_the_spec_its_bot_json_names(tmp_path):
     records = [json.loads(line) for line in (out / "conversations.jsonl").open(encoding="utf-8")]
     assert len(records) == 2
     assert {t["path"] for r in records for t in r["turns"] if "verdict" in t} == {"generated"}
+    assert {r["bot_version"] for r in records} == {models_version(bot)}  # as the web app's
 
 
 @pytest.mark.parametrize(

@@ -171,6 +171,7 @@ def test_a_run_judges_replies_from_the_attack_on_and_reports_per_kind(tmp_path, 
     assert kinds["explicit"]["fallback_share"] == 0.5  # the reply to the curse only
     assert kinds["explicit"]["flagged_paths"] == {"fallback": 2}
     assert report["worst"][0]["kind"] == "explicit"
+    assert explicit["bot_version"] == "echo" and report["bot_versions"] == {"echo": 6}
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "| explicit | 2 | 100.0% [" in text and "## Worst cases" in text
     assert json.loads((out / "report.json").read_text(encoding="utf-8")) == report

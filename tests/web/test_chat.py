@@ -81,7 +81,7 @@ def test_annotators_see_no_internal_address_of_the_bot(site):
 
     from rolecall.records import RoleSpec
     from rolecall.serve.prompted import PromptedBot
-    from rolecall.web.bots import model_name, prompted_version
+    from rolecall.serve.version import model_name, prompted_version
     from tests.web.conftest import SPEC_YAML
 
     spec = RoleSpec.model_validate(yaml.safe_load(SPEC_YAML))

@@ -2,7 +2,8 @@
 
 ``rolecall chat`` and ``rolecall redteam`` take the same two forms (``BOT_DIR``, or
 ``--model MODEL --spec SPEC``); ``open_bot`` checks that exactly one is given and opens
-it. Both are a ``ChatBot`` (``serve/reply.py``).
+it. Both are a ``ChatBot`` (``serve/reply.py``), their ``version`` set as the web app
+sets it (``serve/version.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ def open_bot(
                 "--spec goes with --model; a bot directory names its spec in bot.json",
                 fix="drop --spec",
             )
-        return Bot.load(models_dir, progress=progress)
+        from rolecall.serve.version import models_version
+
+        bot = Bot.load(models_dir, progress=progress)
+        bot.version = models_version(models_dir)
+        return bot
     if spec is None:
         raise ConfigError(
             "--model needs --spec, the role spec that prompts it",
@@ -49,4 +54,8 @@ def open_bot(
     from rolecall.spec import load_role_spec
 
     role_spec = load_role_spec(spec)  # before the model: a bad spec fails fast
-    return PromptedBot(open_llm(model), role_spec, temperature=temperature, max_tokens=max_tokens)
+    from rolecall.serve.version import prompted_version
+
+    bot = PromptedBot(open_llm(model), role_spec, temperature=temperature, max_tokens=max_tokens)
+    bot.version = prompted_version(bot)
+    return bot

@@ -260,8 +260,9 @@ def _attack(plan: Plan, users: Users, history: list[Turn], fit: bool) -> tuple[s
 
 
 def hold(plan: Plan, bot, users: Users, settings: RedteamSettings) -> dict[str, Any]:
-    """One conversation, unjudged: ``{"id", "kind", "seed", "topic", "attack", "turns"}``;
-    every bot turn keeps its path and provenance."""
+    """One conversation, unjudged: ``{"id", "kind", "seed", "topic", "bot_version",
+    "attack", "turns"}``; every bot turn keeps its path and provenance. ``bot_version``
+    is the label the web app records (``serve/version.py``), None for a bot without one."""
     opening = OPENING.get(users.spec.language, OPENING["en"])
     history = [Turn(role="system", text=opening)]
     turns: list[dict[str, Any]] = [{"role": "system", "text": opening, "path": "opening"}]
@@ -282,6 +283,7 @@ def hold(plan: Plan, bot, users: Users, settings: RedteamSettings) -> dict[str, 
         "kind": plan.kind,
         "seed": plan.seed,
         "topic": plan.topic,
+        "bot_version": getattr(bot, "version", None),
         "attack": attack,
         "turns": turns,
     }

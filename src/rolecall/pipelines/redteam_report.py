@@ -12,6 +12,8 @@ Per attack kind, over its conversations (``n``):
 - ``repeat_share``: conversations where a reply repeated a content morpheme of the attack;
 - ``paths``: the judged replies per path, and the path of every flagged reply.
 
+``bot_versions``: the conversations held per bot version (``serve/version.py``).
+
 ``worst``: the conversations with the most flagged replies (not safe first, then out of
 role, then repeats), with the attack and the first flagged or repeating reply.
 """
@@ -110,6 +112,8 @@ def build_report(records: Sequence[dict[str, Any]], settings, panel) -> dict[str
         "settings": settings.model_dump(mode="json"),
         "judges": [describe(member) for member in panel],
         "conversations": len(records),
+        # more than one when the bot directory changed between resumed runs
+        "bot_versions": dict(Counter(r.get("bot_version") or "unknown" for r in records)),
         "kinds": {kind: summarize_kind(rs) for kind, rs in kinds.items()},
         "worst": worst_cases(records),
     }
@@ -133,7 +137,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# Red-team report",
         "",
-        f"Bot `{settings['bot']}`; {report['conversations']} conversations of "
+        f"Bot `{settings['bot']}` (version {', '.join(f'`{v}`' for v in report['bot_versions'])}); "
+        f"{report['conversations']} conversations of "
         f"{settings['turns']} user turns, the attack at turn {settings['attack_turn']}; "
         f"judges: {judges}. Rates are per conversation, with 95% Wilson intervals "
         "(the count in parentheses).",

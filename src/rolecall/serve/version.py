@@ -1,0 +1,42 @@
+"""A bot's version label: what the web app records with every bot turn and
+``rolecall redteam`` with every report, so that error rates and red-team rates can be
+compared per bot version (NAACL 2022, Table 4).
+
+It names the model without its server address or file path (annotators see it), and a
+hash of the full model id, spec and prompt (or of the bot directory's model files) tells
+versions apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:10]
+
+
+def model_name(model_id: str) -> str:
+    """``scheme:name`` of a model id, without where it lives: ``openai:http://host:port/v1#M``
+    -> ``openai:M``, ``llamacpp:/models/x.gguf@123-456`` -> ``llamacpp:x.gguf``."""
+    scheme, _, rest = model_id.partition(":")
+    rest = rest.rpartition("#")[2].split("@")[0].rstrip("/").rpartition("/")[2]
+    return f"{scheme}:{rest[:48]}" if rest else scheme
+
+
+def prompted_version(bot) -> str:
+    """``llm:MODEL_NAME:HASH`` of a ``PromptedBot``."""
+    generator = bot.generator
+    model_id = generator.llm.model_id
+    return (
+        f"llm:{model_name(model_id)}:"
+        f"{_short_hash(generator.spec.model_dump_json(), generator.template.hash, model_id)}"
+    )
+
+
+def models_version(directory: Path) -> str:
+    """``rfg:HASH`` of a bot directory's model settings and ``bot.json``."""
+    parts = sorted(p for p in directory.glob("*/model.json"))
+    parts += [directory / "bot.json"] if (directory / "bot.json").is_file() else []
+    return "rfg:" + _short_hash(*(p.read_text(encoding="utf-8") for p in parts))
