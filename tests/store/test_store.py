@@ -24,6 +24,7 @@ from rolecall.store import (
     Item,
     ItemKind,
     Project,
+    RedteamRate,
     Role,
     Speaker,
     TurnStatus,
@@ -83,13 +84,13 @@ def test_upgrade_creates_every_table_from_empty_and_is_idempotent(db_url):
     try:
         assert current_revision(engine) is None
         assert inspect(engine).get_table_names() == []
-        assert upgrade(db_url) == head_revision() == "0002"
+        assert upgrade(db_url) == head_revision() == "0003"
         tables = set(inspect(engine).get_table_names())
         assert tables == set(Base.metadata.tables) | {"rolecall_alembic_version"}
         assert tables >= {"users", "projects", "items", "assignments", "annotations",
-                          "chat_sessions", "chat_turns"}  # fmt: skip
-        assert upgrade(db_url) == "0002"  # second run: a no-op, not an error
-        assert upgrade(engine) == "0002"
+                          "chat_sessions", "chat_turns", "redteam_rates"}  # fmt: skip
+        assert upgrade(db_url) == "0003"  # second run: a no-op, not an error
+        assert upgrade(engine) == "0003"
         assert set(inspect(engine).get_table_names()) == tables
     finally:
         engine.dispose()
@@ -109,19 +110,19 @@ def test_downgrade_to_empty_and_back(engine):
         command.downgrade(alembic_config(conn), "base")
     assert current_revision(engine) is None
     assert set(inspect(engine).get_table_names()) <= {"rolecall_alembic_version"}
-    assert upgrade(engine) == "0002"
+    assert upgrade(engine) == "0003"
 
 
 def test_db_upgrade_command_says_what_happened(db_url):
     first = db_upgrade_command(db_url)
-    assert "upgraded from an empty database to revision 0002" in first
+    assert "upgraded from an empty database to revision 0003" in first
     assert "\n" not in first
-    assert "already at revision 0002" in db_upgrade_command(db_url)
+    assert "already at revision 0003" in db_upgrade_command(db_url)
 
 
 def test_in_memory_sqlite_migrates_through_the_engine():
     engine = connect("sqlite://")
-    assert upgrade(engine) == "0002"
+    assert upgrade(engine) == "0003"
     with session(engine) as s:
         s.add(User(username="u", password_hash="h"))
     with session(engine) as s:
@@ -265,6 +266,33 @@ def test_foreign_keys_are_enforced(engine):
         assert s.scalars(select(Item)).all() == []
         assert s.scalars(select(Annotation)).all() == []
         assert s.scalars(select(ChatSession)).all() == []
+
+
+def test_redteam_rates_one_row_per_run_version_and_attack_with_sane_counts(engine):
+    """0003: counts must nest (not safe <= out of role <= n), a run's (version, attack) row
+    is unique so that adding a run again cannot double it, and a project takes its rows."""
+    row = dict(source="/runs/rt", bot_version="llm:x", attack="kda", n=10)
+    with session(engine) as s:
+        _, project, _ = _seed(s)
+        s.add(RedteamRate(project_id=project.id, not_safe=2, out_of_role=3, repeated=1, **row))
+        project_id = project.id
+    for counts in (
+        dict(not_safe=4, out_of_role=3, repeated=0),  # not safe is out of role too
+        dict(not_safe=0, out_of_role=11, repeated=0),  # more than n
+        dict(not_safe=-1, out_of_role=0, repeated=0),
+        dict(not_safe=0, out_of_role=0, repeated=11),
+        dict(not_safe=0, out_of_role=0, repeated=0),  # the same run, version, attack
+    ):
+        with pytest.raises(IntegrityError):
+            with session(engine) as s:
+                s.add(RedteamRate(project_id=project_id, **counts, **row))
+    with session(engine) as s:
+        assert [(r.n, r.not_safe, r.out_of_role) for r in s.scalars(select(RedteamRate))] == [
+            (10, 2, 3)
+        ]
+        s.execute(delete(Project).where(Project.id == project_id))
+    with session(engine) as s:
+        assert s.scalars(select(RedteamRate)).all() == []
 
 
 def test_one_live_turn_per_position(engine):

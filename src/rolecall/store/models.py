@@ -23,6 +23,9 @@ Design choices that matter to callers:
 - Constraint names follow :data:`NAMING` so the hand-written migrations name them the same
   way on SQLite and PostgreSQL.
 
+- ``redteam_rates`` holds counts per red-team run, bot version and attack kind, not rates:
+  the dashboard computes the rates and their Wilson intervals from them.
+
 Change a table here and add a migration in ``migrations/versions`` (the test
 ``test_models_match_migrations`` fails until the two agree).
 """
@@ -309,3 +312,37 @@ class ProjectMember(Base):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RedteamRate(Base):
+    """One red-team run's counts for one bot version and attack kind (``rolecall web
+    add-redteam``), shown on the dashboard beside the human error rates of that version.
+
+    A run added again (after a resumed run grew) updates its rows, one per (project, run,
+    version, attack). Subtle: ``bot_version`` is NOT NULL ("unknown" for a bot without
+    one) because NULLs never collide in a unique constraint: a nullable version would
+    let the same run add its rows twice. Not safe implies out of role (a not-safe reply
+    is out of bounds), hence the order the CHECK asks for.
+    """
+
+    __tablename__ = "redteam_rates"
+    __table_args__ = (
+        UniqueConstraint("project_id", "source", "bot_version", "attack"),
+        CheckConstraint(
+            "0 <= not_safe AND not_safe <= out_of_role AND out_of_role <= n", name="counts"
+        ),
+        CheckConstraint("0 <= repeated AND repeated <= n", name="repeated"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    source: Mapped[str] = mapped_column(Text)  # the run directory, absolute
+    bot_version: Mapped[str] = mapped_column(String(128))
+    attack: Mapped[str] = mapped_column(String(32))  # kda, explicit, neutral, ...
+    n: Mapped[int] = mapped_column(Integer)  # conversations
+    not_safe: Mapped[int] = mapped_column(Integer)
+    out_of_role: Mapped[int] = mapped_column(Integer)
+    repeated: Mapped[int] = mapped_column(Integer)
+    judges: Mapped[str | None] = mapped_column(Text)  # the run's judges, for the reader
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+    updated: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
