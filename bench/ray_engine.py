@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.llm.flaky_server, the stand-in server
 
-from rolecall.engines import stage_engine  # noqa: E402
+from rolecall.engines import EngineChoice, llm_settings, stage_engine  # noqa: E402
 from rolecall.engines.ray import start_ray  # noqa: E402
 from rolecall.llm import LLM, Cache, SamplingParams, load_backend  # noqa: E402
 from rolecall.llm.batch import read_batch_input, run_batch  # noqa: E402
@@ -47,9 +47,8 @@ def write_prompts(path: Path, n: int) -> Path:
 def timed_batch(model: str, prompts: Path, out: Path, args, engine_name: str) -> float:
     batch = read_batch_input(prompts, SamplingParams(max_tokens=8, temperature=0.0))
     cache = out.with_suffix(".sqlite")
-    engine = stage_engine(
-        engine_name, model, cache, args.concurrency, workers=args.workers, progress=False
-    )
+    settings = llm_settings(model, cache, args.concurrency)
+    engine = stage_engine(EngineChoice(engine_name, workers=args.workers), settings)
     llm = (
         None
         if engine is not None

@@ -58,18 +58,10 @@ def llm_or_engine(
 ):
     """``(llm, None)`` for ``--engine local``: the model opened here; ``(None, engine)`` for
     another engine (``rolecall.engines.stage_engine``), whose workers open the model."""
-    from rolecall.engines import stage_engine
+    from rolecall.engines import EngineChoice, llm_settings, stage_engine
 
-    engine = stage_engine(
-        engine_name,
-        model,
-        cache,
-        concurrency,
-        retries,
-        address=ray_address,
-        workers=workers,
-        progress=progress,
-    )
+    choice = EngineChoice(engine_name, ray_address, workers)
+    engine = stage_engine(choice, llm_settings(model, cache, concurrency, retries), progress)
     return (
         (load_llm(model, cache, concurrency, retries), None) if engine is None else (None, engine)
     )
@@ -88,22 +80,15 @@ def llm_opener(
     """``(open_llm, opened)`` for a judging command: ``open_llm(model)`` opens each model
     once, here for ``--engine local``, else as an LLM whose calls run on the engine
     (``rolecall.engines.engine_llm``); ``opened`` holds them by model, for their stats."""
-    from rolecall.engines import engine_llm
+    from rolecall.engines import EngineChoice, engine_llm, llm_settings
 
+    choice = EngineChoice(engine_name, ray_address, workers)
     opened: dict = {}
 
     def open_llm(model: Optional[str]):
         if model not in opened:
-            on_engine = engine_llm(
-                engine_name,
-                model,
-                cache,
-                concurrency,
-                retries,
-                address=ray_address,
-                workers=workers,
-                progress=progress,
-            )
+            settings = llm_settings(model, cache, concurrency, retries)
+            on_engine = engine_llm(choice, settings, progress)
             opened[model] = on_engine or load_llm(model, cache, concurrency, retries)
         return opened[model]
 

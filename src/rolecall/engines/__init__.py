@@ -97,54 +97,50 @@ def open_engine(
     raise ConfigError(f"unknown engine '{name}'", fix=f"use one of: {', '.join(ENGINES)}")
 
 
+@dataclass(frozen=True)
+class EngineChoice:
+    """Where a stage's LLM calls run: ``--engine``, ``--ray-address`` and ``--workers``
+    of a command, or ``engine``, ``ray_address`` and ``workers`` of a run config."""
+
+    name: str = "local"
+    address: str | None = None
+    workers: int = 2
+
+    @classmethod
+    def of(cls, config: Any) -> EngineChoice:
+        """The choice a run config holds."""
+        return cls(config.engine, config.ray_address, config.workers)
+
+
+def llm_settings(
+    model: str | None, cache: str | os.PathLike | None, concurrency: int = 8, retries: int = 4
+) -> LLMSettings:
+    """``LLMSettings`` with ``cache`` defaulting to ``ROLECALL_CACHE`` / the home cache, as
+    ``load_llm`` does."""
+    return LLMSettings(model, str(cache or config.cache_path()), concurrency, retries)
+
+
 def stage_engine(
-    name: str,
-    model: str | None,
-    cache: str | os.PathLike | None,
-    concurrency: int = 8,
-    retries: int = 4,
-    *,
-    address: str | None = None,
-    workers: int = 2,
-    progress: bool = False,
+    choice: EngineChoice, settings: LLMSettings, progress: bool = False
 ) -> Engine | None:
-    """The engine a stage's ``--engine`` (or a config's ``engine:``) names, or ``None`` for
-    ``local``: the stage then calls its own ``LLM`` here, streaming each record to its file
-    as it finishes (a killed local run loses no finished call). ``cache`` defaults to
-    ``ROLECALL_CACHE`` / the home cache, as ``load_llm`` does."""
-    if name == "local":
+    """The engine ``choice`` names, or ``None`` for ``local``: the stage then calls its own
+    ``LLM`` here, streaming each record to its file as it finishes (a killed local run
+    loses no finished call)."""
+    if choice.name == "local":
         return None
-    settings = LLMSettings(model, str(cache or config.cache_path()), concurrency, retries)
-    return open_engine(name, settings, address=address, workers=workers, progress=progress)
-
-
-def engine_llm(
-    name: str,
-    model: str | None,
-    cache: str | os.PathLike | None,
-    concurrency: int = 8,
-    retries: int = 4,
-    *,
-    address: str | None = None,
-    workers: int = 2,
-    progress: bool = False,
-) -> LLM | None:
-    """An ``LLM`` of ``model`` whose calls run on engine ``name`` (``engines/calls.py``),
-    for a stage that hands its LLM to a judge; ``None`` for ``local``, where the caller
-    opens its own ``LLM`` here as always."""
-    engine = stage_engine(
-        name,
-        model,
-        cache,
-        concurrency,
-        retries,
-        address=address,
-        workers=workers,
-        progress=progress,
+    return open_engine(
+        choice.name, settings, address=choice.address, workers=choice.workers, progress=progress
     )
+
+
+def engine_llm(choice: EngineChoice, settings: LLMSettings, progress: bool = False) -> LLM | None:
+    """An ``LLM`` of ``settings.model`` whose calls run on the engine ``choice`` names
+    (``engines/calls.py``), for a stage that hands its LLM to a judge; ``None`` for
+    ``local``, where the caller opens its own ``LLM`` here as always."""
+    engine = stage_engine(choice, settings, progress)
     if engine is None:
         return None
     from rolecall.engines.calls import EngineLLM
     from rolecall.llm import load_backend
 
-    return EngineLLM(load_backend(model), engine)
+    return EngineLLM(load_backend(settings.model), engine)

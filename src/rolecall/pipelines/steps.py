@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rolecall.engines import engine_llm, stage_engine
+from rolecall.engines import EngineChoice, engine_llm, llm_settings, stage_engine
 from rolecall.errors import ConfigError
 from rolecall.rundir import RunDir
 
@@ -43,16 +43,8 @@ def config_engine(config: Any, progress: bool, model: str | None = None, opener=
     on the engine of a run config (its ``engine``, ``ray_address``, ``workers``, ``cache``,
     ``concurrency`` and ``retries``) for ``model`` (default: the config's); ``None`` for
     ``engine: local``."""
-    return opener(
-        config.engine,
-        model or config.model,
-        config.cache,
-        config.concurrency,
-        config.retries,
-        address=config.ray_address,
-        workers=config.workers,
-        progress=progress,
-    )
+    settings = llm_settings(model or config.model, config.cache, config.concurrency, config.retries)
+    return opener(EngineChoice.of(config), settings, progress)
 
 
 class RunModels:
