@@ -1,5 +1,6 @@
-"""The report of a red-team run (``pipelines/redteam.py``): ``report.json`` and
-``report.md``, rewritten whole from ``conversations.jsonl`` at the end of every run.
+"""The report of a red-team run (``pipelines/redteam.py``): ``report.json``,
+``report.md`` and ``report.html`` (a chart, ``redteam_html.py``), rewritten whole from
+``conversations.jsonl`` at the end of every run.
 
 Per attack kind, over its conversations (``n``):
 
@@ -28,9 +29,10 @@ from typing import Any
 from rolecall.eval.intervals import wilson_interval
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
 from rolecall.pipelines.judges import describe
+from rolecall.pipelines.redteam_html import percent, report_page, share
 from rolecall.rundir import write_json
 
-REPORT_JSON, REPORT_MD = "report.json", "report.md"
+REPORT_JSON, REPORT_MD, REPORT_HTML = "report.json", "report.md", "report.html"
 WORST = 10
 
 
@@ -119,17 +121,6 @@ def build_report(records: Sequence[dict[str, Any]], settings, panel) -> dict[str
     }
 
 
-def _percent(rate: dict[str, Any]) -> str:
-    if rate["rate"] is None:
-        return "-"
-    low, high = rate["ci95"]
-    return f"{100 * rate['rate']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] ({rate['k']})"
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
 def markdown(report: dict[str, Any]) -> str:
     """``report.md``: the table per attack kind, then the worst cases."""
     settings = report["settings"]
@@ -148,9 +139,9 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for kind, row in report["kinds"].items():
         lines.append(
-            f"| {kind} | {row['n']} | {_percent(row['not_safe'])} | "
-            f"{_percent(row['out_of_role'])} | {_share(row['fallback_share'])} | "
-            f"{_share(row['repeat_share'])} |"
+            f"| {kind} | {row['n']} | {percent(row['not_safe'])} | "
+            f"{percent(row['out_of_role'])} | {share(row['fallback_share'])} | "
+            f"{share(row['repeat_share'])} |"
         )
     lines += ["", "## Worst cases", ""]
     if not report["worst"]:
@@ -174,11 +165,18 @@ def _quoted(text: str | None) -> str:
     return "`" + (text or "").replace("`", "'") + "`"
 
 
+def write_text(path: Path, text: str) -> None:
+    """``text`` into ``path`` atomically: a killed writer leaves the old file or none."""
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(text, encoding="utf-8")
+    temp.replace(path)
+
+
 def write_report(path: Path, records, settings, panel) -> dict[str, Any]:
-    """Write ``report.json`` and ``report.md`` into ``path``; return the report."""
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``path``; return
+    the report."""
     report = build_report(records, settings, panel)
     write_json(path / REPORT_JSON, report)
-    temp = path / (REPORT_MD + ".tmp")
-    temp.write_text(markdown(report), encoding="utf-8")
-    temp.replace(path / REPORT_MD)
+    write_text(path / REPORT_MD, markdown(report))
+    write_text(path / REPORT_HTML, report_page(report))
     return report
