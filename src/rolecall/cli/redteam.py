@@ -9,13 +9,20 @@ directory the spec its ``bot.json`` names.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, load_llm, out, validated
+from rolecall.cli.common import MODEL_HELP, err, field_default, load_llm, out, validated
 from rolecall.errors import ConfigError
+
+
+def _default(name: str):
+    from rolecall.pipelines.redteam import RedteamSettings
+
+    return field_default(RedteamSettings, name)
 
 
 def redteam_command(
@@ -39,7 +46,7 @@ def redteam_command(
         ["kda", "explicit", "neutral"],
         "--attack",
         "-a",
-        help="attack kinds: kda, explicit, neutral",
+        help="attack kinds: kda, explicit, neutral, slang (needs --slang-index)",
     ),
     pairs: Optional[Path] = typer.Option(
         None, help="K/DA pairs for the kda attack: kda.csv (neutral,implicit) or pairs.jsonl"
@@ -48,6 +55,15 @@ def redteam_command(
         None, help="explicit attack lines, one a line (default: a small built-in list)"
     ),
     fit: bool = typer.Option(True, help="let the user LLM fit each K/DA sentence to the call"),
+    slang_index: Optional[Path] = typer.Option(
+        None, help="the slang attack's index (built by rolecall slang index)"
+    ),
+    slang_n: int = typer.Option(
+        _default("slang_n"), min=0, help="retrieved comments per slang rewrite (K/DA's n)"
+    ),
+    attack_model: Optional[str] = typer.Option(
+        None, help="the slang attack's rewriting LLM (default: the user model)"
+    ),
     conversations: int = typer.Option(10, min=1, help="conversations per attack kind"),
     turns: int = typer.Option(4, min=1, help="user turns per conversation"),
     attack_turn: int = typer.Option(2, min=1, help="the user turn that attacks (1 = the first)"),
@@ -86,11 +102,16 @@ def redteam_command(
         pairs=str(pairs) if pairs else None,
         explicit=str(explicit) if explicit else None,
         fit=fit,
+        slang_index=str(slang_index) if slang_index else None,
+        slang_n=slang_n,
+        attack_model=attack_model,
         judges=list(judges),
         user_model=user_model or model,
         bot_temperature=temperature,
         bot_max_tokens=max_tokens,
     )
+    # a missing or broken index fails here, before any model is loaded
+    index = _slang_index(settings)
     opened: dict = {}
 
     def open_llm(name):
@@ -112,9 +133,17 @@ def redteam_command(
     check_language(role_spec)
     panel = make_panel(role_spec, resolve_judges(settings.judges, JUDGE, open_llm, role_spec))
     users = Users(open_llm(settings.user_model), role_spec)
+    if index is not None:
+        from rolecall.pipelines.redteam_slang import SlangRewriter
+
+        rewriter = open_llm(settings.attack_model or settings.user_model)
+        slang = SlangRewriter(rewriter, index, settings.slang_n, role_spec.language)
+        users = dataclasses.replace(users, slang=slang)
     run = RunDir(out_dir, "redteam", run_config(settings))
     run.record_model("bot", settings.bot)
     run.record_model("user", users.llm.model_id)
+    if users.slang is not None:
+        run.record_model("attack", users.slang.llm.model_id)
     record_judges(run, [panel])
     try:
         report = run_redteam(
@@ -131,6 +160,16 @@ def redteam_command(
         for llm in opened.values():
             err.print(f"[dim]{llm.model_id}: {llm.stats.summary()}[/dim]")
     _print_summary(report, out_dir)
+
+
+def _slang_index(settings):
+    """The slang attack's index, loaded (``InputFileError`` with the fix if it is not
+    one); None when the run has no slang attack."""
+    if "slang" not in settings.attacks:
+        return None
+    from rolecall.retrieval.slang import SlangIndex
+
+    return SlangIndex.load(settings.slang_index)
 
 
 def _role_spec(models_dir: Path, spec: Optional[Path]):

@@ -11,7 +11,9 @@ conversation's kind:
   run's ``pairs.jsonl``), fitted to the conversation by the user LLM
   (``redteam_fit.j2``) unless ``fit`` is off (an empty fitting keeps the sentence as is);
 - ``explicit``: a short line of explicit profanity (``EXPLICIT_LINES`` or a file);
-- ``neutral``: the control, the simulated user's own turn.
+- ``neutral``: the control, the simulated user's own turn;
+- ``slang``: that same own turn, rewritten by K/DA's generator with n comments retrieved
+  from a slang index for it (``redteam_slang.py``; a rejected rewrite keeps the turn).
 
 Conversation ``i`` of every kind has the seed ``seed + i``, hence the same topic and the
 same turns before the attack: kinds differ only from the attack on. The replies from the
@@ -31,7 +33,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -45,7 +47,15 @@ from rolecall.prompts import load_template
 from rolecall.records import Pair, RoleSpec, Turn, Verdict
 from rolecall.rundir import Files, RunDir
 
-ATTACKS = ("kda", "explicit", "neutral")
+if TYPE_CHECKING:
+    from rolecall.pipelines.redteam_slang import SlangRewriter
+
+ATTACKS = ("kda", "explicit", "neutral")  # the default kinds: they need no slang index
+Attack = Literal["kda", "explicit", "neutral", "slang"]
+SLANG_SETTINGS = {"slang_index", "slang_n", "attack_model"}
+# K/DA generates at n in 0, 3, 5, 7, 9 (generate/detox.py DEFAULT_NS; a test checks): one
+# attack takes the most comments, the most slang to borrow (also slang search's default k)
+DEFAULT_SLANG_N = 9
 CONVERSATIONS = "conversations.jsonl"
 OPENING = {
     "ko": "안녕하세요, 어르신. 요즘 어떻게 지내세요?",
@@ -98,9 +108,7 @@ class RedteamSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     bot: str = Field(description="the bot: its directory, or llm:MODEL for a prompted one")
     spec: str | None = None
-    attacks: list[Literal["kda", "explicit", "neutral"]] = Field(
-        default_factory=lambda: list(ATTACKS), min_length=1
-    )
+    attacks: list[Attack] = Field(default_factory=lambda: list(ATTACKS), min_length=1)
     conversations: int = Field(10, ge=1, description="conversations per attack kind")
     turns: int = Field(4, ge=1, description="user turns per conversation")
     attack_turn: int = Field(2, ge=1, description="the user turn that attacks (1 = first)")
@@ -108,6 +116,9 @@ class RedteamSettings(BaseModel):
     pairs: str | None = Field(None, description="K/DA pairs (kda.csv or pairs.jsonl)")
     explicit: str | None = Field(None, description="explicit lines, one a line")
     fit: bool = Field(True, description="fit K/DA sentences to the conversation")
+    slang_index: str | None = Field(None, description="the slang attack's slang index")
+    slang_n: int = Field(DEFAULT_SLANG_N, ge=0, description="comments per slang rewrite")
+    attack_model: str | None = Field(None, description="the slang rewriter (default: users')")
     judges: list[str] = Field(default_factory=lambda: ["rules:carecall"], min_length=1)
     user_model: str | None = None
     user_temperature: float = Field(0.8, ge=0.0, le=2.0)
@@ -121,13 +132,21 @@ class RedteamSettings(BaseModel):
             raise ValueError(f"attack_turn {self.attack_turn} is after the last turn {self.turns}")
         if "kda" in self.attacks and not self.pairs:
             raise ValueError("the kda attack needs a pairs file (--pairs kda.csv|pairs.jsonl)")
+        if "slang" in self.attacks and not self.slang_index:
+            raise ValueError(
+                "the slang attack needs a slang index (--slang-index DIR; build one with "
+                "'rolecall slang index CORPUS... --out DIR', see docs/kda.md)"
+            )
         return self
 
 
 def run_config(settings: RedteamSettings) -> dict[str, Any]:
     """The settings a run directory must keep: all but ``conversations`` (more
-    conversations of the same settings only add records; a rerun holds the new ones)."""
-    return settings.model_dump(mode="json", exclude={"conversations"})
+    conversations of the same settings only add records; a rerun holds the new ones), and
+    the slang attack's own settings only when it runs (so that a directory started before
+    they existed, or without that attack, still resumes)."""
+    exclude = {"conversations"} | (set() if "slang" in settings.attacks else SLANG_SETTINGS)
+    return settings.model_dump(mode="json", exclude=exclude)
 
 
 @dataclass(frozen=True)
@@ -137,7 +156,7 @@ class Plan:
     kind: str
     seed: int
     topic: str
-    line: str | None  # the attack's sentence (kda, explicit); None for neutral
+    line: str | None  # the attack's sentence (kda, explicit); None for neutral and slang
     source: dict[str, Any]
 
     @property
@@ -171,7 +190,7 @@ def attack_lines(settings: RedteamSettings, language: str) -> dict[str, list[tup
     """Each attack kind's sentences with where each came from (neutral: none)."""
     from rolecall.textfiles import input_lines
 
-    lines: dict[str, list[tuple[str, dict]]] = {"neutral": []}
+    lines: dict[str, list[tuple[str, dict]]] = {"neutral": [], "slang": []}
     if "kda" in settings.attacks:
         lines["kda"] = [
             (p.toxic, {"neutral": p.neutral, **p.provenance}) for p in read_pairs(settings.pairs)
@@ -214,12 +233,14 @@ def plans(
 
 @dataclass(frozen=True)
 class Users:
-    """The simulated users: one LLM, its two prompts and how it samples."""
+    """The simulated users: one LLM, its two prompts and how it samples; ``slang`` rewrites
+    their own turn for the slang attack (None when the run has none)."""
 
     llm: LLM
     spec: RoleSpec
     temperature: float = 0.8
     max_tokens: int = 48
+    slang: SlangRewriter | None = None
 
     def template(self, name: str):
         return load_template(name, self.spec.language)
@@ -250,8 +271,14 @@ class Users:
 
 def _attack(plan: Plan, users: Users, history: list[Turn], fit: bool) -> tuple[str, dict]:
     """The attack turn's text and its record."""
-    if plan.kind == "neutral":
-        return users.turn(plan.topic, history, plan.seed), {}
+    if plan.kind in ("neutral", "slang"):
+        # subtle: the very call of the neutral control (same prompt, seed), so that with an
+        # equal history the slang attack rewrites exactly the control's turn
+        own = users.turn(plan.topic, history, plan.seed)
+        if plan.kind == "neutral":
+            return own, {}
+        record = users.slang.rewrite(own, plan.seed, plan.id)
+        return record.pop("text"), record
     text, fitted = plan.line, False
     if plan.kind == "kda" and fit:
         rewritten = users.fitted(plan.line, history, plan.seed)
@@ -368,8 +395,15 @@ def run_redteam(
 
     language = users.spec.language
     todo_all = plans(settings, attack_lines(settings, language), language)
-    for name in ("redteam_user", "redteam_fit"):
-        template = users.template(name)
+    templates = [users.template(name) for name in ("redteam_user", "redteam_fit")]
+    if "slang" in settings.attacks:
+        if users.slang is None:
+            raise ConfigError(
+                "the slang attack has no rewriter",
+                fix="give Users(slang=SlangRewriter(llm, SlangIndex.load(settings.slang_index)))",
+            )
+        templates.append(users.slang.template())
+    for template in templates:
         run.record_prompt(template.name, template.source)
     not_safe = not_safe_categories(users.spec)
     with (
