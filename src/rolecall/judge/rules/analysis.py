@@ -67,21 +67,28 @@ class Sentence:
     def honorific(self) -> bool:
         return any(_honorific(m) for m in self.own)
 
+    def clauses(self) -> list[list[Morph]]:
+        """The own morphemes cut after each clause boundary: an ETM, or an EC that does not
+        join an auxiliary verb (as in 해 드리다). The last is what follows the last
+        boundary: the main clause, empty when the sentence ends on a boundary."""
+        own = self.own
+        clauses, current = [], []
+        for i, m in enumerate(own):
+            current.append(m)
+            joins_auxiliary = i + 1 < len(own) and own[i + 1].tag.startswith("VX")
+            if m.tag == "ETM" or (m.tag == "EC" and not joins_auxiliary):
+                clauses.append(current)
+                current = []
+        return [*clauses, current]
+
     @property
     def main_honorific(self) -> bool:
         """The honorific 시 on the main clause's predicate, the one the sentence ends on.
 
         Subtle: 좋아하시는 트로트 틀어 드릴게요 honours the user in a relative clause (시 +
         ETM) and in 원하시면 해 드릴게요 in a condition (시 + 면), while the bot is the one
-        who plays and does; only 시 after the last clause boundary (an ETM, or an EC that
-        does not join an auxiliary verb as in 해 드리다) is about the main predicate."""
-        own = self.own
-        start = 0
-        for i, m in enumerate(own):
-            joins_auxiliary = i + 1 < len(own) and own[i + 1].tag.startswith("VX")
-            if m.tag == "ETM" or (m.tag == "EC" and not joins_auxiliary):
-                start = i + 1
-        return any(_honorific(m) for m in own[start:])
+        who plays and does; only 시 in the last clause is about the main predicate."""
+        return any(_honorific(m) for m in self.clauses()[-1])
 
     @property
     def promise(self) -> str | None:
@@ -100,7 +107,11 @@ class Sentence:
 
     @property
     def negated(self) -> bool:
-        return any((m.form, m.tag) in NEGATORS for m in self.own)
+        return bool(self.negators())
+
+    def negators(self) -> set[int]:
+        """The indices in ``own`` of the negating morphemes (안, 못, 않, 없, 아니, 말)."""
+        return {i for i, m in enumerate(self.own) if (m.form, m.tag) in NEGATORS}
 
     @property
     def first_person(self) -> bool:
