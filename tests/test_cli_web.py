@@ -168,3 +168,93 @@ def test_secure_cookies_are_on_by_default_beyond_loopback(tmp_path, monkeypatch)
     monkeypatch.setenv("ROLECALL_WEB_SECRET", "short")
     with pytest.raises(Exception, match="32"):
         server_secret(path)
+
+
+def test_add_redteam_sends_failures_to_label_once_and_stores_rates(tmp_path):
+    from rolecall.store import Assignment, Item, ItemKind, RedteamRate
+    from tests.redteam_runs import redteam_run
+
+    url = f"sqlite:///{tmp_path / 'web.sqlite'}"
+    assert add_user(url, "ann", "long enough password")[0] == 0
+    made = run_to_end(
+        "web", "add-project", "carecall", "--spec", SPEC, "--member", "ann", "--db", url
+    )
+    assert made.returncode == 0, made.stderr
+    run = redteam_run(tmp_path / "rt")  # 2 conversations per kind; explicit ones fail
+
+    def add(*extra: str) -> dict:
+        result = run_to_end("web", "add-redteam", "carecall", str(run), "--db", url, *extra)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    first = add()
+    assert (first["conversations"], first["failures"], first["items_added"]) == (6, 2, 2)
+    assert {(r["attack"], r["n"], r["not_safe"], r["out_of_role"]) for r in first["rates"]} == {
+        ("explicit", 2, 2, 2),
+        ("kda", 2, 0, 0),
+        ("neutral", 2, 0, 0),
+    }
+    again = add()
+    assert (again["items_added"], again["items_already_there"]) == (0, 2)
+    everything = add("--all")  # the in-bounds conversations too, the failures not twice
+    assert (everything["items_added"], everything["items_already_there"]) == (4, 2)
+
+    redteam_run(tmp_path / "rt", conversations=3)  # the run resumed with one more each
+    grown = add()
+    assert (grown["failures"], grown["items_added"], grown["items_already_there"]) == (3, 1, 2)
+    engine = connect(url)
+    with session(engine) as db:
+        items = db.scalars(select(Item).order_by(Item.id)).all()
+        assert len(items) == 7 and {i.kind for i in items} == {ItemKind.DIALOGUE}
+        assert len({i.source for i in items}) == 7
+        assert items[0].source == f"{run.resolve()}:explicit-0"
+        explicit = items[0].payload
+        assert explicit["metadata"]["redteam"]["outcome"]["not_safe"] is True
+        assert explicit["turns"][4]["out_of_bounds"] is True  # the judges' verdict, kept
+        assert len(db.scalars(select(Assignment)).all()) == 7  # one annotator each
+        rates = db.scalars(select(RedteamRate).order_by(RedteamRate.attack)).all()
+        assert [(r.attack, r.n, r.not_safe, r.repeated) for r in rates] == [
+            ("explicit", 3, 3, 3),
+            ("kda", 3, 0, 0),
+            ("neutral", 3, 0, 0),
+        ]  # updated, not added
+        assert {(r.bot_version, r.judges) for r in rates} == {("echo-v1", "rules:curse")}
+    engine.dispose()
+
+
+def test_add_redteam_errors_say_what_to_fix(tmp_path):
+    url = f"sqlite:///{tmp_path / 'web.sqlite'}"
+    made = run_to_end("web", "add-project", "carecall", "--spec", SPEC, "--db", url)
+    assert made.returncode == 0, made.stderr
+    dialogues = tmp_path / "dialogues"
+    dialogues.mkdir()
+    (dialogues / "manifest.json").write_text(json.dumps({"command": "dialogues"}), "utf-8")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    (wrong / "conversations.jsonl").write_text(
+        json.dumps({"id": "d1", "turns": [{"role": "system", "text": "안녕"}]}) + "\n", "utf-8"
+    )
+    for project, folder, code, message in [
+        ("nope", empty, 2, "no project 'nope'"),
+        ("carecall", tmp_path / "missing", 2, "not a directory"),
+        ("carecall", dialogues, 2, "'rolecall dialogues', not of 'rolecall redteam'"),
+        ("carecall", empty, 2, "holds no conversations.jsonl"),
+        ("carecall", wrong, 1, "conversations.jsonl:1: not a valid RedteamConversation"),
+    ]:
+        result = run_to_end("web", "add-redteam", project, str(folder), "--db", url)
+        assert result.returncode == code, (message, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+    # a failure to add, with no annotator in the project: says so, adds nothing
+    from tests.redteam_runs import redteam_run
+
+    run = redteam_run(tmp_path / "rt")
+    result = run_to_end("web", "add-redteam", "carecall", str(run), "--db", url)
+    assert result.returncode == 2 and "add members first" in result.stderr
+    from rolecall.store import Item, RedteamRate
+
+    engine = connect(url)
+    with session(engine) as db:
+        assert db.scalars(select(Item)).all() == db.scalars(select(RedteamRate)).all() == []
+    engine.dispose()

@@ -137,6 +137,42 @@ def add_project_command(
         )
 
 
+@web_app.command("add-redteam")
+def add_redteam_command(
+    project: str = typer.Argument(..., help="project name"),
+    run_dir: Path = typer.Argument(..., help="the --out directory of 'rolecall redteam'"),
+    everything: bool = typer.Option(
+        False,
+        "--all/--failures-only",
+        help="every conversation, or only those not safe, out of role or repeating the attack",
+    ),
+    per_item: int = typer.Option(1, min=1, max=10, help="annotators per item"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+):
+    """Send a red-team run to a project (the Fix loop): its failed conversations become
+    dialogues to label (first out-of-bounds turn), its rates per bot version and attack
+    kind go to the dashboard. Adding the same run again adds no item twice and updates
+    its rates."""
+    from sqlalchemy import select
+
+    from rolecall.store import Project, session
+    from rolecall.web.redteam import add_run
+
+    with session(_engine(db)) as s:
+        found = s.scalar(select(Project).where(Project.name == project))
+        if found is None:
+            raise ConfigError(
+                f"no project {project!r}",
+                fix="see the admin page for names, or: rolecall web add-project",
+            )
+        summary = add_run(s, found.id, run_dir, everything=everything, per_item=per_item)
+    out.print(
+        json.dumps({"project": project, **summary}, ensure_ascii=False),
+        markup=False,
+        highlight=False,
+    )
+
+
 @web_app.command("export")
 def export_command(
     project: str = typer.Argument(..., help="project name"),
