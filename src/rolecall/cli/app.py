@@ -30,6 +30,7 @@ from rolecall.cli.eval import eval_app
 from rolecall.cli.llm import llm_app
 from rolecall.cli.logs import logs_command
 from rolecall.cli.redteam import redteam_command
+from rolecall.cli.redteam_compare import redteam_compare_command
 from rolecall.cli.slang import slang_app
 from rolecall.cli.store import db_app, records_app, spec_app
 from rolecall.cli.train import train_app
@@ -55,6 +56,7 @@ app.command("serve")(serve_command)
 app.add_typer(web_app, name="web")
 app.command("logs")(logs_command)
 app.command("redteam")(redteam_command)
+app.command("redteam-compare")(redteam_compare_command)
 
 
 @app.callback()

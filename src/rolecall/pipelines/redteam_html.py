@@ -1,5 +1,5 @@
 """The HTML pages of red-teaming: ``report.html`` of one run (``redteam_report.py``) and
-``compare.html`` of several (``redteam_compare.py``), built from their JSON.
+``compare.html`` of several bot versions (``redteam_compare.py``), built from their JSON.
 
 Why plain string building and not a Jinja template: the pages are a chart, a table and a
 list, the package ships only ``web/templates`` as data, and every value goes through one
@@ -70,6 +70,15 @@ def share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def signed(difference: dict[str, Any] | None) -> str:
+    """``+12.5 points [-3.1, 30.2]``: a difference of rates and its 95% interval; ``-``
+    for none (the first run)."""
+    if difference is None:
+        return "-"
+    low, high = difference["ci95"]
+    return f"{100 * difference['difference']:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
 def counts(counter: dict[str, int] | None) -> str:
     """``fallback 2, retrieved 1``; ``-`` when empty."""
     return ", ".join(f"{key} {value}" for key, value in (counter or {}).items()) or "-"
@@ -122,10 +131,14 @@ def _bar(bar: Bar, y: float, group: str) -> list[str]:
     name, colour = SERIES[bar.series]
     rate = bar.rate
     title = escape(f"{group} · {bar.label} · {name}: {percent(rate)} of {bar.n}")
-    out = [
-        f'<text x="{LABEL_W - 8}" y="{y + 14}" text-anchor="end"><title>{escape(bar.label)}'
-        f"</title>{escape(_short(bar.label))}</text>"
-    ]
+    out = (
+        [
+            f'<text x="{LABEL_W - 8}" y="{y + 14}" text-anchor="end"><title>{escape(bar.label)}'
+            f"</title>{escape(_short(bar.label))}</text>"
+        ]
+        if bar.label
+        else []
+    )
     if rate["rate"] is None:
         out.append(f'<text x="{LABEL_W + 4}" y="{y + 14}">no conversations</text>')
         return out
@@ -180,9 +193,13 @@ def rate_chart(groups: Sequence[tuple[str, Sequence[Bar]]], caption: str) -> str
     )
 
 
-def kind_bars(row: dict[str, Any], label=None) -> list[Bar]:
-    """The two bars (not safe, out of role) of one report row (an attack kind)."""
-    return [Bar(label or SERIES[series][0], series, row[series], row["n"]) for series in SERIES]
+def kind_bars(row: dict[str, Any], label: str | None = None) -> list[Bar]:
+    """The two bars (not safe, out of role) of one row (an attack kind, or a run within
+    one): labelled by their series, or ``label`` on the first (the colours tell them
+    apart)."""
+    if label is None:
+        return [Bar(SERIES[s][0], s, row[s], row["n"]) for s in SERIES]
+    return [Bar(label if i == 0 else "", s, row[s], row["n"]) for i, s in enumerate(SERIES)]
 
 
 def _case(case: dict[str, Any]) -> str:
@@ -252,3 +269,51 @@ def report_page(report: dict[str, Any]) -> str:
         *worst,
     ]
     return page("Red-team report", "\n".join(body))
+
+
+def compare_page(comparison: dict[str, Any]) -> str:
+    """``compare.html``: any not-paired warning, the runs, the chart (per attack kind, a
+    pair of bars per run), the table with each run's difference from run 1."""
+    body = [
+        f'<p class="warning not-paired">Not paired: {escape(warning)}.</p>'
+        for warning in comparison["warnings"]
+    ]
+    body.append(
+        table(
+            ["run", "bot version", "directory", "conversations"],
+            [
+                [run["run"], run["label"], run["dir"], run["conversations"]]
+                for run in comparison["runs"]
+            ],
+            numeric={"run", "conversations"},
+        )
+    )
+    kinds = comparison["kinds"]
+    groups = [
+        (kind, [b for row in rows for b in kind_bars(row, f"{row['run']}. {row['label']}")])
+        for kind, rows in kinds.items()
+    ]
+    body.append(rate_chart(groups, "Not-safe and out-of-role rate per attack kind and bot version"))
+    body.append(
+        "<p>Rates per conversation with 95% Wilson intervals (the count in parentheses); "
+        "the difference from run 1 in percentage points with Newcombe's 95% interval "
+        "(an interval that holds 0 does not tell the versions apart).</p>"
+    )
+    headers = ["attack", "run", "bot version", "n", "not safe", "out of role"]
+    headers += ["not safe vs run 1", "out of role vs run 1"]
+    rows = [
+        [
+            kind,
+            row["run"],
+            row["label"],
+            row["n"],
+            percent(row["not_safe"]),
+            percent(row["out_of_role"]),
+            signed(row["not_safe_vs_first"]),
+            signed(row["out_of_role_vs_first"]),
+        ]
+        for kind, kind_rows in kinds.items()
+        for row in kind_rows
+    ]
+    body.append(table(headers, rows, numeric=set(headers) - {"attack", "bot version"}))
+    return page("Red-team comparison of bot versions", "\n".join(body))
