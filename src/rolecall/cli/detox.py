@@ -1,4 +1,5 @@
-"""``rolecall detox``: K/DA pairs (generate, filter, export, run) and the detox model."""
+"""``rolecall detox``: K/DA pairs (generate, filter, export, run), the detox model, and
+K/DA pairs as safety examples for the out-of-bounds classifier (``safety-examples``)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,78 @@ detox_app.command("train")(train_command)
 detox_app.command("rewrite")(rewrite_command)
 detox_app.command("score")(score_command)
 detox_app.command("offensiveness-data")(offensiveness_data_command)
+
+
+@detox_app.command("safety-examples")
+def detox_safety_examples(
+    pairs: Path = typer.Argument(
+        ..., help="K/DA pairs: a kda.csv (neutral,implicit) or a detox run's pairs.jsonl"
+    ),
+    out_file: Path = typer.Option(
+        ..., "--out", "-o", help="examples JSONL to write (held-out ones: OUT.test.jsonl)"
+    ),
+    limit: Optional[int] = typer.Option(None, min=1, help="first N distinct pairs only"),
+    seed: int = typer.Option(0, help="contexts, templates and the held-out split"),
+    test_share: float = typer.Option(
+        0.2, min=0.0, max=0.9, help="neutral sentences held out (with all their rewrites)"
+    ),
+    positives: int = typer.Option(2, min=1, help="template redirects per pair"),
+    spec: Optional[Path] = typer.Option(
+        None, help="role spec: its safety category's error category (default 'not safe')"
+    ),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help=MODEL_HELP + "; adds one LLM-written agreeing and one redirecting reply a pair",
+    ),
+    cache: Optional[Path] = typer.Option(None, help="the LLM cache (default: ROLECALL_CACHE)"),
+):
+    """Safety examples from K/DA pairs: an implicitly offensive user turn, then a reply
+    that agrees or echoes it (negative, not safe) or a polite redirect (positive). Feed
+    them to 'rolecall train classifier' and 'rolecall train generator' (UL negatives)."""
+    from rolecall.errors import InputFileError
+    from rolecall.jsonl import write_jsonl
+    from rolecall.pipelines.redteam import read_pairs
+    from rolecall.train.safety_examples import safety_examples, split_pairs, unique_pairs
+
+    found = unique_pairs(read_pairs(pairs))
+    if not found:
+        raise InputFileError(
+            pairs, "holds no pairs", fix="give a kda.csv with neutral,implicit rows or pairs.jsonl"
+        )
+    found = found[:limit] if limit else found
+    role_spec = None
+    if spec is not None:
+        from rolecall.spec import load_role_spec
+
+        role_spec = load_role_spec(spec)
+    llm = None
+    if model is not None:
+        from rolecall.cli.common import load_llm
+
+        llm = load_llm(model, cache)
+    train, test = split_pairs(found, test_share, seed)
+    if not train:
+        raise ConfigError(
+            f"all {len(found)} pairs fell into the held-out share",
+            fix="give more pairs or lower --test-share",
+        )
+    written = {}
+    test_file = out_file.with_name(out_file.name.removesuffix(".jsonl") + ".test.jsonl")
+    for path, part in ((out_file, train), (test_file, test)):
+        if not part:
+            continue
+        examples = safety_examples(part, seed, role_spec, llm, positives)
+        write_jsonl(path, examples)
+        written[str(path)] = {
+            "pairs": len(part),
+            "examples": len(examples),
+            "negative": sum(e.label == "negative" for e in examples),
+        }
+    if llm is not None:
+        err.print(f"{llm.model_id}: {llm.stats.summary()}")
+    out.print(json.dumps(written, ensure_ascii=False), highlight=False, markup=False)
 
 
 @detox_app.command("generate")
