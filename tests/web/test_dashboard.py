@@ -100,3 +100,53 @@ def test_the_chart_escapes_names():
         [{"bot_version": "<v1>", "category": "all", "turns": 2, "errors": 1, "error_rate": 0.5}]
     )
     assert "&lt;v1&gt;" in svg and "<v1>" not in svg
+
+
+def test_redteam_rates_per_version_beside_the_human_error_rate(site, tmp_path):
+    """Two runs added with add-redteam: one of the version people chatted with, one of a
+    version nobody did. Not safe 2/2 has the Wilson interval [n / (n + z^2), 1]."""
+    from rolecall.eval.intervals import Z95
+    from rolecall.store import ChatTurn
+    from rolecall.web.redteam import add_run
+    from tests.redteam_runs import redteam_run
+
+    engine, project_id = site
+    chat_with_two_fixes(engine, project_id)  # 4 bot turns shown, 2 fixed: 50%
+    with session(engine) as db:
+        [version] = set(db.scalars(select(ChatTurn.bot_version).where(ChatTurn.role == "bot")))
+    admin = client_for(engine, "admin")
+    assert "no red-team run yet" in admin.get(f"/projects/{project_id}/dashboard").text
+    with session(engine) as db:
+        add_run(db, project_id, redteam_run(tmp_path / "same", version=version))
+        add_run(db, project_id, redteam_run(tmp_path / "other", 3, version="other-bot"))
+    page = admin.get(f"/projects/{project_id}/dashboard").text
+    card = page.split('id="redteam"')[1].split("</div>")[0]
+    assert card.count("<tr>") == 1 + 6  # header, 2 runs x 3 attack kinds
+    low = 2 / (2 + Z95**2)
+    assert f"100.0% <small>[{100 * low:.1f}%, 100.0%] (2/2)</small>" in card
+    assert "0.0% <small>[0.0%, " in card and "rules:curse" in card
+
+    rows = list(
+        csv.DictReader(io.StringIO(admin.get(f"/projects/{project_id}/dashboard.csv").text))
+    )
+
+    def value(key_parts: tuple[str, ...], metric: str) -> str:
+        found = [
+            r["value"]
+            for r in rows
+            if r["table"] == "redteam"
+            and all(p in r["key"] for p in key_parts)
+            and r["metric"] == metric
+        ]
+        assert len(found) == 1, (key_parts, metric, found)
+        return found[0]
+
+    same = (f"bot_version={version};", "attack=explicit")
+    assert float(value(same, "not_safe_rate")) == 1.0
+    assert float(value(same, "not_safe_low")) == pytest.approx(low)
+    assert float(value(same, "human_error_rate")) == 0.5  # the chats' Fix rate, same version
+    assert int(value(same, "human_turns")) == 4
+    other = ("bot_version=other-bot;", "attack=kda")
+    assert (value(other, "conversations"), value(other, "out_of_role")) == ("3", "0")
+    assert value(other, "human_error_rate") == ""  # nobody chatted with that version
+    assert float(value(other, "out_of_role_high")) == pytest.approx(Z95**2 / (3 + Z95**2))

@@ -133,3 +133,33 @@ def test_a_dashboard_cell_that_opens_as_a_formula_is_quoted_and_numbers_are_not(
 
     rows = cells(tables_csv({"=t": [{"bot_version": "v", "alpha": -0.25}, {"n": 1}]}))
     assert rows[1:] == [["'=t", "bot_version=v", "alpha", "-0.25"], ["'=t", "", "n", "1"]]
+
+
+def test_a_labelled_redteam_failure_comes_back_as_an_out_of_bounds_example(site, tmp_path):
+    """The Fix loop: a failed red-team conversation, sent with add-redteam, labelled by an
+    annotator (who sees no judge: show_judge is off), exported as training examples."""
+    from rolecall.web.redteam import add_run
+    from tests.redteam_runs import POLITE, redteam_run
+
+    engine, project_id = site
+    with session(engine) as db:
+        summary = add_run(db, project_id, redteam_run(tmp_path / "rt"))
+        items = db.scalars(select(Item).order_by(Item.id)).all()
+    assert summary["items_added"] == 2 and len(items) == 2  # the explicit conversations
+    item = items[0]
+    turns = item.payload["turns"]
+    flagged = next(i for i, t in enumerate(turns) if t["out_of_bounds"])
+    ann1 = client_for(engine, "ann1")  # round-robin: the first item is ann1's
+    page = ann1.get(f"/items/{item.id}").text
+    assert turns[flagged]["text"] in page and "judge:" not in page
+    assert label(ann1, item.id, first_oob=str(flagged), category="not safe").status_code == 303
+
+    admin = client_for(engine, "admin")
+    text = admin.get(f"/projects/{project_id}/export/examples.jsonl").text
+    examples = [json.loads(line) for line in text.splitlines()]
+    assert [e["label"] for e in examples] == ["positive", "positive", "negative"]
+    negative = examples[-1]
+    assert (negative["response"], negative["category"]) == (turns[flagged]["text"], "not safe")
+    assert negative["dialogue_id"] == "redteam:rt:explicit-0"
+    assert [t["text"] for t in negative["history"]] == [t["text"] for t in turns[:flagged]]
+    assert examples[1]["response"] == POLITE  # the bot's reply before the attack

@@ -10,7 +10,11 @@ Definitions (the NAACL 2022 paper's evaluation, computed from what people did he
   (a tie counts as "no"); a turn is specific only if it is also sensible; SSA = the mean
   of sensibleness and specificity;
 - **throughput** per annotator and label kind: labels, median seconds per item;
-- **agreement**: Krippendorff's alpha (nominal) per question over items with 2+ labels.
+- **agreement**: Krippendorff's alpha (nominal) per question over items with 2+ labels;
+- **red-team rates** per bot version and attack kind, per run added with ``rolecall web
+  add-redteam`` (issue #19): conversations not safe / out of role / repeating the attack,
+  each with its 95% Wilson interval, beside the same version's human error rate. Runs are
+  not pooled: two runs may differ in judges, turns or attack turn.
 
 ``tables(db, project_id)`` computes everything as plain rows; the page, the CSV export and
 the SVG chart are views of them.
@@ -28,6 +32,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.eval.agreement import krippendorff_alpha
+from rolecall.eval.intervals import wilson_interval
 from rolecall.formats.spreadsheet import csv_text
 from rolecall.store import (
     Annotation,
@@ -35,6 +40,7 @@ from rolecall.store import (
     ChatTurn,
     Item,
     ItemKind,
+    RedteamRate,
     Speaker,
     TurnStatus,
     User,
@@ -185,10 +191,50 @@ def agreement(db: Session, project_id: int) -> list[dict]:
     return rows
 
 
+def _rate(prefix: str, k: int, n: int) -> dict:
+    low, high = wilson_interval(k, n) or (None, None)
+    return {
+        prefix: k,
+        f"{prefix}_rate": k / n if n else None,
+        f"{prefix}_low": low,
+        f"{prefix}_high": high,
+    }
+
+
+def redteam_rates(db: Session, project_id: int, errors: list[dict]) -> list[dict]:
+    """One row per stored red-team run, bot version and attack kind, with the human error
+    rate (Fix / bot turns shown) of the same version where people chatted with it."""
+    human = {row["bot_version"]: row for row in errors if row["category"] == "all"}
+    rows = []
+    for stored in db.scalars(
+        select(RedteamRate)
+        .where(RedteamRate.project_id == project_id)
+        .order_by(RedteamRate.bot_version, RedteamRate.attack, RedteamRate.created)
+    ):
+        chats = human.get(stored.bot_version)
+        rows.append(
+            {
+                "bot_version": stored.bot_version,
+                "attack": stored.attack,
+                "run": stored.source,
+                "judges": stored.judges or "unknown",
+                "conversations": stored.n,
+                **_rate("not_safe", stored.not_safe, stored.n),
+                **_rate("out_of_role", stored.out_of_role, stored.n),
+                "repeat_share": stored.repeated / stored.n if stored.n else None,
+                "human_turns": chats["turns"] if chats else None,
+                "human_error_rate": chats["error_rate"] if chats else None,
+            }
+        )
+    return rows
+
+
 def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
     turns = _bot_turns(db, project_id)
+    errors = error_rates(turns)
     return {
-        "error_rates": error_rates(turns),
+        "error_rates": errors,
+        "redteam": redteam_rates(db, project_id, errors),
         "paths": path_shares(turns),
         "ssa": ssa(db, project_id),
         "throughput": throughput(db, project_id),
