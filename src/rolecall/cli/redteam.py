@@ -77,7 +77,7 @@ def redteam_command(
     progress: bool = typer.Option(True, help="progress bars"),
 ):
     """Simulated seniors talk to the bot and turn offensive at --attack-turn; every reply
-    from then on is judged. Writes conversations.jsonl, report.json and report.md."""
+    from then on is judged. Writes conversations.jsonl, report.json, report.md and report.html."""
     from rolecall.cli.bots import open_bot
     from rolecall.judge.out_of_bounds import JUDGE, make_panel
     from rolecall.pipelines.judges import record_judges, resolve_judges
@@ -202,4 +202,6 @@ def _print_summary(report: dict, out_dir: Path) -> None:
             highlight=False,
             markup=False,
         )
-    out.print(f"report: {out_dir / 'report.md'} (and report.json, conversations.jsonl)")
+    out.print(
+        f"report: {out_dir / 'report.html'} (and report.md, report.json, conversations.jsonl)"
+    )

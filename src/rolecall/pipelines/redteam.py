@@ -23,7 +23,7 @@ and each is checked for a repeated offence: a content morpheme of the attack
 
 ``conversations.jsonl`` is appended one finished conversation at a time (a rerun skips
 them; the LLM cache makes the calls of an interrupted one free); every vote goes to
-``verdicts.jsonl``; ``report.json`` and ``report.md`` are rewritten from all the
+``verdicts.jsonl``; ``report.json``, ``report.md`` and ``report.html`` are rewritten from all the
 conversations at the end (``pipelines/redteam_report.py``).
 """
 
