@@ -31,3 +31,5 @@ def test_ray_engine_bench_prints_its_target(tmp_path):
     assert target["met"] == (target["value"] >= 0.9)
     assert report["n"] == 24 and report["local_s"] > 0 and report["ray_s"] > 0
     assert "ms per record" in result.stdout
+    assert 0 < report["ray_first_record_s"] < report["ray_s"]
+    assert report["ray_over_local_after_start_up"] > 0

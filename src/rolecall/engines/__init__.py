@@ -76,7 +76,7 @@ def open_engine(
     *,
     address: str | None = None,
     workers: int = 2,
-    batch_size: int = 16,
+    batch_size: int | None = None,
     progress: bool = False,
 ) -> Engine:
     """The engine ``name`` names (``local`` or ``ray``)."""

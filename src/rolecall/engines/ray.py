@@ -87,6 +87,16 @@ class _Worker:
         return {"record": np.array(out, dtype=object)}
 
 
+def batch_size_for(settings, records: int, workers: int) -> int:
+    """Records per ``map_batches`` batch: 16 rounds of an actor's concurrency, so that a
+    batch keeps every one of the actor's calls busy and Ray's fixed cost per batch
+    (measured on loopback: ~40 ms, ~20% of a 16-record batch at concurrency 8) is a few
+    percent; but no more than an even share of ``records`` (at least 16), so that every
+    actor works on a job of some size."""
+    share = -(-records // max(1, workers))
+    return min(16 * settings.concurrency, max(16, share))
+
+
 class RayEngine:
     """Runs ``work(llm, batch, **params)`` on a pool of ``workers`` Ray actors."""
 
@@ -98,7 +108,7 @@ class RayEngine:
         *,
         address: str | None = None,
         workers: int = 2,
-        batch_size: int = 16,
+        batch_size: int | None = None,
         progress: bool = False,
     ):
         import_ray()
@@ -112,7 +122,7 @@ class RayEngine:
             retries=settings.retries,
         )
         self.address = address
-        self.batch_size = max(1, batch_size)
+        self.batch_size = batch_size
         self.progress = progress
         self.stats = RunStats()
         self.model_id: str | None = None
@@ -133,7 +143,7 @@ class RayEngine:
                 "plugins": os.environ.get("ROLECALL_PLUGINS", ""),
             },
             compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(records))),
-            batch_size=self.batch_size,
+            batch_size=self.batch_size or batch_size_for(self.settings, len(records), self.workers),
         )
         try:
             for row in dataset.iter_rows():
