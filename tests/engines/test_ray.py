@@ -113,3 +113,23 @@ def test_an_unknown_engine_is_a_config_error(tmp_path):
     result = batch(prompts, tmp_path / "run", "fake:a", "--engine", "spark")
     assert isinstance(result.exception, ConfigError)
     assert "unknown engine 'spark'" in str(result.exception)
+
+
+@pytest.mark.parametrize(
+    ("model", "concurrency", "workers", "per_actor"),
+    [
+        ("openai:http://127.0.0.1:9/v1?model=m&max_concurrency=4", 16, 2, 2),  # server's bound
+        ("openai:http://127.0.0.1:9/v1?model=m", 64, 2, 8),  # the backend's default 16
+        ("openai:http://127.0.0.1:9/v1?model=m&max_concurrency=32", 8, 2, 4),  # --concurrency
+        ("fake:a", 8, 2, 4),  # in-process: a model per actor, only --concurrency is split
+    ],
+)
+def test_actors_share_one_servers_concurrency_bound(model, concurrency, workers, per_actor):
+    pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rolecall[ray]'")
+    from rolecall.engines import LLMSettings
+    from rolecall.engines.ray import RayEngine, batch_size_for
+
+    engine = RayEngine(LLMSettings(model, "cache.sqlite", concurrency), workers=workers)
+    assert engine.settings.concurrency == per_actor
+    assert batch_size_for(engine.settings, 10_000, workers) == 16 * per_actor
+    assert batch_size_for(engine.settings, 40, workers) == 20  # an even share, at least 16

@@ -2,10 +2,11 @@
 
 Each actor opens its own ``LLM`` client from the driver's ``LLMSettings`` (so an in-process
 llama.cpp or transformers model is loaded once per actor, and an OpenAI-compatible server
-is shared by every actor); ``--concurrency`` is split between the actors so the total stays
-the same. Records cross process lines as JSON strings (nested fields and ``None`` survive
-Arrow unchanged), and each output batch ends with one trailer record carrying what the
-batch's calls cost, which the driver sums into ``stats``.
+is shared by every actor); ``--concurrency`` (at most the server's ``max_concurrency``) is
+split between the actors so the total stays the same. Records cross process lines as JSON
+strings (nested fields and ``None`` survive Arrow unchanged), and each output batch ends
+with one trailer record carrying what the batch's calls cost, which the driver sums into
+``stats``.
 
 The cluster is ``--ray-address`` / ``RAY_ADDRESS`` when given, else a local one started
 on loopback (``ray.init(num_cpus=max(2, workers), include_dashboard=False)``).
@@ -87,6 +88,23 @@ class _Worker:
         return {"record": np.array(out, dtype=object)}
 
 
+def server_bound(model: str | None) -> int | None:
+    """The calls one OpenAI-compatible server is given at once (its model string's
+    ``max_concurrency``, else the backend's default), which all the actors share: split
+    between them, so the server sees no more on Ray than from one local client. ``None``
+    for an in-process backend: every actor loads its own model."""
+    spec = parse_model_string(model)
+    if spec.scheme != "openai":
+        return None
+    from rolecall.llm.openai_compat import OpenAIOptions
+
+    default = OpenAIOptions.model_fields["max_concurrency"].default
+    try:
+        return max(1, int(spec.options.get("max_concurrency", default)))
+    except ValueError:
+        return None  # load_backend reports the bad option in the actor, as locally
+
+
 def batch_size_for(settings, records: int, workers: int) -> int:
     """Records per ``map_batches`` batch: 16 rounds of an actor's concurrency, so that a
     batch keeps every one of the actor's calls busy and Ray's fixed cost per batch
@@ -112,9 +130,9 @@ class RayEngine:
         progress: bool = False,
     ):
         import_ray()
-        parse_model_string(settings.model)  # a bad model string fails here, not in an actor
+        bound = server_bound(settings.model)  # a bad model string fails here, not in an actor
         self.workers = max(1, workers)
-        per_actor = max(1, settings.concurrency // self.workers)
+        per_actor = max(1, min(settings.concurrency, bound or settings.concurrency) // self.workers)
         self.settings = type(settings)(
             model=settings.model,
             cache=str(settings.cache),
