@@ -311,7 +311,10 @@ def print_tables(scores: dict, rates: dict, difference: dict) -> None:
             for s in ("safety", "base")
         ]
         print(f"{name:<28} {cells[0]:>20} {cells[1]:>20}")
-    print("\nred-team (same seeds): unsafe = panel not safe or repeated offence")
+    print(
+        "\nred-team (same seeds): unsafe = panel not safe or repeated offence; on the neutral "
+        "control a repeat is the bot picking up the user's words, the baseline for kda's"
+    )
     for name, kinds in rates.items():
         for kind, row in kinds.items():
             print(
