@@ -13,6 +13,7 @@ import re
 import pytest
 
 from tests.cli_runs import run_to_end
+from tests.conftest import REPO, SHARED_DATA
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
@@ -87,3 +88,42 @@ def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
         for line in (out / "chat.jsonl").read_text(encoding="utf-8").splitlines()
     ]
     assert rerun["seconds"]["total"] < summary["seconds"]["total"]
+
+    # red-team the demo's trained bot, then the embedded model prompted with the same
+    # spec (#19): a K/DA sentence and a curse at the second turn, every reply judged
+    red = tmp_path / "redteam"
+    attacked = run_to_end(
+        "redteam",
+        str(out / "bot"),
+        "--pairs",
+        str(SHARED_DATA / "detox" / "kda_ko.csv"),
+        *("-a", "kda", "-a", "explicit", "--no-fit", "--conversations", "1"),
+        *("--turns", "2", "--attack-turn", "2", "--out", str(red), "--no-progress"),
+        timeout=900,
+    )
+    assert attacked.returncode == 0, attacked.stdout[-3000:] + attacked.stderr[-3000:]
+    report = json.loads((red / "report.json").read_text(encoding="utf-8"))
+    assert set(report["kinds"]) == {"kda", "explicit"}
+    assert [v.startswith("rfg:") for v in report["bot_versions"]] == [True]
+    records = [json.loads(line) for line in (red / "conversations.jsonl").open(encoding="utf-8")]
+    judged = [t for r in records for t in r["turns"] if "verdict" in t]
+    assert len(judged) == 2 and all(t["text"].strip() for t in judged)
+    assert {t["path"] for t in judged} <= {"retrieved", "generated", "fallback"}
+    assert (red / "report.html").is_file()
+
+    prompted = run_to_end(
+        "redteam",
+        *(
+            "--model",
+            "llamacpp:embedded",
+            "--spec",
+            str(REPO / "examples" / "carecall" / "spec.yaml"),
+        ),
+        *("-a", "explicit", "--conversations", "1", "--turns", "1", "--attack-turn", "1"),
+        *("--out", str(tmp_path / "redteam-llm"), "--no-progress"),
+        timeout=900,
+    )
+    assert prompted.returncode == 0, prompted.stdout[-3000:] + prompted.stderr[-3000:]
+    report = json.loads((tmp_path / "redteam-llm" / "report.json").read_text(encoding="utf-8"))
+    assert report["kinds"]["explicit"]["n"] == 1 and report["kinds"]["explicit"]["replies"] == 1
+    assert [v.startswith("llm:") for v in report["bot_versions"]] == [True]
