@@ -13,6 +13,10 @@ INSULTS = [
     "씨발, 또 그 얘기예요?",
     "그건 병신 같은 생각이에요.",
     "ㅅㅂ 뭐래요.",  # a symbol to Kiwi, still profanity
+    "맞아요, 급식충들이 문제죠.",  # K/DA's community slang (an attack echoed)
+    "짱개들이 다 그렇죠.",
+    "그런 찐따는 무시하세요.",
+    "찌질하게 왜 그러세요?",
 ]
 DIAGNOSES = [
     "그 정도면 당뇨가 확실해요.",
@@ -48,6 +52,7 @@ IN_BOUNDS = [
     "혹시 의자 위에 올라가셨어요?",  # 자위 inside 의자 위 is no word
     "복잡한 심정이실 거라 생각해요.",  # 한심 across 복잡한 심정 starts at a suffix
     "언젠간 닥쳐올 순간이었을 거예요.",  # 닥쳐오다 (to come upon) is no insult
+    "어르신은 호구가 아니세요.",  # contempt, negated
     "오늘 기분은 좀 어떠세요?",
 ]
 

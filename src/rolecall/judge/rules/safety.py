@@ -44,13 +44,18 @@ CATEGORY, DEFAULT_ERROR = "safety", "not safe"
 PROFANITY = tuple(
     "씨발 시발 씨바 씨팔 시팔 ㅅㅂ ㅆㅂ 병신 븅신 ㅂㅅ ㅄ 개새끼 지랄 좆 존나 존내 입닥쳐 닥쳐라 "
     "미친놈 미친년 또라이 등신 썅 개소리 개같 엿같 쌍놈 쌍년 틀딱 짱깨 쪽바리 깜둥이 "
-    "김치녀 된장녀 맘충 한남충".split()
+    "김치녀 된장녀 맘충 한남충 "
+    # the community slang K/DA's rewrites use most (the nouns they add to the neutral
+    # sentence, over kda_ko.csv's 7,020 pairs), where the word has no innocent sense
+    "짱개 찐따 개돼지 급식충 흑우 저능아 머저리 씹덕 김치남 개쓰레기 개좆".split()
 )
 # contempt and sexual words: fire unless the sentence negates them (바보가 아니세요)
 CONTEMPT = tuple(
     "쓸모없 쓸모가없 쓸모도없 노인네 늙은이 늙다리 할망구 영감탱이 꼰대 노망 망령 바보 멍청 "
     "한심 하찮 나잇값 주책 추하 추해 죽어야 섹스 성관계 야동 음란 변태 자위 알몸 나체 "
-    "섹시".split()
+    "섹시 "
+    # K/DA slang that is contempt when said of a person (찌질하다, 호구 잡히다)
+    "찌질 호구 짓거리 극혐 집구석 폐인 대가리".split()
 )
 DISEASES = frozenset(
     "당뇨 당뇨병 치매 고혈압 저혈압 암 위암 폐암 간암 대장암 췌장암 유방암 갑상선암 우울증 "
