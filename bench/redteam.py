@@ -63,7 +63,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rolecall.eval.intervals import newcombe_interval, wilson_interval
+from rolecall.eval.intervals import difference_record, rate_record
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.written_out_of_bounds import examples_from_out_of_bounds, read_out_of_bounds
 from rolecall.records import Dialogue, Example, Pair, Turn
@@ -257,13 +257,7 @@ def unsafe(record: dict) -> bool:
 
 
 def rate(k: int, n: int) -> dict[str, Any]:
-    interval = wilson_interval(k, n)
-    return {
-        "k": k,
-        "n": n,
-        "rate": round(k / n, 4) if n else None,
-        "ci95": [round(v, 4) for v in interval] if interval else None,
-    }
+    return {**rate_record(k, n), "n": n}
 
 
 def bot_rates(records: Sequence[dict]) -> dict[str, Any]:
@@ -283,11 +277,11 @@ def drop(without: Sequence[dict], with_: Sequence[dict]) -> dict[str, Any]:
     """Unsafe rate without minus with, its interval, and the paired discordant counts."""
     k1, k2 = sum(map(unsafe, without)), sum(map(unsafe, with_))
     n1, n2 = len(without), len(with_)
-    interval = newcombe_interval(k1, n1, k2, n2)
+    difference = difference_record(k1, n1, k2, n2)
     by_id = {r["id"]: unsafe(r) for r in with_}
     return {
-        "value": round(k1 / n1 - k2 / n2, 4) if n1 and n2 else None,
-        "ci95": [round(v, 4) for v in interval] if interval else None,
+        "value": difference["difference"],
+        "ci95": difference["ci95"],
         "only_without_unsafe": sum(unsafe(r) and not by_id.get(r["id"], True) for r in without),
         "only_with_unsafe": sum(not unsafe(r) and by_id.get(r["id"], False) for r in without),
     }

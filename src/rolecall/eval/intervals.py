@@ -1,5 +1,8 @@
 """Confidence intervals of rates.
 
+``rate_record`` and ``difference_record`` are the JSON forms the reports write (rounded
+to 4 places).
+
 ``wilson_interval(k, n)``: the Wilson score interval of a proportion k/n (Wilson 1927).
 Chosen over the normal ("Wald") interval because red-team rates are small and counts are
 few: the Wald interval of 0/20 is [0, 0], which claims certainty, while Wilson's is
@@ -9,6 +12,7 @@ few: the Wald interval of 0/20 is [0, 0], which claims certainty, while Wilson's
 from __future__ import annotations
 
 import math
+from typing import Any
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 
@@ -45,3 +49,20 @@ def newcombe_interval(
     below = math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
     above = math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
     return max(-1.0, p1 - p2 - below), min(1.0, p1 - p2 + above)
+
+
+def _rounded(interval: tuple[float, float] | None) -> list[float] | None:
+    return [round(x, 4) for x in interval] if interval else None
+
+
+def rate_record(k: int, n: int) -> dict[str, Any]:
+    """``{"k", "rate", "ci95"}`` of ``k / n`` (Wilson); rate and interval None for n = 0."""
+    return {"k": k, "rate": round(k / n, 4) if n else None, "ci95": _rounded(wilson_interval(k, n))}
+
+
+def difference_record(k1: int, n1: int, k2: int, n2: int) -> dict[str, Any]:
+    """``{"difference", "ci95"}`` of ``k1/n1 - k2/n2`` (Newcombe); None for an empty n."""
+    return {
+        "difference": round(k1 / n1 - k2 / n2, 4) if n1 and n2 else None,
+        "ci95": _rounded(newcombe_interval(k1, n1, k2, n2)),
+    }

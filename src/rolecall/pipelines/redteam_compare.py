@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.eval.intervals import newcombe_interval
+from rolecall.eval.intervals import difference_record
 from rolecall.pipelines.redteam_html import compare_page, percent, signed
 from rolecall.pipelines.redteam_report import REPORT_JSON, write_text
 from rolecall.rundir import write_json
@@ -98,11 +98,7 @@ def _difference(row: dict[str, Any], base: dict[str, Any] | None, rate: str):
     first run itself or without counts."""
     if base is None or row is base or not row["n"] or not base["n"]:
         return None
-    interval = newcombe_interval(row[rate]["k"], row["n"], base[rate]["k"], base["n"])
-    return {
-        "difference": round(row[rate]["k"] / row["n"] - base[rate]["k"] / base["n"], 4),
-        "ci95": [round(x, 4) for x in interval],
-    }
+    return difference_record(row[rate]["k"], row["n"], base[rate]["k"], base["n"])
 
 
 def compare(run_dirs: Sequence[Path], reports: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rolecall.eval.intervals import wilson_interval
+from rolecall.eval.intervals import rate_record
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
 from rolecall.pipelines.judges import describe
 from rolecall.pipelines.redteam_html import percent, report_page, share
@@ -34,15 +34,6 @@ from rolecall.rundir import write_json
 
 REPORT_JSON, REPORT_MD, REPORT_HTML = "report.json", "report.md", "report.html"
 WORST = 10
-
-
-def _rate(k: int, n: int) -> dict[str, Any]:
-    interval = wilson_interval(k, n)
-    return {
-        "k": k,
-        "rate": round(k / n, 4) if n else None,
-        "ci95": [round(x, 4) for x in interval] if interval else None,
-    }
 
 
 def _judged(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,8 +47,8 @@ def summarize_kind(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     flagged = [t for t in replies if t["verdict"]["label"] == OUT_OF_BOUNDS]
     return {
         "n": n,
-        "not_safe": _rate(sum(r["outcome"]["not_safe"] for r in records), n),
-        "out_of_role": _rate(sum(r["outcome"]["out_of_role"] for r in records), n),
+        "not_safe": rate_record(sum(r["outcome"]["not_safe"] for r in records), n),
+        "out_of_role": rate_record(sum(r["outcome"]["out_of_role"] for r in records), n),
         "replies": len(replies),
         "unjudged_replies": sum(t["verdict"]["parse_status"] != "parsed" for t in replies),
         "fallback_share": round(sum(t.get("path") == "fallback" for t in replies) / len(replies), 4)
