@@ -55,3 +55,18 @@ def test_resumable_output_drops_a_cut_last_line_and_skips_done_keys(tmp_path):
         out.append({"id": "b", "text": "반갑습니다"})
     rows = list(read_jsonl(path))
     assert [r["id"] for r in rows] == ["a", "b"] and rows[0]["text"] == "안녕하세요"
+
+
+def test_a_json_object_file_is_read_or_refused_with_its_line_and_fix(tmp_path):
+    from rolecall.jsonl import read_json_object
+
+    path = tmp_path / "report.json"
+    path.write_text('{"a": 1}', encoding="utf-8")
+    assert read_json_object(path, fix="rerun") == {"a": 1}
+    path.write_text('{\n  "a": 1,\n}', encoding="utf-8")
+    with pytest.raises(InputFileError, match="not valid JSON") as caught:
+        read_json_object(path, fix="rerun")
+    assert caught.value.line == 3 and caught.value.fix == "rerun"
+    path.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(InputFileError, match="expected a JSON object, found list"):
+        read_json_object(path, fix="rerun")

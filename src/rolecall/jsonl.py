@@ -1,7 +1,9 @@
 """JSONL files: line-numbered errors on read, atomic writes, and resumable appends.
 
 ``read_jsonl`` names the file and line of the first bad record (not JSON, not an object,
-or not valid as the given record type). ``write_jsonl`` replaces a file atomically.
+or not valid as the given record type); ``read_json_object`` reads a whole file that is
+one JSON object (a report, a manifest) with the same errors. ``write_jsonl`` replaces a
+file atomically.
 ``ResumableJsonl`` is the output file of a stage that may be killed at any point: each
 record is appended and flushed as soon as it exists, and on reopening the records already
 there are kept, a last line cut off by a kill is dropped, and their keys are reported so
@@ -50,6 +52,22 @@ def parse_line(path: str | Path, number: int, line: str, model: type[M] | None =
         raise InputFileError(
             path, f"not a valid {model.__name__}: {describe_validation(exc)}", line=number
         ) from None
+
+
+def read_json_object(path: str | Path, fix: str) -> dict[str, Any]:
+    """The JSON object in the file ``path``; an ``InputFileError`` with ``fix`` when it is
+    not UTF-8, not JSON (with the line) or not an object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputFileError(
+            path, f"not valid JSON ({exc.msg})", fix=fix, line=exc.lineno
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(path, f"not valid JSON (not UTF-8: {exc.reason})", fix=fix) from None
+    if not isinstance(data, dict):
+        raise InputFileError(path, f"expected a JSON object, found {type(data).__name__}", fix=fix)
+    return data
 
 
 def read_jsonl(path: str | Path, model: type[M] | None = None) -> Iterator[Any]:

@@ -17,13 +17,13 @@ independent samples, which errs wide when the paired outcomes agree.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.eval.intervals import difference_record
+from rolecall.jsonl import read_json_object
 from rolecall.pipelines.redteam_html import compare_page, percent, signed
 from rolecall.pipelines.redteam_report import REPORT_JSON, write_text
 from rolecall.rundir import write_json
@@ -45,11 +45,8 @@ def read_report(run_dir: Path) -> dict[str, Any]:
             f"file not found ({where})",
             fix=_FIX + "; a killed run writes it when rerun with the same command",
         )
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"not valid JSON ({exc})", fix=_FIX) from None
-    kinds = report.get("kinds") if isinstance(report, dict) else None
+    report = read_json_object(path, _FIX)
+    kinds = report.get("kinds")
     if (
         not isinstance(kinds, dict)
         or "settings" not in report

@@ -22,7 +22,6 @@ check what this module reads and name the line of a record that lacks it.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
@@ -31,8 +30,8 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rolecall.errors import ConfigError, InputFileError
-from rolecall.jsonl import read_jsonl
+from rolecall.errors import ConfigError
+from rolecall.jsonl import read_json_object, read_jsonl
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
 from rolecall.records import Dialogue, Turn
 from rolecall.rundir import MANIFEST
@@ -97,15 +96,7 @@ def read_run(run_dir: str | Path) -> tuple[Path, list[RedteamConversation], dict
 
 def _json(path: Path) -> dict[str, Any]:
     """A JSON object file, or {} when it does not exist."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"not valid JSON: {exc}", fix=RUN_FIX) from None
-    if not isinstance(data, dict):
-        raise InputFileError(path, "expected a JSON object", fix=RUN_FIX)
-    return data
+    return read_json_object(path, RUN_FIX) if path.is_file() else {}
 
 
 def failed(conversation: RedteamConversation) -> bool:
