@@ -2,7 +2,8 @@
 
 ``ROLECALL_HOME`` (default ``~/.cache/rolecall``) holds the assembled embedded model and the
 default LLM cache; ``ROLECALL_MODEL`` overrides the default model string;
-``ROLECALL_CACHE`` overrides the cache database path.
+``ROLECALL_CACHE`` overrides the LLM cache: a SQLite file, or a ``postgresql://`` URL for a
+cache every machine of a cluster shares.
 """
 
 from __future__ import annotations
@@ -17,5 +18,10 @@ def home() -> Path:
     return root
 
 
-def cache_path() -> Path:
-    return Path(os.environ.get("ROLECALL_CACHE") or home() / "llm-cache.sqlite")
+def cache_path() -> Path | str:
+    """The LLM cache: a file, or a URL kept as a ``str`` (``Path`` would collapse
+    ``postgresql://`` to ``postgresql:/``)."""
+    where = os.environ.get("ROLECALL_CACHE")
+    if where and "://" in where:
+        return where
+    return Path(where or home() / "llm-cache.sqlite")

@@ -35,20 +35,23 @@ WORKERS_OPTION = typer.Option(
 )
 
 
-def load_llm(model: Optional[str], cache: Optional[Path], concurrency: int = 8, retries: int = 4):
-    from rolecall.llm import LLM, Cache, load_backend
+def load_llm(
+    model: Optional[str], cache: Optional[str | Path], concurrency: int = 8, retries: int = 4
+):
+    from rolecall.llm import LLM, load_backend
+    from rolecall.llm.cache import open_cache
 
     with err.status(f"loading {model or 'the default model'}..."):
         backend = load_backend(model)
     return LLM(
-        backend, Cache(cache or config.cache_path()), concurrency=concurrency, retries=retries
+        backend, open_cache(cache or config.cache_path()), concurrency=concurrency, retries=retries
     )
 
 
 def llm_or_engine(
     engine_name: str,
     model: Optional[str],
-    cache: Optional[Path],
+    cache: Optional[str | Path],
     concurrency: int = 8,
     retries: int = 4,
     *,
@@ -69,7 +72,7 @@ def llm_or_engine(
 
 def llm_opener(
     engine_name: str,
-    cache: Optional[Path],
+    cache: Optional[str | Path],
     concurrency: int = 8,
     retries: int = 4,
     *,
@@ -170,7 +173,7 @@ def run_pipeline(run, config, until: str, progress: bool) -> None:
     """``run(config, load_llm, until, progress, say)`` of a pipeline module, with each model
     opened once from the config's cache, concurrency and retries, and their statistics
     printed at the end, also when a stage fails."""
-    cache = Path(config.cache) if config.cache else None
+    cache = config.cache or None  # a str: Path would collapse a postgresql:// URL
     opened = []
 
     def load(model):

@@ -63,7 +63,9 @@ def detox_safety_examples(
         "-m",
         help=MODEL_HELP + "; adds one LLM-written agreeing and one redirecting reply a pair",
     ),
-    cache: Optional[Path] = typer.Option(None, help="the LLM cache (default: ROLECALL_CACHE)"),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
 ):
     """Safety examples from K/DA pairs: an implicitly offensive user turn, then a reply
     that agrees or echoes it (negative, not safe) or a polite redirect (positive). Feed
@@ -131,7 +133,9 @@ def detox_generate(
     seed: int = typer.Option(0),
     max_tokens: int = typer.Option(80),
     concurrency: int = typer.Option(8, min=1),
-    cache: Optional[Path] = typer.Option(None),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     progress: bool = typer.Option(True),
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
@@ -228,7 +232,9 @@ def detox_filter(
         "trained judges are trained on (first use; cached under ROLECALL_HOME)",
     ),
     concurrency: int = typer.Option(8, min=1),
-    cache: Optional[Path] = typer.Option(None),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     progress: bool = typer.Option(True),
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,

@@ -53,7 +53,9 @@ def dialogues_generate(
         False, help="keep dialogues cut by the token limit (last turn dropped)"
     ),
     concurrency: int = typer.Option(8, min=1),
-    cache: Optional[Path] = typer.Option(None),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     progress: bool = typer.Option(True),
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
@@ -124,7 +126,9 @@ def dialogues_judge(
         "the embedded one, else the LLM), llm or rules",
     ),
     concurrency: int = typer.Option(8, min=1),
-    cache: Optional[Path] = typer.Option(None),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     progress: bool = typer.Option(True),
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,

@@ -59,7 +59,9 @@ def eval_geval(
     samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
     limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
     language: str = typer.Option("ko"),
-    cache: Optional[Path] = typer.Option(None),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
     progress: bool = typer.Option(True),
     engine_name: str = ENGINE_OPTION,

@@ -41,7 +41,9 @@ def llm_complete(
     logprobs: Optional[int] = typer.Option(None, help="return top-K token logprobs"),
     json_schema: Optional[Path] = typer.Option(None, help="JSON schema file"),
     grammar: Optional[Path] = typer.Option(None, help="GBNF grammar file"),
-    cache: Optional[Path] = typer.Option(None, help="cache file (default in ROLECALL_HOME)"),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print full records as JSON"),
 ):
     """Complete one prompt and print the sample(s)."""
@@ -81,7 +83,9 @@ def llm_perplexity(
     text: str = typer.Argument(..., help="the text to score"),
     prompt: str = typer.Option("", help="context the text follows"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    cache: Optional[Path] = typer.Option(None),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
 ):
     """Print the log-likelihood and perplexity of TEXT (after --prompt)."""
     from rolecall.llm import Request
@@ -116,7 +120,9 @@ def llm_batch(
     json_schema: Optional[Path] = typer.Option(None),
     concurrency: int = typer.Option(8, min=1),
     retries: int = typer.Option(4, min=0),
-    cache: Optional[Path] = typer.Option(None),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     run_dir: Optional[Path] = typer.Option(
         None, help="write manifest.json here (default: next to --out)"
     ),

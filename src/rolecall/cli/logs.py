@@ -1,7 +1,8 @@
 """``rolecall logs``: browse the LLM call cache, the way ``llm logs`` does.
 
-Every call a command makes through a model is kept in the SQLite cache
-(``rolecall.llm.cache``, default ``ROLECALL_HOME/llm-cache.sqlite`` or ``ROLECALL_CACHE``):
+Every call a command makes through a model is kept in the cache
+(``rolecall.llm.cache``, default ``ROLECALL_HOME/llm-cache.sqlite`` or ``ROLECALL_CACHE``, a
+SQLite file or a PostgreSQL URL):
 the backend and model, the request (prompt or messages, the scored text, every sampling
 parameter), the completion and the time it was stored. This command reads that table and
 never writes to it: the newest calls first, filtered by model and by text, as a short list,
@@ -23,13 +24,21 @@ from rich.markup import escape
 from rolecall import config
 from rolecall.cli.common import err, out
 from rolecall.errors import InputFileError, RolecallError
+from rolecall.llm.cache import is_postgres_url
 
 ID_LENGTH = 12  # characters of the cache key shown; any unique prefix finds a call
 EXCERPT = 100
 
 
-def open_cache(path: Path) -> sqlite3.Connection:
-    """The cache file, read-only; InputFileError with the fix when it cannot be read."""
+def open_cache(path: str | Path):
+    """The cache, read-only: a ``sqlite3`` connection to the file, or a psycopg one for a
+    ``postgresql://`` URL; InputFileError / RolecallError with the fix when it cannot be
+    read."""
+    from rolecall.llm.cache_postgres import connect_readonly
+
+    if is_postgres_url(path):
+        return connect_readonly(str(path))
+    path = Path(path)
     if not path.is_file():
         raise InputFileError(
             path,
@@ -89,8 +98,15 @@ def _like(text: str) -> str:
     return "%" + escaped.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def _execute(db, sql: str, values=()):
+    """``db.execute`` with sqlite3's ``?`` placeholders, also on a psycopg connection."""
+    if not isinstance(db, sqlite3.Connection):
+        sql = sql.replace("?", "%s")  # subtle: the SQL itself holds no other ? or %
+    return db.execute(sql, values)
+
+
 def read_calls(
-    db: sqlite3.Connection, count: int = 10, model: str | None = None, query: str | None = None
+    db, count: int = 10, model: str | None = None, query: str | None = None
 ) -> list[dict]:
     """The newest ``count`` calls (0 = all) whose ``backend:model`` contains ``model`` and
     whose prompt, messages, scored text or output contain ``query`` (case-insensitive)."""
@@ -106,10 +122,15 @@ def read_calls(
     sql = (
         "SELECT key, backend, model, sample_index, request, completion, created FROM calls"
         + (" WHERE " + " AND ".join(where) if where else "")
-        + " ORDER BY created DESC, rowid DESC"
+        # PostgreSQL has no rowid; there the key breaks a tie of the same microsecond
+        + (
+            " ORDER BY created DESC, rowid DESC"
+            if isinstance(db, sqlite3.Connection)
+            else " ORDER BY created DESC, key DESC"
+        )
     )
     calls = []
-    for row in db.execute(sql, values):
+    for row in _execute(db, sql, values):
         call = record(row)
         if query and not _matches(call, query):
             continue
@@ -119,14 +140,15 @@ def read_calls(
     return calls
 
 
-def find_call(db: sqlite3.Connection, call_id: str) -> dict:
+def find_call(db, call_id: str) -> dict:
     """The one call whose id starts with ``call_id``; RolecallError when none or several."""
     prefix = call_id.strip().lower()
     if not prefix or any(c not in "0123456789abcdef" for c in prefix):
         raise RolecallError(
             f"{call_id!r} is not a call id", fix="ids are hexadecimal; 'rolecall logs' lists them"
         )
-    rows = db.execute(
+    rows = _execute(
+        db,
         "SELECT key, backend, model, sample_index, request, completion, created "
         "FROM calls WHERE key LIKE ? LIMIT 2",
         (prefix + "%",),
@@ -208,17 +230,24 @@ def logs_command(
         "--json",
         help="full records as JSON: prompt or messages, parameters, output, tokens, logprobs, time",
     ),
-    cache: Optional[Path] = typer.Option(
+    cache: Optional[str] = typer.Option(
         None,
         "--cache",
-        help="the cache file (default: ROLECALL_CACHE or ROLECALL_HOME/llm-cache.sqlite)",
+        help="the cache file or postgresql:// URL "
+        "(default: ROLECALL_CACHE or ROLECALL_HOME/llm-cache.sqlite)",
     ),
     path: bool = typer.Option(False, "--path", help="print the cache file's path and stop"),
 ):
     """Browse the LLM call cache: what each model was asked and answered, and when."""
     cache = cache or config.cache_path()
+    if is_postgres_url(cache):
+        from rolecall.llm.cache_postgres import parse_url, safe
+
+        cache_name = safe(parse_url(cache))  # never print the password
+    else:
+        cache_name = str(cache)
     if path:
-        _print(str(cache))
+        _print(cache_name)
         return
     db = open_cache(cache)
     try:
@@ -238,5 +267,5 @@ def logs_command(
         return
     print_list(calls)
     err.print(
-        f"[dim]{len(calls)} of {total} cached calls in {escape(str(cache))}[/dim]", highlight=False
+        f"[dim]{len(calls)} of {total} cached calls in {escape(cache_name)}[/dim]", highlight=False
     )

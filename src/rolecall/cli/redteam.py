@@ -73,7 +73,9 @@ def redteam_command(
     ),
     temperature: float = typer.Option(0.7, min=0.0, max=2.0, help="--model's sampling temperature"),
     max_tokens: int = typer.Option(64, min=1, help="--model's reply length"),
-    cache: Optional[Path] = typer.Option(None, help="the LLM cache (default: ROLECALL_CACHE)"),
+    cache: Optional[str] = typer.Option(
+        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+    ),
     progress: bool = typer.Option(True, help="progress bars"),
 ):
     """Simulated seniors talk to the bot and turn offensive at --attack-turn; every reply

@@ -330,7 +330,8 @@ def unanswerable_command(
 ):
     """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
     threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
-    from rolecall.llm import LLM, Cache, load_backend
+    from rolecall.llm import LLM, load_backend
+    from rolecall.llm.cache import open_cache
     from rolecall.serve.candidates import CandidateIndex
     from rolecall.serve.unanswerable import (
         MCDropoutDetector,
@@ -360,7 +361,7 @@ def unanswerable_command(
         reranker = Reranker.load(reranker_dir, _cache(features_cache))
         detectors.append(MCDropoutDetector(reranker, passes, seed))
     if "ppl" in wanted:
-        scorer = LLM(load_backend(model), Cache(settings_file.cache_path()))
+        scorer = LLM(load_backend(model), open_cache(settings_file.cache_path()))
         detectors.append(PerplexityDetector(scorer))
     results = compare_detectors(detectors, items, roc)
     _print(

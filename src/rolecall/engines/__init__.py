@@ -40,16 +40,17 @@ class LLMSettings:
     """How a worker opens its own LLM client (everything in it crosses process lines)."""
 
     model: str | None
-    cache: str  # the SQLite cache file; one machine or a shared file system in this slice
+    cache: str  # a SQLite cache file (one machine or a shared file system) or a PostgreSQL URL
     concurrency: int = 8
     retries: int = 4
 
     def open(self) -> LLM:
-        from rolecall.llm import Cache, load_backend
+        from rolecall.llm import load_backend
+        from rolecall.llm.cache import open_cache
 
         return LLM(
             load_backend(self.model),
-            Cache(self.cache),
+            open_cache(self.cache),
             concurrency=self.concurrency,
             retries=self.retries,
         )

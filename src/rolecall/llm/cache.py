@@ -1,10 +1,11 @@
-"""Persistent SQLite cache of LLM calls.
+"""Persistent SQLite cache of LLM calls (``open_cache`` also opens the PostgreSQL form).
 
 Key = SHA-256 of the canonical JSON of (backend scheme, model id, request, sample index);
 the request holds the prompt or messages, the scored text and every sampling parameter.
 Each completed call is committed at once (WAL journal), so a run killed at any point keeps
 every finished call and a re-run asks the backend only for the rest. Failures are never
-cached: a re-run tries them again.
+cached: a re-run tries them again. A ``postgresql://`` URL in place of the file names the
+shared form (``cache_postgres.py``): one cache for every machine of a cluster.
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rolecall.errors import InputFileError
+from rolecall.errors import ConfigError, InputFileError
 from rolecall.llm.base import Completion, Request
+
+if TYPE_CHECKING:
+    from rolecall.llm.cache_postgres import PostgresCache
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -41,6 +46,31 @@ def cache_key(scheme: str, model_id: str, request: Request, sample_index: int) -
     }
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+def is_postgres_url(where: object) -> bool:
+    """Whether ``where`` (a ``--cache`` value) names a PostgreSQL cache, not a file."""
+    return isinstance(where, str) and where.split("://", 1)[0].lower() in POSTGRES_SCHEMES
+
+
+def open_cache(where: str | Path) -> Cache | PostgresCache:
+    """The cache ``where`` names: a SQLite file (or ``":memory:"``), or, for a
+    ``postgresql://`` / ``postgresql+psycopg://`` URL, a table on that PostgreSQL server
+    (``PostgresCache``, the same interface)."""
+    if is_postgres_url(where):
+        from rolecall.llm.cache_postgres import PostgresCache  # SQLAlchemy: only when used
+
+        return PostgresCache(str(where))
+    if isinstance(where, str) and "://" in where:
+        raise ConfigError(
+            f"the LLM cache {where.split('://')[0]}:// is not a file or a PostgreSQL URL",
+            fix="give --cache (or ROLECALL_CACHE) a file path (a SQLite cache) or "
+            "postgresql://user:password@host:5432/dbname (a cache a cluster shares)",
+        )
+    return Cache(where)
 
 
 class Cache:
