@@ -9,7 +9,9 @@ What can be lost at a kill: the rows of batches that never reached the driver. T
 finished calls are in the SQLite cache (each committed by the actor the moment it
 finishes), so the rerun answers them from there; only the calls cut off in flight by the
 kill are asked again: received by the server, but Ray ends a dead driver's job and kills
-its actors before their answers land (at most the actors' concurrency, 2 x 4 here). The
+its actors before their answers land (at most the actors' concurrency, 2 x 4 here). It runs
+twice: with the SQLite cache file, and with the cache on a real PostgreSQL server
+(``postgresql://``, the form a cluster of machines shares; tests/postgres.py). The
 test also checks that nothing of the killed run is left: no process of the driver's
 session, its job dead and every CPU its actors held free again.
 """
@@ -21,10 +23,14 @@ import os
 import signal
 import sqlite3
 import time
+import uuid
 from pathlib import Path
 
-from tests.cli_runs import cached_calls, last_run_stats, lines, rolecall, run_to_end
+import pytest
+
+from tests.cli_runs import last_run_stats, lines, rolecall, run_to_end
 from tests.llm.flaky_server import FakeOpenAIServer
+from tests.postgres import _admin, _with_database
 
 PROMPTS = 200
 
@@ -90,9 +96,40 @@ def wait_for_release(ray, own_job: str, limit: float = 30) -> None:
         time.sleep(0.1)
 
 
-def cached_prompts(cache: Path) -> set[str]:
-    with sqlite3.connect(cache) as db:
-        return {json.loads(text)["prompt"] for (text,) in db.execute("SELECT request FROM calls")}
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def cache(request, tmp_path):
+    """Where the run keeps its calls: a SQLite file, or a new database on the PostgreSQL
+    test server named by a bare ``postgresql://`` URL."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "run" / "cache.sqlite")
+        return
+    server_url = request.getfixturevalue("postgres_url")
+    name = f"r_{uuid.uuid4().hex[:12]}"
+    _admin(server_url, f"CREATE DATABASE {name}")
+    try:
+        url = _with_database(server_url, name)
+        yield url.replace("postgresql+psycopg://", "postgresql://")
+    finally:
+        _admin(server_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def cached_requests(cache: str) -> list[str]:
+    """The request of every cached call, read straight from the file or the server."""
+    if not cache.startswith("postgresql://"):
+        with sqlite3.connect(cache) as db:
+            return [text for (text,) in db.execute("SELECT request FROM calls")]
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(cache.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(text("SELECT request FROM calls")).scalars())
+    finally:
+        engine.dispose()
+
+
+def cached_prompts(cache: str) -> set[str]:
+    return {json.loads(text)["prompt"] for text in cached_requests(cache)}
 
 
 def prompts_asked(requests: list[dict]) -> list[str]:
@@ -100,16 +137,16 @@ def prompts_asked(requests: list[dict]) -> list[str]:
 
 
 def test_a_killed_ray_driver_resumes_with_nothing_lost_doubled_or_asked_twice(
-    ray_cluster, tmp_path
+    ray_cluster, tmp_path, cache
 ):
     ray = ray_cluster
     own_job = ray.get_runtime_context().get_job_id()
     prompts = write_prompts(tmp_path / "prompts.jsonl", PROMPTS)
-    out, cache = tmp_path / "run" / "out.jsonl", tmp_path / "run" / "cache.sqlite"
+    out = tmp_path / "run" / "out.jsonl"
     env = {"RAY_ADDRESS": ray.get_runtime_context().gcs_address}
 
     with FakeOpenAIServer(delay=0.1) as server:
-        args = ["llm", "batch", str(prompts), "--out", str(out), "--cache", str(cache)]
+        args = ["llm", "batch", str(prompts), "--out", str(out), "--cache", cache]
         args += ["-m", f"openai:{server.url}?model=m", "--no-progress", "--retries", "0"]
         args += ["--engine", "ray", "--workers", "2"]
         # 2 actors of 4 concurrent calls, batches of 64: the first batch back (64 rows)
@@ -120,7 +157,7 @@ def test_a_killed_ray_driver_resumes_with_nothing_lost_doubled_or_asked_twice(
         first = out.read_bytes()
         first = first[: first.rfind(b"\n") + 1]  # a line cut by the kill is not a row
         written = first.count(b"\n")
-        finished = cached_calls(cache)  # the actors are gone: nothing more can finish
+        finished = len(cached_requests(cache))  # the actors are gone: nothing more finishes
         finished_prompts = cached_prompts(cache)
         asked_before = server.calls
         assert 0 < written < PROMPTS, "the kill did not land mid-run"
@@ -139,6 +176,8 @@ def test_a_killed_ray_driver_resumes_with_nothing_lost_doubled_or_asked_twice(
     assert final.startswith(first), "the first run's rows were rewritten"
     assert len(ids) == len(set(ids)) == PROMPTS  # 0 duplicated, 0 lost
     assert set(ids) == {f"p{i}" for i in range(PROMPTS)}
+    assert len(cached_requests(cache)) == PROMPTS  # every call once in the cache
+    assert not list(tmp_path.glob("**/postgresql*")), "a URL was taken for a file name"
 
     # the rerun asked only what had not finished: no call answered before the kill again
     assert stats["failures"] == 0
