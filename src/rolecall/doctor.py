@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rolecall import config
+from rolecall.llm.cache import shown as shown_cache
 from rolecall.llm.embedded import PACKAGE, embedded_model_path
 from rolecall.llm.probe import build_summary, cpu_summary
 from rolecall.llm.registry import backend_entry, default_model, known_schemes, missing_requirements
@@ -49,7 +50,7 @@ def backends_table() -> Table:
 def run_doctor(out: Console, model: str | None, check: bool) -> bool:
     """Print the report; return False when the model check fails."""
     out.print(f"ROLECALL_HOME: {config.home()}")
-    out.print(f"LLM cache:     {config.cache_path()}")
+    out.print(f"LLM cache:     {shown_cache(config.cache_path())}")
     out.print(f"default model: {default_model()}")
     out.print(f"CPU:           {cpu_summary()}")
     out.print(f"llama.cpp:     {build_summary()}")

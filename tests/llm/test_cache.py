@@ -81,3 +81,11 @@ def test_each_stored_call_keeps_the_time_it_was_stored(tmp_path):
     with sqlite3.connect(tmp_path / "c.sqlite") as db:
         stored = db.execute("SELECT created FROM calls WHERE key = 'k'").fetchone()[0]
     assert before <= stored <= after
+
+
+def test_a_postgres_cache_url_is_shown_without_its_password():
+    from rolecall.llm.cache import shown
+
+    assert shown("postgresql://ann:s3cret@db:5432/calls") == "postgresql://ann:***@db:5432/calls"
+    assert shown("postgresql://ann@db/calls") == "postgresql://ann@db/calls"
+    assert shown("/tmp/calls.sqlite") == "/tmp/calls.sqlite"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -54,6 +55,13 @@ POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 def is_postgres_url(where: object) -> bool:
     """Whether ``where`` (a ``--cache`` value) names a PostgreSQL cache, not a file."""
     return isinstance(where, str) and where.split("://", 1)[0].lower() in POSTGRES_SCHEMES
+
+
+def shown(where: str | Path) -> str:
+    """``where`` as it may be printed: a PostgreSQL URL with its password masked."""
+    if not is_postgres_url(where):
+        return str(where)
+    return re.sub(r"^([^:]+://[^:/@]*:)[^@]*@", r"\1***@", str(where))
 
 
 def open_cache(where: str | Path) -> Cache | PostgresCache:
