@@ -355,6 +355,7 @@ def test_database_url_default_env_and_normalisation(monkeypatch, tmp_path):
     [
         ("not a url", "malformed database URL"),
         ("postgresql+psycopg//user@host/db", "malformed database URL"),
+        ("postgresql://user@host:port/db", "malformed database URL"),
         ("mysql://user@host/db", "supports SQLite and PostgreSQL"),
         ("postgresql+psycopg://user@host:5432", "names no database"),
     ],

@@ -58,7 +58,7 @@ def _parse(raw: str) -> URL:
     """Validate a URL early, so a typo fails here and not deep inside a request."""
     try:
         parsed = make_url(raw)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise ConfigError(
             f"malformed database URL {raw!r}",
             fix=f"use {URL_FORMAT} (argument --db or ${ENV_VAR})",
