@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from rolecall.errors import InputFileError  # noqa: E402
-from rolecall.train.backbone import Backbone, load_backbone  # noqa: E402
+from rolecall.errors import ConfigError, InputFileError  # noqa: E402
+from rolecall.train.backbone import Backbone, keep_layers, load_backbone  # noqa: E402
 from rolecall.train.features import Features, mean_pool  # noqa: E402
 from tests.tiny_models import tiny_backbone  # noqa: E402
 
@@ -111,3 +113,87 @@ def test_a_shard_half_written_by_a_killed_run_is_dropped(tmp_path):
     assert names == ["shard-00000.npz", "shard-00001.npz"]
     hidden, _ = Features(backbone, tmp_path / "features").texts(TEXTS, 16)
     assert hidden.shape[0] == len(TEXTS)
+
+
+# ---- the layer setting: a backbone cut after layer N -------------------------------------
+
+
+def tiny_gemma(layer=None, frozen=True):
+    """A random 3-layer Gemma 3 (final norm, sliding and full attention) on the tiny
+    tokenizer, cut to ``layer`` layers."""
+    from transformers import Gemma3TextConfig, Gemma3TextModel
+
+    from tests.tiny_models import tiny_tokenizer
+
+    tokenizer = tiny_tokenizer(TEXTS * 3, vocab_size=120)
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        sliding_window=3,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+    )
+    return Backbone(Gemma3TextModel(config), tokenizer, "tiny", frozen, layer)
+
+
+def test_a_cut_gemma_gives_its_layer_through_the_final_norm():
+    whole = tiny_gemma()
+    batch = whole.batch_texts(TEXTS, 16)
+    with torch.no_grad():
+        output = whole.model(**batch, output_hidden_states=True)
+    for layer in (1, 2):
+        cut = tiny_gemma(layer)
+        assert cut.layer == layer and len(cut.model.layers) == layer
+        assert cut.model.config.layer_types == whole.model.config.layer_types[:layer]
+        hidden, mask = cut.encode(TEXTS, 16)
+        expected = whole.model.norm(output.hidden_states[layer])
+        assert torch.allclose(hidden[mask], expected[mask], atol=1e-5)
+        assert not torch.allclose(hidden[mask], output.last_hidden_state[mask], atol=1e-3)
+    assert tiny_gemma(3).layer is None  # all layers: the whole model, same identity
+    assert tiny_gemma(3).identity == whole.identity != tiny_gemma(2).identity
+    assert tiny_gemma(1).identity != tiny_gemma(2).identity
+
+
+def test_a_cut_bert_gives_its_layer_and_bad_layers_are_refused():
+    whole = tiny_backbone(TEXTS * 3, vocab_size=120, layers=3, dropout=0.0)
+    whole.train(False)
+    batch = whole.batch_texts(TEXTS, 16)
+    with torch.no_grad():
+        expected = whole.model(**batch, output_hidden_states=True).hidden_states[2]
+    cut = tiny_backbone(TEXTS * 3, vocab_size=120, layers=3, dropout=0.0)
+    assert keep_layers(cut.model, 2) == 2 and len(cut.model.encoder.layer) == 2
+    cut.train(False)
+    with torch.no_grad():
+        assert torch.allclose(cut.encode(TEXTS, 16)[0], expected, atol=1e-5)
+    for bad in (0, 4):
+        with pytest.raises(ConfigError, match="has 3 transformer layers"):
+            keep_layers(tiny_backbone(TEXTS, vocab_size=120, layers=3).model, bad)
+
+
+def test_the_layer_is_saved_and_old_directories_load_whole(tmp_path):
+    cut = tiny_gemma(2)
+    cut.save(tmp_path / "copied")  # a tiny backbone is saved whole (copied)
+    again = Backbone.load(tmp_path / "copied")
+    assert again.layer == 2 and again.identity == cut.identity
+    assert torch.allclose(again.encode(TEXTS, 16)[0], cut.encode(TEXTS, 16)[0])
+    # a frozen model directory is saved as a reference and cut again on load
+    whole = tiny_gemma()
+    whole.model.save_pretrained(tmp_path / "hf")
+    whole.tokenizer.save_pretrained(tmp_path / "hf")
+    reference = load_backbone(str(tmp_path / "hf"), frozen=True, layer=1)
+    assert load_backbone(str(tmp_path / "hf"), frozen=True).layer is None  # a user's: all
+    reference.save(tmp_path / "model")
+    info = json.loads((tmp_path / "model" / "backbone.json").read_text())
+    assert info["layer"] == 1 and info["copied"] is False
+    loaded = Backbone.load(tmp_path / "model")
+    assert loaded.layer == 1 and len(loaded.model.layers) == 1
+    assert torch.allclose(loaded.encode(TEXTS, 16)[0], reference.encode(TEXTS, 16)[0])
+    del info["layer"]  # written before the setting existed
+    (tmp_path / "model" / "backbone.json").write_text(json.dumps(info))
+    old = Backbone.load(tmp_path / "model")
+    assert old.layer is None and len(old.model.layers) == 3

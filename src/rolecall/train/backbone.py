@@ -18,6 +18,13 @@ assembled by hand, the same way for every tokenizer: ``[CLS] history [SEP] respo
 (BOS/EOS where the tokenizer has no CLS/SEP), the history cut from the *left* (its end, the
 last utterance, matters most) and the response from the right, segment ids 0/1 where the
 model has segment embeddings. Nothing is ever downloaded: loads are ``local_files_only``.
+
+``layer=N`` keeps the first N transformer layers only (the module list and
+``config.num_hidden_layers`` / ``layer_types`` are cut): the states are those of layer N,
+through the model's final norm where it has one, exactly what the full model's layer N
+would give a head, and extraction does N/L of the work. The layer is part of the
+backbone's identity (feature cache keys) and of ``backbone.json``; a directory saved
+before the setting existed loads whole.
 """
 
 from __future__ import annotations
@@ -27,9 +34,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rolecall.errors import BackendNotInstalled, InputFileError
+from rolecall.errors import BackendNotInstalled, ConfigError, InputFileError
 
 EMBEDDED = "embedded"
+EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
+# layers kept of the embedded Gemma when none is asked for (None: all)
+EMBEDDED_LAYER: int | None = None
+# where a transformers model keeps its list of transformer layers
+LAYER_LISTS = ("layers", "encoder.layer", "h", "model.layers", "decoder.layers", "transformer.h")
 BACKBONE_DIR = "backbone"
 SOURCE_FILE = "backbone.json"
 
@@ -52,8 +64,11 @@ class Backbone:
     backbone never trains and runs under ``no_grad`` in eval mode (no dropout).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, source: str, frozen: bool):
+    def __init__(
+        self, model: Any, tokenizer: Any, source: str, frozen: bool, layer: int | None = None
+    ):
         self.model, self.tokenizer, self.source, self.frozen = model, tokenizer, source, frozen
+        self.layer = keep_layers(model, layer)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         config = model.config
@@ -72,8 +87,9 @@ class Backbone:
 
     @property
     def identity(self) -> str:
-        """What the cached features of this backbone are keyed by."""
-        return f"{self.source}|{type(self.model).__name__}|{self.hidden_size}"
+        """What the cached features of this backbone are keyed by (a cut one: its layer)."""
+        whole = f"{self.source}|{type(self.model).__name__}|{self.hidden_size}"
+        return whole if self.layer is None else f"{whole}|layer={self.layer}"
 
     def parameters(self):
         return self.model.parameters()
@@ -175,7 +191,9 @@ class Backbone:
             self.model.save_pretrained(directory / BACKBONE_DIR)
             self.tokenizer.save_pretrained(directory / BACKBONE_DIR)
         (directory / SOURCE_FILE).write_text(
-            json.dumps({"source": self.source, "frozen": self.frozen, "copied": copy}),
+            json.dumps(
+                {"source": self.source, "frozen": self.frozen, "copied": copy, "layer": self.layer}
+            ),
             encoding="utf-8",
         )
 
@@ -189,11 +207,13 @@ class Backbone:
                 fix="point at the directory that 'rolecall train' wrote",
             )
         info = json.loads(path.read_text(encoding="utf-8"))
+        layer = info.get("layer")  # absent (saved before the setting): the whole model
         if info["copied"]:
-            backbone = _from_directory(directory / BACKBONE_DIR, info["frozen"])
+            backbone = _from_directory(directory / BACKBONE_DIR, info["frozen"], layer)
             backbone.source = info["source"]
+            backbone.layer = layer  # saved already cut: its config counts only these
             return backbone
-        return load_backbone(info["source"], frozen=info["frozen"])
+        return _load_source(info["source"], info["frozen"], layer)
 
 
 def _cut(ids: list[int], room: int, side: str) -> list[int]:
@@ -205,13 +225,67 @@ def _cut(ids: list[int], room: int, side: str) -> list[int]:
     return ids[len(ids) - room :] if side == "left" else ids[:room]
 
 
-def load_backbone(name: str, frozen: bool | None = None) -> Backbone:
+def layer_list(model: Any) -> tuple[Any, str, Any] | None:
+    """(parent module, attribute, ``ModuleList``) of a model's transformer layers, found
+    at one of ``LAYER_LISTS``; None where it has none of them."""
+    for path in LAYER_LISTS:
+        *steps, name = path.split(".")
+        parent = model
+        for step in steps:
+            parent = getattr(parent, step, None)
+        layers = getattr(parent, name, None)
+        if layers is not None and hasattr(layers, "__len__") and hasattr(layers, "__getitem__"):
+            return parent, name, layers
+    return None
+
+
+def keep_layers(model: Any, layer: int | None) -> int | None:
+    """Cut ``model`` to its first ``layer`` transformer layers, in place (None or the
+    model's own count: unchanged). Returns the layers kept, None for all."""
+    if layer is None:
+        return None
+    found = layer_list(model)
+    if found is None:
+        raise ConfigError(
+            f"cannot find the transformer layers of {type(model).__name__} to keep {layer}",
+            fix="leave the layer setting out for this model (it is kept whole)",
+        )
+    parent, name, layers = found
+    total = len(layers)
+    if not 1 <= layer <= total:
+        raise ConfigError(
+            f"layer {layer} is out of range: the model has {total} transformer layers",
+            fix=f"give a layer from 1 to {total} ({total}: the whole model)",
+        )
+    if layer == total:
+        return None
+    import torch
+
+    setattr(parent, name, torch.nn.ModuleList(list(layers)[:layer]))
+    config = model.config
+    config.num_hidden_layers = layer
+    if isinstance(getattr(config, "layer_types", None), list):
+        config.layer_types = config.layer_types[:layer]
+    return layer
+
+
+def load_backbone(name: str, frozen: bool | None = None, layer: int | None = None) -> Backbone:
     """``"embedded"`` (frozen unless told otherwise) or a local model directory (trainable
-    unless told otherwise)."""
+    unless told otherwise). ``layer``: keep the first ``layer`` transformer layers (default:
+    ``EMBEDDED_LAYER`` for the embedded model, all of a model directory's; the model's
+    own layer count keeps them all)."""
+    if name == EMBEDDED:
+        frozen = True if frozen is None else frozen
+        return _load_source(name, frozen, EMBEDDED_LAYER if layer is None else layer)
+    return _load_source(name, False if frozen is None else frozen, layer)
+
+
+def _load_source(name: str, frozen: bool, layer: int | None) -> Backbone:
+    """``load_backbone`` with every setting given (``layer`` None: all layers)."""
     if name == EMBEDDED:
         from rolecall.llm.hf import embedded_snapshot
 
-        backbone = _from_directory(embedded_snapshot(), True if frozen is None else frozen)
+        backbone = _from_directory(embedded_snapshot(), frozen, layer)
         backbone.source = EMBEDDED
         return backbone
     path = Path(name).expanduser()
@@ -223,12 +297,12 @@ def load_backbone(name: str, frozen: bool | None = None) -> Backbone:
             "weights, tokenizer files) or 'embedded'; nothing is "
             "downloaded from a model hub",
         )
-    backbone = _from_directory(path, False if frozen is None else frozen)
+    backbone = _from_directory(path, frozen, layer)
     backbone.source = str(path.resolve())
     return backbone
 
 
-def _from_directory(path: Path, frozen: bool) -> Backbone:
+def _from_directory(path: Path, frozen: bool, layer: int | None = None) -> Backbone:
     _torch()
     from transformers import AutoModel, AutoTokenizer
 
@@ -241,4 +315,4 @@ def _from_directory(path: Path, frozen: bool) -> Backbone:
             f"transformers cannot load this model: {exc}",
             fix="check that the directory holds config.json, the weights and the tokenizer files",
         ) from exc
-    return Backbone(model, tokenizer, str(path), frozen)
+    return Backbone(model, tokenizer, str(path), frozen, layer)
