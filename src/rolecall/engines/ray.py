@@ -89,18 +89,20 @@ class _Worker:
 
 
 def server_bound(model: str | None) -> int | None:
-    """The calls one OpenAI-compatible server is given at once (its model string's
-    ``max_concurrency``, else the backend's default), which all the actors share: split
-    between them, so the server sees no more on Ray than from one local client. ``None``
-    for an in-process backend: every actor loads its own model."""
+    """The calls OpenAI-compatible servers are given at once: the model string's
+    ``max_concurrency`` (else the backend's default) per server, times the servers of a
+    pool (``openai:URL1,URL2?...``). All the actors share it: split between them, so the
+    servers see no more on Ray than from one local client. ``None`` for an in-process
+    backend: every actor loads its own model."""
     spec = parse_model_string(model)
     if spec.scheme != "openai":
         return None
     from rolecall.llm.openai_compat import OpenAIOptions
 
     default = OpenAIOptions.model_fields["max_concurrency"].default
+    servers = len(spec.location.split(","))
     try:
-        return max(1, int(spec.options.get("max_concurrency", default)))
+        return max(1, int(spec.options.get("max_concurrency", default))) * servers
     except ValueError:
         return None  # load_backend reports the bad option in the actor, as locally
 

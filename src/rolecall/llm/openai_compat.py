@@ -4,6 +4,11 @@ This covers vLLM, SGLang, Ollama, llama.cpp's server (``python -m llama_cpp.serv
 and hosted APIs. Model string::
 
     openai:http://localhost:8000/v1?model=NAME&timeout=60&chat=false
+    openai:http://node1:8000/v1,http://node2:8000/v1?model=NAME
+
+Several comma-separated base URLs make a pool of servers that serve the same model (one
+vLLM per GPU node): each call goes to the least busy one, and one that just failed as if it
+were down is skipped for a while (see ``server_pool.py``).
 
 Options (all optional):
 
@@ -12,7 +17,9 @@ Options (all optional):
   llama.cpp server) and otherwise fails with the list of names to choose from.
 - ``api_key_env``: the environment variable holding the API key (``OPENAI_API_KEY``); if it
   is unset the key ``EMPTY`` is sent, which local servers accept.
-- ``timeout``: seconds per call (120). ``max_concurrency``: concurrent calls (16).
+- ``timeout``: seconds per call (120). ``max_concurrency``: concurrent calls per server
+  (16); a pool of N servers takes N times as many. ``cooldown``: seconds a pool skips a
+  server whose last call found it down (15).
 - ``chat`` / ``completion``: whether the server serves chat messages (the model has a chat
   template) / plain-prompt completions (hosted chat models do not). ``logprobs``: whether it
   returns token logprobs. ``json_schema``: whether it honours ``response_format`` with a
@@ -35,7 +42,6 @@ import math
 import os
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +55,7 @@ from rolecall.llm.base import (
     sample_seed,
 )
 from rolecall.llm.registry import BackendEntry, register_backend
+from rolecall.llm.server_pool import ServerPool, Ticket, split_base_urls
 
 DUMMY_KEY = "EMPTY"
 # Servers send -inf (or an overflowed number) for impossible alternatives; JSON (and so the
@@ -67,11 +74,12 @@ class OpenAIOptions(BaseModel):
     logprobs: bool = True
     json_schema: bool = True
     max_concurrency: int = Field(16, ge=1, le=1024)
+    cooldown: float = Field(15.0, ge=0)
 
 
 class OpenAIBackend(Backend):
-    """One OpenAI-compatible server and model. The SDK client is shared by every thread
-    (its ``httpx`` connection pool is thread-safe)."""
+    """One model on one OpenAI-compatible server, or on a pool of them. One SDK client per
+    server, shared by every thread (its ``httpx`` connection pool is thread-safe)."""
 
     scheme = "openai"
     supports_completion = True
@@ -88,19 +96,25 @@ class OpenAIBackend(Backend):
         # before checking ``requires``, so a missing package is then reported cleanly.
         import openai
 
-        self.base_url = check_base_url(base_url)
+        self.base_urls = split_base_urls(base_url)
+        self.base_url = ",".join(self.base_urls)  # one server: its URL, as before pools
         self.options = options
-        self.max_concurrency = options.max_concurrency
+        self.max_concurrency = options.max_concurrency * len(self.base_urls)
         self._key_was_set = bool(os.environ.get(options.api_key_env))
-        self._client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=os.environ.get(options.api_key_env) or DUMMY_KEY,
-            timeout=options.timeout,
-            max_retries=0,  # LLM retries with back-off and counts them; no double retrying
-        )
+        self._clients = [
+            openai.OpenAI(
+                base_url=url,
+                api_key=os.environ.get(options.api_key_env) or DUMMY_KEY,
+                timeout=options.timeout,
+                max_retries=0,  # LLM retries with back-off and counts them; no double retrying
+            )
+            for url in self.base_urls
+        ]
+        self.pool = ServerPool(len(self.base_urls), options.max_concurrency, options.cooldown)
         self.model = options.model  # set first: error messages name it
         if self.model is None:
             self.model = self._discover_model()
+        # part of every cache key: one server's stays f"{url}#{model}", so old caches hold
         self.model_id = f"{self.base_url}#{self.model}"
         # what this backend can do depends on the server, so the options narrow the flags
         self.supports_chat = options.chat
@@ -120,19 +134,25 @@ class OpenAIBackend(Backend):
     def complete(self, request: Request, sample_index: int = 0) -> Completion:
         self.check_request(request)  # also here: a server would silently ignore the schema
         args = self._common_args(request, sample_index)
+        ticket: Ticket = self.pool.acquire()
+        client, down = self._clients[ticket.server], False
         try:
             if request.kind == "chat":
                 return _chat_completion(
-                    self._client.chat.completions.create(
+                    client.chat.completions.create(
                         messages=[m.model_dump() for m in request.messages or ()], **args
                     )
                 )
-            return _text_completion(self._client.completions.create(prompt=request.prompt, **args))
+            return _text_completion(client.completions.create(prompt=request.prompt, **args))
         except Exception as exc:
-            raise self._backend_error(exc) from exc
+            down = _server_seems_down(exc)
+            raise self._backend_error(exc, self.base_urls[ticket.server]) from exc
+        finally:
+            self.pool.release(ticket, down=down)
 
     def close(self) -> None:
-        self._client.close()
+        for client in self._clients:
+            client.close()
         super().close()
 
     def _common_args(self, request: Request, sample_index: int) -> dict[str, Any]:
@@ -164,29 +184,44 @@ class OpenAIBackend(Backend):
         return args
 
     def _discover_model(self) -> str:
-        try:
-            names = [m.id for m in self._client.models.list()]
-        except Exception as exc:
-            error = self._backend_error(exc)
+        """The one model the first answering server serves, checked to be served by every
+        other answering server of a pool (one that does not answer is left to the calls)."""
+        served: dict[str, list[str]] = {}
+        failures: list[tuple[BackendError, Exception]] = []
+        for url, client in zip(self.base_urls, self._clients, strict=True):
+            try:
+                served[url] = [m.id for m in client.models.list()]
+            except Exception as exc:
+                failures.append((self._backend_error(exc, url), exc))
+        if not served:
+            error, exc = failures[0]
             raise BackendError(
                 f"no model named in the model string, and listing the models failed: "
                 f"{error.message}",
                 fix=f"name the model: openai:{self.base_url}?model=NAME; or {error.fix}",
             ) from exc
-        if len(names) == 1:
-            return names[0]
-        listed = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "") or "none"
-        raise BadModelString(
-            f"the model string names no model and the server at {self.base_url} serves "
-            f"{len(names)} models ({listed}), so rolecall cannot pick one",
-            fix=f"add ?model=NAME to openai:{self.base_url}",
-        )
+        first, names = next(iter(served.items()))
+        if len(names) != 1:
+            raise BadModelString(
+                f"the model string names no model and the server at {first} serves "
+                f"{len(names)} models ({_listed(names)}), so rolecall cannot pick one",
+                fix=f"add ?model=NAME to openai:{self.base_url}",
+            )
+        for url, others in served.items():
+            if names[0] not in others:
+                raise BadModelString(
+                    f"the server {url} does not serve '{names[0]}', which {first} serves "
+                    f"(it serves {_listed(others)}); a pool's servers must serve one model",
+                    fix=f"serve '{names[0]}' on {url} too, or leave {url} out of the pool",
+                )
+        return names[0]
 
-    def _backend_error(self, exc: Exception) -> BackendError:
-        """Translate an SDK exception: transient ones are retried by ``LLM``."""
+    def _backend_error(self, exc: Exception, url: str) -> BackendError:
+        """Translate an SDK exception from the server at ``url``: transient ones are
+        retried by ``LLM``."""
         import openai
 
-        where = f"OpenAI-compatible server {self.base_url} (model {self.model or '?'})"
+        where = f"OpenAI-compatible server {url} (model {self.model or '?'})"
         if isinstance(exc, BackendError):  # raised by the response parsing here
             return BackendError(f"{where}: {exc.message}", exc.fix, exc.transient)
         if isinstance(exc, openai.APITimeoutError):
@@ -207,12 +242,12 @@ class OpenAIBackend(Backend):
             message = re.sub(r"^Error code: \d+ - ", "", exc.message)
             detail = f"{where}: HTTP {status}: {_short(message)}"
             if status >= 500 and _is_request_validation_error(message):
-                return BackendError(detail, fix=self._status_fix(400, message))
+                return BackendError(detail, fix=self._status_fix(400, url, message))
             if status >= 500 or status in _TRANSIENT_STATUS:
                 return BackendError(
                     detail, fix="wait for the server, or lower the concurrency", transient=True
                 )
-            return BackendError(detail, fix=self._status_fix(status, message))
+            return BackendError(detail, fix=self._status_fix(status, url, message))
         if isinstance(exc, openai.OpenAIError):  # e.g. a response that is not the API's JSON
             return BackendError(
                 f"{where}: {_short(str(exc))}",
@@ -220,7 +255,7 @@ class OpenAIBackend(Backend):
             )
         return BackendError(f"{where}: {type(exc).__name__}: {_short(str(exc))}")
 
-    def _status_fix(self, status: int, message: str = "") -> str:
+    def _status_fix(self, status: int, url: str, message: str = "") -> str:
         env = self.options.api_key_env
         if status == 401:
             state = "is set but was refused" if self._key_was_set else "is not set"
@@ -232,7 +267,7 @@ class OpenAIBackend(Backend):
             return f"the key in {env} has no access to model '{self.model}'; use another key"
         if status == 404:
             return (
-                f"check the model name (?model={self.model}; GET {self.base_url}/models "
+                f"check the model name (?model={self.model}; GET {url}/models "
                 "lists them) and that the base URL ends with /v1; for a chat-only "
                 "server add ?completion=false, for a model without chat template "
                 "?chat=false"
@@ -250,29 +285,22 @@ class OpenAIBackend(Backend):
         )
 
 
-def check_base_url(url: str) -> str:
-    """The server's base URL without a trailing slash; ``BadModelString`` if unusable."""
-    example = "openai:http://localhost:8000/v1?model=NAME"
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise BadModelString(
-            f"'{url}' is not an http:// or https:// URL",
-            fix=f"write the server's base URL, e.g. {example}",
-        )
-    try:
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        port_ok = False
-    if not parts.hostname or not port_ok:
-        raise BadModelString(
-            f"'{url}' has no valid host[:port]", fix=f"write the server's base URL, e.g. {example}"
-        )
-    if parts.query or parts.fragment:
-        raise BadModelString(
-            f"'{url}' has a query or fragment, a base URL has neither",
-            fix=f"put options after '?' only once, e.g. {example}",
-        )
-    return url.rstrip("/")
+def _server_seems_down(exc: Exception) -> bool:
+    """Whether a failed call says more about the server than about the request: no
+    connection, no answer in time, or a 5xx that is not a refused request body."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError is one too
+        return True
+    return (
+        isinstance(exc, openai.APIStatusError)
+        and exc.status_code >= 500
+        and not _is_request_validation_error(exc.message)
+    )
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:20]) + (", ..." if len(names) > 20 else "") or "none"
 
 
 def _is_request_validation_error(message: str) -> bool:
