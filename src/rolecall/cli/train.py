@@ -20,7 +20,13 @@ from typing import Any, Optional
 import typer
 
 from rolecall import config as settings_file
-from rolecall.cli.common import field_default, out, train_config, validated
+from rolecall.cli.common import (
+    RAY_ADDRESS_OPTION,
+    field_default,
+    out,
+    train_config,
+    validated,
+)
 from rolecall.errors import ConfigError
 from rolecall.train.settings import (
     GENERATOR_TRAINING,
@@ -52,15 +58,56 @@ def _cache(features_cache: Optional[Path]) -> Path:
     return features_cache or settings_file.home() / "features"
 
 
+def _backbone_options(values: dict) -> dict[str, Any]:
+    """``load_backbone``'s options beyond ``frozen`` given on the command line (--layer)."""
+    return {"layer": values["layer"]} if values.get("layer") is not None else {}
+
+
 def _backbone_training(values: dict) -> tuple[Any, TrainConfig, Path]:
     """The loaded backbone, ``TrainConfig`` and features cache of a command's options (its
-    ``locals()``: --backbone, --frozen/--trainable, the TrainConfig options, --features-cache)."""
+    ``locals()``: --backbone, --frozen/--trainable, --layer, the TrainConfig options,
+    --features-cache)."""
     from rolecall.train.backbone import load_backbone
 
     config = train_config(values)
     backbone = values["backbone"]
-    model = load_backbone(backbone, _frozen(backbone, values["frozen"]))
+    model = load_backbone(
+        backbone, _frozen(backbone, values["frozen"]), **_backbone_options(values)
+    )
     return model, config, _cache(values["features_cache"])
+
+
+def _features_on_ray(model_kind: str, values: dict, hard_negatives: Any = None) -> None:
+    """``--engine ray``: the frozen backbone's states this run reads, extracted on Ray into
+    the features cache before training here (``train/features_ray.py``); from a command's
+    ``locals()`` after ``_backbone_training``."""
+    engine = values["engine_name"]
+    if engine == "local":
+        return
+    if engine != "ray":
+        raise ConfigError(f"unknown engine '{engine}'", fix="use local or ray")
+    backbone = values["model"]
+    if not backbone.frozen:
+        raise ConfigError(
+            "--engine ray extracts a frozen backbone's features; a trainable one trains here",
+            fix="add --frozen, or use --engine local",
+        )
+    from rolecall.train.features_ray import extract_for_training, training_inputs
+
+    inputs = training_inputs(
+        model_kind, values["examples"], values["settings"], backbone, hard_negatives
+    )
+    extract_for_training(
+        inputs,
+        backbone,
+        values["backbone"],
+        {},  # load_backbone's options beyond frozen: none are offered here yet
+        values["cache"],
+        workers=values["workers"],
+        address=values["ray_address"],
+        batch_size=values["config"].batch_size,
+        progress=values["progress"],
+    )
 
 
 def _print(metrics: dict) -> None:
@@ -88,6 +135,22 @@ CACHE = typer.Option(
     None, help="where a frozen backbone's states are kept (default: ROLECALL_HOME/features)"
 )
 PROGRESS = typer.Option(True)
+LAYER = typer.Option(
+    None,
+    min=1,
+    help="keep the backbone's first N transformer layers: their states are the features "
+    "and extraction is faster (default: the measured best for embedded, all of a model "
+    "directory's; the model's layer count keeps them all); recorded in the model directory",
+)
+FEATURES_ENGINE = typer.Option(
+    "local",
+    "--engine",
+    help="where a frozen backbone's features are extracted: local (this process) or ray "
+    "(a Ray Data job; the training then runs here)",
+)
+FEATURE_WORKERS = typer.Option(
+    2, "--workers", min=1, help="Ray actors with --engine ray, each loading the backbone once"
+)
 
 
 @train_app.command("classifier")
@@ -96,6 +159,7 @@ def train_classifier_command(
     out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
+    layer: Optional[int] = LAYER,
     max_length: int = typer.Option(
         field_default(ClassifierSettings, "max_length"),
         min=8,
@@ -113,12 +177,16 @@ def train_classifier_command(
     seed: int = SEED,
     features_cache: Optional[Path] = CACHE,
     progress: bool = PROGRESS,
+    engine_name: str = FEATURES_ENGINE,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = FEATURE_WORKERS,
 ):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
     from rolecall.train.classifier import train_classifier
 
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
     model, config, cache = _backbone_training(locals())
+    _features_on_ray("classifier", locals())
     metrics = train_classifier(
         examples, out_dir, model, settings, config, test_share, progress, cache
     )
@@ -137,6 +205,7 @@ def train_retriever_command(
     ),
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
+    layer: Optional[int] = LAYER,
     index: bool = typer.Option(
         True,
         help="also build the candidate index (FAISS) of "
@@ -150,6 +219,9 @@ def train_retriever_command(
     seed: int = SEED,
     features_cache: Optional[Path] = CACHE,
     progress: bool = PROGRESS,
+    engine_name: str = FEATURES_ENGINE,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = FEATURE_WORKERS,
 ):
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
     from rolecall.serve.candidates import build_candidate_index
@@ -158,6 +230,7 @@ def train_retriever_command(
 
     settings = validated(RetrieverSettings, kind=kind, codes=codes)
     model, config, cache = _backbone_training(locals())
+    _features_on_ray("retriever", locals())
     metrics = train_retriever(examples, out_dir, model, settings, config, progress, cache)
     if index:
         responses = [e.response for e in read_examples(examples) if e.label == "positive"]
@@ -187,6 +260,7 @@ def train_reranker_command(
     ),
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
+    layer: Optional[int] = LAYER,
     test_share: float = typer.Option(0.1, help="dialogues held out for Hits@1/K"),
     epochs: int = EPOCHS,
     batch_size: int = BATCH,
@@ -196,6 +270,9 @@ def train_reranker_command(
     seed: int = SEED,
     features_cache: Optional[Path] = CACHE,
     progress: bool = PROGRESS,
+    engine_name: str = FEATURES_ENGINE,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = FEATURE_WORKERS,
 ):
     """Reranker: the target against random (or retriever-mined) negatives."""
     from rolecall.train.reranker import train_reranker
@@ -212,6 +289,7 @@ def train_reranker_command(
             return [hit[1] for hit in hits if hit[1] != gold][:k]
 
     model, config, cache = _backbone_training(locals())
+    _features_on_ray("reranker", locals(), mined)
     metrics = train_reranker(
         examples, out_dir, model, settings, config, mined, test_share, progress, cache
     )
@@ -277,6 +355,7 @@ def _kda_judge_command(task: str, summary: str):
         backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
         views: str = typer.Option("chars,morphemes", help=JUDGE_VIEWS_HELP),  # = JUDGE_VIEWS
         frozen: Optional[bool] = FROZEN,
+        layer: Optional[int] = LAYER,
         kda_holdout: float = KDA_HOLDOUT,
         limit: Optional[int] = LIMIT,
         test_limit: Optional[int] = TEST_LIMIT,

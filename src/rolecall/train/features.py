@@ -94,6 +94,35 @@ class Features:
                 bar(len(chunk))
         self.flush()
 
+    def missing(
+        self, kind: str, items: Sequence[Any], max_length: int, **options: Any
+    ) -> dict[str, Any]:
+        """{key: item} of the ``items`` whose states are neither in memory nor on disk (the
+        first of duplicates), keyed as ``texts`` / ``pairs`` key them: what another process
+        (a Ray worker, ``features_ray.py``) should compute for this cache."""
+        if kind == "texts":
+            side = options.get("side", "right")
+            keyed = ((self._key("T", max_length, side, text), text) for text in items)
+        else:
+            second_max = options.get("second_max")
+            keyed = ((self._key("P", max_length, second_max, a, b), (a, b)) for a, b in items)
+        found: dict[str, Any] = {}
+        for key, item in keyed:
+            if key not in self._memory and key not in self._on_disk:
+                found.setdefault(key, item)
+        return found
+
+    def add(self, states: dict[str, np.ndarray]) -> None:
+        """Keep states computed elsewhere (float16 [tokens, H] per key from ``missing``);
+        a shard is written whenever ``SHARD`` are pending, as ``texts`` / ``pairs`` do,
+        and ``flush`` writes the rest."""
+        for key, value in states.items():
+            self._memory[key] = value
+            if self.cache_dir is not None:
+                self._pending[key] = value
+        if len(self._pending) >= SHARD:
+            self.flush()
+
     def flush(self) -> None:
         if self.cache_dir is None or not self._pending:
             return
