@@ -22,6 +22,7 @@ from rolecall import __version__
 from rolecall.errors import InputFileError
 from rolecall.progress import progress_bar
 from rolecall.rundir import write_json
+from rolecall.train import distributed
 from rolecall.train.backbone import Backbone
 from rolecall.train.settings import Settings as Settings  # re-exported
 from rolecall.train.settings import TrainConfig
@@ -53,7 +54,15 @@ def fit(
     LoRA-wrapped LM has only its adapters trainable); ``backbone`` may be None.
 
     ``loss_of(batch)`` returns a scalar tensor. Batches are shuffled with ``config.seed``;
-    the last short batch is kept (in-batch negatives then just has fewer).
+    the last short batch is kept (in-batch negatives then just has fewer). The history
+    holds every step's loss and each epoch's mean (``epoch_losses``).
+
+    Launched by ``torchrun`` / ``accelerate launch`` (``distributed.py``),
+    ``config.batch_size`` is the *global* batch: every process draws the same order and
+    takes every N-th item of each batch, the gradients are averaged over the processes
+    (weighted by their items) and the reported loss is the mean over the whole batch, so
+    the steps, the epochs and the loss curve are those of one process. Processes other
+    than rank 0 end (status 0) after the last step; ``fit`` returns on rank 0 only.
     """
     import torch
 
@@ -69,6 +78,10 @@ def fit(
             }
         )
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
+    trained = [p for group in groups for p in group["params"]]
+    world = distributed.join(trained[0].device if trained else None)
+    if world is not None:
+        distributed.same_start(trained)
     order = list(range(len(items)))
     rng = random.Random(config.seed)
     steps_per_epoch = math.ceil(len(items) / config.batch_size)
@@ -79,19 +92,27 @@ def fit(
     head.train()
     if backbone is not None:
         backbone.train(True)
-    with progress_bar(total, description, enabled=progress) as advance:
+    epochs: list[list[float]] = []
+    with progress_bar(total, description, enabled=progress and distributed.is_rank0()) as advance:
         while len(losses) < total:
             rng.shuffle(order)
+            epochs.append([])
             for start in range(0, len(order), config.batch_size):
                 if len(losses) >= total:
                     break
                 batch = [items[i] for i in order[start : start + config.batch_size]]
-                loss = loss_of(batch)
-                optimizer.zero_grad()
-                loss.backward()
+                if world is None:
+                    loss = loss_of(batch)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    value = float(loss.detach())
+                else:
+                    value = _distributed_step(trained, optimizer, loss_of, batch, world)
                 optimizer.step()
-                losses.append(float(loss.detach()))
+                losses.append(value)
+                epochs[-1].append(value)
                 advance(1)
+    distributed.leave_unless_rank0()
     head.eval()
     if backbone is not None:
         backbone.train(False)
@@ -100,7 +121,22 @@ def fit(
         "first_loss": losses[0],
         "last_loss": losses[-1],
         "losses": [round(x, 5) for x in losses],
+        "epoch_losses": [round(sum(e) / len(e), 5) for e in epochs],
     }
+
+
+def _distributed_step(
+    trained: list, optimizer: Any, loss_of: Callable, batch: list, world: Any
+) -> float:
+    """This rank's share of ``batch`` forward and backward, the gradients averaged over
+    the ranks; the loss of the whole batch. A rank whose share is empty still averages."""
+    mine = distributed.share(batch, world)
+    optimizer.zero_grad()
+    loss = None
+    if mine:
+        loss = loss_of(mine)
+        loss.backward()
+    return distributed.average(trained, loss, len(mine))
 
 
 def save_model(

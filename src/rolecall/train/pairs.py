@@ -18,6 +18,7 @@ from rolecall.errors import (
 )
 from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
+from rolecall.train import distributed
 from rolecall.train.backbone import Backbone, _torch, load_backbone
 from rolecall.train.data import context_text, split_by
 from rolecall.train.features import Features, mean_pool
@@ -163,14 +164,17 @@ def train_head(
     table = None
     if backbone.frozen:
         flat = [pair for group in groups for pair in group]
-        table = encode_pairs(
-            backbone,
+        features, table = distributed.filled_by_rank0(
             features,
-            [c for c, _ in flat],
-            [r for _, r in flat],
-            settings,
-            features.batch_size,
-            progress,
+            lambda features: encode_pairs(
+                backbone,
+                features,
+                [c for c, _ in flat],
+                [r for _, r in flat],
+                settings,
+                features.batch_size,
+                progress and distributed.is_rank0(),
+            ),
         )
         table = table.view(len(groups), size, -1)
 
@@ -290,7 +294,7 @@ def split_metrics(
     train: Sequence[Example], test: Sequence[Example], history: dict[str, Any], **extra: Any
 ) -> dict[str, Any]:
     """What a pair model's training reports before its held-out scores: the split sizes,
-    ``extra`` and the loss."""
+    ``extra`` and the loss (first, last, and each epoch's mean)."""
     return {
         "train_examples": len(train),
         "test_examples": len(test),
@@ -298,6 +302,7 @@ def split_metrics(
         "steps": history["steps"],
         "first_loss": history["first_loss"],
         "last_loss": history["last_loss"],
+        "epoch_losses": history["epoch_losses"],
     }
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from rolecall.errors import InputFileError
 from rolecall.records import Example
+from rolecall.train import distributed
 from rolecall.train.backbone import Backbone, _torch
 from rolecall.train.data import read_examples, unique_candidates
 from rolecall.train.features import Features
@@ -320,20 +321,26 @@ class Reranker(PairModel):
         torch = _torch()
         s = self.settings
         if self.backbone.frozen:
-            self.features.precompute(
-                "texts",
-                list(dict.fromkeys(c for c, _, _ in items)),
-                s.context_max_tokens,
-                progress,
-                side="left",
-            )
-            self.features.precompute(
-                "texts",
-                list(dict.fromkeys([*pool, *(h for _, _, hard in items for h in hard)])),
-                s.candidate_max_tokens,
-                progress,
-                side="right",
-            )
+            shown = progress and distributed.is_rank0()
+
+            def fill(features: Features) -> None:
+                features.precompute(
+                    "texts",
+                    list(dict.fromkeys(c for c, _, _ in items)),
+                    s.context_max_tokens,
+                    shown,
+                    side="left",
+                )
+                features.precompute(
+                    "texts",
+                    list(dict.fromkeys([*pool, *(h for _, _, hard in items for h in hard)])),
+                    s.candidate_max_tokens,
+                    shown,
+                    side="right",
+                )
+
+            # launched on several processes, rank 0 alone writes the cache (distributed.py)
+            self.features, _ = distributed.filled_by_rank0(self.features, fill)
         device = model_device(self.backbone)
         rng = random.Random(config.seed + 1)
 

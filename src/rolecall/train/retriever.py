@@ -34,6 +34,7 @@ from torch import nn
 
 from rolecall.errors import ConfigError
 from rolecall.progress import progress_bar
+from rolecall.train import distributed
 from rolecall.train.backbone import Backbone, load_backbone
 from rolecall.train.data import (
     read_examples,
@@ -180,11 +181,16 @@ class Retriever:
         """Run a frozen backbone once over every training text, with progress bars."""
         if not self.backbone.frozen:
             return
-        s = self.settings
+        s, progress = self.settings, progress and distributed.is_rank0()
         contexts = list(dict.fromkeys(c for c, _ in pairs))
         responses = list(dict.fromkeys(r for _, r in pairs))
-        self.features.precompute("texts", contexts, s.context_max_tokens, progress, side="left")
-        self.features.precompute("texts", responses, s.candidate_max_tokens, progress, side="right")
+
+        def fill(features: Features) -> None:
+            features.precompute("texts", contexts, s.context_max_tokens, progress, side="left")
+            features.precompute("texts", responses, s.candidate_max_tokens, progress, side="right")
+
+        # launched on several processes, rank 0 alone writes the cache (distributed.py)
+        self.features, _ = distributed.filled_by_rank0(self.features, fill)
 
     def _encode(self, texts: Sequence[str], candidates: bool, progress: bool):
         self.head.eval()
@@ -360,6 +366,7 @@ def train_retriever(
         "steps": history["steps"],
         "first_loss": round(history["first_loss"], 5),
         "last_loss": round(history["last_loss"], 5),
+        "epoch_losses": history["epoch_losses"],
         "seconds": round(time.perf_counter() - started, 2),
     }
     retriever.save(out_dir, metrics)
