@@ -116,6 +116,29 @@ def test_an_unknown_engine_is_a_config_error(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("model", "workers", "actor_bound"),
+    [
+        ("openai:http://127.0.0.1:9/v1?model=m&max_concurrency=32", 3, "10"),
+        ("openai:http://a:8000/v1,http://b:8000/v1?model=m&max_concurrency=32", 3, "10"),
+        ("openai:http://127.0.0.1:9/v1?model=m", 2, "8"),  # the default 16 split
+        ("openai:http://127.0.0.1:9/v1?model=m&max_concurrency=2", 4, "1"),  # at least 1
+    ],
+)
+def test_each_actor_opens_its_share_of_every_servers_bound(model, workers, actor_bound):
+    """With a pool's node down, each actor sends its whole share to the servers left; a
+    server then still gets at most workers x actor_bound <= its max_concurrency (but 1)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from rolecall.engines.ray import actor_model
+
+    opened = actor_model(model, workers)
+    assert opened.split("?")[0] == model.split("?")[0]  # the same servers, the same model id
+    options = parse_qs(urlsplit(opened.partition(":")[2]).query)
+    assert options["max_concurrency"] == [actor_bound] and options["model"] == ["m"]
+    assert actor_model("fake:a", workers) == "fake:a"
+
+
+@pytest.mark.parametrize(
     ("model", "concurrency", "workers", "per_actor"),
     [
         ("openai:http://127.0.0.1:9/v1?model=m&max_concurrency=4", 16, 2, 2),  # server's bound

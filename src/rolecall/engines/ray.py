@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import fields
 from typing import Any
+from urllib.parse import urlencode
 
 from rolecall.errors import RolecallError
 from rolecall.llm.client import RunStats
@@ -107,6 +108,21 @@ def server_bound(model: str | None) -> int | None:
         return None  # load_backend reports the bad option in the actor, as locally
 
 
+def actor_model(model: str | None, workers: int) -> str | None:
+    """The model string each actor opens: for OpenAI-compatible servers, the per-server
+    ``max_concurrency`` divided between the actors (at least 1 each), so that the actors
+    together never give one server more than its bound, even when a pool's node is down
+    and each actor sends its whole share to the others. The option is not part of the
+    model id, so the call-cache keys are the driver's."""
+    spec = parse_model_string(model)
+    bound = server_bound(model)
+    if bound is None:
+        return model
+    per_server = bound // len(spec.location.split(","))
+    options = dict(spec.options, max_concurrency=str(max(1, per_server // max(1, workers))))
+    return f"{spec.scheme}:{spec.location}?{urlencode(options)}"
+
+
 def batch_size_for(settings, records: int, workers: int) -> int:
     """Records per ``map_batches`` batch: 16 rounds of an actor's concurrency, so that a
     batch keeps every one of the actor's calls busy and Ray's fixed cost per batch
@@ -136,7 +152,7 @@ class RayEngine:
         self.workers = max(1, workers)
         per_actor = max(1, min(settings.concurrency, bound or settings.concurrency) // self.workers)
         self.settings = type(settings)(
-            model=settings.model,
+            model=actor_model(settings.model, self.workers),
             cache=str(settings.cache),
             concurrency=per_actor,
             retries=settings.retries,
