@@ -19,12 +19,19 @@ not on the 1M candidates of the paper's scale.
 Target (#18 item 6): ray / local throughput >= 0.9 at the same total concurrency. The last
 line is one JSON object with ``targets``.
 
+With ``--model M`` (a real server's model string, e.g. a vLLM server or a pool of them)
+the same two runs go to that server instead, on ``--prompts FILE`` (``llm batch`` input;
+default: short generated prompts) with ``--max-tokens``: its calls per second on each
+engine are the per-server numbers a cluster plan starts from (docs/scale-out.md).
+
 Usage: python bench/ray_engine.py [--n 20000] [--delay 0.1] [--concurrency 16] [--workers 2]
+       python bench/ray_engine.py --model M [--prompts FILE] [--n 2000] [--max-tokens 80]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -37,7 +44,7 @@ sys.path.insert(0, str(ROOT))  # tests.llm.flaky_server, the stand-in server
 from rolecall.engines import EngineChoice, llm_settings, stage_engine  # noqa: E402
 from rolecall.engines.ray import start_ray  # noqa: E402
 from rolecall.llm import LLM, Cache, SamplingParams, load_backend  # noqa: E402
-from rolecall.llm.batch import read_batch_input, run_batch  # noqa: E402
+from rolecall.llm.batch import BatchInput, read_batch_input, run_batch  # noqa: E402
 from tests.llm.flaky_server import FakeOpenAIServer  # noqa: E402
 
 TARGET = 0.9
@@ -73,7 +80,8 @@ def timed_batch(
 ) -> tuple[float, float | None]:
     """Wall seconds of one ``llm batch`` run, and (on an engine) the seconds until its
     first output record."""
-    batch = read_batch_input(prompts, SamplingParams(max_tokens=8, temperature=0.0))
+    batch = read_batch_input(prompts, SamplingParams(max_tokens=args.max_tokens, temperature=0.0))
+    batch = BatchInput(batch.ids[: args.n], batch.requests[: args.n])
     cache = out.with_suffix(".sqlite")
     settings = llm_settings(model, cache, args.concurrency)
     engine = stage_engine(EngineChoice(engine_name, workers=args.workers), settings)
@@ -97,26 +105,35 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.1, help="server answer delay (s)")
     parser.add_argument("--concurrency", type=int, default=16, help="total, both engines")
     parser.add_argument("--workers", type=int, default=2, help="Ray actors")
+    parser.add_argument("--model", help="a real server's model string (default: a stand-in)")
+    parser.add_argument("--prompts", type=Path, help="llm batch input (with --model)")
+    parser.add_argument("--max-tokens", type=int, default=8, help="tokens an answer")
     args = parser.parse_args()
 
     start_ray(None, num_cpus=max(2, args.workers))  # once, outside the timings
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(delay=args.delay) as server:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         folder = Path(tmp)
-        model = f"openai:{server.url}?model=m&max_concurrency={args.concurrency}"
-        prompts = write_prompts(folder / "prompts.jsonl", args.n)
+        if args.model:
+            model, server = args.model, None
+        else:
+            server = stack.enter_context(FakeOpenAIServer(delay=args.delay))
+            model = f"openai:{server.url}?model=m&max_concurrency={args.concurrency}"
+        prompts = args.prompts or write_prompts(folder / "prompts.jsonl", args.n)
+        args.n = min(args.n, len(read_batch_input(prompts, SamplingParams()).ids))
         local, _ = timed_batch(model, prompts, folder / "local.jsonl", args, "local")
         on_ray, first = timed_batch(model, prompts, folder / "ray.jsonl", args, "ray")
-        assert server.calls >= 2 * args.n, server.calls
+        assert server is None or server.calls >= 2 * args.n, server.calls
     ratio = local / on_ray
     overhead_ms = (on_ray - local) / args.n * 1000
-    ideal = args.n * args.delay / args.concurrency
+    delay = local / args.n * args.concurrency if args.model else args.delay
     # after its first record (one batch done) the actors are up: the rest is the ray
     # engine's steady pace, against local's after its own first answer (one delay)
-    steady = (local - args.delay) / (on_ray - first) if first else None
+    steady = (local - delay) / (on_ray - first) if first else None
+    served = f"model {model}" if args.model else f"{delay * 1000:.0f} ms per answer"
     print(
-        f"{args.n} prompts, {args.delay * 1000:.0f} ms per answer, concurrency "
-        f"{args.concurrency} (ideal {ideal:.1f}s): local {local:.2f}s, ray "
-        f"({args.workers} actors) {on_ray:.2f}s; ray/local throughput {ratio:.3f}, "
+        f"{args.n} prompts, {served}, concurrency {args.concurrency}: local {local:.2f}s "
+        f"({args.n / local:.2f} calls/s), ray ({args.workers} actors) {on_ray:.2f}s "
+        f"({args.n / on_ray:.2f} calls/s); ray/local throughput {ratio:.3f}, "
         f"{overhead_ms:+.2f} ms per record; ray's first record after {first:.2f}s "
         f"(start-up), then throughput {steady:.3f} of local's"
     )
@@ -131,7 +148,10 @@ def main() -> None:
                     }
                 },
                 "n": args.n,
-                "delay_s": args.delay,
+                "model": args.model,
+                "delay_s": None if args.model else args.delay,
+                "local_calls_per_s": round(args.n / local, 3),
+                "ray_calls_per_s": round(args.n / on_ray, 3),
                 "concurrency": args.concurrency,
                 "workers": args.workers,
                 "local_s": round(local, 3),
