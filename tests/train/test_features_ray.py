@@ -203,3 +203,17 @@ def test_train_classifier_engine_ray_extracts_then_trains_here(
 
     refused = CliRunner().invoke(app, [*args[:-1], "--trainable", "--engine", "ray"])
     assert isinstance(refused.exception, ConfigError) and "--frozen" in refused.exception.fix
+
+
+def test_under_a_launcher_only_rank_0_extracts_and_the_others_wait(monkeypatch, saved):
+    from rolecall.cli import train as train_cli
+    from rolecall.train import distributed
+
+    waited = []
+    monkeypatch.setattr(distributed, "barrier", lambda: waited.append(True))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    # rank 1 reads nothing else: a missing examples file or cache would fail here
+    values = {"engine_name": "ray", "model": load_backbone(str(saved), frozen=True)}
+    train_cli._features_on_ray("classifier", values)
+    assert waited == [True]

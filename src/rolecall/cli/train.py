@@ -92,22 +92,26 @@ def _features_on_ray(model_kind: str, values: dict, hard_negatives: Any = None) 
             "--engine ray extracts a frozen backbone's features; a trainable one trains here",
             fix="add --frozen, or use --engine local",
         )
+    from rolecall.train import distributed
     from rolecall.train.features_ray import extract_for_training, training_inputs
 
-    inputs = training_inputs(
-        model_kind, values["examples"], values["settings"], backbone, hard_negatives
-    )
-    extract_for_training(
-        inputs,
-        backbone,
-        values["backbone"],
-        {},  # load_backbone's options beyond frozen: none are offered here yet
-        values["cache"],
-        workers=values["workers"],
-        address=values["ray_address"],
-        batch_size=values["config"].batch_size,
-        progress=values["progress"],
-    )
+    if distributed.is_rank0():  # under torchrun, rank 0 alone; the others wait for it,
+        # subtle: before they open the cache, which deletes the half-written shards
+        inputs = training_inputs(
+            model_kind, values["examples"], values["settings"], backbone, hard_negatives
+        )
+        extract_for_training(
+            inputs,
+            backbone,
+            values["backbone"],
+            {},  # load_backbone's options beyond frozen: none are offered here yet
+            values["cache"],
+            workers=values["workers"],
+            address=values["ray_address"],
+            batch_size=values["config"].batch_size,
+            progress=values["progress"],
+        )
+    distributed.barrier()
 
 
 def _print(metrics: dict) -> None:
