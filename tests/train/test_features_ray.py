@@ -57,9 +57,9 @@ def saved(tmp_path_factory):
     return folder
 
 
-def cached(folder, cache, kind, items, max_length, **options):
+def cached(folder, cache, kind, items, max_length, layer=None, **options):
     """The states a cache holds for ``items`` (every one of them must be there)."""
-    features = Features(load_backbone(str(folder), frozen=True), cache)
+    features = Features(load_backbone(str(folder), frozen=True, layer=layer), cache)
     assert features.missing(kind, items, max_length, **options) == {}
     if kind == "texts":
         return features.texts(items, max_length, **options)
@@ -73,8 +73,9 @@ def assert_same_states(first, second):
     assert hidden_a[mask_a].abs().sum() > 0  # real states, not padding
 
 
-def local_cache(folder, cache, kind, items, max_length, **options):
-    features = Features(load_backbone(str(folder), frozen=True), cache, batch_size=4)
+def local_cache(folder, cache, kind, items, max_length, layer=None, **options):
+    backbone = load_backbone(str(folder), frozen=True, layer=layer)
+    features = Features(backbone, cache, batch_size=4)
     features.precompute(kind, items, max_length, progress=False, **options)
 
 
@@ -187,21 +188,22 @@ def test_train_classifier_engine_ray_extracts_then_trains_here(
     args = ["train", "classifier", str(path), "--out", str(tmp_path / "model")]
     args += ["--backbone", str(saved), "--frozen", "--features-cache", str(cache)]
     args += ["--max-length", "48", "--epochs", "1", "--batch-size", "8", "--no-progress"]
+    args += ["--layer", "1"]  # a backbone option: every actor must load it the same way
     result = CliRunner().invoke(app, [*args, "--engine", "ray", "--workers", "2"])
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout.splitlines()[-1])
     assert metrics["train_examples"] > 0
-    # the pairs it extracted on Ray are the states extracted here
-    backbone = load_backbone(str(saved), frozen=True)
+    # the pairs it extracted on Ray are the states extracted here, of the layer asked for
+    backbone = load_backbone(str(saved), frozen=True, layer=1)
     (pairs,) = training_inputs("classifier", path, ClassifierSettings(max_length=48), backbone)
     assert pairs.kind == "pairs" and pairs.options == {"second_max": 128}
-    local_cache(saved, tmp_path / "local", "pairs", pairs.items, 48, **pairs.options)
+    local_cache(saved, tmp_path / "local", "pairs", pairs.items, 48, 1, **pairs.options)
     assert_same_states(
-        cached(saved, tmp_path / "local", "pairs", pairs.items, 48, **pairs.options),
-        cached(saved, cache, "pairs", pairs.items, 48, **pairs.options),
+        cached(saved, tmp_path / "local", "pairs", pairs.items, 48, 1, **pairs.options),
+        cached(saved, cache, "pairs", pairs.items, 48, 1, **pairs.options),
     )
 
-    refused = CliRunner().invoke(app, [*args[:-1], "--trainable", "--engine", "ray"])
+    refused = CliRunner().invoke(app, [*args, "--trainable", "--engine", "ray"])
     assert isinstance(refused.exception, ConfigError) and "--frozen" in refused.exception.fix
 
 

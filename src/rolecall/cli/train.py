@@ -104,7 +104,7 @@ def _features_on_ray(model_kind: str, values: dict, hard_negatives: Any = None) 
             inputs,
             backbone,
             values["backbone"],
-            {},  # load_backbone's options beyond frozen: none are offered here yet
+            _backbone_options(values),  # every actor loads the backbone as this process did
             values["cache"],
             workers=values["workers"],
             address=values["ray_address"],
