@@ -26,6 +26,8 @@ from rolecall.train.data import unique_candidates  # noqa: E402
 from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.features_ray import (  # noqa: E402
     Extractor,
+    Inputs,
+    extract_for_training,
     extract_on_ray,
     precompute_on_ray,
     received,
@@ -88,7 +90,9 @@ def test_texts_on_ray_are_the_local_states_only_the_missing_sent_once(
     cache = tmp_path / "ray"
     local_cache(saved, cache, "texts", TEXTS[:10], 12, side="left")  # a part-filled cache
     first = set(cache.glob("shard-*.npz"))
-    sent = precompute_on_ray(str(saved), {}, "texts", TEXTS, 12, cache, workers=2, side="left")
+    backbone = load_backbone(str(saved), frozen=True)
+    twice = [Inputs("texts", TEXTS, 12, {"side": "left"})] * 2  # the second finds all cached
+    sent = extract_for_training(twice, backbone, str(saved), {}, cache, workers=2)
     assert sent == len(set(TEXTS)) - len(set(TEXTS[:10]))
     assert first < set(cache.glob("shard-*.npz"))  # its shard kept, the rest added
     assert_same_states(

@@ -112,12 +112,15 @@ class Features:
                 found.setdefault(key, item)
         return found
 
-    def add(self, states: dict[str, np.ndarray]) -> None:
+    def add(self, states: dict[str, np.ndarray], keep: bool = True) -> None:
         """Keep states computed elsewhere (float16 [tokens, H] per key from ``missing``);
         a shard is written whenever ``SHARD`` are pending, as ``texts`` / ``pairs`` do,
-        and ``flush`` writes the rest."""
+        and ``flush`` writes the rest. ``keep=False`` only writes them (a job filling a
+        cache for others holds no more than a shard in memory; this object then no
+        longer knows them: open the cache again to read them)."""
         for key, value in states.items():
-            self._memory[key] = value
+            if keep or self.cache_dir is None:
+                self._memory[key] = value
             if self.cache_dir is not None:
                 self._pending[key] = value
         if len(self._pending) >= SHARD:

@@ -95,8 +95,9 @@ def extract_on_ray(
     progress: bool = False,
     **options: Any,
 ) -> int:
-    """Compute on Ray the states of the ``items`` missing from ``features``' cache and add
-    them to it; returns how many were sent (0 when all were cached: Ray is not started)."""
+    """Compute on Ray the states of the ``items`` missing from ``features``' cache and
+    write them to it; returns how many were sent (0 when all were cached: Ray is not
+    started). They are not kept in ``features``' memory: open the cache again to read them."""
     from rolecall.engines import ray_address
     from rolecall.engines.ray import start_ray
 
@@ -132,7 +133,7 @@ def extract_on_ray(
     with progress_bar(len(rows), f"features ({kind}) on ray", enabled=progress) as bar:
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
             states = received(batch, missing, features.backbone)
-            features.add(states)
+            features.add(states, keep=False)  # the driver holds at most a shard's worth
             bar(len(states))
     features.flush()
     return len(rows)
@@ -261,10 +262,9 @@ def extract_for_training(
 ) -> int:
     """Every ``inputs`` extracted on Ray into ``cache_dir`` with the driver's ``backbone``
     (already loaded for training); returns how many inputs were sent."""
-    features = Features(backbone, Path(cache_dir), batch_size)
     return sum(
         extract_on_ray(
-            features,
+            Features(backbone, Path(cache_dir), batch_size),  # it sees the shards written
             backbone_name,
             backbone_options,
             one.kind,
