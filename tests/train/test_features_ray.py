@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 from typer.testing import CliRunner  # noqa: E402
 
 from rolecall.cli.app import app  # noqa: E402
-from rolecall.errors import ConfigError  # noqa: E402
+from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
 from rolecall.train.backbone import load_backbone  # noqa: E402
 from rolecall.train.classifier import train_classifier  # noqa: E402
@@ -223,3 +223,32 @@ def test_under_a_launcher_only_rank_0_extracts_and_the_others_wait(monkeypatch, 
     values = {"engine_name": "ray", "model": load_backbone(str(saved), frozen=True)}
     train_cli._features_on_ray("classifier", values)
     assert waited == [True]
+
+
+def test_train_features_fills_a_cache_here_then_the_rest_on_ray(
+    ray_cluster,  # noqa: F811
+    saved,
+    tmp_path,
+):
+    texts, cache = tmp_path / "texts.txt", tmp_path / "cache"
+    args = ["train", "features", str(texts), "--backbone", str(saved), "--max-length", "12"]
+    args += ["--side", "left", "--features-cache", str(cache), "--no-progress"]
+    texts.write_text("\n".join(TEXTS[:10]) + "\n\n", encoding="utf-8")
+    here = CliRunner().invoke(app, args)
+    assert here.exit_code == 0, here.output
+    assert json.loads(here.stdout.splitlines()[-1])["computed"] == len(set(TEXTS[:10]))
+
+    texts.write_text("\n".join(TEXTS), encoding="utf-8")
+    on_ray = CliRunner().invoke(app, [*args, "--engine", "ray", "--workers", "2"])
+    assert on_ray.exit_code == 0, on_ray.output
+    rest = len(set(TEXTS)) - len(set(TEXTS[:10]))
+    assert json.loads(on_ray.stdout.splitlines()[-1])["computed"] == rest
+    local_cache(saved, tmp_path / "local", "texts", TEXTS, 12, side="left")
+    assert_same_states(
+        cached(saved, tmp_path / "local", "texts", TEXTS, 12, side="left"),
+        cached(saved, cache, "texts", TEXTS, 12, side="left"),
+    )
+
+    texts.write_bytes("안녕".encode("cp949"))
+    refused = CliRunner().invoke(app, args)
+    assert isinstance(refused.exception, InputFileError) and "UTF-8" in str(refused.exception)

@@ -300,6 +300,58 @@ def train_reranker_command(
     _print(metrics)
 
 
+@train_app.command("features")
+def features_command(
+    texts_file: Path = typer.Argument(..., help="UTF-8 text file: one text a line"),
+    backbone: str = typer.Option(
+        "embedded", help="'embedded' or a local transformers model directory (frozen here)"
+    ),
+    layer: Optional[int] = LAYER,
+    max_length: int = typer.Option(
+        64, min=4, help="tokens kept of a text (a retriever's candidates: 64; contexts: 256 left)"
+    ),
+    side: str = typer.Option("right", help="where a longer text is cut: right or left"),
+    batch_size: int = BATCH,
+    features_cache: Optional[Path] = CACHE,
+    progress: bool = PROGRESS,
+    engine_name: str = FEATURES_ENGINE,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    workers: int = FEATURE_WORKERS,
+):
+    """Fill the features cache with a frozen backbone's states of many texts (blank lines
+    skipped), here or as a Ray Data job (--engine ray); only the missing ones are computed."""
+    from rolecall.train.backbone import load_backbone
+    from rolecall.train.features import Features
+    from rolecall.train.features_ray import extract_on_ray, read_texts
+
+    if side not in ("left", "right") or engine_name not in ("local", "ray"):
+        raise ConfigError(
+            f"unknown side '{side}' or engine '{engine_name}'",
+            fix="--side is left or right, --engine local or ray",
+        )
+    texts = read_texts(texts_file)
+    options = _backbone_options(locals())
+    cache = _cache(features_cache)
+    features = Features(load_backbone(backbone, True, **options), cache, batch_size)
+    missing = len(features.missing("texts", texts, max_length, side=side))
+    if engine_name == "ray":
+        extract_on_ray(
+            features,
+            backbone,
+            options,
+            "texts",
+            texts,
+            max_length,
+            workers=workers,
+            address=ray_address,
+            progress=progress,
+            side=side,
+        )
+    else:
+        features.precompute("texts", texts, max_length, progress, side=side)
+    _print({"texts": len(texts), "computed": missing, "cache": str(cache), "engine": engine_name})
+
+
 JUDGE_BACKBONE_HELP = (
     "'tfidf' (TF-IDF + logistic regression over --views: seconds on a CPU, the measured "
     "stronger one), 'embedded' (a head over the embedded Gemma's frozen states) or a local "

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rolecall.errors import ConfigError
+from rolecall.errors import ConfigError, InputFileError
 from rolecall.progress import progress_bar
 from rolecall.train.backbone import Backbone, load_backbone
 from rolecall.train.features import Features
@@ -197,6 +197,24 @@ def precompute_on_ray(
         progress=progress,
         **options,
     )
+
+
+def read_texts(path: Path) -> list[str]:
+    """The non-blank lines of a UTF-8 text file, stripped, in order."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            path, f"is not UTF-8 text ({exc.reason})", fix="save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise InputFileError(
+            path, f"cannot be read: {exc.strerror}", fix="check the path"
+        ) from None
+    texts = [line.strip() for line in lines if line.strip()]
+    if not texts:
+        raise InputFileError(path, "holds no text", fix="give one text a line")
+    return texts
 
 
 # ---- what each training command reads ---------------------------------------------------
