@@ -42,10 +42,13 @@ def test_train_rewrite_and_export(tmp_path):
             "1e-2",
             "--test-share",
             "0.3",
+            "--eval-limit",
+            "2",
             "--no-progress",
         )
     )
     assert metrics["test_pairs"] > 0 and 0 <= metrics["chrf"] <= 100
+    assert metrics["rewritten"] == min(2, metrics["test_pairs"])
     assert metrics["last_loss"] < metrics["first_loss"]
     source = tmp_path / "input.txt"
     source.write_text(f"{PAIRS[0].toxic}\n\n{PAIRS[1].toxic}\n", encoding="utf-8")
@@ -54,6 +57,14 @@ def test_train_rewrite_and_export(tmp_path):
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["input"] for r in rows] == [PAIRS[0].toxic, PAIRS[1].toxic]
     assert all(isinstance(r["output"], str) for r in rows)
+    assert "rewriting" in result.stderr and "2/2" in result.stderr  # the progress bar
+    # llama.cpp applies adapters to the embedded GGUF only; an unknown engine is refused
+    for engine, message in (("llamacpp", "embedded base"), ("vllm", "no rewriting engine")):
+        result = run_to_end(
+            "detox", "rewrite", str(tmp_path / "detox"), str(source), "--engine", engine
+        )
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
 
     result = run_to_end(
         "detox", "rewrite", str(tmp_path / "detox"), str(tmp_path / "pairs.csv"), "--limit", "2"
@@ -93,6 +104,20 @@ def test_bad_input_is_a_clear_error(tmp_path):
     )
     assert result.returncode == 1 and "has no pairs" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_train_without_the_rewrite_evaluation(tmp_path):
+    from tests.tiny_models import tiny_causal_lm
+
+    model, tokenizer = tiny_causal_lm([p.neutral for p in PAIRS] + [p.toxic for p in PAIRS])
+    model.save_pretrained(tmp_path / "base")
+    tokenizer.save_pretrained(tmp_path / "base")
+    write_kda_csv(tmp_path / "pairs.csv", PAIRS * 2)
+    args = ["detox", "train", str(tmp_path / "pairs.csv"), "--out", str(tmp_path / "detox")]
+    args += ["--base", str(tmp_path / "base"), "--test-share", "0.5", "--eval-limit", "0"]
+    metrics = metrics_of(run_to_end(*args, "--max-steps", "1", "--no-progress"))
+    assert metrics["test_pairs"] > 0 and metrics["train_pairs"] > 0
+    assert "rewritten" not in metrics and "chrf" not in metrics
 
 
 def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):

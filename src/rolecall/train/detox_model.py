@@ -10,9 +10,10 @@ held-out pairs are split by neutral sentence so that no held-out meaning was tra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from rolecall.progress import progress_bar
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.train.backbone import EMBEDDED
@@ -57,12 +58,30 @@ class DetoxModel(Generator):
         )
 
     def rewrite(
-        self, texts: Sequence[str], max_new_tokens: int = 64, batch_size: int = 8
+        self,
+        texts: Sequence[str],
+        max_new_tokens: int = 64,
+        batch_size: int = 8,
+        progress: bool = False,
     ) -> list[str]:
-        """Greedy neutral rewrites, one per input sentence."""
-        return self.complete(
-            [self.rewrite_prompt(t) for t in texts], max_new_tokens, batch_size=batch_size
-        )
+        """Greedy neutral rewrites, one per input sentence (a progress bar on stderr with
+        ``progress``)."""
+        return list(self.rewrites(texts, max_new_tokens, batch_size, progress))
+
+    def rewrites(
+        self,
+        texts: Sequence[str],
+        max_new_tokens: int = 64,
+        batch_size: int = 8,
+        progress: bool = False,
+    ) -> Iterator[str]:
+        """``rewrite``, one sentence at a time as each batch is done."""
+        prompts = [self.rewrite_prompt(t) for t in texts]
+        with progress_bar(len(prompts), "rewriting", enabled=progress) as advance:
+            for start in range(0, len(prompts), batch_size):
+                chunk = prompts[start : start + batch_size]
+                yield from self.complete(chunk, max_new_tokens, batch_size=batch_size)
+                advance(len(chunk))
 
 
 def split_pairs(pairs: Sequence[Pair], held_out: float, seed: int) -> tuple[list[Pair], list[Pair]]:

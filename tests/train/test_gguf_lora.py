@@ -1,0 +1,72 @@
+"""A detox adapter trained a few steps on the embedded model, exported as a GGUF LoRA adapter
+and applied by llama.cpp on the embedded Q4_K_M GGUF."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+pytest.importorskip("llama_cpp")
+gguf = pytest.importorskip("gguf")
+
+from rolecall.errors import ConfigError  # noqa: E402
+from rolecall.train.gguf_lora import (  # noqa: E402
+    LlamaCppRewriter,
+    adapter_gguf,
+    gguf_tensor_name,
+)
+from tests.train.test_detox_model import PAIRS  # noqa: E402
+
+
+def test_peft_keys_map_to_llamacpp_names():
+    key = "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight"
+    assert gguf_tensor_name(key) == ("blk.3.attn_q.weight", "a")
+    key = "base_model.model.model.layers.17.mlp.down_proj.lora_B.weight"
+    assert gguf_tensor_name(key) == ("blk.17.ffn_down.weight", "b")
+    with pytest.raises(ConfigError, match="no name for"):
+        gguf_tensor_name("base_model.model.lm_head.lora_A.weight")
+
+
+def test_exported_adapter_changes_llamacpp_and_scale_zero_is_the_base(tmp_path):
+    from rolecall.train.detox_model import DetoxModel, DetoxSettings
+    from rolecall.train.loop import TrainConfig
+
+    model = DetoxModel.create("embedded", DetoxSettings(max_length=96, response_max=32), seed=0)
+    model.fit_pairs(PAIRS, TrainConfig(epochs=2, batch_size=4, lr=5e-3), progress=False)
+    model.save(tmp_path / "detox")
+
+    path = adapter_gguf(tmp_path / "detox")
+    reader = gguf.GGUFReader(str(path))
+    names = {t.name for t in reader.tensors}
+    assert "blk.0.attn_q.weight.lora_a" in names and "blk.0.ffn_down.weight.lora_b" in names
+    kind = reader.fields["adapter.type"]
+    assert bytes(kind.parts[-1]).decode() == "lora"
+
+    texts = [p.toxic for p in PAIRS[:3]]
+    adapted = list(LlamaCppRewriter(tmp_path / "detox").rewrites(texts, max_new_tokens=16))
+    off = list(
+        LlamaCppRewriter(tmp_path / "detox", lora_scale=0.0).rewrites(texts, max_new_tokens=16)
+    )
+    base = [_base_rewrite(model, t) for t in texts]
+    assert off == base  # scale 0: the adapter adds nothing
+    assert adapted != base, adapted  # the trained adapter changes what llama.cpp writes
+
+
+def _base_rewrite(model, text: str) -> str:
+    """The embedded GGUF alone (no adapter), greedy, as the rewriter prompts it."""
+    from llama_cpp import Llama
+
+    from rolecall.llm.embedded import embedded_model_path
+
+    llm = Llama(model_path=str(embedded_model_path()), n_ctx=512, verbose=False)
+    prompt = model.rewrite_prompt(text)
+    out = llm.create_completion(
+        llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False),
+        max_tokens=16,
+        temperature=0.0,
+        top_k=1,
+        repeat_penalty=1.0,
+        stop=["\n"],
+    )
+    return out["choices"][0]["text"].strip().split("\n")[0].strip()
