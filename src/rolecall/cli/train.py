@@ -143,8 +143,8 @@ LAYER = typer.Option(
     None,
     min=1,
     help="keep the backbone's first N transformer layers: their states are the features "
-    "and extraction is faster (default: the measured best for embedded, all of a model "
-    "directory's; the model's layer count keeps them all); recorded in the model directory",
+    "and extraction is faster (default: embedded's default layer, see docs/models.md; all "
+    "of a model directory's; the model's layer count keeps all); kept in the model directory",
 )
 FEATURES_ENGINE = typer.Option(
     "local",
