@@ -17,7 +17,7 @@ Scored on BEEP! dev (``eval/beep_labeled_dev.tsv``, 471 comments, offensive = ``
 offensive or hate): macro-F1 over the two classes, and prediction throughput in texts a
 second (the classifier's from raw text: its states computed afresh, nothing cached).
 
-Usage: python bench/classifier_quality.py [--per-source 1000] [--layers 18,8]
+Usage: python bench/classifier_quality.py [--per-source 1000] [--layers 7,18]
        [--epochs 3] [--seed 0] [--cache-dir runs/bench-features]
 The last line printed is a JSON object with every number and the targets
 ``classifier_vs_tfidf`` (the best classifier's macro-F1 minus TF-IDF's, ">= 0.05") and
@@ -93,7 +93,7 @@ def hybrid_f1(tfidf: TfidfModel, train_texts, train_vectors, train_y, dev_texts,
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-source", type=int, default=1000, help="examples per corpus")
-    parser.add_argument("--layers", default="18,8", help="embedded layers kept, one model each")
+    parser.add_argument("--layers", default="7,18", help="embedded layers kept, one model each")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)

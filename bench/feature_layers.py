@@ -417,8 +417,8 @@ def main() -> None:
         "last_layer_f1": rows[f"layer {layers}"]["macro_f1"],
     }
     retriever = {
-        "bm25_hits": bm25[primary],
-        "bm25": bm25,
+        "bm25_hits": round(bm25[primary], 4),
+        "bm25": {k: round(v, 4) for k, v in bm25.items()},
         "best_hits": rows[best_hits_name][primary],
         "best": best_hits_name,
         "best_single_layer": best_layer_hits,

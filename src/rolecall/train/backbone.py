@@ -38,8 +38,11 @@ from rolecall.errors import BackendNotInstalled, ConfigError, InputFileError
 
 EMBEDDED = "embedded"
 EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
-# layers kept of the embedded Gemma when none is asked for (None: all)
-EMBEDDED_LAYER: int | None = None
+# layers kept of the embedded Gemma when none is asked for (None: all). 7, measured by
+# bench/feature_layers.py and bench/classifier_quality.py (docs/models.md#which-layer):
+# the best single layer for the classifier and the retriever probes and for the trained
+# classifier, and extraction 2.5x faster than through all 18
+EMBEDDED_LAYER: int | None = 7
 # where a transformers model keeps its list of transformer layers
 LAYER_LISTS = ("layers", "encoder.layer", "h", "model.layers", "decoder.layers", "transformer.h")
 BACKBONE_DIR = "backbone"
