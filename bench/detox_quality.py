@@ -20,14 +20,21 @@ the share flagged by an offensiveness classifier trained in the same run
 *training* split, ``--per-source`` of each; frozen Gemma features, cached under
 ``--cache-dir``); its accuracy and F1 on BEEP! dev (../shared/data/eval) are printed too.
 
-Usage: python bench/detox_quality.py [--train-pairs 300] [--test-pairs 100] [--epochs 2]
+The detox rewrites go through transformers, or with ``--engine llamacpp`` through llama.cpp
+(the embedded Q4_K_M GGUF with the adapter as a GGUF LoRA, ``train/gguf_lora.py``; several
+times faster on a CPU, see bench/detox_rewrite_speed.py). The last line's targets are issue
+#17's: chrF >= copying's and offensive rate <= 0.4 x copying's.
+
+Usage: python bench/detox_quality.py [--train-pairs 300] [--eval-limit 100] [--epochs 2]
        [--lr 2e-4] [--batch-size 4] [--per-source 1500] [--cache-dir runs/bench-features]
+       [--engine transformers|llamacpp]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +47,7 @@ from rolecall.train.backbone import load_backbone
 from rolecall.train.classifier import Classifier, ClassifierSettings
 from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
 from rolecall.train.features import Features
+from rolecall.train.gguf_lora import LlamaCppRewriter
 from rolecall.train.loop import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,16 +69,50 @@ def lexicon_baseline(texts: list[str]) -> list[str]:
     return [clean(t) for t in texts]
 
 
+def targets(results: dict) -> dict:
+    """Issue #17's: chrF at least copying's, offensive rate at most 0.4 x copying's."""
+    copy, model = results["input (copy)"], results["detox model"]
+    chrf_ratio = model["chrf"] / copy["chrf"] if copy["chrf"] else 0.0
+    offensive_ratio = (
+        model["offensive_rate"] / copy["offensive_rate"] if copy["offensive_rate"] else 0.0
+    )
+    return {
+        "chrf_vs_copy": {
+            "value": round(chrf_ratio, 3),
+            "target": ">= 1.0",
+            "met": chrf_ratio >= 1.0,
+        },
+        "offensive_rate_vs_copy": {
+            "value": round(offensive_ratio, 3),
+            "target": "<= 0.4",
+            "met": offensive_ratio <= 0.4,
+        },
+    }
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-pairs", type=int, default=300)
-    parser.add_argument("--test-pairs", type=int, default=100)
+    parser.add_argument(
+        "--eval-limit",
+        "--test-pairs",
+        dest="test_pairs",
+        type=int,
+        default=100,
+        help="held-out sentences rewritten",
+    )
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=2e-4)
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--per-source", type=int, default=1500)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--engine",
+        choices=("transformers", "llamacpp"),
+        default="transformers",
+        help="of the rewriting: llamacpp = the embedded GGUF + the adapter as a GGUF LoRA",
+    )
     return parser.parse_args()
 
 
@@ -114,7 +156,14 @@ def main() -> None:
     trained = time.perf_counter() - started
     inputs, references = [p.toxic for p in test], [p.neutral for p in test]
     started = time.perf_counter()
-    rewrites = model.rewrite(inputs)
+    if args.engine == "llamacpp":
+        with tempfile.TemporaryDirectory() as saved:
+            model.save(saved)
+            rewriter = LlamaCppRewriter(Path(saved), n_threads=2)
+            started = time.perf_counter()
+            rewrites = list(rewriter.rewrites(inputs, progress=True))
+    else:
+        rewrites = model.rewrite(inputs, progress=True)
     rewrite_seconds = time.perf_counter() - started
 
     systems = {
@@ -155,9 +204,11 @@ def main() -> None:
                 "first_loss": round(history["first_loss"], 4),
                 "last_loss": round(history["last_loss"], 4),
                 "train_seconds": round(trained, 1),
+                "engine": args.engine,
                 "rewrite_seconds": round(rewrite_seconds, 1),
                 "judge": judge,
                 "results": results,
+                "targets": targets(results),
             },
             ensure_ascii=False,
         )

@@ -23,7 +23,8 @@ from rolecall.errors import ConfigError, InputFileError
 from rolecall.train.settings import DETOX_TRAINING, DetoxSettings, TrainConfig
 
 # held-out sentences the training command rewrites to measure chrF/BLEU: greedy rewriting
-# through transformers takes ~3 s a sentence on 2 CPU cores, so all ~680 would take 35 min
+# through transformers is slow on a CPU (issue #17: all 676 took most of a 37-minute run on
+# 2 cores; 2.8 sentences a minute measured on a loaded 2-core machine, docs/kda.md)
 EVAL_LIMIT = 200
 
 
