@@ -53,8 +53,8 @@ class Features:
         def run(chunk):
             return self.backbone.batch_texts(chunk, max_length, side)
 
-        keys = [self._key("T", max_length, side, text) for text in texts]
-        return self._states(keys, list(texts), run)
+        keyed = self._keyed("texts", texts, max_length, side=side)
+        return self._states([key for key, _ in keyed], list(texts), run)
 
     def pairs(
         self,
@@ -69,8 +69,8 @@ class Features:
             )
 
         items = list(zip(firsts, seconds))
-        keys = [self._key("P", max_length, second_max, a, b) for a, b in items]
-        return self._states(keys, items, run)
+        keyed = self._keyed("pairs", items, max_length, second_max=second_max)
+        return self._states([key for key, _ in keyed], items, run)
 
     def precompute(
         self,
@@ -100,15 +100,9 @@ class Features:
         """{key: item} of the ``items`` whose states are neither in memory nor on disk (the
         first of duplicates), keyed as ``texts`` / ``pairs`` key them: what another process
         (a Ray worker, ``features_ray.py``) should compute for this cache."""
-        if kind == "texts":
-            side = options.get("side", "right")
-            keyed = ((self._key("T", max_length, side, text), text) for text in items)
-        else:
-            second_max = options.get("second_max")
-            keyed = ((self._key("P", max_length, second_max, a, b), (a, b)) for a, b in items)
         found: dict[str, Any] = {}
-        for key, item in keyed:
-            if key not in self._memory and key not in self._on_disk:
+        for key, item in self._keyed(kind, items, max_length, **options):
+            if not self._has(key):
                 found.setdefault(key, item)
         return found
 
@@ -142,6 +136,20 @@ class Features:
 
     # ---- internals ---------------------------------------------------------------------
 
+    def _keyed(
+        self, kind: str, items: Sequence[Any], max_length: int, **options: Any
+    ) -> list[tuple[str, Any]]:
+        """(key, item) of each of ``items``: the one place a cache key is made, so that
+        ``texts`` / ``pairs`` and ``missing`` (a Ray worker's job) always agree."""
+        if kind == "texts":
+            side = options.get("side", "right")
+            return [(self._key("T", max_length, side, text), text) for text in items]
+        second_max = options.get("second_max")
+        return [(self._key("P", max_length, second_max, a, b), (a, b)) for a, b in items]
+
+    def _has(self, key: str) -> bool:
+        return key in self._memory or key in self._on_disk
+
     def _key(self, *parts: Any) -> str:
         text = "\x1f".join([self.backbone.identity, *(str(p) for p in parts)])
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -156,21 +164,18 @@ class Features:
             return self.backbone.states(run(items))
         import torch
 
-        missing = list(
-            dict.fromkeys(k for k in keys if k not in self._memory and k not in self._on_disk)
-        )
+        missing = list(dict.fromkeys(k for k in keys if not self._has(k)))
         if missing:
             index = {key: item for key, item in zip(keys, items)}
             for start in range(0, len(missing), self.batch_size):
                 chunk = missing[start : start + self.batch_size]
                 hidden, mask = self.backbone.states(run([index[k] for k in chunk]))
-                for row, key in enumerate(chunk):
-                    states = hidden[row][mask[row]].numpy().astype(np.float16)
-                    self._memory[key] = states
-                    if self.cache_dir is not None:
-                        self._pending[key] = states
-                if len(self._pending) >= SHARD:
-                    self.flush()
+                self.add(
+                    {
+                        key: hidden[row][mask[row]].numpy().astype(np.float16)
+                        for row, key in enumerate(chunk)
+                    }
+                )
         arrays = [self._stored(k) for k in keys]
         width = max(1, max(len(a) for a in arrays))
         hidden = torch.zeros((len(arrays), width, self.backbone.hidden_size))
