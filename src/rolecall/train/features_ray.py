@@ -183,35 +183,25 @@ def precompute_on_ray(
 ) -> int:
     """``Features.precompute`` on Ray: fill ``cache_dir`` with the states of ``items``
     (``texts``, or ``pairs`` of (first, second)); returns how many inputs were sent."""
-    backbone = load_backbone(backbone_name, frozen=True, **backbone_options)
-    features = Features(backbone, Path(cache_dir), batch_size)
-    return extract_on_ray(
-        features,
+    return extract_for_training(
+        [Inputs(kind, list(items), max_length, options)],
+        load_backbone(backbone_name, frozen=True, **backbone_options),
         backbone_name,
         backbone_options,
-        kind,
-        items,
-        max_length,
+        cache_dir,
         workers=workers,
         address=address,
+        batch_size=batch_size,
         progress=progress,
-        **options,
     )
 
 
 def read_texts(path: Path) -> list[str]:
-    """The non-blank lines of a UTF-8 text file, stripped, in order."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputFileError(
-            path, f"is not UTF-8 text ({exc.reason})", fix="save it as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise InputFileError(
-            path, f"cannot be read: {exc.strerror}", fix="check the path"
-        ) from None
-    texts = [line.strip() for line in lines if line.strip()]
+    """The non-blank lines of a UTF-8 text file, stripped, in order (``textfiles``' checks:
+    encoding with a conversion hint, binary and missing files)."""
+    from rolecall.textfiles import input_lines
+
+    texts = input_lines(path)
     if not texts:
         raise InputFileError(path, "holds no text", fix="give one text a line")
     return texts
