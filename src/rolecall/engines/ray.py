@@ -89,6 +89,21 @@ class _Worker:
         return {"record": np.array(out, dtype=object)}
 
 
+def _per_server_bound(spec) -> int | None:
+    """An ``openai:`` model string's ``max_concurrency`` (else the backend's default): the
+    calls each of its servers takes at once; ``None`` for another scheme or a bad value
+    (``load_backend`` reports it in the actor, as locally)."""
+    if spec.scheme != "openai":
+        return None
+    from rolecall.llm.openai_compat import OpenAIOptions
+
+    default = OpenAIOptions.model_fields["max_concurrency"].default
+    try:
+        return max(1, int(spec.options.get("max_concurrency", default)))
+    except ValueError:
+        return None
+
+
 def server_bound(model: str | None) -> int | None:
     """The calls OpenAI-compatible servers are given at once: the model string's
     ``max_concurrency`` (else the backend's default) per server, times the servers of a
@@ -96,16 +111,8 @@ def server_bound(model: str | None) -> int | None:
     servers see no more on Ray than from one local client. ``None`` for an in-process
     backend: every actor loads its own model."""
     spec = parse_model_string(model)
-    if spec.scheme != "openai":
-        return None
-    from rolecall.llm.openai_compat import OpenAIOptions
-
-    default = OpenAIOptions.model_fields["max_concurrency"].default
-    servers = len(spec.location.split(","))
-    try:
-        return max(1, int(spec.options.get("max_concurrency", default))) * servers
-    except ValueError:
-        return None  # load_backend reports the bad option in the actor, as locally
+    per_server = _per_server_bound(spec)
+    return None if per_server is None else per_server * len(spec.location.split(","))
 
 
 def actor_model(model: str | None, workers: int) -> str | None:
@@ -115,10 +122,9 @@ def actor_model(model: str | None, workers: int) -> str | None:
     and each actor sends its whole share to the others. The option is not part of the
     model id, so the call-cache keys are the driver's."""
     spec = parse_model_string(model)
-    bound = server_bound(model)
-    if bound is None:
+    per_server = _per_server_bound(spec)
+    if per_server is None:
         return model
-    per_server = bound // len(spec.location.split(","))
     options = dict(spec.options, max_concurrency=str(max(1, per_server // max(1, workers))))
     return f"{spec.scheme}:{spec.location}?{urlencode(options)}"
 
