@@ -80,14 +80,20 @@ def train_command(
         "last_loss": round(history["last_loss"], 4),
     }
     evaluated = test[:eval_limit]
+    saved = bool(evaluated) and engine == "llamacpp"
+    if saved:  # the GGUF adapter is written from the saved model
+        model.save(out_dir, metrics)
     if evaluated:
         inputs, references = [p.toxic for p in evaluated], [p.neutral for p in evaluated]
-        if engine == "llamacpp":
-            model.save(out_dir, metrics)  # the GGUF adapter is written from the saved one
         rewrites = list(_rewriter(model, out_dir, engine)(inputs, 64, progress))
         metrics |= {"rewritten": len(evaluated), "engine": engine}
         metrics |= _overlap(inputs, rewrites, references)
-    model.save(out_dir, metrics)
+    if saved:  # only the metrics: saving the weights again would outdate adapter.gguf
+        from rolecall.train.loop import write_metrics
+
+        write_metrics(out_dir, metrics)
+    else:
+        model.save(out_dir, metrics)
     out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
 
 
