@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from rolecall.errors import InputFileError, RolecallError
+from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.formats.carecall import (
     carecall_to_examples,
     read_carecall,
@@ -104,6 +104,70 @@ def test_split_on_the_fixture_matches_the_hand_count(tmp_path):
     out = tmp_path / "examples.jsonl"
     assert write_examples_jsonl(out, examples) == 10
     assert list(read_jsonl(out, Example)) == examples
+
+
+def _fixed(guid: str, *texts: str, flags: tuple = ()) -> dict:
+    """A dialogue of alternating system/user turns; system turn i gets ``flags[i]`` if
+    given, else no "out-of-bounds" key at all (as in a human-fixed file)."""
+    data = []
+    for i, text in enumerate(texts):
+        turn = {"role": "system" if i % 2 == 0 else "user", "text": text}
+        if i % 2 == 0 and i // 2 < len(flags):
+            turn["out-of-bounds"] = flags[i // 2]
+        data.append(turn)
+    return {"guid": guid, "data": data}
+
+
+FIXED = [
+    _fixed("fix-1", "안녕하세요, 어르신.", "네, 안녕하세요.", "식사는요?", "네.", "다행이에요."),
+    _fixed("fix-2", "오늘 산책하셨어요?", "아니요.", "내일은 꼭 걸어 보세요.", flags=(None,)),
+]
+
+
+def test_unflagged_in_bounds_makes_every_system_turn_a_positive(tmp_path):
+    path = write_json(tmp_path / "fixed.json", FIXED)
+    examples = carecall_to_examples(path, unflagged="in-bounds")
+    system = [(d["guid"], t["text"]) for d in FIXED for t in d["data"] if t["role"] == "system"]
+    assert [(e.dialogue_id, e.response) for e in examples] == system
+    assert {e.label for e in examples} == {"positive"}
+    # the history is the turns before, unjudged, whatever the flag reading was
+    assert [len(e.history) for e in examples] == [0, 2, 4, 0, 2]
+    assert all(t.out_of_bounds is None for e in examples for t in e.history)
+
+
+def test_unflagged_in_bounds_keeps_a_true_flag_as_the_end_of_the_split(tmp_path):
+    mixed = _fixed(
+        "mix-1",
+        "안녕하세요.",
+        "네.",
+        "저도 사람이에요.",
+        "그래요?",
+        "네, 진짜예요.",
+        flags=(None, True, None),
+    )
+    path = write_json(tmp_path / "mixed.json", [mixed, *FIXED])
+    examples = [e for e in carecall_to_examples(path, "in-bounds") if e.dialogue_id == "mix-1"]
+    assert [(e.response, e.label, e.category) for e in examples] == [
+        ("안녕하세요.", "positive", None),
+        ("저도 사람이에요.", "negative", "unspecified"),
+    ]
+    # the fixture (every system turn flagged) splits the same either way
+    assert carecall_to_examples(FIXTURE, "in-bounds") == carecall_to_examples(FIXTURE)
+
+
+def test_stop_refuses_a_file_that_gives_no_example_because_of_unflagged_turns(tmp_path):
+    path = write_json(tmp_path / "fixed.json", FIXED)
+    with pytest.raises(InputFileError) as info:
+        carecall_to_examples(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert "5 system turns" in str(info.value)
+    assert "--unflagged in-bounds" in info.value.fix and "dialogues judge" in info.value.fix
+    # one flagged turn that gives an example: the rest stop quietly, as before
+    flagged = _fixed("ok-1", "안녕하세요.", "네.", "식사는요?", flags=(False,))
+    examples = carecall_to_examples(write_json(tmp_path / "some.json", [flagged, *FIXED]))
+    assert [e.response for e in examples] == ["안녕하세요."]
+    with pytest.raises(ConfigError, match="in-bounds"):
+        carecall_to_examples(FIXTURE, "in_bounds")
 
 
 def test_unjudged_system_turns_round_trip_as_null(tmp_path):

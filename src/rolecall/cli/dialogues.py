@@ -214,6 +214,11 @@ def dialogues_import(
     source: Path,
     target: Path,
     examples: bool = typer.Option(False, help="write training examples instead of dialogues"),
+    unflagged: str = typer.Option(
+        "stop",
+        help="--examples: a system turn with no out-of-bounds flag ends its dialogue's "
+        "split (stop) or is in bounds (in-bounds: e.g. human-fixed dialogues)",
+    ),
 ):
     """CareCall corpus JSON -> rolecall dialogue JSONL (or training examples)."""
     from rolecall.formats.carecall import (
@@ -223,12 +228,14 @@ def dialogues_import(
     )
     from rolecall.jsonl import write_jsonl
 
-    count = (
-        write_examples_jsonl(target, carecall_to_examples(source))
-        if examples
-        else write_jsonl(target, read_carecall(source))
-    )
-    out.print(f"{target}: {count} {'examples' if examples else 'dialogues'}")
+    if not examples:
+        count = write_jsonl(target, read_carecall(source))
+        out.print(f"{target}: {count} dialogues")
+        return
+    written = carecall_to_examples(source, unflagged)
+    count = write_examples_jsonl(target, written)
+    positives = sum(e.label == "positive" for e in written)
+    out.print(f"{target}: {count} examples ({positives} positive, {count - positives} negative)")
 
 
 @dialogues_app.command("export-carecall")

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rolecall.errors import InputFileError, RolecallError
+from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.examples import examples_from_dialogue
 from rolecall.jsonl import parse_line, write_jsonl
 from rolecall.records import Dialogue, Example, Turn
@@ -271,14 +271,55 @@ def write_carecall(path: str | Path, dialogues: Iterable[Dialogue]) -> int:
 # -- training examples -----------------------------------------------------------------
 
 
-def carecall_to_examples(path: str | Path) -> list[Example]:
+UNFLAGGED = ("stop", "in-bounds")  # what a system turn without a flag means to the split
+
+
+def carecall_to_examples(path: str | Path, unflagged: str = "stop") -> list[Example]:
     """A human-labelled CareCall file -> training examples by the first-out-of-bounds split.
 
     Per dialogue, system turns before the first flagged one are positives, the flagged one
     is a negative (category from the ``"category"`` extension, else ``"unspecified"``), the
-    rest is dropped; an unflagged (``null``) system turn stops the dialogue's split.
+    rest is dropped. A system turn with no flag (absent or ``null``) stops the dialogue's
+    split (``unflagged="stop"``) or is read as in bounds (``"in-bounds"``: human-fixed
+    dialogues, whose turns are all in bounds, carry no flags). With ``"stop"``, a file that
+    gives no example because of unflagged turns is an error rather than an empty result.
     """
-    return [e for d in read_carecall(path) for e in examples_from_dialogue(d)]
+    if unflagged not in UNFLAGGED:
+        raise ConfigError(
+            f'unflagged must be one of {", ".join(UNFLAGGED)}, not "{unflagged}"',
+            fix='"stop" (unflagged turns end the split) or "in-bounds"',
+        )
+    dialogues = read_carecall(path)
+    if unflagged == "in-bounds":
+        dialogues = [unflagged_in_bounds(d) for d in dialogues]
+    examples = [e for d in dialogues for e in examples_from_dialogue(d)]
+    unjudged = sum(
+        t.role == "system" and t.out_of_bounds is None for d in dialogues for t in d.turns
+    )
+    if not examples and unjudged:
+        raise InputFileError(
+            path,
+            f"gives no training examples: {unjudged} system turns have no "
+            f'"{FLAG}" flag, and a turn without one ends its dialogue\'s split',
+            fix="pass --unflagged in-bounds if these dialogues are all in bounds (e.g. "
+            "human-fixed), or judge them first (rolecall dialogues judge --spec SPEC "
+            f"--dialogues {path} --out DIR writes DIR/examples.jsonl)",
+        )
+    return examples
+
+
+def unflagged_in_bounds(dialogue: Dialogue) -> Dialogue:
+    """``dialogue`` with its unflagged system turns marked in bounds; flagged ones kept."""
+    return dialogue.model_copy(
+        update={
+            "turns": [
+                t.model_copy(update={"out_of_bounds": False})
+                if t.role == "system" and t.out_of_bounds is None
+                else t
+                for t in dialogue.turns
+            ]
+        }
+    )
 
 
 def write_examples_jsonl(path: str | Path, examples: Iterable[Example]) -> int:
