@@ -1,34 +1,50 @@
-"""How well the retrievers pick a chatbot's answer: bi- and poly-encoder vs BM25. One run.
+"""Response selection on held-out data: BM25 vs the retriever vs retrieve + rerank. One run.
 
-Data: the Q->A pairs of ../shared/data/neutral/chatbot_data.csv (columns Q, A, label;
-~11.8k Korean chit-chat pairs). Split with ``data.split_by`` keyed by the question (10%
-held out, so no held-out question was trained on). Contexts are the questions as a
-one-turn user history (``data.context_text``), candidates the answers.
+Two data sets, each split so that no held-out context was trained on:
 
-Metric: Hits@1/K for K = 20 and 100 on the held-out part (the NAACL 2022 paper's measure):
-each held-out question's gold answer among K-1 other answers drawn at random (fixed seed)
-from the held-out pool of unique answers; ties count against the gold
-(``rolecall.eval.retrieval``). Chance is 1/K.
+- **chatbot**: the Q->A pairs of ../shared/data/neutral/chatbot_data.csv (~11.8k Korean
+  chit-chat pairs), split by question (``data.split_by``, 10% held out); the context is
+  the question as a one-turn user history;
+- **carecall**: the shipped role-specified example (``examples/carecall``: 39 care-call
+  dialogues written for the role spec), every in-bounds system turn with a history as a
+  (context, response) pair, split **by dialogue** (``--carecall-test-share``, seeded).
+  Only ~170 training pairs: ``--carecall-train`` chooses what the models train on,
+  ``carecall`` (those pairs alone) or ``carecall+chatbot`` (with the chatbot training
+  pairs added: general Korean chit-chat a user would add too).
 
-Models, all scored on the very same candidates:
+Metric: Hits@1/K (the NAACL 2022 paper's): each held-out context's gold response among K-1
+others drawn at random (fixed seed) from the held-out pool of unique responses; ties count
+against the gold (``rolecall.eval.retrieval``). K = 20 and 100 where the pool allows.
 
-- BM25 on Kiwi content morphemes (``retrieval.slang.search_tokens`` and bm25s, the slang
-  index's settings), the question against the answer texts; IDF over the held-out pool.
-  Questions and answers share few words ("3박4일 놀러가고 싶다" -> "여행은 언제나 좋죠."),
-  so this lexical baseline is weak by nature, and zero scores tie (against the gold);
-- a bi-encoder and a poly-encoder (``train/retriever.py``) trained with in-batch
-  negatives on the training pairs, over the backbone named in the output: by default the
-  embedded Gemma 3 270M, frozen, its hidden states cached under ``--cache-dir`` (the
-  first run computes ~20k texts on a CPU, with progress bars; later runs read the cache);
-- the reranker (``train/reranker.py``, the default ``attention`` interaction for a frozen
-  backbone) trained on the same pairs against 7 random negatives each, scoring the same
-  K candidates (a reranker normally only sees the retriever's top few; here it ranks the
-  same random K, so its numbers compare with the retrievers').
+Models, scored on the very same candidate rows:
 
-Usage: python bench/retrieval_quality.py [--backbone embedded|PATH] [--limit N]
-       [--epochs 5] [--batch-size 32] [--lr 1e-3] [--cache-dir runs/bench-features]
-       [--kinds bi,poly,reranker] [--seed 0]
-The last line printed is a JSON object with every number.
+- **BM25** on Kiwi content morphemes (``retrieval.slang.search_tokens``, bm25s), the text of
+  the context's last ``--bm25-turns`` turns against the responses; IDF over the pool;
+- **retriever**: the poly-encoder (``train/retriever.py``, the bot's retriever) trained
+  with in-batch negatives over the frozen backbone's cached states;
+- **retrieve + rerank**, evaluated the way the bot uses it: the retriever ranks the K
+  candidates, the reranker reorders its top ``--top`` (the bot's ``k``, 10), the rest keep
+  the retriever's order. The reranker (``train/reranker.py``, attention interaction over
+  frozen states) is trained on the same pairs against ``--negatives`` negatives of which
+  ``--hard`` are the retriever's own best wrong candidates among the training responses
+  (mined in batches from a candidate index of them, ``negatives.Miner``), the rest random;
+  ``--hard 0`` trains on random negatives only (the old default). Also printed: the
+  reranker alone on all K (its own ranking power) and the sum of the two models' scores
+  over the top ``--top`` (``fused``), for information.
+
+Targets (issue 17 item 2):
+- ``rerank_vs_retriever_chatbot``, ``rerank_vs_retriever_carecall``: retrieve + rerank
+  Hits@1/20 - retriever Hits@1/20 >= +0.05;
+- ``retriever_vs_bm25_carecall``: retriever Hits@1/20 - BM25 Hits@1/20 >= +0.10.
+
+Features are cached under ``--cache-dir`` (the first run computes ~20k texts on a CPU,
+~20 minutes on 2 cores; later runs read the cache).
+
+Usage: python bench/retrieval_quality.py [--data chatbot,carecall] [--limit N]
+       [--epochs 5] [--reranker-epochs 5] [--batch-size 32] [--lr 1e-3] [--top 10]
+       [--negatives 7] [--hard 5] [--carecall-train carecall+chatbot] [--seed 0]
+       [--layer N] [--cache-dir runs/bench-features]
+The last line printed is a JSON object with every number and the targets.
 """
 
 from __future__ import annotations
@@ -37,193 +53,299 @@ import argparse
 import csv
 import json
 import random
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import torch
 
-from rolecall.eval.retrieval import HitsEvaluator
-from rolecall.records import Example, Turn
+from rolecall.eval.retrieval import HitsEvaluator, hits_at
+from rolecall.examples import examples_from_dialogues, marked_in_bounds
+from rolecall.jsonl import read_jsonl
+from rolecall.records import Dialogue, Example, Turn
 from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
+from rolecall.serve.candidates import build_candidate_index
 from rolecall.train.backbone import EMBEDDED, load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
-from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig
+from rolecall.train.negatives import Miner
 from rolecall.train.reranker import Reranker, RerankerSettings
 from rolecall.train.retriever import RetrieverSettings, fit_retriever
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "neutral" / "chatbot_data.csv"
+CHATBOT = ROOT.parent / "shared" / "data" / "neutral" / "chatbot_data.csv"
+CARECALL = ROOT / "examples" / "carecall" / "dialogues.jsonl"
 KS = (20, 100)
+TARGET_RERANK, TARGET_BM25 = 0.05, 0.10
 
 
-def read_pairs(path: Path, limit: int | None, seed: int) -> list[tuple[str, str]]:
+@dataclass
+class Pair:
+    history: list[Turn]
+    response: str
+
+    @property
+    def context(self) -> str:
+        return context_text(self.history)
+
+    def query(self, turns: int) -> str:
+        return " ".join(t.text for t in self.history[-turns:])
+
+
+@dataclass
+class Task:
+    name: str
+    train: list[Pair]
+    test: list[Pair]
+
+
+def chatbot_pairs(path: Path, limit: int | None, seed: int) -> list[Pair]:
     with path.open(encoding="utf-8-sig", newline="") as file:
-        pairs = [(row["Q"].strip(), row["A"].strip()) for row in csv.DictReader(file)]
-    pairs = [(q, a) for q, a in pairs if q and a]
-    if limit and limit < len(pairs):
-        keep = sorted(random.Random(seed).sample(range(len(pairs)), limit))
-        pairs = [pairs[i] for i in keep]  # a random subset: the file is sorted by Q
-    return pairs
+        rows = [(row["Q"].strip(), row["A"].strip()) for row in csv.DictReader(file)]
+    rows = [(q, a) for q, a in rows if q and a]
+    if limit and limit < len(rows):
+        keep = sorted(random.Random(seed).sample(range(len(rows)), limit))
+        rows = [rows[i] for i in keep]  # a random subset: the file is sorted by Q
+    return [Pair([Turn(role="user", text=q)], a) for q, a in rows]
 
 
-def context(question: str) -> str:
-    return context_text([Turn(role="user", text=question)])
+def chatbot_task(args) -> Task:
+    pairs = chatbot_pairs(args.chatbot, args.limit, args.seed)
+    train, test = split_by(pairs, key=lambda p: p.history[0].text, held_out=0.1, seed=args.seed)
+    return Task("chatbot", train, test)
 
 
-def bm25_scores(questions: list[str], pool: list[str]) -> np.ndarray:
-    """[questions, pool] BM25 scores of each question against every pool answer."""
+def carecall_task(args, chatbot_train: list[Pair]) -> Task:
+    dialogues = list(read_jsonl(args.carecall, Dialogue))
+    ids = sorted(d.id for d in dialogues)
+    random.Random(args.seed).shuffle(ids)
+    test_ids = set(ids[: max(1, round(len(ids) * args.carecall_test_share))])
+    train, test = [], []
+    for example in examples_from_dialogues(marked_in_bounds(d) for d in dialogues):
+        if example.history:  # the opening greeting has no context to select by
+            pair = Pair(list(example.history), example.response.strip())
+            (test if example.dialogue_id in test_ids else train).append(pair)
+    if args.carecall_train == "carecall+chatbot":
+        train = train + chatbot_train
+    return Task("carecall", train, test)
+
+
+def bm25_scores(queries: list[str], pool: list[str]) -> np.ndarray:
+    """[queries, pool] BM25 scores of each query against every pool response."""
     model = bm25s.BM25(**BM25_PARAMS)
     model.index(search_tokens(pool), show_progress=False)
     vocab = model.vocab_dict
     rows = []
-    for tokens in search_tokens(questions):
+    for tokens in search_tokens(queries):
         ids = [vocab[t] for t in tokens if t in vocab]
         rows.append(model.get_scores_from_ids(ids) if ids else np.zeros(len(pool)))
     return np.asarray(rows, dtype=float)
 
 
-def describe_backbone(name: str, backbone) -> str:
-    what = "Gemma 3 270M (embedded)" if name == EMBEDDED else name
-    state = "frozen" if backbone.frozen else "trainable"
-    return f"{what}, {state}, hidden {backbone.hidden_size}"
+def in_top(first: np.ndarray, top: int) -> np.ndarray:
+    """[n, K] bool: the ``top`` best of each row by ``first`` (ties broken by position)."""
+    order = np.argsort(-first, axis=1, kind="stable")[:, :top]
+    mask = np.zeros(first.shape, dtype=bool)
+    np.put_along_axis(mask, order, True, axis=1)
+    return mask
 
 
-def train_and_score(
-    kind: str, backbone, train_pairs, contexts, pool, gold, evaluator, args
-) -> dict:
-    """Train one retriever on the training pairs; its Hits@1/K on the held-out part."""
+def reordered(first: np.ndarray, second: np.ndarray, top: int) -> np.ndarray:
+    """Scores that rank ``first``'s top ``top`` of each row by ``second``, above the rest
+    in ``first``'s order: what the bot's retrieve + rerank does."""
+    mask = in_top(first, top)
+    span = np.ptp(first, axis=1, keepdims=True) + np.abs(second).max() + 1.0
+    return np.where(mask, second + first.max(axis=1, keepdims=True) + 2 * span, first)
+
+
+def standardised(scores: np.ndarray) -> np.ndarray:
+    return (scores - scores.mean(axis=1, keepdims=True)) / (
+        scores.std(axis=1, keepdims=True) + 1e-9
+    )
+
+
+def run_task(task: Task, backbone, args) -> dict:
+    """Every model on one task's held-out rows; returns their metrics."""
+    pool = unique_candidates(p.response for p in task.test)
+    position = {text: number for number, text in enumerate(pool)}
+    gold = [position[p.response] for p in task.test]
+    ks = tuple(k for k in KS if k <= len(pool))
+    evaluator = HitsEvaluator(ks=ks, seed=args.seed)
+    print(
+        f"\n[{task.name}] train {len(task.train)} pairs, held-out {len(task.test)} "
+        f"(pool of {len(pool)} unique responses); Hits@1/K for K in {ks}",
+        flush=True,
+    )
+    contexts = [p.context for p in task.test]
+    # every model scores the same K-candidate rows; each scorer records its matrix per K
+    seen: dict[str, dict[int, np.ndarray]] = {}
+
+    def recorder(name, score_rows):
+        def score(_, rows):
+            scores = np.asarray(score_rows(rows), dtype=float)
+            seen.setdefault(name, {})[rows.shape[1]] = scores
+            return scores
+
+        return score
+
+    results: dict[str, dict] = {"random": {f"hits@1/{k}": 1 / k for k in ks}}
     started = time.perf_counter()
+    bm25 = bm25_scores([p.query(args.bm25_turns) for p in task.test], pool)
+    results["bm25"] = {
+        **evaluator(
+            recorder("bm25", lambda rows: np.take_along_axis(bm25, rows, 1)), contexts, pool, gold
+        ),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    started = time.perf_counter()
     retriever, history = fit_retriever(
-        train_pairs,
+        [(p.context, p.response) for p in task.train],
         backbone,
-        RetrieverSettings(kind=kind),
+        RetrieverSettings(kind="poly"),
         config,
         progress=True,
-        cache_dir=args.cache_dir if backbone.frozen else None,
+        cache_dir=args.cache_dir,
     )
     trained = time.perf_counter() - started
-    retriever.encode_contexts(contexts, progress=True)  # held-out features, with a bar
-    retriever.encode_candidates(pool, progress=True)
+    held_contexts = retriever.encode_contexts(contexts, progress=True)
+    pool_vectors = torch.from_numpy(retriever.encode_candidates(pool, progress=True))
 
-    def score(queries, index):
-        return retriever.score(queries, [[pool[j] for j in row] for row in index])
+    def retriever_rows(rows):
+        return retriever.score_vectors(held_contexts, pool_vectors[torch.from_numpy(rows)])
 
-    return {
-        **evaluator(score, contexts, pool, gold),
+    results["retriever"] = {
+        **evaluator(recorder("retriever", retriever_rows), contexts, pool, gold),
         "train_seconds": round(trained, 1),
-        "seconds": round(time.perf_counter() - started, 1),
         "steps": history["steps"],
-        "first_loss": round(history["first_loss"], 4),
         "last_loss": round(history["last_loss"], 4),
     }
 
-
-def rerank_and_score(backbone, train, contexts, pool, gold, evaluator, args) -> dict:
-    """Train a reranker on the training pairs; its Hits@1/K on the held-out part."""
     started = time.perf_counter()
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
-    features = Features(
-        backbone, args.cache_dir if backbone.frozen else None, batch_size=args.batch_size
+    train_pool = unique_candidates(p.response for p in task.train)
+    mined = None
+    if args.hard:
+        index = build_candidate_index(retriever, train_pool, tempfile.mkdtemp(), progress=True)
+        mined = Miner(
+            lambda cs, n: [[t for _, t, _ in hits] for hits in index.search(cs, n)],
+            progress=True,
+        )
+        mined.prepare([p.context for p in task.train], args.hard + 1)
+    mining = time.perf_counter() - started
+    settings = RerankerSettings(negatives=args.negatives, hard_count=args.hard)
+    reranker = Reranker.for_training(
+        backbone, settings, TrainConfig(batch_size=args.batch_size), args.cache_dir
     )
-    reranker = Reranker.create(backbone, RerankerSettings(), features)
     examples = [
-        Example(history=[Turn(role="user", text=q)], response=a, label="positive") for q, a in train
+        Example(history=p.history, response=p.response, label="positive") for p in task.train
     ]
-    history = reranker.fit(examples, config, progress=True)
-    trained = time.perf_counter() - started
+    rconfig = TrainConfig(
+        epochs=args.reranker_epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed
+    )
+    rhistory = reranker.fit(examples, rconfig, mined, progress=True)
+    rtrained = time.perf_counter() - started
 
-    def score(queries, index):
-        return reranker.score(queries, [[pool[j] for j in row] for row in index], 256)
+    def reranker_rows(rows):
+        return reranker.score(contexts, [[pool[j] for j in row] for row in rows], 256)
 
+    alone = evaluator(recorder("reranker", reranker_rows), contexts, pool, gold)
+    results["reranker alone (all K)"] = {
+        **alone,
+        "train_seconds": round(rtrained, 1),
+        "mining_seconds": round(mining, 1),
+        "hard": args.hard,
+        "negatives": args.negatives,
+        "steps": rhistory["steps"],
+        "last_loss": round(rhistory["last_loss"], 4),
+    }
+    for name, combine in (
+        (f"retrieve + rerank top {args.top}", lambda r, s: s),
+        (f"retrieve + fused top {args.top}", lambda r, s: standardised(r) + standardised(s)),
+    ):
+        results[name] = {
+            f"hits@1/{k}": hits_at(
+                reordered(
+                    seen["retriever"][k],
+                    combine(seen["retriever"][k], seen["reranker"][k]),
+                    args.top,
+                )
+            )
+            for k in ks
+        }
+    print(f"{'model':32s}" + "".join(f"{f'hits@1/{k}':>12s}" for k in ks))
+    for model, metrics in results.items():
+        print(f"{model:32s}" + "".join(f"{metrics[f'hits@1/{k}']:12.3f}" for k in ks))
     return {
-        **evaluator(score, contexts, pool, gold),
-        "train_seconds": round(trained, 1),
-        "seconds": round(time.perf_counter() - started, 1),
-        "steps": history["steps"],
-        "interaction": reranker.settings.interaction,
-        "first_loss": round(history["first_loss"], 4),
-        "last_loss": round(history["last_loss"], 4),
+        "train": len(task.train),
+        "held_out": len(task.test),
+        "pool": len(pool),
+        "results": results,
     }
 
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="chatbot,carecall")
     parser.add_argument("--backbone", default=EMBEDDED)
-    parser.add_argument(
-        "--train-backbone",
-        action="store_true",
-        help="fine-tune the backbone too (GPU); frozen by default",
-    )
-    parser.add_argument("--limit", type=int, default=None, help="use only N pairs")
+    parser.add_argument("--layer", type=int, default=None, help="cut the backbone after N")
+    parser.add_argument("--limit", type=int, default=None, help="use only N chatbot pairs")
     parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--reranker-epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--top", type=int, default=10, help="candidates reranked (bot: k)")
+    parser.add_argument("--negatives", type=int, default=7)
+    parser.add_argument("--hard", type=int, default=5, help="of them mined from the retriever")
+    parser.add_argument("--bm25-turns", type=int, default=1)
+    parser.add_argument("--carecall-test-share", type=float, default=0.3)
+    parser.add_argument(
+        "--carecall-train", choices=["carecall", "carecall+chatbot"], default="carecall+chatbot"
+    )
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features")
-    parser.add_argument("--kinds", default="bi,poly,reranker")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--chatbot", type=Path, default=CHATBOT)
+    parser.add_argument("--carecall", type=Path, default=CARECALL)
     return parser.parse_args()
+
+
+def target(value: float, bound: float) -> dict:
+    return {"value": round(value, 4), "target": f">= +{bound:.2f}", "met": value >= bound}
 
 
 def main() -> None:
     args = arguments()
     torch.set_num_threads(2)
-    pairs = read_pairs(args.data, args.limit, args.seed)
-    train, test = split_by(pairs, key=lambda pair: pair[0], held_out=0.1, seed=args.seed)
-    pool = unique_candidates(a for _, a in test)
-    position = {answer: number for number, answer in enumerate(pool)}
-    gold = [position[a] for _, a in test]
-    ks = tuple(k for k in KS if k <= len(pool))
-    evaluator = HitsEvaluator(ks=ks, seed=args.seed)
-    print(
-        f"data: {args.data.name}: {len(pairs)} pairs -> train {len(train)}, held-out "
-        f"{len(test)} (pool of {len(pool)} unique answers); Hits@1/K for K in {ks}",
-        flush=True,
-    )
-    results: dict[str, dict] = {"random": {f"hits@1/{k}": 1 / k for k in ks}}
     started = time.perf_counter()
-    bm25 = bm25_scores([q for q, _ in test], pool)
-    results["bm25 (kiwi morphemes, Q vs A)"] = {
-        **evaluator(lambda _, index: np.take_along_axis(bm25, index, axis=1), test, pool, gold),
-        "seconds": round(time.perf_counter() - started, 2),
-    }
-
-    started = time.perf_counter()
-    backbone = load_backbone(args.backbone, frozen=not args.train_backbone)
-    name = describe_backbone(args.backbone, backbone)
-    print(f"backbone: {name} (loaded in {time.perf_counter() - started:.1f} s)", flush=True)
-    train_pairs = [(context(q), a) for q, a in train]
-    contexts = [context(q) for q, _ in test]
-    for kind in args.kinds.split(","):
-        if kind == "reranker":
-            scored = rerank_and_score(backbone, train, contexts, pool, gold, evaluator, args)
-            results[f"reranker ({scored['interaction']})"] = scored
-            continue
-        results[f"{kind}-encoder"] = train_and_score(
-            kind, backbone, train_pairs, contexts, pool, gold, evaluator, args
+    backbone = load_backbone(args.backbone, frozen=True, layer=args.layer)
+    print(f"backbone: {args.backbone} layer {args.layer or 'all'} (frozen)", flush=True)
+    chatbot = chatbot_task(args)
+    tasks = {"chatbot": chatbot, "carecall": carecall_task(args, chatbot.train)}
+    out = {name: run_task(tasks[name], backbone, args) for name in args.data.split(",")}
+    targets = {}
+    top = f"retrieve + rerank top {args.top}"
+    for name, measured in out.items():
+        r = measured["results"]
+        targets[f"rerank_vs_retriever_{name}"] = target(
+            r[top]["hits@1/20"] - r["retriever"]["hits@1/20"], TARGET_RERANK
         )
-
-    print(f"\nHits@1/K on {len(test)} held-out questions; backbone: {name}")
-    print(f"{'model':32s}" + "".join(f"{f'hits@1/{k}':>12s}" for k in ks))
-    for model, metrics in results.items():
-        print(f"{model:32s}" + "".join(f"{metrics[f'hits@1/{k}']:12.3f}" for k in ks))
+        if name == "carecall":
+            targets["retriever_vs_bm25_carecall"] = target(
+                r["retriever"]["hits@1/20"] - r["bm25"]["hits@1/20"], TARGET_BM25
+            )
     print(
         json.dumps(
             {
                 "bench": "retrieval_quality",
-                "data": args.data.name,
-                "backbone": name,
-                "pairs": len(pairs),
-                "train": len(train),
-                "held_out": len(test),
-                "pool": len(pool),
-                "epochs": args.epochs,
-                "seed": args.seed,
-                "results": results,
+                "backbone": args.backbone,
+                "layer": args.layer,
+                "settings": {k: str(v) for k, v in vars(args).items()},
+                "seconds": round(time.perf_counter() - started, 1),
+                "data": out,
+                "targets": targets,
             },
             ensure_ascii=False,
         )

@@ -285,12 +285,15 @@ def train_reranker_command(
     mined = None
     if hard_negatives is not None:
         from rolecall.serve.candidates import CandidateIndex
+        from rolecall.train.negatives import Miner
 
         candidate_index = CandidateIndex.load(hard_negatives)
-
-        def mined(context: str, gold: str, k: int) -> list[str]:
-            hits = candidate_index.search([context], k + 1)[0]
-            return [hit[1] for hit in hits if hit[1] != gold][:k]
+        mined = Miner(
+            lambda contexts, n: [
+                [t for _, t, _ in hits] for hits in candidate_index.search(contexts, n)
+            ],
+            progress=progress,
+        )
 
     model, config, cache = _backbone_training(locals())
     _features_on_ray("reranker", locals(), mined)

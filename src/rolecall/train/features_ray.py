@@ -239,6 +239,7 @@ def training_inputs(
         raise ConfigError(
             f"no feature inputs for '{model}'", fix="use classifier, retriever or reranker"
         )
+    from rolecall.train.negatives import prepare_mining
     from rolecall.train.reranker import Reranker
 
     s = Reranker.resolve(settings, backbone)
@@ -248,6 +249,7 @@ def training_inputs(
         pairs = [(c, e.response.strip()) for c, e in zip(contexts, positives)]
         return [Inputs("pairs", pairs, s.max_length, {"second_max": s.response_max})]
     if hard_negatives is not None and s.hard_count > 0:  # as draw_negatives asks for them
+        prepare_mining(hard_negatives, contexts, s.hard_count)
         for context, example in zip(contexts, positives):
             pool += hard_negatives(context, example.response.strip(), s.hard_count + 1)
     return [
