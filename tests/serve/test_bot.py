@@ -98,6 +98,7 @@ def bot_dir(tmp_path_factory):
 def test_the_bot_routes_by_confidence_and_tells_how(bot_dir):
     bot = Bot.load(bot_dir)
     assert bot.selector.shared and bot.selector.reranker is not None
+    assert not bot.selector.rerank  # the default: the retriever's order (measured better)
     history = [Turn(role="user", text=USER_LINES[0])]
     reply = bot.reply(history)  # no threshold: retrieval never fails
     assert reply.path in ("retrieved", "fallback") and reply.latency_ms > 0
@@ -171,12 +172,16 @@ def pick_script(bot: Bot) -> tuple[list[str], float]:
 
 
 def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):
-    threshold_bot = Bot.load(bot_dir)
-    lines, threshold = pick_script(threshold_bot)
-    (bot_dir / "bot.json").write_text(
-        json.dumps({"unanswerable_threshold": threshold, "guard": False}), encoding="utf-8"
-    )
+    # with the reranker's order (bot.json's rerank), as the script was picked
+    (bot_dir / "bot.json").write_text('{"rerank": true}', encoding="utf-8")
     try:
+        threshold_bot = Bot.load(bot_dir)
+        assert threshold_bot.selector.rerank
+        lines, threshold = pick_script(threshold_bot)
+        (bot_dir / "bot.json").write_text(
+            json.dumps({"unanswerable_threshold": threshold, "guard": False, "rerank": True}),
+            encoding="utf-8",
+        )
         script = tmp_path / "script.txt"
         script.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
         result = run_to_end("chat", str(bot_dir), "--script", str(script), "--no-progress")

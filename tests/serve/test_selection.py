@@ -111,3 +111,19 @@ def test_a_reranker_that_cuts_the_context_otherwise_reads_pairs(parts):
     ]
     with pytest.raises(ValueError, match="k must be 1 or more"):
         ResponseSelector(index, reranker, k=0)
+
+
+def test_without_rerank_the_retrievers_order_stands_and_the_reranker_gives_the_confidence(
+    parts,
+):
+    index, reranker = parts
+    selector = ResponseSelector(index, reranker, k=5, rerank=False)
+    context = [Turn(role="user", text="식사 이야기 1")]
+    turn = selector.select(context, mc_passes=6, seed=2)
+    assert turn.ranked == selector.retrieve(context)  # retriever order, no rerank scores
+    assert all(s.rerank_score is None for s in turn.ranked)
+    text = context_text(context)
+    alone = mc_dropout_confidence(reranker, [text], [turn.best.text], passes=6, seed=2)[0]
+    assert turn.confidence == pytest.approx(alone, rel=1e-2, abs=1e-3)
+    reranked = ResponseSelector(index, reranker, k=5).select(context).ranked
+    assert sorted(s.text for s in reranked) == sorted(s.text for s in turn.ranked)

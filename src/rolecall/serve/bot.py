@@ -2,8 +2,10 @@
 
 Per user turn:
 
-1. **retrieve**: the retriever's top ``k`` candidates, reordered by the reranker
-   (``serve/selection.py``: one backbone pass for the context);
+1. **retrieve**: the retriever's top ``k`` candidates (``serve/selection.py``: one
+   backbone pass for the context), reordered by the reranker only with ``rerank`` in
+   ``bot.json``: off by default, since on frozen features the reranker orders them worse
+   than the retriever (``bench/retrieval_quality.py``);
 2. **fail?**: the best candidate's MC-dropout confidence (mean - variance of the reranker's
    sigmoid scores over ``mc_passes`` passes) at or below ``unanswerable_threshold`` means
    no candidate fits: the context is unanswerable by retrieval;
@@ -52,7 +54,13 @@ class BotSettings(BaseModel):
     """``bot.json``: how the parts are joined."""
 
     model_config = ConfigDict(extra="forbid")
-    k: int = Field(10, ge=1, description="candidates retrieved and reranked")
+    k: int = Field(10, ge=1, description="candidates retrieved (and reranked, with rerank)")
+    rerank: bool = Field(
+        False,
+        description="reorder the retriever's k by the reranker; off by default: on frozen "
+        "embedded-Gemma features the reranker lowers Hits@1/20 (docs/models.md); the "
+        "reranker still gives the MC-dropout confidence",
+    )
     unanswerable_threshold: float | None = Field(
         None,
         description="MC-dropout confidence at or below which retrieval fails (from "
@@ -129,7 +137,7 @@ class Bot:
                 from rolecall.train.reranker import Reranker
 
                 reranker = Reranker.load(directory / "reranker")
-            selector = ResponseSelector(index, reranker, k=settings.k)
+            selector = ResponseSelector(index, reranker, k=settings.k, rerank=settings.rerank)
             selector.prepare(progress)
         if (directory / "generator").exists():
             from rolecall.train.generator import Generator

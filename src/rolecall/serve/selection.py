@@ -2,8 +2,8 @@
 
 What the Retrieve-fail-Generate bot does per user turn (NAACL 2022 §4.3): the retriever
 finds the ``k`` best of the bot's candidate responses (``candidates.py``), the reranker
-orders them, and the best one's MC-dropout confidence (``serve/unanswerable.py``) says
-whether to answer with it or fall back to the generator.
+orders them (when asked: ``rerank``), and the best one's MC-dropout confidence
+(``serve/unanswerable.py``) says whether to answer with it or fall back to the generator.
 
 The context is run through the backbone **once**: with an ``attention`` reranker that
 shares the retriever's backbone and cuts the context the same way (``max_turns`` and
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,10 +57,19 @@ class Turnout:
 class ResponseSelector:
     """A candidate index (with its retriever) and optionally a reranker, for live turns."""
 
-    def __init__(self, index: CandidateIndex, reranker: Reranker | None = None, k: int = 10):
+    def __init__(
+        self,
+        index: CandidateIndex,
+        reranker: Reranker | None = None,
+        k: int = 10,
+        rerank: bool = True,
+    ):
+        """``rerank`` False: the retriever's order stands and the reranker only gives the
+        best candidate's MC-dropout confidence (what a bot does by default: see
+        ``BotSettings.rerank``)."""
         if k < 1:
             raise ValueError(f"k must be 1 or more, got {k}")
-        self.index, self.reranker, self.k = index, reranker, k
+        self.index, self.reranker, self.k, self.rerank = index, reranker, k, rerank
         self.retriever = index.retriever
         self.shared = reranker is not None and _shares_context_pass(self.retriever, reranker)
 
@@ -89,26 +99,15 @@ class ResponseSelector:
         ]
 
     def select(self, context: str | Sequence[Turn], mc_passes: int = 0, seed: int = 0) -> Turnout:
-        """Retrieve ``k``, rerank them (when there is a reranker), best first; with
-        ``mc_passes`` (>= 2) also the best one's MC-dropout confidence."""
+        """Retrieve ``k``, rerank them (when there is a reranker and ``rerank``), best
+        first; with ``mc_passes`` (>= 2) also the best one's MC-dropout confidence."""
         text = as_context(context, self.retriever.settings.max_turns)
         states = self.retriever.context_states([text])
         encoded = self.retriever.contexts_from_states(*states)
         found = [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, self.k)[0]]
         if self.reranker is None:
             return Turnout(found)
-        responses = [s.text for s in found]
-        if self.shared:
-            scores = self.reranker.score_states(states, responses)
-        else:
-            scores = self.reranker.score_pairs([text] * len(found), responses)
-        order = np.lexsort((np.arange(len(found)), -scores))
-        ranked = [
-            Selection(
-                found[i].candidate_id, found[i].text, found[i].retrieval_score, float(scores[i])
-            )
-            for i in order
-        ]
+        ranked = self._reranked(found, text, states) if self.rerank else found
         if mc_passes < 2:
             return Turnout(ranked)
         best = [ranked[0].text]
@@ -118,6 +117,21 @@ class ResponseSelector:
             samples = self.reranker.mc_dropout([text], best, mc_passes, seed)
         confidence = sigmoid_confidence(samples)[0]
         return Turnout(ranked, float(confidence))
+
+    def _reranked(self, found: list[Selection], text: str, states: Any) -> list[Selection]:
+        """``found`` reordered by the reranker's scores (ties keep the retriever's order)."""
+        responses = [s.text for s in found]
+        if self.shared:
+            scores = self.reranker.score_states(states, responses)
+        else:
+            scores = self.reranker.score_pairs([text] * len(found), responses)
+        order = np.lexsort((np.arange(len(found)), -scores))
+        return [
+            Selection(
+                found[i].candidate_id, found[i].text, found[i].retrieval_score, float(scores[i])
+            )
+            for i in order
+        ]
 
 
 def _shares_context_pass(retriever, reranker: Reranker) -> bool:
