@@ -30,7 +30,8 @@ Models, scored on the very same candidate rows:
   (mined in batches from a candidate index of them, ``negatives.Miner``), the rest random;
   ``--hard 0`` trains on random negatives only (the old default). Also printed: the
   reranker alone on all K (its own ranking power) and the sum of the two models' scores
-  over the top ``--top`` (``fused``), for information.
+  over the top ``--top`` (``fused``), for information; and the retriever's and BM25's
+  standardised scores summed over all K (``retriever + bm25``, a hybrid).
 
 Targets (issue 17 item 2):
 - ``rerank_vs_retriever_chatbot``, ``rerank_vs_retriever_carecall``: retrieve + rerank
@@ -223,6 +224,11 @@ def run_task(task: Task, backbone, args) -> dict:
         "train_seconds": round(trained, 1),
         "steps": history["steps"],
         "last_loss": round(history["last_loss"], 4),
+    }
+
+    results["retriever + bm25 (fused)"] = {
+        f"hits@1/{k}": hits_at(standardised(seen["retriever"][k]) + standardised(seen["bm25"][k]))
+        for k in ks
     }
 
     started = time.perf_counter()

@@ -24,7 +24,7 @@ from rich.markup import escape
 from rolecall import config
 from rolecall.cli.common import err, out
 from rolecall.errors import InputFileError, RolecallError
-from rolecall.llm.cache import is_postgres_url
+from rolecall.llm.cache import is_postgres_url, shown
 
 ID_LENGTH = 12  # characters of the cache key shown; any unique prefix finds a call
 EXCERPT = 100
@@ -240,12 +240,7 @@ def logs_command(
 ):
     """Browse the LLM call cache: what each model was asked and answered, and when."""
     cache = cache or config.cache_path()
-    if is_postgres_url(cache):
-        from rolecall.llm.cache_postgres import parse_url, safe
-
-        cache_name = safe(parse_url(cache))  # never print the password
-    else:
-        cache_name = str(cache)
+    cache_name = shown(cache)  # never print a URL's password
     if path:
         _print(cache_name)
         return
