@@ -43,7 +43,8 @@ Features are cached under ``--cache-dir`` (the first run computes ~20k texts on 
 
 Usage: python bench/retrieval_quality.py [--data chatbot,carecall] [--limit N]
        [--epochs 5] [--reranker-epochs 5] [--batch-size 32] [--lr 1e-3] [--top 10]
-       [--negatives 7] [--hard 5] [--carecall-train carecall+chatbot] [--seed 0]
+       [--negatives 7] [--hard 0] [--carecall-train carecall+chatbot] [--seed 0]
+       [--max-turns 10] [--bm25-turns 1]
        [--layer N] [--cache-dir runs/bench-features]
 The last line printed is a JSON object with every number and the targets.
 """
@@ -67,6 +68,7 @@ from rolecall.eval.retrieval import HitsEvaluator, hits_at
 from rolecall.examples import examples_from_dialogues, marked_in_bounds
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Dialogue, Example, Turn
+from rolecall.retrieval.fusion import RRF_K
 from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
 from rolecall.serve.candidates import build_candidate_index
 from rolecall.train.backbone import EMBEDDED, load_backbone
@@ -87,10 +89,11 @@ TARGET_RERANK, TARGET_BM25 = 0.05, 0.10
 class Pair:
     history: list[Turn]
     response: str
+    max_turns: int = 10
 
     @property
     def context(self) -> str:
-        return context_text(self.history)
+        return context_text(self.history, self.max_turns)
 
     def query(self, turns: int) -> str:
         return " ".join(t.text for t in self.history[-turns:])
@@ -127,7 +130,7 @@ def carecall_task(args, chatbot_train: list[Pair]) -> Task:
     train, test = [], []
     for example in examples_from_dialogues(marked_in_bounds(d) for d in dialogues):
         if example.history:  # the opening greeting has no context to select by
-            pair = Pair(list(example.history), example.response.strip())
+            pair = Pair(list(example.history), example.response.strip(), args.max_turns)
             (test if example.dialogue_id in test_ids else train).append(pair)
     if args.carecall_train == "carecall+chatbot":
         train = train + chatbot_train
@@ -160,6 +163,15 @@ def reordered(first: np.ndarray, second: np.ndarray, top: int) -> np.ndarray:
     mask = in_top(first, top)
     span = np.ptp(first, axis=1, keepdims=True) + np.abs(second).max() + 1.0
     return np.where(mask, second + first.max(axis=1, keepdims=True) + 2 * span, first)
+
+
+def rrf(scores: np.ndarray, k: int = RRF_K) -> np.ndarray:
+    """Each row's reciprocal-rank score 1 / (k + rank), rank 1 = best (ties: the later
+    column first, so that a tie never favours the gold in column 0)."""
+    order = np.argsort(-scores[:, ::-1], axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, scores.shape[1] + 1)[None, :], axis=1)
+    return 1.0 / (k + ranks[:, ::-1])
 
 
 def standardised(scores: np.ndarray) -> np.ndarray:
@@ -229,6 +241,9 @@ def run_task(task: Task, backbone, args) -> dict:
     results["retriever + bm25 (fused)"] = {
         f"hits@1/{k}": hits_at(standardised(seen["retriever"][k]) + standardised(seen["bm25"][k]))
         for k in ks
+    }
+    results["retriever + bm25 (RRF)"] = {
+        f"hits@1/{k}": hits_at(rrf(seen["retriever"][k]) + rrf(seen["bm25"][k])) for k in ks
     }
 
     started = time.perf_counter()
@@ -305,8 +320,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--top", type=int, default=10, help="candidates reranked (bot: k)")
     parser.add_argument("--negatives", type=int, default=7)
-    parser.add_argument("--hard", type=int, default=5, help="of them mined from the retriever")
+    parser.add_argument("--hard", type=int, default=0, help="of them mined from the retriever")
     parser.add_argument("--bm25-turns", type=int, default=1)
+    parser.add_argument("--max-turns", type=int, default=10, help="care-call context turns")
     parser.add_argument("--carecall-test-share", type=float, default=0.3)
     parser.add_argument(
         "--carecall-train", choices=["carecall", "carecall+chatbot"], default="carecall+chatbot"

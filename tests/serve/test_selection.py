@@ -127,3 +127,20 @@ def test_without_rerank_the_retrievers_order_stands_and_the_reranker_gives_the_c
     assert turn.confidence == pytest.approx(alone, rel=1e-2, abs=1e-3)
     reranked = ResponseSelector(index, reranker, k=5).select(context).ranked
     assert sorted(s.text for s in reranked) == sorted(s.text for s in turn.ranked)
+
+
+def test_bm25_fused_into_the_first_stage_brings_the_candidate_sharing_words_up(parts):
+    index, reranker = parts
+    dense = ResponseSelector(index, reranker, k=3, rerank=False)
+    hybrid = ResponseSelector(index, reranker, k=3, rerank=False, lexical_weight=100.0)
+    hybrid.prepare(progress=False)
+    # the user speaks of one topic's answer words under another topic's cue word
+    context = [Turn(role="user", text="날씨 이야기 말고, 병원 예약 하셨어요?")]
+    assert hybrid.select(context).best.text == "병원 예약 하셨어요"
+    assert [s.text for s in hybrid.retrieve(context)] == [
+        s.text for s in hybrid.select(context).ranked
+    ]
+    unrelated = [Turn(role="user", text="음")]  # no shared word: BM25 adds nothing
+    assert [s.text for s in hybrid.retrieve(unrelated)] == [
+        s.text for s in dense.retrieve(unrelated)
+    ]

@@ -3,7 +3,8 @@
 Per user turn:
 
 1. **retrieve**: the retriever's top ``k`` candidates (``serve/selection.py``: one
-   backbone pass for the context), reordered by the reranker only with ``rerank`` in
+   backbone pass for the context; its scores fused with BM25's on the last user turn,
+   ``lexical_weight``), reordered by the reranker only with ``rerank`` in
    ``bot.json``: off by default, since on frozen features the reranker orders them worse
    than the retriever (``bench/retrieval_quality.py``);
 2. **fail?**: the best candidate's MC-dropout confidence (mean - variance of the reranker's
@@ -55,6 +56,12 @@ class BotSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     k: int = Field(10, ge=1, description="candidates retrieved (and reranked, with rerank)")
+    lexical_weight: float = Field(
+        1.0,
+        ge=0.0,
+        description="weight of BM25 on the last user turn fused with the retriever's "
+        "scores (serve/lexical.py); 0: the retriever alone",
+    )
     rerank: bool = Field(
         False,
         description="reorder the retriever's k by the reranker; off by default: on frozen "
@@ -137,7 +144,13 @@ class Bot:
                 from rolecall.train.reranker import Reranker
 
                 reranker = Reranker.load(directory / "reranker")
-            selector = ResponseSelector(index, reranker, k=settings.k, rerank=settings.rerank)
+            selector = ResponseSelector(
+                index,
+                reranker,
+                k=settings.k,
+                rerank=settings.rerank,
+                lexical_weight=settings.lexical_weight,
+            )
             selector.prepare(progress)
         if (directory / "generator").exists():
             from rolecall.train.generator import Generator

@@ -24,7 +24,9 @@ import numpy as np
 
 from rolecall.records import Turn
 from rolecall.serve.candidates import CandidateIndex
+from rolecall.serve.lexical import LexicalScorer, fuse
 from rolecall.serve.unanswerable import sigmoid_confidence
+from rolecall.train.data import LAST
 from rolecall.train.features import Features
 from rolecall.train.pairs import as_context
 from rolecall.train.reranker import Reranker
@@ -63,20 +65,35 @@ class ResponseSelector:
         reranker: Reranker | None = None,
         k: int = 10,
         rerank: bool = True,
+        lexical_weight: float = 0.0,
+        depth: int = 50,
     ):
         """``rerank`` False: the retriever's order stands and the reranker only gives the
         best candidate's MC-dropout confidence (what a bot does by default: see
-        ``BotSettings.rerank``)."""
+        ``BotSettings.rerank``). ``lexical_weight`` > 0: the retriever's ``depth`` best
+        are reordered by their scores fused with BM25's on the last user turn
+        (``lexical.py``) before the ``k`` best are kept."""
         if k < 1:
             raise ValueError(f"k must be 1 or more, got {k}")
         self.index, self.reranker, self.k, self.rerank = index, reranker, k, rerank
+        self.lexical_weight, self.depth = lexical_weight, depth
+        self._lexical: LexicalScorer | None = None
         self.retriever = index.retriever
         self.shared = reranker is not None and _shares_context_pass(self.retriever, reranker)
 
+    @property
+    def lexical(self) -> LexicalScorer:
+        if self._lexical is None:
+            self._lexical = LexicalScorer(self.index.texts)
+        return self._lexical
+
     def prepare(self, progress: bool = True) -> None:
-        """Compute the reranker's states of every indexed candidate now (a frozen backbone
-        only), so that no turn pays for them; kept in memory, and on disk when the
-        reranker's features have a cache directory."""
+        """Build the BM25 index (with ``lexical_weight``) and compute the reranker's states
+        of every indexed candidate now (a frozen backbone only), so that no turn pays for
+        them; kept in memory, and on disk when the reranker's features have a cache
+        directory."""
+        if self.lexical_weight:
+            self.lexical  # noqa: B018 - built now, not in the first turn
         reranker = self.reranker
         if reranker is None or reranker.joint or not reranker.backbone.frozen:
             return
@@ -94,9 +111,17 @@ class ResponseSelector:
         """The retriever's ``k`` best candidates for one context, best first."""
         text = as_context(context, self.retriever.settings.max_turns)
         encoded = self.retriever.contexts_from_states(*self.retriever.context_states([text]))
-        return [
-            Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, k or self.k)[0]
-        ]
+        return self._first_stage(encoded, context, k or self.k)
+
+    def _first_stage(self, encoded: Any, context: str | Sequence[Turn], k: int) -> list[Selection]:
+        """The ``k`` best by the retriever, or by its scores fused with BM25's."""
+        if not self.lexical_weight:
+            return [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, k)[0]]
+        hits = self.index.search_encoded(encoded, max(k, self.depth))[0]
+        lexical = self.lexical.scores(last_user_text(context))[[i for i, _, _ in hits]]
+        fused = fuse(np.array([s for _, _, s in hits]), lexical, self.lexical_weight)
+        order = np.lexsort((np.arange(len(hits)), -fused))[:k]
+        return [Selection(hits[i][0], hits[i][1], float(fused[i])) for i in order]
 
     def select(self, context: str | Sequence[Turn], mc_passes: int = 0, seed: int = 0) -> Turnout:
         """Retrieve ``k``, rerank them (when there is a reranker and ``rerank``), best
@@ -104,7 +129,7 @@ class ResponseSelector:
         text = as_context(context, self.retriever.settings.max_turns)
         states = self.retriever.context_states([text])
         encoded = self.retriever.contexts_from_states(*states)
-        found = [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, self.k)[0]]
+        found = self._first_stage(encoded, context, self.k)
         if self.reranker is None:
             return Turnout(found)
         ranked = self._reranked(found, text, states) if self.rerank else found
@@ -132,6 +157,16 @@ class ResponseSelector:
             )
             for i in order
         ]
+
+
+def last_user_text(context: str | Sequence[Turn]) -> str:
+    """The text BM25 matches: the last user turn (of a context text, its last line)."""
+    if isinstance(context, str):
+        line = context.strip().splitlines()[-1] if context.strip() else ""
+        line = line.removeprefix(LAST)
+        return line.split(": ", 1)[1] if line.startswith(("user: ", "system: ")) else line
+    users = [t.text for t in context if t.role == "user"]
+    return users[-1] if users else ""
 
 
 def _shares_context_pass(retriever, reranker: Reranker) -> bool:
