@@ -1,0 +1,58 @@
+"""bench/retrieval_quality.py's pure helpers: retrieve + rerank as the bot does it (the
+retriever's top reordered), reciprocal-rank fusion, the care-call split by dialogue."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+from rolecall.eval.retrieval import hits_at
+from tests.conftest import REPO
+
+pytest.importorskip("torch")
+pytest.importorskip("bm25s")
+
+_path = REPO / "bench" / "retrieval_quality.py"
+_spec = importlib.util.spec_from_file_location("retrieval_quality", _path)
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["retrieval_quality"] = bench
+_spec.loader.exec_module(bench)
+
+
+def test_only_the_retrievers_top_is_reordered():
+    first = np.array([[0.9, 0.8, 0.1, 0.5], [0.2, 0.9, 0.8, 0.1]])  # gold in column 0
+    second = np.array([[0.0, 5.0, 9.0, 1.0], [9.0, 0.0, 0.0, 0.0]])
+    scores = bench.reordered(first, second, top=2)
+    # row 0: the top 2 (cols 0, 1) reordered by second: col 1 first, then 0; col 2 never
+    # climbs above them however high its second score
+    assert list(np.argsort(-scores[0])) == [1, 0, 3, 2]
+    # row 1: the gold (col 0) is outside the top 2 and stays below it
+    assert list(np.argsort(-scores[1])) == [1, 2, 0, 3]
+    assert hits_at(scores) == 0.0
+    # reordering every candidate is ranking by the second scores alone
+    assert hits_at(bench.reordered(first, second, top=4)) == hits_at(second) == 0.5
+
+
+def test_reciprocal_rank_never_breaks_a_tie_for_the_gold():
+    scores = bench.rrf(np.array([[1.0, 1.0, 0.0], [3.0, 2.0, 1.0]]))
+    assert scores[0, 0] < scores[0, 1]  # tied with the gold: the gold ranks below
+    assert np.allclose(scores[1], 1 / (60 + np.array([1, 2, 3])))
+
+
+def test_care_call_pairs_split_by_dialogue_and_skip_the_opening():
+    args = argparse.Namespace(
+        carecall=bench.CARECALL,
+        seed=0,
+        carecall_test_share=0.3,
+        max_turns=2,
+        carecall_train="carecall",
+    )
+    task = bench.carecall_task(args, chatbot_train=[])
+    assert task.train and task.test and all(p.history for p in task.train + task.test)
+    train = {p.context for p in task.train}
+    assert not train & {p.context for p in task.test}
+    assert all(len(p.context.splitlines()) <= 2 for p in task.test)
