@@ -118,6 +118,11 @@ def chatbot_pairs(path: Path, limit: int | None, seed: int) -> list[Pair]:
     return [Pair([Turn(role="user", text=q)], a) for q, a in rows]
 
 
+def context(question: str) -> str:
+    """A chatbot_data question as a one-turn user history (also bench/feature_layers.py's)."""
+    return context_text([Turn(role="user", text=question)])
+
+
 def chatbot_task(args) -> Task:
     pairs = chatbot_pairs(args.chatbot, args.limit, args.seed)
     train, test = split_by(pairs, key=lambda p: p.history[0].text, held_out=0.1, seed=args.seed)

@@ -3,22 +3,15 @@ features and dense vectors side by side in one logistic regression)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
 
-from tests.conftest import REPO
+from tests.bench.loading import load_bench
 
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-_path = REPO / "bench" / "classifier_quality.py"
-_spec = importlib.util.spec_from_file_location("classifier_quality", _path)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["classifier_quality"] = bench
-_spec.loader.exec_module(bench)
+bench = load_bench("classifier_quality")
 
 
 def test_the_target_is_met_from_five_points_up():

@@ -4,21 +4,14 @@ linear bi-encoder and the targets line."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
 
-from tests.conftest import REPO
+from tests.bench.loading import load_bench
 
 torch = pytest.importorskip("torch")
 
-_path = REPO / "bench" / "feature_layers.py"
-_spec = importlib.util.spec_from_file_location("feature_layers", _path)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["feature_layers"] = bench
-_spec.loader.exec_module(bench)
+bench = load_bench("feature_layers")
 
 from tests.train.test_backbone import TEXTS, tiny_gemma  # noqa: E402
 

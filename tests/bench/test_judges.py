@@ -3,13 +3,11 @@ printed, and the last line the JSON object with one target per goal of issue #16
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.bench import loading
 from tests.train.kda_data import write_data_dir
 
 BEEP_HEADER = "comments\tcontain_gender_bias\tbias\thate"
@@ -30,13 +28,7 @@ TARGETS = {
 
 def load_bench():
     """bench/judges.py as a module (bench/ is not a package)."""
-    if "bench_judges" not in sys.modules:
-        path = REPO / "bench" / "judges.py"
-        spec = importlib.util.spec_from_file_location("bench_judges", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_judges"] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules["bench_judges"]
+    return loading.load_bench("judges", "bench_judges")
 
 
 def write_beep(path, rows: int) -> None:

@@ -4,16 +4,14 @@ the last line the JSON object with the three targets."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 
 import tests.fakes  # noqa: E402,F401  (registers fake: in this process)
-from tests.conftest import REPO  # noqa: E402
+from tests.bench import loading  # noqa: E402
 from tests.dialogue_data import tiny  # noqa: E402
 
 ROWS = [
@@ -24,13 +22,7 @@ ROWS = [
 
 
 def load_bench():
-    if "bench_redteam" not in sys.modules:
-        path = REPO / "bench" / "redteam.py"
-        spec = importlib.util.spec_from_file_location("bench_redteam", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_redteam"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["bench_redteam"]
+    return loading.load_bench("redteam", "bench_redteam")
 
 
 def test_both_bots_are_attacked_alike_and_the_targets_are_reported(tmp_path, capsys):

@@ -4,23 +4,17 @@ retriever's top reordered), reciprocal-rank fusion, the care-call split by dialo
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 
 import numpy as np
 import pytest
 
 from rolecall.eval.retrieval import hits_at
-from tests.conftest import REPO
+from tests.bench.loading import load_bench
 
 pytest.importorskip("torch")
 pytest.importorskip("bm25s")
 
-_path = REPO / "bench" / "retrieval_quality.py"
-_spec = importlib.util.spec_from_file_location("retrieval_quality", _path)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["retrieval_quality"] = bench
-_spec.loader.exec_module(bench)
+bench = load_bench("retrieval_quality")
 
 
 def test_only_the_retrievers_top_is_reordered():

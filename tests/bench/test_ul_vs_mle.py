@@ -4,22 +4,18 @@ n-grams, the alpha rule and the targets; then the whole bench on the tiny random
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 
 import pytest
 
 from rolecall.records import Example, Turn
-from tests.conftest import REPO
+from tests.bench.loading import load_bench
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-_spec = importlib.util.spec_from_file_location("ul_vs_mle", REPO / "bench" / "ul_vs_mle.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["ul_vs_mle"] = bench  # dataclasses look their module up
-_spec.loader.exec_module(bench)
+bench = load_bench("ul_vs_mle")
 data = sys.modules["ul_data"]  # its examples and repeat measure, imported by the bench
 
 
