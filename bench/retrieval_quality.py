@@ -73,6 +73,7 @@ from rolecall.records import Dialogue, Example, Turn
 from rolecall.retrieval.fusion import RRF_K
 from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
 from rolecall.serve.candidates import build_candidate_index
+from rolecall.serve.lexical import fuse
 from rolecall.train.backbone import EMBEDDED, load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
 from rolecall.train.loop import TrainConfig
@@ -181,12 +182,6 @@ def rrf(scores: np.ndarray, k: int = RRF_K) -> np.ndarray:
     return 1.0 / (k + ranks[:, ::-1])
 
 
-def standardised(scores: np.ndarray) -> np.ndarray:
-    return (scores - scores.mean(axis=1, keepdims=True)) / (
-        scores.std(axis=1, keepdims=True) + 1e-9
-    )
-
-
 def run_task(task: Task, backbone, args) -> dict:
     """Every model on one task's held-out rows; returns their metrics."""
     pool = unique_candidates(p.response for p in task.test)
@@ -246,8 +241,7 @@ def run_task(task: Task, backbone, args) -> dict:
     }
 
     results["retriever + bm25 (fused)"] = {
-        f"hits@1/{k}": hits_at(standardised(seen["retriever"][k]) + standardised(seen["bm25"][k]))
-        for k in ks
+        f"hits@1/{k}": hits_at(fuse(seen["retriever"][k], seen["bm25"][k], 1.0)) for k in ks
     }
     results["retriever + bm25 (RRF)"] = {
         f"hits@1/{k}": hits_at(rrf(seen["retriever"][k]) + rrf(seen["bm25"][k])) for k in ks
@@ -292,7 +286,7 @@ def run_task(task: Task, backbone, args) -> dict:
     }
     for name, combine in (
         (f"retrieve + rerank top {args.top}", lambda r, s: s),
-        (f"retrieve + fused top {args.top}", lambda r, s: standardised(r) + standardised(s)),
+        (f"retrieve + fused top {args.top}", lambda r, s: fuse(r, s, 1.0)),
     ):
         results[name] = {
             f"hits@1/{k}": hits_at(

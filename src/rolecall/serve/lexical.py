@@ -42,14 +42,17 @@ class LexicalScorer:
 
 
 def standardised(scores: np.ndarray) -> np.ndarray:
-    """Zero mean, unit variance (all zeros when the scores are all equal)."""
-    spread = scores.std()
-    return (scores - scores.mean()) / spread if spread > 0 else np.zeros_like(scores)
+    """Zero mean, unit variance along the last axis (zeros where the scores are all
+    equal): one context's candidates, or a row per context."""
+    scores = np.asarray(scores, dtype=float)
+    centred = scores - scores.mean(axis=-1, keepdims=True)
+    spread = scores.std(axis=-1, keepdims=True)
+    return np.divide(centred, spread, out=np.zeros_like(scores), where=spread > 0)
 
 
 def fuse(dense: np.ndarray, lexical: np.ndarray, weight: float) -> np.ndarray:
-    """``z(dense) + weight * z(lexical)`` over one context's candidates."""
-    return standardised(np.asarray(dense, dtype=float)) + weight * standardised(lexical)
+    """``z(dense) + weight * z(lexical)`` over one context's candidates (the last axis)."""
+    return standardised(dense) + weight * standardised(lexical)
 
 
 def _nfc(text: str) -> str:
