@@ -46,6 +46,8 @@ class Miner:
         if k > self.depth:  # deeper than what was searched: search everything again
             self.found, self.depth = {}, k
         todo = [c for c in dict.fromkeys(contexts) if c not in self.found]
+        if not todo:
+            return
         with progress_bar(len(todo), "mining hard negatives", enabled=self.progress) as advance:
             for start in range(0, len(todo), self.batch_size):
                 chunk = todo[start : start + self.batch_size]
