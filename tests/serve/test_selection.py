@@ -144,3 +144,19 @@ def test_bm25_fused_into_the_first_stage_brings_the_candidate_sharing_words_up(p
     assert [s.text for s in hybrid.retrieve(unrelated)] == [
         s.text for s in dense.retrieve(unrelated)
     ]
+
+
+def test_bm25_brings_in_a_candidate_beyond_the_retrievers_depth(parts):
+    index, reranker = parts
+    context = [Turn(role="user", text="날씨 이야기 1 병원 예약")]
+    dense = ResponseSelector(index, reranker, k=1, rerank=False, depth=1)
+    assert dense.retrieve(context)[0].text != "병원 예약 하셨어요"  # beyond the depth of 1
+    hybrid = ResponseSelector(index, reranker, k=1, rerank=False, lexical_weight=5.0, depth=1)
+    best = hybrid.retrieve(context)[0]
+    assert best.text == "병원 예약 하셨어요"
+    assert index.texts[best.candidate_id] == best.text
+    # the retriever's own score of it, as the index's search gives it
+    whole = {t: s for _, t, s in index.search([context_text(context)], k=len(index))[0]}
+    encoded = index.retriever.encode_contexts([context_text(context)])
+    own = index.score_ids(encoded, [best.candidate_id])
+    assert own[0] == pytest.approx(whole[best.text], rel=1e-4, abs=1e-5)

@@ -174,6 +174,13 @@ class CandidateIndex:
             tops = self._rerank(encoded, queries, max(depth, k), k)
         return [[(doc, self.texts[doc], score) for doc, score in top] for top in tops]
 
+    def score_ids(self, encoded, ids: Sequence[int]) -> np.ndarray:
+        """The retriever's scores of one encoded context against the candidates ``ids``
+        (e.g. ones another first stage found), exact for either kind."""
+        if not len(ids):
+            return np.zeros(0, dtype=np.float32)
+        return self.retriever.score_vectors(encoded, self._vectors[np.asarray(ids)][None])[0]
+
     def _rerank(
         self, encoded, queries: np.ndarray, depth: int, k: int
     ) -> list[list[tuple[int, float]]]:

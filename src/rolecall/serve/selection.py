@@ -71,7 +71,7 @@ class ResponseSelector:
         """``rerank`` False: the retriever's order stands and the reranker only gives the
         best candidate's MC-dropout confidence (what a bot does by default: see
         ``BotSettings.rerank``). ``lexical_weight`` > 0: the retriever's ``depth`` best
-        are reordered by their scores fused with BM25's on the last user turn
+        and BM25's ``depth`` best on the last user turn are ranked by the two scores fused
         (``lexical.py``) before the ``k`` best are kept."""
         if k < 1:
             raise ValueError(f"k must be 1 or more, got {k}")
@@ -114,14 +114,24 @@ class ResponseSelector:
         return self._first_stage(encoded, context, k or self.k)
 
     def _first_stage(self, encoded: Any, context: str | Sequence[Turn], k: int) -> list[Selection]:
-        """The ``k`` best by the retriever, or by its scores fused with BM25's."""
+        """The ``k`` best by the retriever, or by its scores fused with BM25's over the
+        retriever's ``depth`` best and BM25's own (those sharing a word with the turn)."""
         if not self.lexical_weight:
             return [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, k)[0]]
         hits = self.index.search_encoded(encoded, max(k, self.depth))[0]
-        lexical = self.lexical.scores(last_user_text(context))[[i for i, _, _ in hits]]
-        fused = fuse(np.array([s for _, _, s in hits]), lexical, self.lexical_weight)
-        order = np.lexsort((np.arange(len(hits)), -fused))[:k]
-        return [Selection(hits[i][0], hits[i][1], float(fused[i])) for i in order]
+        ids = [i for i, _, _ in hits]
+        lexical = self.lexical.scores(last_user_text(context))
+        found = set(ids)
+        extra = [
+            int(i)
+            for i in np.argsort(-lexical, kind="stable")[: self.depth]
+            if lexical[i] > 0 and int(i) not in found
+        ]
+        dense = np.concatenate([[s for _, _, s in hits], self.index.score_ids(encoded, extra)])
+        ids += extra
+        fused = fuse(dense, lexical[ids], self.lexical_weight)
+        order = np.lexsort((np.arange(len(ids)), -fused))[:k]
+        return [Selection(ids[i], self.index.texts[ids[i]], float(fused[i])) for i in order]
 
     def select(self, context: str | Sequence[Turn], mc_passes: int = 0, seed: int = 0) -> Turnout:
         """Retrieve ``k``, rerank them (when there is a reranker and ``rerank``), best
