@@ -18,8 +18,9 @@ against the gold (``rolecall.eval.retrieval``). K = 20 and 100 where the pool al
 
 Models, scored on the very same candidate rows:
 
-- **BM25** on Kiwi content morphemes (``retrieval.slang.search_tokens``, bm25s), the text of
-  the context's last ``--bm25-turns`` turns against the responses; IDF over the pool;
+- **BM25** on Kiwi content morphemes (``serve/lexical.py``: bm25s, the slang index's
+  tokens), the text of the context's last ``--bm25-turns`` turns against the responses;
+  IDF over the pool;
 - **retriever**: the poly-encoder (``train/retriever.py``, the bot's retriever) trained
   with in-batch negatives over the frozen backbone's cached states;
 - **retrieve + rerank**, evaluated the way the bot uses it: the retriever ranks the K
@@ -62,7 +63,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import bm25s
 import numpy as np
 import torch
 
@@ -71,9 +71,8 @@ from rolecall.examples import examples_from_dialogues, marked_in_bounds
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Dialogue, Example, Turn
 from rolecall.retrieval.fusion import RRF_K
-from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
 from rolecall.serve.candidates import build_candidate_index
-from rolecall.serve.lexical import fuse
+from rolecall.serve.lexical import LexicalScorer, fuse
 from rolecall.train.backbone import EMBEDDED, load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
 from rolecall.train.loop import TrainConfig
@@ -146,15 +145,9 @@ def carecall_task(args, chatbot_train: list[Pair]) -> Task:
 
 
 def bm25_scores(queries: list[str], pool: list[str]) -> np.ndarray:
-    """[queries, pool] BM25 scores of each query against every pool response."""
-    model = bm25s.BM25(**BM25_PARAMS)
-    model.index(search_tokens(pool), show_progress=False)
-    vocab = model.vocab_dict
-    rows = []
-    for tokens in search_tokens(queries):
-        ids = [vocab[t] for t in tokens if t in vocab]
-        rows.append(model.get_scores_from_ids(ids) if ids else np.zeros(len(pool)))
-    return np.asarray(rows, dtype=float)
+    """[queries, pool] BM25 scores of each query against every pool response: the bot's
+    own lexical scorer (``serve/lexical.py``; also bench/feature_layers.py's baseline)."""
+    return LexicalScorer(pool).scores_many(queries)
 
 
 def in_top(first: np.ndarray, top: int) -> np.ndarray:

@@ -35,10 +35,16 @@ class LexicalScorer:
 
     def scores(self, query: str) -> np.ndarray:
         """[candidates] BM25 scores; all 0 when the query shares no token with any."""
-        ids = [self.vocab[t] for t in search_tokens([_nfc(query)])[0] if t in self.vocab]
-        if not ids:
-            return np.zeros(self.size)
-        return np.asarray(self.model.get_scores_from_ids(ids), dtype=float)
+        return self.scores_many([query])[0]
+
+    def scores_many(self, queries: Sequence[str]) -> np.ndarray:
+        """[queries, candidates] BM25 scores (the queries tokenized in one call)."""
+        rows = np.zeros((len(queries), self.size))
+        for row, tokens in zip(rows, search_tokens([_nfc(q) for q in queries]), strict=True):
+            ids = [self.vocab[t] for t in tokens if t in self.vocab]
+            if ids:
+                row[:] = self.model.get_scores_from_ids(ids)
+        return rows
 
 
 def standardised(scores: np.ndarray) -> np.ndarray:
