@@ -115,9 +115,22 @@ def test_train_without_the_rewrite_evaluation(tmp_path):
     write_kda_csv(tmp_path / "pairs.csv", PAIRS * 2)
     args = ["detox", "train", str(tmp_path / "pairs.csv"), "--out", str(tmp_path / "detox")]
     args += ["--base", str(tmp_path / "base"), "--test-share", "0.5", "--eval-limit", "0"]
+    args += ["--copy-bias", "0.5", "--min-length-ratio", "0.25"]
     metrics = metrics_of(run_to_end(*args, "--max-steps", "1", "--no-progress"))
     assert metrics["test_pairs"] > 0 and metrics["train_pairs"] > 0
     assert "rewritten" not in metrics and "chrf" not in metrics
+    saved = json.loads((tmp_path / "detox" / "model.json").read_text("utf-8"))["settings"]
+    assert (saved["copy_bias"], saved["min_length_ratio"]) == (0.5, 0.25)
+
+    # the command line overrides the saved decoding: a huge copy bias copies tokens
+    source = tmp_path / "input.txt"
+    source.write_text(PAIRS[0].toxic + "\n", encoding="utf-8")
+    result = run_to_end(
+        "detox", "rewrite", str(tmp_path / "detox"), str(source), "--copy-bias", "1e4"
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.strip()
+    assert out and set(out.replace(" ", "")) <= set(PAIRS[0].toxic.replace(" ", "")), out
 
 
 def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):

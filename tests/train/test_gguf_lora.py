@@ -11,6 +11,7 @@ pytest.importorskip("llama_cpp")
 gguf = pytest.importorskip("gguf")
 
 from rolecall.errors import ConfigError  # noqa: E402
+from rolecall.train.keep_content import KeepContent  # noqa: E402
 from rolecall.train.gguf_lora import (  # noqa: E402
     LlamaCppRewriter,
     adapter_gguf,
@@ -52,6 +53,20 @@ def test_exported_adapter_changes_llamacpp_and_scale_zero_is_the_base(tmp_path):
     base = _base_rewrites(model, texts)
     assert off == base  # scale 0: the adapter adds nothing
     assert adapted != base, adapted  # the trained adapter changes what llama.cpp writes
+
+    # content-keeping decoding on this path too, on the base alone (the one-step adapter
+    # mostly writes nothing): a huge copy bias writes only the input's tokens, and a
+    # minimum length keeps the rewrite from ending at its first newline
+    def rewrites(keep: KeepContent) -> list[str]:
+        rewriter = LlamaCppRewriter(tmp_path / "detox", lora_scale=0.0, keep=keep)
+        return list(rewriter.rewrites(texts, max_new_tokens=12))
+
+    copied = rewrites(KeepContent(copy_bias=1e4))
+    assert copied != base
+    for text, out in zip(texts, copied, strict=True):
+        assert out and set(out.replace(" ", "")) <= set(text.replace(" ", "")), (text, out)
+    long = rewrites(KeepContent(min_length_ratio=1.0))
+    assert sum(len(a) > len(b) for a, b in zip(long, base, strict=True)) >= 1, (long, base)
 
 
 def _base_rewrites(model, texts: list[str]) -> list[str]:

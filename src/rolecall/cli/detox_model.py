@@ -22,6 +22,9 @@ from rolecall.cli.common import field_default, out, train_config, validated
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.train.settings import DETOX_TRAINING, DetoxSettings, TrainConfig
 
+COPY_BIAS_HELP = "rewriting: added to the logits of the input's own tokens (copy-aware)"
+MIN_LENGTH_HELP = "rewriting: no end before this x the input's token count"
+
 # held-out sentences the training command rewrites to measure chrF/BLEU: greedy rewriting
 # through transformers is slow on a CPU (issue #17: all 676 took most of a 37-minute run on
 # 2 cores; 2.8 sentences a minute measured on a loaded 2-core machine, docs/kda.md)
@@ -53,6 +56,14 @@ def train_command(
     engine: str = typer.Option(
         "transformers", help="of the held-out rewriting: transformers or llamacpp (faster)"
     ),
+    copy_bias: float = typer.Option(
+        field_default(DetoxSettings, "copy_bias"), help=COPY_BIAS_HELP + " (saved as default)"
+    ),
+    min_length_ratio: float = typer.Option(
+        field_default(DetoxSettings, "min_length_ratio"),
+        min=0.0,
+        help=MIN_LENGTH_HELP + " (saved as default)",
+    ),
     progress: bool = typer.Option(True),
 ):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
@@ -67,7 +78,13 @@ def train_command(
     train = train[:limit] if limit else train
     where = base if base == "embedded" else str(Path(base).expanduser().resolve())
     settings = validated(
-        DetoxSettings, base=where, language=language, lora_r=lora_r, lora_alpha=2 * lora_r
+        DetoxSettings,
+        base=where,
+        language=language,
+        lora_r=lora_r,
+        lora_alpha=2 * lora_r,
+        copy_bias=copy_bias,
+        min_length_ratio=min_length_ratio,
     )
     config = train_config(locals())
     model = DetoxModel.create(base, settings, seed)
@@ -123,6 +140,12 @@ def rewrite_command(
         help="transformers, or llamacpp: the embedded GGUF with the adapter as a GGUF LoRA "
         "(models on the embedded base; several times faster on a CPU)",
     ),
+    copy_bias: Optional[float] = typer.Option(
+        None, help=COPY_BIAS_HELP + " (default: the model's)"
+    ),
+    min_length_ratio: Optional[float] = typer.Option(
+        None, min=0.0, help=MIN_LENGTH_HELP + " (default: the model's)"
+    ),
     progress: bool = typer.Option(True, help="a progress bar on stderr (for a file)"),
 ):
     """Rewrite offensive sentences as neutral ones (greedy), one per input line."""
@@ -135,7 +158,7 @@ def rewrite_command(
         from rolecall.train.detox_model import DetoxModel
 
         model = DetoxModel.load(model_dir)
-    rewrite = _rewriter(model, model_dir, engine)
+    rewrite = _rewriter(model, model_dir, engine, _keep(model_dir, copy_bias, min_length_ratio))
     if source.suffix == ".csv":
         pairs = read_kda_csv(source)[:limit]
         lines, references, jsonl = [p.toxic for p in pairs], [p.neutral for p in pairs], True
@@ -157,15 +180,33 @@ def _check_engine(engine: str) -> None:
         raise ConfigError(f"no rewriting engine {engine!r}", fix="use transformers or llamacpp")
 
 
-def _rewriter(model, model_dir: Path, engine: str):
+def _rewriter(model, model_dir: Path, engine: str, keep=None):
     """``rewrite(texts, max_new_tokens, progress)`` -> rewrites, one at a time: the
-    transformers model itself, or llama.cpp with the saved model's adapter."""
+    transformers model itself, or llama.cpp with the saved model's adapter; ``keep``: the
+    content-keeping decoding (default: the model's own)."""
     if engine == "llamacpp":
         from rolecall.train.gguf_lora import LlamaCppRewriter
 
-        return LlamaCppRewriter(model_dir).rewrites
+        return LlamaCppRewriter(model_dir, keep=keep).rewrites
     return lambda texts, max_new_tokens, progress: model.rewrites(
-        texts, max_new_tokens, progress=progress
+        texts, max_new_tokens, progress=progress, keep=keep
+    )
+
+
+def _keep(model_dir: Path, copy_bias: float | None, min_length_ratio: float | None):
+    """The model's saved decoding with what the command line overrides (None: all its own)."""
+    if copy_bias is None and min_length_ratio is None:
+        return None
+    from rolecall.train.generator import _read_settings
+    from rolecall.train.keep_content import KeepContent
+    from rolecall.train.settings import DetoxSettings
+
+    saved = KeepContent.of(
+        _read_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
+    )
+    return KeepContent(
+        saved.copy_bias if copy_bias is None else copy_bias,
+        saved.min_length_ratio if min_length_ratio is None else min_length_ratio,
     )
 
 

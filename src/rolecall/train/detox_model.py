@@ -18,6 +18,7 @@ from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.train.backbone import EMBEDDED
 from rolecall.train.generator import Generator
+from rolecall.train.keep_content import KeepContent, source, torch_processor
 from rolecall.train.loop import TrainConfig, fit
 from rolecall.train.settings import DetoxSettings as DetoxSettings  # re-exported
 
@@ -63,10 +64,11 @@ class DetoxModel(Generator):
         max_new_tokens: int = 64,
         batch_size: int = 8,
         progress: bool = False,
+        keep: KeepContent | None = None,
     ) -> list[str]:
         """Greedy neutral rewrites, one per input sentence (a progress bar on stderr with
-        ``progress``)."""
-        return list(self.rewrites(texts, max_new_tokens, batch_size, progress))
+        ``progress``); ``keep``: the content-keeping decoding, the model's own by default."""
+        return list(self.rewrites(texts, max_new_tokens, batch_size, progress, keep))
 
     def rewrites(
         self,
@@ -74,14 +76,27 @@ class DetoxModel(Generator):
         max_new_tokens: int = 64,
         batch_size: int = 8,
         progress: bool = False,
+        keep: KeepContent | None = None,
     ) -> Iterator[str]:
         """``rewrite``, one sentence at a time as each batch is done."""
-        prompts = [self.rewrite_prompt(t) for t in texts]
-        with progress_bar(len(prompts), "rewriting", enabled=progress) as advance:
-            for start in range(0, len(prompts), batch_size):
-                chunk = prompts[start : start + batch_size]
-                yield from self.complete(chunk, max_new_tokens, batch_size=batch_size)
+        keep = keep or KeepContent.of(self.settings)
+        with progress_bar(len(texts), "rewriting", enabled=progress) as advance:
+            for start in range(0, len(texts), batch_size):
+                chunk = texts[start : start + batch_size]
+                prompts = [self.rewrite_prompt(t) for t in chunk]
+                processors = self._keep_processors(chunk, keep) if keep.active() else None
+                yield from self._complete(prompts, max_new_tokens, 0.0, 0, processors)
                 advance(len(chunk))
+
+    def _keep_processors(self, texts: Sequence[str], keep: KeepContent):
+        tok = self.tokenizer
+
+        def tokenize(text: str) -> list[int]:
+            return tok(text, add_special_tokens=False)["input_ids"]
+
+        sources = [source(text, tokenize, keep) for text in texts]
+        stops = sorted({*tokenize("\n"), *tokenize("\n\n"), tok.eos_token_id})
+        return lambda width: torch_processor(sources, keep, stops, width)
 
 
 def split_pairs(pairs: Sequence[Pair], held_out: float, seed: int) -> tuple[list[Pair], list[Pair]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -294,8 +294,15 @@ class Generator:
         return out
 
     def _complete(
-        self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        processors: Callable[[int], Any] | None = None,
     ) -> list[str]:
+        """``processors(width)``: a ``LogitsProcessorList`` for this batch, whose left-padded
+        prompts end at column ``width``."""
         torch = _torch()
         tok = self.tokenizer
         room = self.settings.max_length - max_new_tokens - 1
@@ -320,6 +327,7 @@ class Generator:
                 top_k=None,
                 pad_token_id=tok.pad_token_id,
                 eos_token_id=tok.eos_token_id,
+                logits_processor=processors(width) if processors else None,
             )
         texts = tok.batch_decode(out[:, width:], skip_special_tokens=True)
         return [text.strip().split("\n")[0].strip() for text in texts]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rolecall.errors import ConfigError, InputFileError
+from rolecall.train.keep_content import KeepContent, llama_processor, source
 
 ADAPTER_FILE = "adapter.gguf"
 # PEFT's key of a LoRA matrix of a transformers decoder layer
@@ -143,7 +144,8 @@ def adapter_gguf(model_dir: Path) -> Path:
 
 class LlamaCppRewriter:
     """Greedy rewrites by the embedded GGUF with a detox model's adapter (``lora_scale`` 0:
-    the base alone)."""
+    the base alone); ``keep``: the content-keeping decoding (``keep_content.py``), the
+    model's own by default."""
 
     def __init__(
         self,
@@ -151,6 +153,7 @@ class LlamaCppRewriter:
         lora_scale: float = 1.0,
         n_threads: int | None = None,
         n_ctx: int = 512,
+        keep: KeepContent | None = None,
     ):
         import os
 
@@ -164,6 +167,7 @@ class LlamaCppRewriter:
 
         self.settings = _read_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
         self.template = load_template("detoxify", self.settings.language)
+        self.keep = keep or KeepContent.of(self.settings)
         lora = adapter_gguf(model_dir)
         _route_llama_logs()  # llama.cpp's adapter notes to logging, not the terminal
         try:
@@ -196,8 +200,21 @@ class LlamaCppRewriter:
             top_k=1,
             repeat_penalty=1.0,
             stop=["\n"],
+            logits_processor=self._keep_processor(text, len(tokens)),
         )
         return out["choices"][0]["text"].strip().split("\n")[0].strip()
+
+    def _keep_processor(self, text: str, prompt_len: int):
+        if not self.keep.active():
+            return None
+        from llama_cpp import LogitsProcessorList
+
+        def tokenize(piece: str) -> list[int]:
+            return self.llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
+
+        stops = sorted({*tokenize("\n"), *tokenize("\n\n"), self.llm.token_eos()})
+        src = source(text, tokenize, self.keep)
+        return LogitsProcessorList([llama_processor(src, self.keep, stops, prompt_len)])
 
     def rewrites(
         self, texts: Sequence[str], max_new_tokens: int = 64, progress: bool = False
