@@ -22,12 +22,16 @@ the share flagged by an offensiveness classifier trained in the same run
 
 The detox rewrites go through transformers, or with ``--engine llamacpp`` through llama.cpp
 (the embedded Q4_K_M GGUF with the adapter as a GGUF LoRA, ``train/gguf_lora.py``; several
-times faster on a CPU, see bench/detox_rewrite_speed.py). The last line's targets are issue
-#17's: chrF >= copying's and offensive rate <= 0.4 x copying's.
+times faster on a CPU, see bench/detox_rewrite_speed.py). ``--keep B:R,...`` adds a row per
+content-keeping decoding (``train/keep_content.py``: copy bias B, minimum length R x the
+input's tokens) next to the model's own. ``--model-dir`` evaluates a model trained before
+(``rolecall detox train``, or this bench's ``--save-model``) instead of training one. The
+last line's targets are issue #17's, on the model's own decoding: chrF >= copying's and
+offensive rate <= 0.4 x copying's.
 
 Usage: python bench/detox_quality.py [--train-pairs 300] [--eval-limit 100] [--epochs 2]
        [--lr 2e-4] [--batch-size 4] [--per-source 1500] [--cache-dir runs/bench-features]
-       [--engine transformers|llamacpp]
+       [--engine transformers|llamacpp] [--keep 1:0,0:0.8] [--model-dir DIR | --save-model DIR]
 """
 
 from __future__ import annotations
@@ -48,20 +52,21 @@ from rolecall.train.classifier import Classifier, ClassifierSettings
 from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
 from rolecall.train.features import Features
 from rolecall.train.gguf_lora import LlamaCppRewriter
+from rolecall.train.keep_content import KeepContent
 from rolecall.train.loop import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 
+def lexicon_words() -> list[str]:
+    """The lexicon's entries of 2+ characters."""
+    lines = (DATA / "lexicon" / "korean_bad_words.txt").read_text(encoding="utf-8").splitlines()
+    return [w.strip() for w in lines if len(w.strip()) >= 2]
+
+
 def lexicon_baseline(texts: list[str]) -> list[str]:
-    words = [
-        w.strip()
-        for w in (DATA / "lexicon" / "korean_bad_words.txt")
-        .read_text(encoding="utf-8")
-        .splitlines()
-        if len(w.strip()) >= 2
-    ]
+    words = lexicon_words()
 
     def clean(text: str) -> str:
         return " ".join(t for t in text.split() if not any(w in t for w in words))
@@ -113,7 +118,61 @@ def arguments() -> argparse.Namespace:
         default="transformers",
         help="of the rewriting: llamacpp = the embedded GGUF + the adapter as a GGUF LoRA",
     )
+    parser.add_argument(
+        "--keep",
+        type=keep_list,
+        default=[],
+        help="more decodings, COPY_BIAS:MIN_LENGTH_RATIO,... (e.g. 1:0,0:0.8)",
+    )
+    parser.add_argument("--model-dir", type=Path, help="a trained detox model: no training")
+    parser.add_argument("--save-model", type=Path, help="keep the trained model here")
     return parser.parse_args()
+
+
+def keep_list(text: str) -> list[KeepContent]:
+    try:
+        return [
+            KeepContent(float(b), float(r))
+            for b, r in (item.split(":") for item in text.split(",") if item.strip())
+        ]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give COPY_BIAS:MIN_LENGTH_RATIO,...") from None
+
+
+def detox_model(args: argparse.Namespace, train: list) -> tuple[DetoxModel, dict, Path | None]:
+    """The model (trained here unless ``--model-dir``), its training facts, and the directory
+    it is saved in (llama.cpp reads its adapter there)."""
+    if args.model_dir:
+        return DetoxModel.load(args.model_dir), {"model_dir": str(args.model_dir)}, args.model_dir
+    started = time.perf_counter()
+    model = DetoxModel.create("embedded", DetoxSettings(max_length=192, response_max=96), args.seed)
+    history = model.fit_pairs(
+        train[: args.train_pairs],
+        TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),
+    )
+    facts = {
+        "train_pairs": args.train_pairs,
+        "epochs": args.epochs,
+        "lr": args.lr,
+        "batch_size": args.batch_size,
+        "steps": history["steps"],
+        "first_loss": round(history["first_loss"], 4),
+        "last_loss": round(history["last_loss"], 4),
+        "train_seconds": round(time.perf_counter() - started, 1),
+    }
+    saved = args.save_model
+    if saved is None and args.engine == "llamacpp":  # llama.cpp reads the saved adapter
+        saved = Path(tempfile.mkdtemp(prefix="detox-bench-"))
+    if saved is not None:
+        model.save(saved)
+    return model, facts, saved
+
+
+def rewrite_all(model, saved: Path, engine: str, inputs: list[str], keep) -> list[str]:
+    if engine == "llamacpp":
+        rewriter = LlamaCppRewriter(saved, n_threads=2, keep=keep)
+        return list(rewriter.rewrites(inputs, progress=True))
+    return model.rewrite(inputs, progress=True, keep=keep)
 
 
 def main() -> None:
@@ -147,29 +206,25 @@ def main() -> None:
     print(f"offensiveness classifier: {judge}", flush=True)
 
     # the detox model
-    started = time.perf_counter()
-    model = DetoxModel.create("embedded", DetoxSettings(max_length=192, response_max=96), args.seed)
-    history = model.fit_pairs(
-        train[: args.train_pairs],
-        TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),
-    )
-    trained = time.perf_counter() - started
+    model, facts, saved = detox_model(args, train)
     inputs, references = [p.toxic for p in test], [p.neutral for p in test]
     started = time.perf_counter()
-    if args.engine == "llamacpp":
-        with tempfile.TemporaryDirectory() as saved:
-            model.save(saved)
-            rewriter = LlamaCppRewriter(Path(saved), n_threads=2)
-            started = time.perf_counter()
-            rewrites = list(rewriter.rewrites(inputs, progress=True))
-    else:
-        rewrites = model.rewrite(inputs, progress=True)
+    rewrites = rewrite_all(model, saved, args.engine, inputs, None)
     rewrite_seconds = time.perf_counter() - started
+    own = KeepContent.of(model.settings)
+    print(f"detox model ({own.label()}): {rewrite_seconds:.0f} s", flush=True)
+    variants = {}
+    for keep in args.keep:
+        variants[f"detox model ({keep.label()})"] = rewrite_all(
+            model, saved, args.engine, inputs, keep
+        )
+        print(f"{keep.label()}: done", flush=True)
 
     systems = {
         "input (copy)": inputs,
         "lexicon deletion": lexicon_baseline(inputs),
         "detox model": rewrites,
+        **variants,
         "reference (neutral)": references,
     }
     results = {
@@ -180,9 +235,9 @@ def main() -> None:
         }
         for name, outputs in systems.items()
     }
-    print(f"\n{'system':24s}{'chrF':>8s}{'BLEU':>8s}{'offensive':>12s}")
+    print(f"\n{'system':52s}{'chrF':>8s}{'BLEU':>8s}{'offensive':>12s}")
     for name, row in results.items():
-        print(f"{name:24s}{row['chrf']:8.2f}{row['bleu']:8.2f}{row['offensive_rate']:12.3f}")
+        print(f"{name:52s}{row['chrf']:8.2f}{row['bleu']:8.2f}{row['offensive_rate']:12.3f}")
     before = results["input (copy)"]["offensive_rate"]
     after = results["detox model"]["offensive_rate"]
     print(
@@ -195,15 +250,9 @@ def main() -> None:
         json.dumps(
             {
                 "bench": "detox_quality",
-                "train_pairs": args.train_pairs,
+                **facts,
                 "test_pairs": len(test),
-                "epochs": args.epochs,
-                "lr": args.lr,
-                "batch_size": args.batch_size,
-                "steps": history["steps"],
-                "first_loss": round(history["first_loss"], 4),
-                "last_loss": round(history["last_loss"], 4),
-                "train_seconds": round(trained, 1),
+                "decoding": own.label(),
                 "engine": args.engine,
                 "rewrite_seconds": round(rewrite_seconds, 1),
                 "judge": judge,
