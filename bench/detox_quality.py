@@ -181,9 +181,14 @@ def main() -> None:
     pairs = read_kda_csv(DATA / "detox" / "kda_ko.csv")
     train, test = split_pairs(pairs, 0.1, args.seed)
     test = test[: args.test_pairs]
+    source = (
+        f"from {args.model_dir}"
+        if args.model_dir
+        else f"on the first {args.train_pairs} training pairs"
+    )
     print(
         f"K/DA: {len(pairs)} pairs -> train {len(train)}, held-out {len(test)} used; "
-        f"detox model on the first {args.train_pairs} training pairs",
+        f"detox model {source}",
         flush=True,
     )
 
