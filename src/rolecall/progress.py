@@ -1,7 +1,13 @@
-"""Progress bars for long loops (rich, on stderr). Disabled bars cost nothing."""
+"""Progress bars for long loops (rich, on stderr). Disabled bars cost nothing.
+
+Where stderr is no terminal (a log file, ``nohup``, a pipe), a bar would show only once it
+is done; there a plain line is written instead at every tenth of the work and at least
+every ``LINE_SECONDS``, so a multi-hour run in a log says how far it is.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -16,6 +22,7 @@ from rich.progress import (
 )
 
 _console = Console(stderr=True)
+LINE_SECONDS = 60.0
 
 
 @contextmanager
@@ -25,6 +32,9 @@ def progress_bar(
     """Yield ``advance(steps=1)``; shows a bar on stderr while the block runs."""
     if not enabled:
         yield lambda steps=1: None
+        return
+    if not _console.is_terminal:
+        yield _plain_lines(total, description)
         return
     columns = (
         TextColumn("{task.description}"),
@@ -36,3 +46,33 @@ def progress_bar(
     with Progress(*columns, console=_console, transient=False) as bar:
         task = bar.add_task(description, total=total)
         yield lambda steps=1: bar.advance(task, steps)
+
+
+def _plain_lines(total: int, description: str) -> Callable[[int], None]:
+    """``advance`` that writes ``description: done/total (p%), elapsed, left`` lines."""
+    started = last = time.monotonic()
+    done, shown_tenth = 0, 0
+
+    def advance(steps: int = 1) -> None:
+        nonlocal done, last, shown_tenth
+        done += steps
+        now = time.monotonic()
+        tenth = 10 * done // total if total else 10
+        if tenth > shown_tenth or now - last >= LINE_SECONDS or done >= total:
+            shown_tenth, last = tenth, now
+            elapsed = now - started
+            left = elapsed * (total - done) / done if done and total > done else 0.0
+            percent = f" ({100 * done // total}%)" if total else ""
+            _console.print(
+                f"{description}: {done}/{total}{percent}, {_clock(elapsed)} elapsed, "
+                f"{_clock(left)} left",
+                highlight=False,
+                markup=False,
+            )
+
+    return advance
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
