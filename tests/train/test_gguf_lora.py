@@ -11,12 +11,12 @@ pytest.importorskip("llama_cpp")
 gguf = pytest.importorskip("gguf")
 
 from rolecall.errors import ConfigError  # noqa: E402
-from rolecall.train.keep_content import KeepContent  # noqa: E402
 from rolecall.train.gguf_lora import (  # noqa: E402
     LlamaCppRewriter,
     adapter_gguf,
     gguf_tensor_name,
 )
+from rolecall.train.keep_content import KeepContent  # noqa: E402
 from tests.train.test_detox_model import PAIRS  # noqa: E402
 
 
