@@ -168,6 +168,7 @@ class LlamaCppRewriter:
         self.settings = _read_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
         self.template = load_template("detoxify", self.settings.language)
         self.keep = keep or KeepContent.of(self.settings)
+        self._stops: list[int] | None = None
         lora = adapter_gguf(model_dir)
         _route_llama_logs()  # llama.cpp's adapter notes to logging, not the terminal
         try:
@@ -209,12 +210,14 @@ class LlamaCppRewriter:
             return None
         from llama_cpp import LogitsProcessorList
 
-        def tokenize(piece: str) -> list[int]:
-            return self.llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
+        if self._stops is None:  # the tokens that end a rewrite, looked up once
+            self._stops = sorted({*self._tokenize("\n"), *self._tokenize("\n\n")})
+            self._stops.append(self.llm.token_eos())
+        src = source(text, self._tokenize, self.keep)
+        return LogitsProcessorList([llama_processor(src, self.keep, self._stops, prompt_len)])
 
-        stops = sorted({*tokenize("\n"), *tokenize("\n\n"), self.llm.token_eos()})
-        src = source(text, tokenize, self.keep)
-        return LogitsProcessorList([llama_processor(src, self.keep, stops, prompt_len)])
+    def _tokenize(self, piece: str) -> list[int]:
+        return self.llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
 
     def rewrites(
         self, texts: Sequence[str], max_new_tokens: int = 64, progress: bool = False
