@@ -305,7 +305,9 @@ def test_a_judge_with_a_backbone_trains_with_the_commands_options(monkeypatch, t
 
     seen = {}
     monkeypatch.setattr(
-        rolecall.train.backbone, "load_backbone", lambda path, frozen: ("backbone", path, frozen)
+        rolecall.train.backbone,
+        "load_backbone",
+        lambda path, frozen, layer=None: ("backbone", path, frozen),
     )
 
     def train_judge(task, data_dir, out_dir, backbone, **kwargs):

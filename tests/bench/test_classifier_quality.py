@@ -1,9 +1,10 @@
-"""bench/classifier_quality.py's pure helpers: the target and the hybrid model (TF-IDF
-features and dense vectors side by side in one logistic regression)."""
+"""bench/classifier_quality.py's pure helpers: the target and the examples every model
+trains on."""
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
+
 import pytest
 
 from tests.bench.loading import load_bench
@@ -12,6 +13,7 @@ pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 bench = load_bench("classifier_quality")
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def test_the_target_is_met_from_five_points_up():
@@ -19,18 +21,12 @@ def test_the_target_is_met_from_five_points_up():
     assert bench.target(0.0499)["met"] is False and bench.target(-0.1)["value"] == -0.1
 
 
-def test_the_hybrid_reads_the_dense_vectors_too():
-    from rolecall.train.baselines import TfidfModel, TfidfSettings
-
-    rng = np.random.default_rng(0)
-    # the texts carry no signal (the same two words either way); the vectors do
-    texts = ["가나 다라" if i % 2 else "다라 가나" for i in range(200)]
-    labels = list(rng.integers(0, 2, 200))
-    vectors = rng.normal(size=(200, 8)) + np.array(labels)[:, None] * 2.0
-    tfidf = TfidfModel(TfidfSettings(labels=bench.NAMES))
-    tfidf.fit(texts[:150], [bench.NAMES[v] for v in labels[:150]])
-    predicted = bench.hybrid_f1(
-        tfidf, texts[:150], vectors[:150], labels[:150], texts[150:], vectors[150:]
-    )
-    assert bench.macro_f1(labels[150:], predicted) > 0.8
-    assert bench.macro_f1(labels[150:], tfidf.predict_proba(texts[150:]).argmax(1)) < 0.7
+@pytest.mark.skipif(not (DATA / "slang").is_dir(), reason="the shared corpora are not here")
+def test_the_examples_are_a_seeded_beep_sample_or_the_readme_mixture():
+    beep = bench.training_examples(DATA, "beep", 50, 1000, 0)
+    assert len(beep) == 50 and beep == bench.training_examples(DATA, "beep", 50, 1000, 0)
+    assert {e.label for e in beep} == {"positive", "negative"}
+    mixed = bench.training_examples(DATA, "mixed", None, 20, 0)
+    assert len(mixed) == 60  # 20 from each of the three corpora
+    with pytest.raises(SystemExit, match="beep or mixed"):
+        bench.training_examples(DATA, "other", None, 20, 0)

@@ -197,3 +197,42 @@ def test_the_layer_is_saved_and_old_directories_load_whole(tmp_path):
     (tmp_path / "model" / "backbone.json").write_text(json.dumps(info))
     old = Backbone.load(tmp_path / "model")
     assert old.layer is None and len(old.model.layers) == 3
+
+
+# ---- tune_top: the top N layers trained, the rest kept --------------------------------
+
+
+def test_tune_top_trains_the_top_layers_and_final_norm_only():
+    backbone = tiny_gemma(frozen=True).tune_top(1)
+    assert not backbone.frozen and backbone.tuned == 1
+    trained = {n for n, p in backbone.model.named_parameters() if p.requires_grad}
+    assert trained and all(n.startswith(("layers.2.", "norm.")) for n in trained)
+    assert any(n.startswith("norm.") for n in trained)
+    assert set(backbone.tuned_weights()) == trained
+    assert tiny_gemma().tune_top(0).frozen  # 0: frozen again
+    with pytest.raises(ConfigError, match="backbone has 3"):
+        tiny_gemma().tune_top(4)
+
+
+def test_a_tuned_backbone_saves_only_its_tuned_layers_and_reloads_them(tmp_path):
+    whole = tiny_gemma()
+    whole.model.save_pretrained(tmp_path / "hf")
+    whole.tokenizer.save_pretrained(tmp_path / "hf")
+    tuned = load_backbone(str(tmp_path / "hf"), frozen=True, layer=2).tune_top(1)
+    with torch.no_grad():  # what training does to the tuned layer
+        for parameter in tuned.model.layers[1].parameters():
+            parameter.add_(0.1)
+    tuned.save(tmp_path / "model")
+    info = json.loads((tmp_path / "model" / "backbone.json").read_text())
+    assert info["tuned"] == 1 and info["copied"] is False and info["layer"] == 2
+    assert not (tmp_path / "model" / "backbone").exists()
+    loaded = Backbone.load(tmp_path / "model")
+    assert loaded.tuned == 1 and loaded.layer == 2
+    tuned.train(False)
+    states = tuned.encode(TEXTS, 16)[0]
+    assert torch.allclose(loaded.encode(TEXTS, 16)[0], states, atol=1e-6)
+    source = load_backbone(str(tmp_path / "hf"), frozen=True, layer=2)
+    assert not torch.allclose(source.encode(TEXTS, 16)[0], states, atol=1e-3)
+    (tmp_path / "model" / "tuned.safetensors").unlink()
+    with pytest.raises(InputFileError, match="tuned.safetensors"):
+        Backbone.load(tmp_path / "model")

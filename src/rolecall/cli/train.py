@@ -29,6 +29,7 @@ from rolecall.cli.common import (
 )
 from rolecall.errors import ConfigError
 from rolecall.train.settings import (
+    CLASSIFIER_TRAINING,
     GENERATOR_TRAINING,
     ClassifierSettings,
     GeneratorSettings,
@@ -58,22 +59,47 @@ def _cache(features_cache: Optional[Path]) -> Path:
     return features_cache or settings_file.home() / "features"
 
 
-def _backbone_options(values: dict) -> dict[str, Any]:
-    """``load_backbone``'s options beyond ``frozen`` given on the command line (--layer)."""
-    return {"layer": values["layer"]} if values.get("layer") is not None else {}
+def _backbone_choice(values: dict, kind: str | None) -> tuple[int | None, bool, int | None]:
+    """(layer, frozen, top layers tuned) of a command's options (its ``locals()``): what
+    is given, else the embedded Gemma's measured default for the ``kind`` of model
+    (``EMBEDDED_DEFAULTS``), else frozen for embedded only and the backbone's layers."""
+    from rolecall.train.backbone import EMBEDDED, EMBEDDED_DEFAULTS
+
+    name, frozen, tune = values["backbone"], values["frozen"], values.get("tune_layers")
+    layer = values.get("layer")
+    if tune is not None and frozen is not None:
+        raise ConfigError(
+            "--tune-layers and --frozen/--trainable both say what trains",
+            fix="give one of them (--tune-layers 0 is frozen)",
+        )
+    default = EMBEDDED_DEFAULTS.get(kind or "") if name == EMBEDDED else None
+    if default is not None:
+        layer = default.layer if layer is None else layer
+        if tune is None and frozen is None:
+            tune = min(default.tune, layer) if layer else default.tune
+    if tune is not None:
+        return layer, True, tune
+    return layer, _frozen(name, frozen), None
 
 
-def _backbone_training(values: dict) -> tuple[Any, TrainConfig, Path]:
+def _backbone_options(values: dict, kind: str | None = None) -> dict[str, Any]:
+    """``load_backbone``'s options beyond ``frozen`` (the layer kept)."""
+    layer = _backbone_choice(values, kind)[0]
+    return {"layer": layer} if layer is not None else {}
+
+
+def _backbone_training(values: dict, kind: str | None = None) -> tuple[Any, TrainConfig, Path]:
     """The loaded backbone, ``TrainConfig`` and features cache of a command's options (its
-    ``locals()``: --backbone, --frozen/--trainable, --layer, the TrainConfig options,
-    --features-cache)."""
+    ``locals()``: --backbone, --frozen/--trainable, --layer, --tune-layers, the
+    TrainConfig options, --features-cache); ``kind``: the model trained, for the embedded
+    Gemma's defaults."""
     from rolecall.train.backbone import load_backbone
 
     config = train_config(values)
-    backbone = values["backbone"]
-    model = load_backbone(
-        backbone, _frozen(backbone, values["frozen"]), **_backbone_options(values)
-    )
+    layer, frozen, tune = _backbone_choice(values, kind)
+    model = load_backbone(values["backbone"], frozen, layer)
+    if tune is not None:
+        model.tune_top(tune)
     return model, config, _cache(values["features_cache"])
 
 
@@ -104,7 +130,7 @@ def _features_on_ray(model_kind: str, values: dict, hard_negatives: Any = None) 
             inputs,
             backbone,
             values["backbone"],
-            _backbone_options(values),  # every actor loads the backbone as this process did
+            _backbone_options(values, model_kind),  # every actor loads it as this process did
             values["cache"],
             workers=values["workers"],
             address=values["ray_address"],
@@ -146,6 +172,13 @@ LAYER = typer.Option(
     "and extraction is faster (default: embedded's default layer, see docs/models.md; all "
     "of a model directory's; the model's layer count keeps all); kept in the model directory",
 )
+TUNE_LAYERS = typer.Option(
+    None,
+    min=0,
+    help="train the backbone's top N transformer layers (of those --layer keeps) and keep the "
+    "rest as loaded; 0: frozen (default: the embedded Gemma's measured default for this model, "
+    "see docs/models.md; else --frozen/--trainable); only the tuned layers are saved",
+)
 FEATURES_ENGINE = typer.Option(
     "local",
     "--engine",
@@ -164,6 +197,7 @@ def train_classifier_command(
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
+    tune_layers: Optional[int] = TUNE_LAYERS,
     max_length: int = typer.Option(
         field_default(ClassifierSettings, "max_length"),
         min=8,
@@ -173,10 +207,12 @@ def train_classifier_command(
         field_default(ClassifierSettings, "class_weights"), help="none or balanced"
     ),
     test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
-    epochs: int = EPOCHS,
-    batch_size: int = BATCH,
+    epochs: int = typer.Option(CLASSIFIER_TRAINING.epochs, min=1),
+    batch_size: int = typer.Option(CLASSIFIER_TRAINING.batch_size, min=1),
     lr: float = LR,
-    backbone_lr: float = BACKBONE_LR,
+    backbone_lr: float = typer.Option(
+        CLASSIFIER_TRAINING.backbone_lr, help="a trainable (or tuned) backbone's learning rate"
+    ),
     max_steps: Optional[int] = MAX_STEPS,
     seed: int = SEED,
     features_cache: Optional[Path] = CACHE,
@@ -189,7 +225,7 @@ def train_classifier_command(
     from rolecall.train.classifier import train_classifier
 
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
-    model, config, cache = _backbone_training(locals())
+    model, config, cache = _backbone_training(locals(), "classifier")
     _features_on_ray("classifier", locals())
     metrics = train_classifier(
         examples, out_dir, model, settings, config, test_share, progress, cache
@@ -210,6 +246,7 @@ def train_retriever_command(
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
+    tune_layers: Optional[int] = TUNE_LAYERS,
     index: bool = typer.Option(
         True,
         help="also build the candidate index (FAISS) of "
@@ -233,7 +270,7 @@ def train_retriever_command(
     from rolecall.train.retriever import Retriever, train_retriever
 
     settings = validated(RetrieverSettings, kind=kind, codes=codes)
-    model, config, cache = _backbone_training(locals())
+    model, config, cache = _backbone_training(locals(), "retriever")
     _features_on_ray("retriever", locals())
     metrics = train_retriever(examples, out_dir, model, settings, config, progress, cache)
     if index:
@@ -265,6 +302,7 @@ def train_reranker_command(
     backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
+    tune_layers: Optional[int] = TUNE_LAYERS,
     test_share: float = typer.Option(0.1, help="dialogues held out for Hits@1/K"),
     epochs: int = EPOCHS,
     batch_size: int = BATCH,
@@ -295,7 +333,7 @@ def train_reranker_command(
             progress=progress,
         )
 
-    model, config, cache = _backbone_training(locals())
+    model, config, cache = _backbone_training(locals(), "reranker")
     _features_on_ray("reranker", locals(), mined)
     metrics = train_reranker(
         examples, out_dir, model, settings, config, mined, test_share, progress, cache

@@ -25,6 +25,12 @@ through the model's final norm where it has one, exactly what the full model's l
 would give a head, and extraction does N/L of the work. The layer is part of the
 backbone's identity (feature cache keys) and of ``backbone.json``; a directory saved
 before the setting existed loads whole.
+
+``tune_top(N)`` trains the top N transformer layers (and the final norm after them) and
+keeps everything below as loaded: on a CPU this is what makes the embedded Gemma a
+classifier worth its cost (docs/models.md). Only those layers' weights are saved (``tuned.
+safetensors``, tens of MB instead of the whole model); loading reads the source again and
+puts them back.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rolecall.errors import BackendNotInstalled, ConfigError, InputFileError
 
@@ -45,9 +51,23 @@ EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # falls through all 18), and the bot's retriever and reranker share one context pass: the
 # default stays whole until the reranker is measured per layer (#17 item 2)
 EMBEDDED_LAYER: int | None = None
+
+
+class HeadDefaults(NamedTuple):
+    """What ``rolecall train KIND`` does with the embedded Gemma when not told otherwise."""
+
+    layer: int | None  # layers kept (None: all)
+    tune: int  # top layers of those trained (0: frozen, states cached)
+
+
+# measured per head (docs/models.md#which-layer); a kind not listed: all layers, frozen
+EMBEDDED_DEFAULTS = {"classifier": HeadDefaults(layer=7, tune=4)}
 # where a transformers model keeps its list of transformer layers
 LAYER_LISTS = ("layers", "encoder.layer", "h", "model.layers", "decoder.layers", "transformer.h")
 BACKBONE_DIR = "backbone"
+TUNED_FILE = "tuned.safetensors"
+# the norm some models put after their last transformer layer (tuned with the top layers)
+FINAL_NORMS = ("norm", "final_layer_norm", "final_layernorm", "ln_f")
 SOURCE_FILE = "backbone.json"
 
 
@@ -74,6 +94,7 @@ class Backbone:
     ):
         self.model, self.tokenizer, self.source, self.frozen = model, tokenizer, source, frozen
         self.layer = keep_layers(model, layer)
+        self.tuned: int | None = None  # top layers trained by ``tune_top``; None: all or none
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         config = model.config
@@ -89,6 +110,45 @@ class Backbone:
             model.eval()
             for parameter in model.parameters():
                 parameter.requires_grad_(False)
+
+    def tune_top(self, layers: int) -> Backbone:
+        """Train the top ``layers`` transformer layers and the final norm after them, keep
+        every other weight as loaded (0: frozen). Returns the backbone."""
+        if layers == 0:
+            self.frozen, self.tuned = True, None
+            self.model.eval()
+            for parameter in self.model.parameters():
+                parameter.requires_grad_(False)
+            return self
+        found = layer_list(self.model)
+        if found is None:
+            raise ConfigError(
+                f"cannot find the transformer layers of {type(self.model).__name__} to tune",
+                fix="train the whole backbone (--trainable) or freeze it (--frozen)",
+            )
+        parent, _, blocks = found
+        if not 1 <= layers <= len(blocks):
+            raise ConfigError(
+                f"cannot tune the top {layers} layers: the backbone has {len(blocks)}",
+                fix=f"give a number from 0 (frozen) to {len(blocks)} (every layer)",
+            )
+        for parameter in self.model.parameters():
+            parameter.requires_grad_(False)
+        modules = list(blocks)[-layers:]
+        modules += [getattr(parent, n) for n in FINAL_NORMS if hasattr(parent, n)]
+        for module in modules:
+            for parameter in module.parameters():
+                parameter.requires_grad_(True)
+        self.frozen, self.tuned = False, layers
+        return self
+
+    def tuned_weights(self) -> dict[str, Any]:
+        """The weights ``tune_top`` trains, by parameter name."""
+        return {
+            name: parameter.detach().contiguous()
+            for name, parameter in self.model.named_parameters()
+            if parameter.requires_grad
+        }
 
     @property
     def identity(self) -> str:
@@ -189,18 +249,21 @@ class Backbone:
 
     def save(self, directory: Path) -> None:
         """A trained backbone is saved whole; a frozen one that came from a path or the
-        embedded model is saved as a reference (its weights never changed)."""
+        embedded model is saved as a reference (its weights never changed); a tuned one as
+        a reference and its tuned layers' weights."""
         directory.mkdir(parents=True, exist_ok=True)
-        copy = not self.frozen or self.source == "tiny"
+        copy = (not self.frozen and self.tuned is None) or self.source == "tiny"
         if copy:
             self.model.save_pretrained(directory / BACKBONE_DIR)
             self.tokenizer.save_pretrained(directory / BACKBONE_DIR)
-        (directory / SOURCE_FILE).write_text(
-            json.dumps(
-                {"source": self.source, "frozen": self.frozen, "copied": copy, "layer": self.layer}
-            ),
-            encoding="utf-8",
-        )
+        elif self.tuned is not None:
+            from safetensors.torch import save_file
+
+            save_file(self.tuned_weights(), str(directory / TUNED_FILE))
+        info = {"source": self.source, "frozen": self.frozen, "copied": copy, "layer": self.layer}
+        if self.tuned is not None and not copy:
+            info["tuned"] = self.tuned
+        (directory / SOURCE_FILE).write_text(json.dumps(info), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: Path) -> Backbone:
@@ -218,7 +281,34 @@ class Backbone:
             backbone.source = info["source"]
             backbone.layer = layer  # saved already cut: its config counts only these
             return backbone
+        if info.get("tuned"):
+            return _load_tuned(directory, info, layer)
         return _load_source(info["source"], info["frozen"], layer)
+
+
+def _load_tuned(directory: Path, info: dict, layer: int | None) -> Backbone:
+    """The source loaded again with its saved tuned layers put back."""
+    from safetensors.torch import load_file
+
+    path = directory / TUNED_FILE
+    if not path.is_file():
+        raise InputFileError(
+            directory,
+            f"says its top {info['tuned']} layers were tuned but has no {TUNED_FILE}",
+            fix="copy the whole model directory that 'rolecall train' wrote, or train again",
+        )
+    backbone = _load_source(info["source"], True, layer).tune_top(int(info["tuned"]))
+    weights = load_file(str(path))
+    expected = backbone.tuned_weights()
+    if set(weights) != set(expected) or any(weights[n].shape != expected[n].shape for n in weights):
+        raise InputFileError(
+            path,
+            f"does not fit the top {info['tuned']} layers of {info['source']} (the source "
+            "model changed since training?)",
+            fix="train the model again on the backbone it names",
+        )
+    backbone.model.load_state_dict(weights, strict=False)
+    return backbone
 
 
 def _cut(ids: list[int], room: int, side: str) -> list[int]:

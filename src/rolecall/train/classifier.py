@@ -44,6 +44,7 @@ from rolecall.train.pairs import (
     train_head,
 )
 from rolecall.train.perplexity import lm_perplexities, lm_prompt
+from rolecall.train.settings import CLASSIFIER_TRAINING
 from rolecall.train.settings import ClassifierSettings as ClassifierSettings  # re-exported
 
 KIND = "classifier"
@@ -152,7 +153,7 @@ def train_classifier(
     ``cache_dir`` keeps a frozen backbone's states between runs: give every model trained
     on the same data the same folder.
     """
-    config = config or TrainConfig()
+    config = config or CLASSIFIER_TRAINING
     examples = read_examples(examples_path, need_negatives=True)
     train, test = held_out(examples, test_share, config.seed, examples_path)
     if not any(e.label == "negative" for e in train):

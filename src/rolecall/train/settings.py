@@ -34,6 +34,9 @@ class TrainConfig(BaseModel):
 # LoRA adapters on a causal LM: one pass, small batches, a larger learning rate
 GENERATOR_TRAINING = TrainConfig(epochs=1, batch_size=8, lr=2e-4)
 DETOX_TRAINING = TrainConfig(epochs=1, batch_size=4, lr=2e-4)  # the K/DA paper's
+# the classifier with its backbone's top layers tuned (the embedded default): one pass (a
+# second lowered BEEP! dev F1 twice), small batches (bench/classifier_quality.py)
+CLASSIFIER_TRAINING = TrainConfig(epochs=1, batch_size=16, backbone_lr=3e-5)
 
 
 class Settings(BaseModel):
