@@ -6,9 +6,10 @@ Every model below trains on the very same examples, in the same run:
   ``chars`` view), the baseline;
 - **classifier, default**: what ``rolecall train classifier EXAMPLES`` makes on the
   embedded Gemma (``EMBEDDED_DEFAULTS["classifier"]``: cut after layer 7, its top 4
-  layers tuned with the head; ``CLASSIFIER_TRAINING``);
+  layers tuned with the head; ``classifier_training``: one pass);
 - **classifier, frozen layer L** (``--frozen-layers``): the head alone over the frozen
-  Gemma cut after layer L (``--frozen --layer L``; 18 is the old default, the whole model).
+  Gemma cut after layer L (``--frozen --layer L``: three passes; 18 is the old default,
+  the whole model).
 
 The examples (``--examples``): ``beep``, BEEP! train (``slang/beep_labeled_train.tsv``,
 news comments like the dev set; ``--limit`` draws a seeded sample), or ``mixed``, the
@@ -44,7 +45,7 @@ from rolecall.train.baselines import TfidfModel, TfidfSettings
 from rolecall.train.classifier import OUT_OF_BOUNDS, Classifier
 from rolecall.train.detox_model import split_pairs
 from rolecall.train.features import Features
-from rolecall.train.settings import CLASSIFIER_TRAINING
+from rolecall.train.settings import classifier_training
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -143,7 +144,7 @@ def main() -> None:
     }
     print(f"tfidf: {results['tfidf']}", flush=True)
 
-    config = CLASSIFIER_TRAINING.model_copy(update={"seed": args.seed})
+    config = classifier_training(False, seed=args.seed)
     default = EMBEDDED_DEFAULTS["classifier"]
     backbone = load_backbone(EMBEDDED, True, default.layer).tune_top(default.tune)
     model = Classifier.for_training(backbone, None, config, None)
@@ -152,8 +153,9 @@ def main() -> None:
     for layer in (int(n) for n in args.frozen_layers.split(",") if n.strip()):
         backbone = load_backbone(EMBEDDED, True, layer)
         name = f"classifier, frozen layer {layer}"
-        model = Classifier.for_training(backbone, None, config, args.cache_dir)
-        results[name] = classifier_row(model, examples, dev_texts, dev_y, config)
+        frozen = classifier_training(True, seed=args.seed)
+        model = Classifier.for_training(backbone, None, frozen, args.cache_dir)
+        results[name] = classifier_row(model, examples, dev_texts, dev_y, frozen)
         print(f"{name}: {results[name]}", flush=True)
 
     print(f"\n{'model':36s}{'macro-F1':>10s}{'texts/s':>10s}")
@@ -170,7 +172,7 @@ def main() -> None:
                 "per_source": args.per_source if args.examples == "mixed" else None,
                 "dev": len(dev),
                 "default": {"layer": default.layer, "tune": default.tune},
-                "config": config.model_dump(),
+                "config": config.model_dump(),  # the default's (frozen ones: 3 epochs)
                 "results": results,
                 "targets": {"classifier_vs_tfidf": target(gain)},
             },

@@ -30,12 +30,14 @@ from rolecall.cli.common import (
 from rolecall.errors import ConfigError
 from rolecall.train.settings import (
     CLASSIFIER_TRAINING,
+    FROZEN_CLASSIFIER_EPOCHS,
     GENERATOR_TRAINING,
     ClassifierSettings,
     GeneratorSettings,
     RerankerSettings,
     RetrieverSettings,
     TrainConfig,
+    classifier_training,
 )
 
 train_app = typer.Typer(
@@ -207,7 +209,12 @@ def train_classifier_command(
         field_default(ClassifierSettings, "class_weights"), help="none or balanced"
     ),
     test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
-    epochs: int = typer.Option(CLASSIFIER_TRAINING.epochs, min=1),
+    epochs: Optional[int] = typer.Option(
+        None,
+        min=1,
+        help=f"passes (default: {CLASSIFIER_TRAINING.epochs} when backbone layers train, "
+        f"{FROZEN_CLASSIFIER_EPOCHS} for a frozen backbone)",
+    ),
     batch_size: int = typer.Option(CLASSIFIER_TRAINING.batch_size, min=1),
     lr: float = LR,
     backbone_lr: float = typer.Option(
@@ -225,8 +232,11 @@ def train_classifier_command(
     from rolecall.train.classifier import train_classifier
 
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
-    model, config, cache = _backbone_training(locals(), "classifier")
-    _features_on_ray("classifier", locals())
+    values = dict(locals())
+    _, frozen_choice, tune = _backbone_choice(values, "classifier")
+    values["epochs"] = epochs or classifier_training(frozen_choice and not tune).epochs
+    model, config, cache = _backbone_training(values, "classifier")
+    _features_on_ray("classifier", {**values, "model": model, "config": config, "cache": cache})
     metrics = train_classifier(
         examples, out_dir, model, settings, config, test_share, progress, cache
     )

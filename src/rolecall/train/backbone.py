@@ -49,7 +49,8 @@ EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # (bench/feature_layers.py, docs/models.md#which-layer), but the attention reranker did
 # not learn on it in tests/integration/test_dialogue_models.py (loss flat at ~1.40, it
 # falls through all 18), and the bot's retriever and reranker share one context pass: the
-# default stays whole until the reranker is measured per layer (#17 item 2)
+# default stays whole until the reranker is measured per layer (#17 item 2). The classifier
+# has its own default below (it shares no pass with them).
 EMBEDDED_LAYER: int | None = None
 
 
@@ -60,7 +61,8 @@ class HeadDefaults(NamedTuple):
     tune: int  # top layers of those trained (0: frozen, states cached)
 
 
-# measured per head (docs/models.md#which-layer); a kind not listed: all layers, frozen
+# measured per head (bench/classifier_quality.py, docs/models.md#the-classifiers-default-
+# the-top-layers-tuned); a kind not listed: EMBEDDED_LAYER, frozen
 EMBEDDED_DEFAULTS = {"classifier": HeadDefaults(layer=7, tune=4)}
 # where a transformers model keeps its list of transformer layers
 LAYER_LISTS = ("layers", "encoder.layer", "h", "model.layers", "decoder.layers", "transformer.h")

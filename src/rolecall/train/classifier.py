@@ -40,11 +40,12 @@ from rolecall.train.pairs import (
     encode_pairs,
     held_out,
     model_device,
+    resolve_backbone,
     split_metrics,
     train_head,
 )
 from rolecall.train.perplexity import lm_perplexities, lm_prompt
-from rolecall.train.settings import CLASSIFIER_TRAINING
+from rolecall.train.settings import CLASSIFIER_TRAINING, classifier_training
 from rolecall.train.settings import ClassifierSettings as ClassifierSettings  # re-exported
 
 KIND = "classifier"
@@ -153,15 +154,17 @@ def train_classifier(
     ``cache_dir`` keeps a frozen backbone's states between runs: give every model trained
     on the same data the same folder.
     """
-    config = config or CLASSIFIER_TRAINING
     examples = read_examples(examples_path, need_negatives=True)
-    train, test = held_out(examples, test_share, config.seed, examples_path)
+    seed = config.seed if config is not None else CLASSIFIER_TRAINING.seed
+    train, test = held_out(examples, test_share, seed, examples_path)
     if not any(e.label == "negative" for e in train):
         raise InputFileError(
             examples_path,
             "every negative example fell into the held-out share",
             fix="add negatives or lower the test share",
         )
+    backbone = resolve_backbone(backbone)
+    config = config or classifier_training(backbone.frozen)
     model = Classifier.for_training(backbone, settings, config, cache_dir)
     history = model.fit(train, config, progress)
     out_of_bounds = sum(e.label == "negative" for e in test)
