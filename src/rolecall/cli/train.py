@@ -3,8 +3,9 @@
 Each command trains one model on a JSONL file of ``Example`` records, saves it to
 ``--out`` (``model.json``, the head, the backbone or a reference to it) and prints its
 metrics as JSON. ``--backbone`` is ``embedded`` (the embedded Gemma, frozen: its hidden
-states are cached under ``--features-cache`` so a second model on the same data is fast)
-or a local transformers model directory (trained whole unless ``--frozen``).
+states are cached under ``--features-cache`` so a second model on the same data is fast;
+the classifier instead tunes its top layers, ``EMBEDDED_DEFAULTS``) or a local
+transformers model directory (trained whole unless ``--frozen``).
 
 ``implicit-judge`` and ``consistency-judge`` train the K/DA judges from the shared corpora
 folder instead (``train/kda_judges.py``; default backbone ``tfidf``, the measured stronger
@@ -161,7 +162,10 @@ MAX_STEPS = typer.Option(
 )
 SEED = typer.Option(field_default(TrainConfig, "seed"))
 FROZEN = typer.Option(
-    None, "--frozen/--trainable", help="freeze the backbone (default: frozen for embedded only)"
+    None,
+    "--frozen/--trainable",
+    help="freeze the backbone or train it whole (default: embedded frozen, a model "
+    "directory trained; the classifier tunes the embedded model's top layers: --tune-layers)",
 )
 CACHE = typer.Option(
     None, help="where a frozen backbone's states are kept (default: ROLECALL_HOME/features)"
