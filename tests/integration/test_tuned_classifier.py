@@ -34,6 +34,8 @@ def test_the_default_classifier_tunes_the_top_layers_and_reloads_them(tmp_path):
         str(tmp_path / "model"),
         "--max-length",
         "96",
+        "--epochs",  # one pass of 10 steps, not the default's 400 (this is the path, not quality)
+        "1",
         "--test-share",
         "0.2",
         "--no-progress",

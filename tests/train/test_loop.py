@@ -66,3 +66,22 @@ def test_max_steps_and_the_saved_model_reads_back(tmp_path):
         read_model(tmp_path / "m", "toy")
     with pytest.raises(InputFileError, match="not a trained rolecall model"):
         read_model(tmp_path, "toy")
+
+
+def test_min_steps_gives_a_small_set_whole_extra_passes():
+    backbone, head, loss_of = setup()
+    config = TrainConfig(epochs=1, min_steps=10, batch_size=4)  # 4 steps a pass
+    history = fit(head, backbone, TEXTS, loss_of, config, progress=False)
+    assert history["steps"] == 12 and len(history["epoch_losses"]) == 3
+    config = TrainConfig(epochs=2, min_steps=3, batch_size=4)  # enough steps already
+    assert fit(head, backbone, TEXTS, loss_of, config, progress=False)["steps"] == 8
+
+
+def test_the_classifier_trains_one_pass_or_400_steps_and_frozen_three_passes():
+    from rolecall.train.settings import classifier_training
+
+    tuned, frozen = classifier_training(False), classifier_training(True)
+    assert (tuned.epochs, tuned.min_steps) == (1, 400)
+    assert (frozen.epochs, frozen.min_steps) == (3, None)
+    given = classifier_training(False, epochs=2, seed=3)
+    assert (given.epochs, given.min_steps, given.seed) == (2, None, 3)

@@ -216,8 +216,9 @@ def train_classifier_command(
     epochs: Optional[int] = typer.Option(
         None,
         min=1,
-        help=f"passes (default: {CLASSIFIER_TRAINING.epochs} when backbone layers train, "
-        f"{FROZEN_CLASSIFIER_EPOCHS} for a frozen backbone)",
+        help=f"passes (default: {CLASSIFIER_TRAINING.epochs} when backbone layers train, or "
+        f"as many as make {CLASSIFIER_TRAINING.min_steps} steps; {FROZEN_CLASSIFIER_EPOCHS} "
+        "for a frozen backbone)",
     ),
     batch_size: int = typer.Option(CLASSIFIER_TRAINING.batch_size, min=1),
     lr: float = LR,
@@ -238,7 +239,9 @@ def train_classifier_command(
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
     values = dict(locals())
     _, frozen_choice, tune = _backbone_choice(values, "classifier")
-    values["epochs"] = epochs or classifier_training(frozen_choice and not tune).epochs
+    if epochs is None:
+        default = classifier_training(frozen_choice and not tune)
+        values.update(epochs=default.epochs, min_steps=default.min_steps)
     model, config, cache = _backbone_training(values, "classifier")
     _features_on_ray("classifier", {**values, "model": model, "config": config, "cache": cache})
     metrics = train_classifier(

@@ -85,7 +85,10 @@ def fit(
     order = list(range(len(items)))
     rng = random.Random(config.seed)
     steps_per_epoch = math.ceil(len(items) / config.batch_size)
-    total = steps_per_epoch * config.epochs
+    epochs_run = config.epochs
+    if config.min_steps:  # a small set gets more passes
+        epochs_run = max(epochs_run, math.ceil(config.min_steps / steps_per_epoch))
+    total = steps_per_epoch * epochs_run
     if config.max_steps:
         total = min(total, config.max_steps)
     losses: list[float] = []
