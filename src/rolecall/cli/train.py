@@ -68,7 +68,7 @@ def _backbone_choice(values: dict, kind: str | None) -> tuple[int | None, bool, 
     (``EMBEDDED_DEFAULTS``), else frozen for embedded only and the backbone's layers."""
     from rolecall.train.backbone import EMBEDDED, EMBEDDED_DEFAULTS
 
-    name, frozen, tune = values["backbone"], values["frozen"], values.get("tune_layers")
+    name, frozen, tune = values["backbone"], values.get("frozen"), values.get("tune_layers")
     layer = values.get("layer")
     if tune is not None and frozen is not None:
         raise ConfigError(
