@@ -109,18 +109,20 @@ class Backbone:
             tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
         )
         if frozen:
-            model.eval()
-            for parameter in model.parameters():
-                parameter.requires_grad_(False)
+            self._freeze()
+
+    def _freeze(self) -> None:
+        """No weight trains, and the model runs in eval mode (no dropout)."""
+        self.frozen, self.tuned = True, None
+        self.model.eval()
+        for parameter in self.model.parameters():
+            parameter.requires_grad_(False)
 
     def tune_top(self, layers: int) -> Backbone:
         """Train the top ``layers`` transformer layers and the final norm after them, keep
         every other weight as loaded (0: frozen). Returns the backbone."""
         if layers == 0:
-            self.frozen, self.tuned = True, None
-            self.model.eval()
-            for parameter in self.model.parameters():
-                parameter.requires_grad_(False)
+            self._freeze()
             return self
         found = layer_list(self.model)
         if found is None:
@@ -134,8 +136,7 @@ class Backbone:
                 f"cannot tune the top {layers} layers: the backbone has {len(blocks)}",
                 fix=f"give a number from 0 (frozen) to {len(blocks)} (every layer)",
             )
-        for parameter in self.model.parameters():
-            parameter.requires_grad_(False)
+        self._freeze()
         modules = list(blocks)[-layers:]
         modules += [getattr(parent, n) for n in FINAL_NORMS if hasattr(parent, n)]
         for module in modules:
