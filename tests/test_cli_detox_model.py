@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
+import signal
+import time
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from rolecall.formats.kda import write_kda_csv  # noqa: E402
 from rolecall.records import Pair  # noqa: E402
-from tests.cli_runs import (
-    metrics_of,  # noqa: E402
-    run_to_end,  # noqa: E402
-)
+from tests.cli_runs import metrics_of, rolecall, run_to_end  # noqa: E402
 from tests.train.test_detox_model import PAIRS  # noqa: E402
 
 
@@ -210,3 +209,51 @@ def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
     result = run_to_end("detox", "score", str(rewrites))
     assert result.returncode == 1 and "line 1" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_killed_training_goes_on_from_its_checkpoint(tmp_path):
+    """SIGKILL mid-run, then the same command: it goes on from the last checkpoint and
+    ends with the adapters of an uninterrupted run; the checkpoint is gone once saved."""
+    from safetensors.torch import load_file
+
+    from tests.tiny_models import tiny_causal_lm
+
+    pairs = [
+        Pair(neutral=f"{p.neutral} {i}", toxic=f"{p.toxic} {i}") for i in range(80) for p in PAIRS
+    ]
+    model, tokenizer = tiny_causal_lm([p.neutral for p in pairs] + [p.toxic for p in pairs])
+    model.save_pretrained(tmp_path / "base")
+    tokenizer.save_pretrained(tmp_path / "base")
+    write_kda_csv(tmp_path / "pairs.csv", pairs)
+
+    def train(out: str, *more: str) -> list[str]:
+        args = ["detox", "train", str(tmp_path / "pairs.csv"), "--out", str(tmp_path / out)]
+        args += ["--base", str(tmp_path / "base"), "--eval-limit", "0", "--epochs", "3"]
+        return [*args, "--no-progress", *more]
+
+    whole = metrics_of(run_to_end(*train("whole")))
+    checkpoint = tmp_path / "killed" / ".checkpoint" / "latest"
+    process = rolecall(*train("killed", "--checkpoint-every", "0"))
+    while not checkpoint.is_file():
+        assert process.poll() is None, (
+            f"the run ended before it could be killed: {process.stderr.read()}"
+        )
+        time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    killed_at = int(checkpoint.read_text().removeprefix("step-"))
+    assert 0 < killed_at < whole["steps"] and not (tmp_path / "killed" / "model.json").exists()
+
+    changed = run_to_end(*train("killed", "--lr", "1e-3"))
+    assert changed.returncode == 1 and "another training run (config differ)" in changed.stderr
+    assert "Traceback" not in changed.stderr
+
+    again = run_to_end(*train("killed"))
+    assert f"going on from the checkpoint at step {killed_at} of {whole['steps']}" in again.stderr
+    resumed = metrics_of(again)
+    assert (resumed["steps"], resumed["last_loss"]) == (whole["steps"], whole["last_loss"])
+    got = load_file(tmp_path / "killed" / "adapter" / "adapter_model.safetensors")
+    want = load_file(tmp_path / "whole" / "adapter" / "adapter_model.safetensors")
+    assert got.keys() == want.keys()
+    assert all(torch.allclose(got[k], want[k], atol=1e-6) for k in want)
+    assert not (tmp_path / "killed" / ".checkpoint").exists()

@@ -40,11 +40,14 @@ def test_train_classifier_and_reranker(setup):
             str(root / "clf"),
             "--max-length",
             "48",
+            "--checkpoint-every",
+            "0",
             *common,
         )
     )
     saved = json.loads((root / "clf" / "model.json").read_text())
     assert saved["kind"] == "classifier"
+    assert not (root / "clf" / ".checkpoint").exists()  # written at every step, then removed
     # what the command printed is what the model directory keeps, and it is a real score
     assert all(saved["metrics"][key] == metrics[key] for key in ("accuracy", "f1"))
     assert (
@@ -240,10 +243,13 @@ def test_train_generator_on_a_saved_tiny_base(tmp_path):
             "1e-2",
             "--test-share",
             "0.3",
+            "--checkpoint-every",
+            "0",
             "--no-progress",
         )
     )
     assert metrics["test_examples"] > 0 and metrics["alpha"] == 1.0
+    assert not (tmp_path / "gen" / ".checkpoint").exists()
     assert metrics["ppl_positive"] < metrics["base_ppl_positive"]
     saved = json.loads((tmp_path / "gen" / "model.json").read_text(encoding="utf-8"))
     assert saved["kind"] == "generator" and saved["settings"]["base"] == str(tmp_path / "base")

@@ -9,11 +9,11 @@ from rich.console import Console
 from rolecall import progress
 
 
-def _run(monkeypatch, terminal: bool, total: int, steps: int) -> str:
+def _run(monkeypatch, terminal: bool, total: int, steps: int, start: int = 0) -> str:
     out = io.StringIO()
     console = Console(file=out, force_terminal=terminal, width=100)
     monkeypatch.setattr(progress, "_console", console)
-    with progress.progress_bar(total, "training detox model") as advance:
+    with progress.progress_bar(total, "training detox model", start=start) as advance:
         for _ in range(steps):
             advance()
     return out.getvalue()
@@ -35,6 +35,16 @@ def test_a_slow_log_gets_a_line_every_interval(monkeypatch):
         "training detox model: 2/1000 (0%)",
         "training detox model: 3/1000 (0%)",
     ]
+
+
+def test_a_resumed_run_counts_the_steps_done_before(monkeypatch):
+    lines = _run(monkeypatch, terminal=False, total=40, steps=10, start=30).splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "training detox model: 32/40 (80%)",
+        "training detox model: 36/40 (90%)",
+        "training detox model: 40/40 (100%)",
+    ]
+    assert "3/40" in _run(monkeypatch, terminal=True, total=40, steps=1, start=2)
 
 
 def test_a_terminal_gets_the_bar(monkeypatch):

@@ -27,14 +27,15 @@ LINE_SECONDS = 60.0
 
 @contextmanager
 def progress_bar(
-    total: int, description: str, enabled: bool = True
+    total: int, description: str, enabled: bool = True, start: int = 0
 ) -> Iterator[Callable[[int], None]]:
-    """Yield ``advance(steps=1)``; shows a bar on stderr while the block runs."""
+    """Yield ``advance(steps=1)``; shows a bar on stderr while the block runs; ``start``:
+    steps done before (a resumed run), counted as done but not in the time left."""
     if not enabled:
         yield lambda steps=1: None
         return
     if not _console.is_terminal:
-        yield _plain_lines(total, description)
+        yield _plain_lines(total, description, start)
         return
     columns = (
         TextColumn("{task.description}"),
@@ -44,14 +45,20 @@ def progress_bar(
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=_console, transient=False) as bar:
-        task = bar.add_task(description, total=total)
+        task = bar.add_task(description, total=total, completed=start)
         yield lambda steps=1: bar.advance(task, steps)
 
 
-def _plain_lines(total: int, description: str) -> Callable[[int], None]:
+def say(message: str) -> None:
+    """One line on stderr: what a long run is doing, next to its bars."""
+    _console.print(message, highlight=False, markup=False)
+
+
+def _plain_lines(total: int, description: str, start: int = 0) -> Callable[[int], None]:
     """``advance`` that writes ``description: done/total (p%), elapsed, left`` lines."""
     started = last = time.monotonic()
-    done, shown_tenth = 0, 0
+    done = start
+    shown_tenth = 10 * start // total if total else 0
 
     def advance(steps: int = 1) -> None:
         nonlocal done, last, shown_tenth
@@ -61,7 +68,8 @@ def _plain_lines(total: int, description: str) -> Callable[[int], None]:
         if tenth > shown_tenth or now - last >= LINE_SECONDS or done >= total:
             shown_tenth, last = tenth, now
             elapsed = now - started
-            left = elapsed * (total - done) / done if done and total > done else 0.0
+            now_done = done - start
+            left = elapsed * (total - done) / now_done if now_done and total > done else 0.0
             percent = f" ({100 * done // total}%)" if total else ""
             _console.print(
                 f"{description}: {done}/{total}{percent}, {_clock(elapsed)} elapsed, "

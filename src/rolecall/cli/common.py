@@ -159,6 +159,23 @@ def field_default(settings_type, name: str):
     return settings_type.model_fields[name].default
 
 
+CHECKPOINT_EVERY = typer.Option(
+    300.0,
+    "--checkpoint-every",
+    min=0.0,
+    help="seconds between training checkpoints in OUT/.checkpoint: a killed run, started "
+    "again with the same options, goes on from the last one; 0: after every step",
+)
+
+
+def checkpoints_in(out_dir: Path, every_seconds: float, identity: dict):
+    """The ``Checkpoints`` of a training command writing ``out_dir``; ``identity``: the
+    model's settings (a checkpoint of other settings is refused)."""
+    from rolecall.train.checkpoints import DIRECTORY, Checkpoints
+
+    return Checkpoints(Path(out_dir) / DIRECTORY, every_seconds, identity)
+
+
 def train_config(values: dict):
     """The ``TrainConfig`` of a training command's options (its ``locals()``): each field
     the command declares, the type's default for the others."""

@@ -18,7 +18,14 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import field_default, out, train_config, validated
+from rolecall.cli.common import (
+    CHECKPOINT_EVERY,
+    checkpoints_in,
+    field_default,
+    out,
+    train_config,
+    validated,
+)
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.train.settings import DETOX_TRAINING, DetoxSettings, TrainConfig
 
@@ -65,6 +72,7 @@ def train_command(
         help=MIN_LENGTH_HELP + " (saved as default)",
     ),
     progress: bool = typer.Option(True),
+    checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
     from rolecall.formats.kda import read_kda_csv
@@ -88,7 +96,8 @@ def train_command(
     )
     config = train_config(locals())
     model = DetoxModel.create(base, settings, seed)
-    history = model.fit_pairs(train, config, progress)
+    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
+    history = model.fit_pairs(train, config, progress, checkpoints)
     metrics = {
         "train_pairs": len(train),
         "test_pairs": len(test),
@@ -96,21 +105,17 @@ def train_command(
         "first_loss": round(history["first_loss"], 4),
         "last_loss": round(history["last_loss"], 4),
     }
+    model.save(out_dir, metrics)  # before the slow evaluation: a kill there loses no training
+    checkpoints.clear()
     evaluated = test[:eval_limit]
-    saved = bool(evaluated) and engine == "llamacpp"
-    if saved:  # the GGUF adapter is written from the saved model
-        model.save(out_dir, metrics)
     if evaluated:
+        from rolecall.train.loop import write_metrics
+
         inputs, references = [p.toxic for p in evaluated], [p.neutral for p in evaluated]
         rewrites = list(_rewriter(model, out_dir, engine)(inputs, 64, progress))
         metrics |= {"rewritten": len(evaluated), "engine": engine}
         metrics |= _overlap(inputs, rewrites, references)
-    if saved:  # only the metrics: saving the weights again would outdate adapter.gguf
-        from rolecall.train.loop import write_metrics
-
-        write_metrics(out_dir, metrics)
-    else:
-        model.save(out_dir, metrics)
+        write_metrics(out_dir, metrics)  # only the metrics: adapter.gguf stays current
     out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
 
 

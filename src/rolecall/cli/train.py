@@ -22,7 +22,9 @@ import typer
 
 from rolecall import config as settings_file
 from rolecall.cli.common import (
+    CHECKPOINT_EVERY,
     RAY_ADDRESS_OPTION,
+    checkpoints_in,
     field_default,
     out,
     train_config,
@@ -232,6 +234,7 @@ def train_classifier_command(
     engine_name: str = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
+    checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
     from rolecall.train.classifier import train_classifier
@@ -244,8 +247,9 @@ def train_classifier_command(
         values.update(epochs=default.epochs, min_steps=default.min_steps)
     model, config, cache = _backbone_training(values, "classifier")
     _features_on_ray("classifier", {**values, "model": model, "config": config, "cache": cache})
+    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
     metrics = train_classifier(
-        examples, out_dir, model, settings, config, test_share, progress, cache
+        examples, out_dir, model, settings, config, test_share, progress, cache, checkpoints
     )
     _print(metrics)
 
@@ -598,6 +602,7 @@ def train_generator_command(
     max_steps: Optional[int] = MAX_STEPS,
     seed: int = SEED,
     progress: bool = PROGRESS,
+    checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""
     from rolecall.train.generator import train_generator
@@ -611,7 +616,12 @@ def train_generator_command(
         max_length=max_length,
     )
     config = train_config(locals())
-    _print(train_generator(examples, out_dir, base, settings, config, test_share, progress))
+    identity = {**settings.model_dump(), "base": base}
+    checkpoints = checkpoints_in(out_dir, checkpoint_every, identity)
+    trained = train_generator(
+        examples, out_dir, base, settings, config, test_share, progress, checkpoints
+    )
+    _print(trained)
 
 
 @train_app.command("export")

@@ -30,6 +30,7 @@ from rolecall.errors import (
 )
 from rolecall.records import Example
 from rolecall.train.backbone import Backbone, _torch
+from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.data import read_examples
 from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig
@@ -77,7 +78,11 @@ class Classifier(PairModel):
         return self.predict_proba(contexts, responses)[:, OUT_OF_BOUNDS] >= self.settings.threshold
 
     def fit(
-        self, examples: Sequence[Example], config: TrainConfig, progress: bool = True
+        self,
+        examples: Sequence[Example],
+        config: TrainConfig,
+        progress: bool = True,
+        checkpoints: Checkpoints | None = None,
     ) -> dict[str, Any]:
         torch = _torch()
         if self.features is None:
@@ -101,6 +106,7 @@ class Classifier(PairModel):
             lambda out, y: loss(out[:, 0], y),
             progress,
             "training classifier",
+            checkpoints,
         )
 
     def evaluate(self, examples: Sequence[Example]) -> dict[str, float]:
@@ -145,6 +151,7 @@ def train_classifier(
     test_share: float = 0.1,
     progress: bool = True,
     cache_dir: Path | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> dict[str, Any]:
     """Train on an example file, evaluate on dialogues held out, save to ``out_dir``.
 
@@ -152,7 +159,8 @@ def train_classifier(
     (positive = out of bounds) and ROC AUC (absent when no dialogue fell into the held-out
     share, or, for the AUC, when it holds one label only), plus the training loss.
     ``cache_dir`` keeps a frozen backbone's states between runs: give every model trained
-    on the same data the same folder.
+    on the same data the same folder. With ``checkpoints`` a killed run goes on from the
+    last one; they are removed once the model is saved.
     """
     examples = read_examples(examples_path, need_negatives=True)
     seed = config.seed if config is not None else CLASSIFIER_TRAINING.seed
@@ -166,13 +174,15 @@ def train_classifier(
     backbone = resolve_backbone(backbone)
     config = config or classifier_training(backbone.frozen)
     model = Classifier.for_training(backbone, settings, config, cache_dir)
-    history = model.fit(train, config, progress)
+    history = model.fit(train, config, progress, checkpoints)
     out_of_bounds = sum(e.label == "negative" for e in test)
     metrics = {
         **split_metrics(train, test, history, test_out_of_bounds=out_of_bounds),
         **model.evaluate(test),
     }
     model.save(out_dir, metrics)
+    if checkpoints is not None:
+        checkpoints.clear()
     return metrics
 
 

@@ -17,6 +17,7 @@ from rolecall.progress import progress_bar
 from rolecall.prompts import load_template
 from rolecall.records import Pair
 from rolecall.train.backbone import EMBEDDED
+from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.generator import Generator
 from rolecall.train.keep_content import KeepContent, source, torch_processor
 from rolecall.train.loop import TrainConfig, fit
@@ -50,12 +51,24 @@ class DetoxModel(Generator):
         return value
 
     def fit_pairs(
-        self, pairs: Sequence[Pair], config: TrainConfig, progress: bool = True
+        self,
+        pairs: Sequence[Pair],
+        config: TrainConfig,
+        progress: bool = True,
+        checkpoints: Checkpoints | None = None,
     ) -> dict[str, Any]:
         if not pairs:
             raise ValueError("no pairs to train the detox model on")
+        description = "training detox model"
         return fit(
-            self.model, None, list(pairs), self.pair_loss, config, progress, "training detox model"
+            self.model,
+            None,
+            list(pairs),
+            self.pair_loss,
+            config,
+            progress,
+            description,
+            checkpoints,
         )
 
     def rewrite(

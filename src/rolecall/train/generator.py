@@ -35,6 +35,7 @@ from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
 from rolecall.rundir import write_json
 from rolecall.train.backbone import EMBEDDED, _torch
+from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.loop import MODEL_FILE, TrainConfig, fit, read_info
 from rolecall.train.losses import MleUnlikelihoodLoss
 from rolecall.train.losses.unlikelihood import IGNORE, next_token_targets
@@ -178,7 +179,11 @@ class Generator:
         return value
 
     def fit(
-        self, examples: Sequence[Example], config: TrainConfig, progress: bool = True
+        self,
+        examples: Sequence[Example],
+        config: TrainConfig,
+        progress: bool = True,
+        checkpoints: Checkpoints | None = None,
     ) -> dict[str, Any]:
         """Train the adapters on positives (MLE) and, with ``alpha`` > 0, negatives (UL)."""
         items = [
@@ -196,6 +201,7 @@ class Generator:
             config,
             progress,
             "training generator" + (" (MLE+UL)" if self.settings.alpha else " (MLE)"),
+            checkpoints,
         )
 
     # ---- scoring and generating --------------------------------------------------------
@@ -438,9 +444,11 @@ def train_generator(
     config: TrainConfig | None = None,
     test_share: float = 0.1,
     progress: bool = True,
+    checkpoints: Checkpoints | None = None,
 ) -> dict[str, Any]:
     """Train on an examples file (positives by MLE, negatives by UL), report perplexity on
-    held-out dialogues before and after, save to ``out_dir``; returns the metrics."""
+    held-out dialogues before and after, save to ``out_dir``; returns the metrics. With
+    ``checkpoints`` a killed run goes on from the last one (removed once saved)."""
     from rolecall.train.data import read_examples
     from rolecall.train.pairs import held_out
 
@@ -453,7 +461,7 @@ def train_generator(
     train, test = held_out(examples, test_share, config.seed, examples_path)
     generator = Generator.create(base, settings, config.seed)
     before = generator.perplexity(test, progress=progress) if test else {}
-    history = generator.fit(train, config, progress)
+    history = generator.fit(train, config, progress, checkpoints)
     after = generator.perplexity(test, progress=progress) if test else {}
     metrics: dict[str, Any] = {
         "train_examples": len(train),
@@ -466,4 +474,6 @@ def train_generator(
         **{key: round(value, 4) for key, value in after.items()},
     }
     generator.save(out_dir, metrics)
+    if checkpoints is not None:
+        checkpoints.clear()
     return metrics

@@ -20,10 +20,11 @@ from typing import Any, TypeVar
 
 from rolecall import __version__
 from rolecall.errors import InputFileError
-from rolecall.progress import progress_bar
+from rolecall.progress import progress_bar, say
 from rolecall.rundir import write_json
 from rolecall.train import distributed
 from rolecall.train.backbone import Backbone
+from rolecall.train.checkpoints import Checkpoints, fingerprint
 from rolecall.train.settings import Settings as Settings  # re-exported
 from rolecall.train.settings import TrainConfig
 
@@ -47,6 +48,7 @@ def fit(
     config: TrainConfig,
     progress: bool = True,
     description: str = "training",
+    checkpoints: Checkpoints | None = None,
 ) -> dict[str, Any]:
     """Train ``head`` (and a trainable ``backbone``) on ``items``; returns the loss history.
 
@@ -63,25 +65,23 @@ def fit(
     (weighted by their items) and the reported loss is the mean over the whole batch, so
     the steps, the epochs and the loss curve are those of one process. Processes other
     than rank 0 end (status 0) after the last step; ``fit`` returns on rank 0 only.
+
+    With ``checkpoints`` (``checkpoints.py``) the run writes a checkpoint now and then
+    (rank 0) and, started again, goes on from the latest one: same batches, same result.
     """
     import torch
 
     if not items:
         raise ValueError("nothing to train on")
     seed_everything(config.seed)
-    groups = [{"params": [p for p in head.parameters() if p.requires_grad], "lr": config.lr}]
+    named = _trained_parameters(head, backbone)
+    groups = [{"params": [p for n, p in named.items() if n.startswith("head.")], "lr": config.lr}]
     if backbone is not None and not backbone.frozen:
-        groups.append(
-            {
-                "params": [p for p in backbone.parameters() if p.requires_grad],
-                "lr": config.backbone_lr,
-            }
-        )
+        tuned = [p for n, p in named.items() if n.startswith("backbone.")]
+        groups.append({"params": tuned, "lr": config.backbone_lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
-    trained = [p for group in groups for p in group["params"]]
+    trained = list(named.values())
     world = distributed.join(trained[0].device if trained else None)
-    if world is not None:
-        distributed.same_start(trained)
     order = list(range(len(items)))
     rng = random.Random(config.seed)
     steps_per_epoch = math.ceil(len(items) / config.batch_size)
@@ -92,29 +92,48 @@ def fit(
     if config.max_steps:
         total = min(total, config.max_steps)
     losses: list[float] = []
+    epochs: list[list[float]] = []
+    position = len(order)  # where the next batch starts in this pass's order
+    if checkpoints is not None:
+        run_id = fingerprint(items, config, named, checkpoints.identity)
+        resumed = checkpoints.read(run_id)
+        if resumed is not None:
+            run, state = resumed
+            losses, epochs, order = run["losses"], run["epochs"], run["order"]
+            position = run["position"]
+            rng.setstate(_random_state(run["random"]))
+            _restore(named, optimizer, state)
+            say(f"{description}: going on from the checkpoint at step {len(losses)} of {total}")
+    if world is not None:
+        distributed.same_start(trained)
     head.train()
     if backbone is not None:
         backbone.train(True)
-    epochs: list[list[float]] = []
-    with progress_bar(total, description, enabled=progress and distributed.is_rank0()) as advance:
+    shown = progress and distributed.is_rank0()
+    with progress_bar(total, description, enabled=shown, start=len(losses)) as advance:
         while len(losses) < total:
-            rng.shuffle(order)
-            epochs.append([])
-            for start in range(0, len(order), config.batch_size):
-                if len(losses) >= total:
-                    break
-                batch = [items[i] for i in order[start : start + config.batch_size]]
-                if world is None:
-                    loss = loss_of(batch)
-                    optimizer.zero_grad()
-                    loss.backward()
-                    value = float(loss.detach())
-                else:
-                    value = _distributed_step(trained, optimizer, loss_of, batch, world)
-                optimizer.step()
-                losses.append(value)
-                epochs[-1].append(value)
-                advance(1)
+            if position >= len(order):
+                rng.shuffle(order)
+                epochs.append([])
+                position = 0
+            batch = [items[i] for i in order[position : position + config.batch_size]]
+            position += config.batch_size
+            if world is None:
+                loss = loss_of(batch)
+                optimizer.zero_grad()
+                loss.backward()
+                value = float(loss.detach())
+            else:
+                value = _distributed_step(trained, optimizer, loss_of, batch, world)
+            optimizer.step()
+            losses.append(value)
+            epochs[-1].append(value)
+            advance(1)
+            if checkpoints and distributed.is_rank0():
+                if checkpoints.due() or len(losses) == total:
+                    run = {"step": len(losses), "losses": losses, "epochs": epochs}
+                    run |= {"order": order, "position": position, "random": rng.getstate()}
+                    checkpoints.write(run | {"fingerprint": run_id}, _state(named, optimizer))
     distributed.leave_unless_rank0()
     head.eval()
     if backbone is not None:
@@ -126,6 +145,41 @@ def fit(
         "losses": [round(x, 5) for x in losses],
         "epoch_losses": [round(sum(e) / len(e), 5) for e in epochs],
     }
+
+
+def _trained_parameters(head: Any, backbone: Backbone | None) -> dict[str, Any]:
+    """The parameters ``fit`` trains, by name (``head.`` / ``backbone.``)."""
+    named = {f"head.{n}": p for n, p in head.named_parameters() if p.requires_grad}
+    if backbone is not None and not backbone.frozen:
+        tuned = backbone.model.named_parameters()
+        named |= {f"backbone.{n}": p for n, p in tuned if p.requires_grad}
+    return named
+
+
+def _state(named: dict[str, Any], optimizer: Any) -> dict[str, Any]:
+    import torch
+
+    return {
+        "parameters": {name: p.detach().cpu().clone() for name, p in named.items()},
+        "optimizer": optimizer.state_dict(),
+        "torch_random": torch.get_rng_state(),
+    }
+
+
+def _restore(named: dict[str, Any], optimizer: Any, state: dict[str, Any]) -> None:
+    import torch
+
+    with torch.no_grad():
+        for name, p in named.items():
+            p.copy_(state["parameters"][name])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_random"])
+
+
+def _random_state(saved: list) -> tuple:
+    """``random.Random.getstate()`` back from its JSON form."""
+    version, internal, gauss = saved
+    return version, tuple(internal), gauss
 
 
 def _distributed_step(

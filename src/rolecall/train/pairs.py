@@ -20,6 +20,7 @@ from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
 from rolecall.train import distributed
 from rolecall.train.backbone import Backbone, _torch, load_backbone
+from rolecall.train.checkpoints import Checkpoints, digest
 from rolecall.train.data import context_text, split_by
 from rolecall.train.features import Features, mean_pool
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model
@@ -150,6 +151,7 @@ def train_head(
     criterion: Callable[[Any, Any], Any],
     progress: bool,
     description: str,
+    checkpoints: Checkpoints | None = None,
 ) -> dict[str, Any]:
     """Train ``head`` on groups of pairs (all of one size G) through ``loop.fit``.
 
@@ -192,7 +194,11 @@ def train_head(
             vectors = pool_states(hidden, mask, settings.pool).view(len(batch), size, -1)
         return criterion(head(vectors), target[batch])
 
-    return fit(head, backbone, list(range(len(groups))), loss_of, config, progress, description)
+    if checkpoints is not None:  # fit sees indices: the pairs themselves make the run
+        made_of = digest([*groups, targets])
+        checkpoints = checkpoints.also(pairs=made_of, backbone=backbone.identity)
+    items = list(range(len(groups)))
+    return fit(head, backbone, items, loss_of, config, progress, description, checkpoints)
 
 
 def load_head(
