@@ -56,6 +56,11 @@ def is_rank0() -> bool:
     return world is None or world.rank == 0
 
 
+def shows_progress(progress: bool) -> bool:
+    """Whether this process draws the progress bars asked for: rank 0 only (one bar, not N)."""
+    return progress and is_rank0()
+
+
 def join(device: Any = None) -> World | None:
     """Open the process group (once; an ``Accelerator`` may have opened it already) and
     return this process's ``World``; None, touching nothing, when not launched.

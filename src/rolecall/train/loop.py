@@ -109,7 +109,7 @@ def fit(
     head.train()
     if backbone is not None:
         backbone.train(True)
-    shown = progress and distributed.is_rank0()
+    shown = distributed.shows_progress(progress)
     with progress_bar(total, description, enabled=shown, start=len(losses)) as advance:
         while len(losses) < total:
             if position >= len(order):

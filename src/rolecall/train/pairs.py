@@ -175,7 +175,7 @@ def train_head(
                 [r for _, r in flat],
                 settings,
                 features.batch_size,
-                progress and distributed.is_rank0(),
+                distributed.shows_progress(progress),
             ),
         )
         table = table.view(len(groups), size, -1)

@@ -321,7 +321,7 @@ class Reranker(PairModel):
         torch = _torch()
         s = self.settings
         if self.backbone.frozen:
-            shown = progress and distributed.is_rank0()
+            shown = distributed.shows_progress(progress)
 
             def fill(features: Features) -> None:
                 features.precompute(

@@ -181,7 +181,7 @@ class Retriever:
         """Run a frozen backbone once over every training text, with progress bars."""
         if not self.backbone.frozen:
             return
-        s, progress = self.settings, progress and distributed.is_rank0()
+        s, progress = self.settings, distributed.shows_progress(progress)
         contexts = list(dict.fromkeys(c for c, _ in pairs))
         responses = list(dict.fromkeys(r for _, r in pairs))
 
