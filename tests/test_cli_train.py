@@ -65,9 +65,12 @@ def test_train_classifier_and_reranker(setup):
             str(root / "rr"),
             "--negatives",
             "3",
+            "--checkpoint-every",
+            "0",
             *common,
         )
     )
+    assert not (root / "rr" / ".checkpoint").exists()
     hits = {key: value for key, value in metrics.items() if key.startswith("hits@1/")}
     assert hits and all(0 <= value <= 1 for value in hits.values()), metrics
     saved = json.loads((root / "rr" / "model.json").read_text())
@@ -145,9 +148,12 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
             "poly",
             "--codes",
             "4",
+            "--checkpoint-every",
+            "0",
             *common,
         )
     )
+    assert not (root / "ret" / ".checkpoint").exists()
     assert metrics["kind"] == "poly" and metrics["candidate_index"].endswith("candidates")
     manifest = json.loads((root / "ret" / "candidates" / "manifest.json").read_text())
     assert manifest["count"] == metrics["candidates"] == 4  # the unique positive responses
@@ -164,9 +170,12 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
             str(root / "ret" / "candidates"),
             "--interaction",
             "attention",
+            "--checkpoint-every",
+            "0",
             *common,
         )
     )
+    assert not (root / "rr-hard" / ".checkpoint").exists()
     assert any(key.startswith("hits@1/") for key in metrics)
     saved = json.loads((root / "rr-hard" / "model.json").read_text(encoding="utf-8"))
     assert saved["settings"]["interaction"] == "attention"  # with a trainable backbone

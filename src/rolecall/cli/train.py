@@ -284,6 +284,7 @@ def train_retriever_command(
     engine_name: str = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
+    checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
     from rolecall.serve.candidates import build_candidate_index
@@ -293,7 +294,10 @@ def train_retriever_command(
     settings = validated(RetrieverSettings, kind=kind, codes=codes)
     model, config, cache = _backbone_training(locals(), "retriever")
     _features_on_ray("retriever", locals())
-    metrics = train_retriever(examples, out_dir, model, settings, config, progress, cache)
+    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
+    metrics = train_retriever(
+        examples, out_dir, model, settings, config, progress, cache, checkpoints
+    )
     if index:
         responses = [e.response for e in read_examples(examples) if e.label == "positive"]
         retriever = Retriever.load(out_dir, cache)
@@ -336,6 +340,7 @@ def train_reranker_command(
     engine_name: str = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
+    checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Reranker: the target against random (or retriever-mined) negatives."""
     from rolecall.train.reranker import train_reranker
@@ -356,8 +361,9 @@ def train_reranker_command(
 
     model, config, cache = _backbone_training(locals(), "reranker")
     _features_on_ray("reranker", locals(), mined)
+    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
     metrics = train_reranker(
-        examples, out_dir, model, settings, config, mined, test_share, progress, cache
+        examples, out_dir, model, settings, config, mined, test_share, progress, cache, checkpoints
     )
     _print(metrics)
 

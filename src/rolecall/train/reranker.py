@@ -28,6 +28,7 @@ from rolecall.errors import InputFileError
 from rolecall.records import Example
 from rolecall.train import distributed
 from rolecall.train.backbone import Backbone, _torch
+from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.data import read_examples, unique_candidates
 from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig, fit
@@ -271,8 +272,11 @@ class Reranker(PairModel):
         config: TrainConfig,
         hard_negatives: HardNegatives | None = None,
         progress: bool = True,
+        checkpoints: Checkpoints | None = None,
     ) -> dict[str, Any]:
-        """Train on the positive examples: each gold against its drawn negatives."""
+        """Train on the positive examples: each gold against its drawn negatives. With
+        ``checkpoints`` a killed run goes on from the last one (the attention head's
+        random negatives, drawn at every step, are then drawn afresh)."""
         torch = _torch()
         if self.features is None:
             self.features = Features(self.backbone, batch_size=config.batch_size)
@@ -289,7 +293,7 @@ class Reranker(PairModel):
             items = with_negatives(
                 positives, s.max_turns, [], hard, rng, hard_negatives, s.hard_count
             )
-            return self._fit_attention(items, pool, k, loss, config, progress)
+            return self._fit_attention(items, pool, k, loss, config, progress, checkpoints)
         items = with_negatives(positives, s.max_turns, pool, k, rng, hard_negatives, s.hard_count)
         groups = [[(c, gold)] + [(c, n) for n in negatives] for c, gold, negatives in items]
         return train_head(
@@ -303,6 +307,7 @@ class Reranker(PairModel):
             lambda out, y: loss(out[..., 0], y),
             progress,
             "training reranker",
+            checkpoints,
         )
 
     def _fit_attention(
@@ -313,6 +318,7 @@ class Reranker(PairModel):
         loss: Any,
         config: TrainConfig,
         progress: bool,
+        checkpoints: Checkpoints | None = None,
     ) -> dict[str, Any]:
         """Each context against its gold, its hard negatives and random others drawn afresh
         at every step (candidate states are per text, so a new negative costs nothing);
@@ -358,8 +364,17 @@ class Reranker(PairModel):
             logits = self.head(*parts)[:, 0].view(len(batch), k + 1)
             return loss(logits, torch.zeros(len(batch), dtype=torch.long, device=device))
 
+        if checkpoints is not None:
+            checkpoints = checkpoints.also(backbone=self.backbone.identity)
         history = fit(
-            self.head, self.backbone, items, loss_of, config, progress, "training reranker"
+            self.head,
+            self.backbone,
+            items,
+            loss_of,
+            config,
+            progress,
+            "training reranker",
+            checkpoints,
         )
         self.features.flush()
         return history
@@ -394,6 +409,7 @@ def train_reranker(
     test_share: float = 0.1,
     progress: bool = True,
     cache_dir: Path | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> dict[str, Any]:
     """Train on the positive examples of a file, evaluate Hits@1/K on held-out dialogues,
     save to ``out_dir``; returns the metrics (also written into ``model.json``).
@@ -412,7 +428,7 @@ def train_reranker(
             fix="add dialogues, or lower the test share",
         )
     model = Reranker.for_training(backbone, settings, config, cache_dir)
-    history = model.fit(train, config, hard_negatives, progress)
+    history = model.fit(train, config, hard_negatives, progress, checkpoints)
     pool = unique_candidates(e.response for e in examples)
     counts = {
         "negatives": min(model.settings.negatives, len(pool) - 1),
@@ -423,4 +439,6 @@ def train_reranker(
         **model.evaluate(test, pool, config.seed),
     }
     model.save(out_dir, metrics)
+    if checkpoints is not None:
+        checkpoints.clear()
     return metrics

@@ -36,6 +36,7 @@ from rolecall.errors import ConfigError
 from rolecall.progress import progress_bar
 from rolecall.train import distributed
 from rolecall.train.backbone import Backbone, load_backbone
+from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.data import (
     read_examples,
     selection_pairs,
@@ -314,10 +315,12 @@ def fit_retriever(
     config: TrainConfig | None = None,
     progress: bool = True,
     cache_dir: Path | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> tuple[Retriever, dict]:
     """Train a retriever in memory on (context, response) pairs; (retriever, history).
 
     The settings record the backbone actually used (its source, whether it is frozen).
+    With ``checkpoints`` a killed run goes on from the last one.
     """
     config = config or TrainConfig()
     settings = (settings or RetrieverSettings()).model_copy(
@@ -333,6 +336,7 @@ def fit_retriever(
         config,
         progress,
         f"training {settings.kind}-encoder",
+        checkpoints and checkpoints.also(backbone=backbone.identity),
     )
     return retriever, history
 
@@ -345,19 +349,21 @@ def train_retriever(
     config: TrainConfig | None = None,
     progress: bool = True,
     cache_dir: Path | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> dict:
     """Train on an examples file (its positives) or on pairs, save to ``out_dir``.
 
     ``backbone`` is a loaded ``Backbone``, a name for ``load_backbone`` or None for
     ``settings.backbone``. Returns the metrics (also stored in ``model.json``) plus the loss
     of every step and the model directory. Input errors (an empty examples file, a missing
-    backbone directory) surface as ``InputFileError`` before any training.
+    backbone directory) surface as ``InputFileError`` before any training. ``checkpoints``
+    are removed once the model is saved.
     """
     settings = settings or RetrieverSettings()
     pairs = _pairs(examples, settings.max_turns)
     started = time.perf_counter()
     retriever, history = fit_retriever(
-        pairs, _backbone(backbone, settings), settings, config, progress, cache_dir
+        pairs, _backbone(backbone, settings), settings, config, progress, cache_dir, checkpoints
     )
     metrics = {
         "kind": retriever.settings.kind,
@@ -370,4 +376,6 @@ def train_retriever(
         "seconds": round(time.perf_counter() - started, 2),
     }
     retriever.save(out_dir, metrics)
+    if checkpoints is not None:
+        checkpoints.clear()
     return {**metrics, "losses": history["losses"], "model_dir": str(Path(out_dir))}
