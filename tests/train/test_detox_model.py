@@ -29,7 +29,9 @@ def test_the_model_learns_to_rewrite_and_reloads(tmp_path):
     texts = [p.neutral for p in PAIRS] + [p.toxic for p in PAIRS] + ["원문: 중립:"]
     model = DetoxModel.create(
         tiny_causal_lm(texts),
-        DetoxSettings(base="tiny", lora_r=8, lora_alpha=16, lora_dropout=0.0, max_length=96),
+        DetoxSettings(
+            base="tiny", lora_r=8, lora_alpha=16, lora_dropout=0.0, max_length=96, copy_bias=0.0
+        ),
     )
     prompt = model.rewrite_prompt(" 가격 또 올렸네 ")
     assert prompt.endswith("원문: 가격 또 올렸네\n중립:") and "중립적인 문장" in prompt

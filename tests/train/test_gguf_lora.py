@@ -33,7 +33,8 @@ def test_exported_adapter_changes_llamacpp_and_scale_zero_is_the_base(tmp_path):
     from rolecall.train.detox_model import DetoxModel, DetoxSettings
     from rolecall.train.loop import TrainConfig
 
-    model = DetoxModel.create("embedded", DetoxSettings(max_length=96, response_max=32), seed=0)
+    settings = DetoxSettings(max_length=96, response_max=32, copy_bias=0.0)  # plain greedy
+    model = DetoxModel.create("embedded", settings, seed=0)
     config = TrainConfig(epochs=1, batch_size=4, lr=2e-2, max_steps=1)  # one large step
     model.fit_pairs(PAIRS, config, progress=False)
     model.save(tmp_path / "detox")
