@@ -95,7 +95,10 @@ def fit(
     epochs: list[list[float]] = []
     position = len(order)  # where the next batch starts in this pass's order
     if checkpoints is not None:
-        run_id = fingerprint(items, config, named, checkpoints.identity)
+        identity = checkpoints.identity
+        if backbone is not None:  # the weights under the trained ones make the run too
+            identity = {**identity, "backbone": backbone.identity}
+        run_id = fingerprint(items, config, named, identity)
         resumed = checkpoints.read(run_id)
         if resumed is not None:
             run, state = resumed

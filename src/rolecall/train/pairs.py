@@ -196,7 +196,7 @@ def train_head(
 
     if checkpoints is not None:  # fit sees indices: the pairs themselves make the run
         made_of = digest([*groups, targets])
-        checkpoints = checkpoints.also(pairs=made_of, backbone=backbone.identity)
+        checkpoints = checkpoints.also(pairs=made_of)
     items = list(range(len(groups)))
     return fit(head, backbone, items, loss_of, config, progress, description, checkpoints)
 

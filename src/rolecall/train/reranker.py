@@ -364,8 +364,6 @@ class Reranker(PairModel):
             logits = self.head(*parts)[:, 0].view(len(batch), k + 1)
             return loss(logits, torch.zeros(len(batch), dtype=torch.long, device=device))
 
-        if checkpoints is not None:
-            checkpoints = checkpoints.also(backbone=self.backbone.identity)
         history = fit(
             self.head,
             self.backbone,

@@ -336,7 +336,7 @@ def fit_retriever(
         config,
         progress,
         f"training {settings.kind}-encoder",
-        checkpoints and checkpoints.also(backbone=backbone.identity),
+        checkpoints,
     )
     return retriever, history
 
