@@ -79,14 +79,24 @@ else
   wheelhouse=$wheelhouse_root/llama-cpp-python-$llama_version-$pytag-$llama_level-$flags_id
   if ! ls "$wheelhouse"/llama_cpp_python-*.whl >/dev/null 2>&1; then
     echo "building llama-cpp-python $llama_version ($llama_level: $llama_args)..." >&2
-    rm -rf "$wheelhouse.partial" && mkdir -p "$wheelhouse.partial"
+    # Each set-up builds in a directory of its own: two clones setting up at once (a CI
+    # run beside a working copy) never write into each other's build; the first complete
+    # one becomes the wheelhouse, a later one finds it there and is dropped.
+    mkdir -p "$wheelhouse_root"
+    partial=$(mktemp -d "$wheelhouse.partial.XXXXXX")
     # --no-cache-dir: never take a wheel pip cached from a build with other flags
     CMAKE_ARGS="$llama_args" \
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
       .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps \
-        --no-binary llama-cpp-python "llama-cpp-python==$llama_version" -w "$wheelhouse.partial"
-    printf '%s\n' "$llama_args" > "$wheelhouse.partial/CMAKE_ARGS"
-    rm -rf "$wheelhouse" && mv "$wheelhouse.partial" "$wheelhouse"  # complete or absent
+        --no-binary llama-cpp-python "llama-cpp-python==$llama_version" -w "$partial" \
+      || { rm -rf "$partial"; exit 1; }
+    printf '%s\n' "$llama_args" > "$partial/CMAKE_ARGS"
+    # a rename is atomic (complete or absent, never half a wheelhouse) and fails onto a
+    # wheelhouse another set-up completed meanwhile: that one is kept, this build dropped
+    mv -T "$partial" "$wheelhouse" 2>/dev/null || rm -rf "$partial"
+    ls "$wheelhouse"/llama_cpp_python-*.whl >/dev/null 2>&1 || {
+      echo "set-up: $wheelhouse holds no llama-cpp-python wheel; remove it and run again" >&2
+      exit 1; }
   fi
   wheel=$(ls "$wheelhouse"/llama_cpp_python-*.whl | head -n1)
   .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"
