@@ -94,11 +94,11 @@ else
     # a rename is atomic (complete or absent, never half a wheelhouse) and fails onto a
     # wheelhouse another set-up completed meanwhile: that one is kept, this build dropped
     mv -T "$partial" "$wheelhouse" 2>/dev/null || rm -rf "$partial"
-    ls "$wheelhouse"/llama_cpp_python-*.whl >/dev/null 2>&1 || {
-      echo "set-up: $wheelhouse holds no llama-cpp-python wheel; remove it and run again" >&2
-      exit 1; }
   fi
-  wheel=$(ls "$wheelhouse"/llama_cpp_python-*.whl | head -n1)
+  wheel=$(ls "$wheelhouse"/llama_cpp_python-*.whl 2>/dev/null | head -n1) || true
+  [ -n "$wheel" ] || {
+    echo "set-up: $wheelhouse holds no llama-cpp-python wheel; remove it and run again" >&2
+    exit 1; }
   .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"
   # What the probe and 'rolecall doctor' report as the build.
   .venv/bin/python - "$llama_version" "$llama_level" "$llama_args" "$wheel" <<'PY'

@@ -95,10 +95,9 @@ def fit(
     epochs: list[list[float]] = []
     position = len(order)  # where the next batch starts in this pass's order
     if checkpoints is not None:
-        identity = checkpoints.identity
         if backbone is not None:  # the weights under the trained ones make the run too
-            identity = {**identity, "backbone": backbone.identity}
-        run_id = fingerprint(items, config, named, identity)
+            checkpoints = checkpoints.also(backbone=backbone.identity)
+        run_id = fingerprint(items, config, named, checkpoints.identity)
         resumed = checkpoints.read(run_id)
         if resumed is not None:
             run, state = resumed
