@@ -1,6 +1,6 @@
 # The two commands of the README. Both set up .venv on first use (scripts/setup.sh).
 # A command killed by a signal (a crash in a native library) gets a line that says so.
-.PHONY: demo test setup
+.PHONY: demo test test-fast setup
 
 setup:
 	@bash scripts/setup.sh
@@ -22,3 +22,7 @@ test: setup
 	  exit 1; }
 	@.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
 	  .venv/bin/python -m rolecall.llm.probe --signal-note $$rc; exit $$rc
+
+# The edit-test loop (docs/testing.md): the tests not marked slow, no lint or docs build.
+test-fast: setup
+	@.venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" $(PYTEST_ARGS)

@@ -1,8 +1,12 @@
-"""Running ``rolecall`` as a user does, in a real subprocess: to the end, or killed mid-run.
+"""Running ``rolecall`` as a user does: in this process (``run_cli``), or in a real
+subprocess where a process matters (``rolecall``, ``run_to_end``: SIGKILL, signals, start-up).
 
-The child sees the fake backends (``ROLECALL_PLUGINS=tests.fakes``); ``kill_when`` sends
-SIGKILL once an output file has enough lines, for the resume tests; ``cached_calls`` and
-``last_run_stats`` read back what a run left in its cache and manifest.
+``run_cli`` calls the command's own entry point (``rolecall.cli.app.run``) under click's
+test runner: the same exit codes, stdout and stderr as the installed command, without a
+fresh interpreter and a torch import per call (about 3 s each). A subprocess child sees the
+fake backends (``ROLECALL_PLUGINS=tests.fakes``); ``kill_when`` sends SIGKILL once an output
+file has enough lines, for the resume tests; ``cached_calls`` and ``last_run_stats`` read
+back what a run left in its cache and manifest.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.paths import REPO
 
 
 def rolecall(*args: str, env_extra: dict | None = None, **popen) -> subprocess.Popen:
@@ -49,6 +54,37 @@ def run_to_end(
         process.communicate()
         raise
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+def run_cli(
+    *args: str, env_extra: dict | None = None, input: str | None = None
+) -> subprocess.CompletedProcess:
+    """``rolecall ARGS`` in this process; what a subprocess would give: an exception that
+    is a bug (no ``RolecallError``) is exit code 1 with its traceback on stderr."""
+    from click.testing import CliRunner
+
+    from rolecall.cli.app import run
+
+    runner = CliRunner()
+    with runner.isolation(input=input, env=env_extra) as (stdout, stderr, _):
+        try:
+            run(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if isinstance(exc.code, str):
+                print(exc.code, file=sys.stderr)
+        except Exception:  # noqa: BLE001  a bug: as the interpreter would show it
+            traceback.print_exc(file=sys.stderr)
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return subprocess.CompletedProcess(
+            args,
+            code,
+            stdout.getvalue().decode("utf-8", "replace"),
+            stderr.getvalue().decode("utf-8", "replace"),
+        )
 
 
 def lines(path: Path) -> int:

@@ -1,11 +1,17 @@
-"""Small Korean care-call data for the model tests: users, good and bad replies, examples,
-and a tiny backbone whose tokenizer knows them; a scorer with fixed log-probabilities."""
+"""Korean care-call data for the model tests: small made-up users, good and bad replies,
+examples and a tiny backbone whose tokenizer knows them; a scorer with fixed
+log-probabilities; and ``carecall_examples``, real examples from examples/carecall/ with
+K/DA sentences of ../shared/data as offensive negatives, for the embedded-model tests."""
 
 from __future__ import annotations
 
+import csv
+
+from rolecall.jsonl import read_jsonl
 from rolecall.llm.base import Backend, Completion, TokenLogprob
-from rolecall.records import Example, Turn
+from rolecall.records import Dialogue, Example, Turn
 from rolecall.train.backbone import Backbone
+from tests.paths import REPO, SHARED_DATA
 from tests.tiny_models import tiny_backbone
 
 USERS = ["안녕하세요 반가워요", "오늘 좀 피곤해요", "밥 먹었어요", "산책 다녀왔어요"]
@@ -67,3 +73,34 @@ class Scripted(Backend):
         value = self.logprobs[request.score_text.strip()]
         tokens = [TokenLogprob(token=t, logprob=value) for t in request.score_text.split()]
         return Completion(text=request.score_text, logprobs=tokens)
+
+
+def carecall_examples() -> list[Example]:
+    with (SHARED_DATA / "detox" / "kda_ko.csv").open(encoding="utf-8", newline="") as file:
+        offensive = [row["implicit"] for row in csv.DictReader(file)][:400:5]
+    examples = []
+    for dialogue in read_jsonl(REPO / "examples" / "carecall" / "dialogues.jsonl", Dialogue):
+        for index, turn in enumerate(dialogue.turns):
+            if turn.role != "system" or index == 0:
+                continue
+            history = dialogue.turns[:index]
+            if len(examples) % 4 == 3:
+                examples.append(
+                    Example(
+                        history=history,
+                        response=offensive[len(examples) // 4],
+                        label="negative",
+                        category="offensive",
+                        dialogue_id=dialogue.id,
+                    )
+                )
+            else:
+                examples.append(
+                    Example(
+                        history=history,
+                        response=turn.text,
+                        label="positive",
+                        dialogue_id=dialogue.id,
+                    )
+                )
+    return examples[:160]

@@ -2,7 +2,8 @@
 
 ``fake:NAME?delay=0.05&calls_file=/tmp/calls&fail_first=2`` answers deterministically from
 (prompt, seed, sample index). ``calls_file`` gets one line per real call, so a test can
-count the calls a subprocess made; ``fail_first`` makes the first k calls fail transiently;
+count the calls a subprocess made; ``fail_first`` makes the first k calls fail transiently,
+``fail_after`` every call after the first k fail for good (a server that died mid-run);
 ``crash=true`` kills the process with SIGSEGV on the first call.
 Import this module (or set ``ROLECALL_PLUGINS=tests.fakes``) to register the scheme.
 
@@ -33,6 +34,7 @@ class FakeOptions(BaseModel):
     delay: float = 0.0
     calls_file: str | None = None
     fail_first: int = 0
+    fail_after: int | None = None
     permanent: bool = False
     crash: bool = False  # die by SIGSEGV on the first call, as a broken native build does
 
@@ -65,6 +67,8 @@ class FakeBackend(Backend):
             time.sleep(self.options.delay)
         if number <= self.options.fail_first or self.options.permanent:
             raise BackendError(f"fake failure {number}", transient=not self.options.permanent)
+        if self.options.fail_after is not None and number > self.options.fail_after:
+            raise BackendError(f"fake failure {number}: the server died", transient=False)
         prompt = request.prompt or " ".join(m.content for m in request.messages)
         if request.score_text is not None:
             tokens = request.score_text.split()

@@ -15,8 +15,8 @@ from rolecall.pipelines.redteam import RedteamSettings, Users, run_config, run_r
 from rolecall.rundir import RunDir
 from rolecall.serve.reply import Reply
 from rolecall.spec import load_role_spec
-from tests.conftest import REPO
-from tests.pipelines.test_redteam import CurseRule
+from tests.paths import REPO
+from tests.pipelines.redteam_echo import CurseRule
 
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 CURSE = "씨발"

@@ -1,4 +1,6 @@
-"""The house's floors: every import inside rolecall points down (or stays in its package).
+"""The house's floors: every import inside rolecall points down (or stays in its package),
+no import circle at run time, even inside one package, and no package code that only the
+tests use.
 
 This is the picture of the imports that the README's architecture section draws; a new
 import that runs back up fails here with the file and line to move.
@@ -18,11 +20,12 @@ import that runs back up fails here with the file and line to move.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.paths import REPO
 
 PACKAGE = REPO / "src" / "rolecall"
 FLOORS = [
@@ -46,21 +49,63 @@ def unit_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def rolecall_imports(path: Path) -> list[tuple[str, int]]:
+def module_name(path: Path) -> str:
+    """``src/rolecall/train/loop.py`` -> ``rolecall.train.loop``; a package's
+    ``__init__.py`` -> the package."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _absolute(node: ast.ImportFrom, path: Path) -> str:
+    """The module an ``ImportFrom`` names, relative imports (``from .x import y``) resolved."""
+    if node.level == 0:
+        return node.module or ""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def rolecall_imports(path: Path, runtime_only: bool = False) -> list[tuple[str, int]]:
+    """(module, line) of every rolecall import in ``path``; ``from P import M`` of a
+    submodule ``M`` counts as ``P.M``. ``runtime_only``: what runs when the module is
+    imported (module level, outside ``if TYPE_CHECKING:``), not imports inside functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if runtime_only:
+        nodes = []
+        for top in tree.body:
+            if isinstance(top, ast.If) and "TYPE_CHECKING" in ast.unparse(top.test):
+                nodes += [n for orelse in top.orelse for n in ast.walk(orelse)]
+            elif not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                nodes += list(ast.walk(top))
+    else:
+        nodes = list(ast.walk(tree))
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(node, path)
+            names = [
+                f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base
+                for alias in node.names
+            ]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         else:
             continue
         found += [
             (name, node.lineno)
-            for name in names
+            for name in dict.fromkeys(names)
             if name == "rolecall" or name.startswith("rolecall.")
         ]
     return found
+
+
+def _is_module(name: str) -> bool:
+    relative = Path(*name.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").is_file() or (
+        PACKAGE / relative / "__init__.py"
+    ).is_file()
 
 
 def module_units() -> dict[Path, str]:
@@ -89,10 +134,99 @@ def test_every_import_points_down():
     assert not upward, "imports that run sideways or up:\n" + "\n".join(upward)
 
 
+def test_no_import_circle_at_run_time_even_inside_a_package():
+    graph = {
+        module_name(path): {m for m, _ in rolecall_imports(path, runtime_only=True)}
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert sorted(map(sorted, _circles({"a": {"b"}, "b": {"c", "a"}, "c": set()}))) == [
+        ["a", "b"],
+        ["c"],
+    ]  # the finder itself
+    circles = [circle for circle in _circles(graph) if len(circle) > 1]
+    assert not circles, (
+        "modules that import each other when loaded (move the shared part down, or import "
+        f"inside the function that needs it): {circles}"
+    )
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components (Tarjan), iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root] & graph.keys())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    work.append((target, iter(sorted(graph[target] & graph.keys()))))
+                    break
+                if target in stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    circle = []
+                    while True:
+                        member = stack.pop()
+                        circle.append(member)
+                        if member == node:
+                            break
+                    found.append(circle)
+    return found
+
+
+# Known package code that only tests and benches use, listed by issue #33 to move out;
+# this list may only shrink.
+TEST_ONLY_KNOWN = {
+    "eval/classification.py:ClassificationEvaluator",
+    "eval/overlap.py:bleu_tokens",
+    "eval/overlap.py:chrf_statistics",
+    "serve/unanswerable.py:is_unanswerable",
+}
+
+
 def test_test_helpers_do_not_ship_in_the_package():
-    shipped = [
-        path for path in PACKAGE.rglob("*.py") if "def tiny_" in path.read_text(encoding="utf-8")
-    ]
+    """A public function or class that no other package code names but tests or benches
+    do is test-only code: it belongs in tests/ (commands, registered by decorators, are
+    used by the command line)."""
+    sources = {path: path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")}
+    package_text = "\n".join(sources.values())
+    test_text = "\n".join(
+        path.read_text(encoding="utf-8")
+        for folder in ("tests", "bench")
+        for path in (REPO / folder).rglob("*.py")
+    )
+    test_only = set()
+    for path, text in sources.items():
+        for node in ast.parse(text).body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if node.name.startswith("_"):
+                continue
+            if node.decorator_list and not isinstance(node, ast.ClassDef):
+                continue  # a command, registered by its decorator
+            word = re.compile(rf"\b{re.escape(node.name)}\b")
+            if len(word.findall(package_text)) == 1 and word.search(test_text):
+                test_only.add(f"{path.relative_to(PACKAGE).as_posix()}:{node.name}")
+    assert test_only <= TEST_ONLY_KNOWN, (
+        f"used only by tests or benches, move into tests/: {sorted(test_only - TEST_ONLY_KNOWN)}"
+    )
+    assert TEST_ONLY_KNOWN <= test_only, (
+        f"no longer test-only: drop from TEST_ONLY_KNOWN: {sorted(TEST_ONLY_KNOWN - test_only)}"
+    )
+    shipped = [path for path, text in sources.items() if "def tiny_" in text]
     assert not shipped, f"test-only code belongs in tests/: {shipped}"
 
 

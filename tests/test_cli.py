@@ -8,21 +8,21 @@ import re
 import pytest
 
 from rolecall.jsonl import read_jsonl
-from tests.cli_runs import run_to_end
+from tests.cli_runs import run_cli
 
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 @pytest.mark.embedded
 def test_doctor_checks_the_default_model():
-    result = run_to_end("doctor")
+    result = run_cli("doctor")
     assert result.returncode == 0, result.stderr
     assert "model llamacpp:embedded: OK" in result.stdout
     assert "gemma-3-270m-q4_k_m.gguf" in result.stdout
 
 
 def test_doctor_reports_a_bad_model_and_fails():
-    result = run_to_end("doctor", "-m", "openai:http://127.0.0.1:9/v1?model=x&timeout=1")
+    result = run_cli("doctor", "-m", "openai:http://127.0.0.1:9/v1?model=x&timeout=1")
     assert result.returncode == 1
     assert "FAILED" in result.stdout and "127.0.0.1:9" in result.stdout
 
@@ -39,7 +39,7 @@ def test_json_schema_and_perplexity_commands(tmp_path):
             }
         )
     )
-    result = run_to_end(
+    result = run_cli(
         "llm",
         "complete",
         "질문: 오늘 식사하셨어요?\n답:",
@@ -52,7 +52,7 @@ def test_json_schema_and_perplexity_commands(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["answer"] in ("예", "아니오")
-    result = run_to_end("llm", "perplexity", "오늘은 날씨가 맑습니다.")
+    result = run_cli("llm", "perplexity", "오늘은 날씨가 맑습니다.")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["perplexity"] > 1
 
@@ -71,7 +71,7 @@ def test_records_check_counts_valid_records_and_names_bad_lines(tmp_path):
         + "\n",
         encoding="utf-8",
     )
-    result = run_to_end("records", "check", str(good), "--as", "example")
+    result = run_cli("records", "check", str(good), "--as", "example")
     assert result.returncode == 0 and "1 valid Example records" in result.stdout
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
@@ -79,15 +79,15 @@ def test_records_check_counts_valid_records_and_names_bad_lines(tmp_path):
         + '{"history": [], "response": "x", "label": "negative"}\n',
         encoding="utf-8",
     )
-    result = run_to_end("records", "check", str(bad), "--as", "example")
+    result = run_cli("records", "check", str(bad), "--as", "example")
     assert result.returncode == 1 and "bad.jsonl:2:" in result.stderr
     assert "error category" in result.stderr and "Traceback" not in result.stderr
-    result = run_to_end("records", "check", str(good), "--as", "speech")
+    result = run_cli("records", "check", str(good), "--as", "speech")
     assert result.returncode == 2 and "unknown record type" in result.stderr
 
 
 def test_bad_sampling_options_are_clear():
-    result = run_to_end("llm", "complete", "x", "-m", "fake:a", "--temperature", "5")
+    result = run_cli("llm", "complete", "x", "-m", "fake:a", "--temperature", "5")
     assert result.returncode == 2 and "temperature" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -108,15 +108,13 @@ def test_slang_index_and_search_commands(tmp_path):
         encoding="utf-8",
     )
     index = tmp_path / "index"
-    result = run_to_end("slang", "index", str(corpus), "--out", str(index), "--no-progress")
+    result = run_cli("slang", "index", str(corpus), "--out", str(index), "--no-progress")
     assert result.returncode == 0, result.stderr
-    result = run_to_end(
-        "slang", "search", str(index), "주식이 많이 떨어졌어요", "-k", "2", "--json"
-    )
+    result = run_cli("slang", "search", str(index), "주식이 많이 떨어졌어요", "-k", "2", "--json")
     assert result.returncode == 0, result.stderr
     hits = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert hits[0]["id"] == "comments.txt:4" and "개미" in hits[0]["text"]
-    result = run_to_end("slang", "search", str(tmp_path), "x")
+    result = run_cli("slang", "search", str(tmp_path), "x")
     assert result.returncode != 0 and "Traceback" not in result.stderr
 
 
@@ -129,7 +127,7 @@ def test_detox_generate_filter_export_commands(tmp_path):
     )
     run = tmp_path / "run"
     common = ["-m", "fake:x", "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
-    result = run_to_end(
+    result = run_cli(
         "detox",
         "generate",
         "--sentences",
@@ -142,22 +140,22 @@ def test_detox_generate_filter_export_commands(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1])["planned"] == 2  # the duplicate went
-    result = run_to_end("detox", "filter", "--out", str(run), *common)
+    result = run_cli("detox", "filter", "--out", str(run), *common)
     assert result.returncode == 0, result.stderr
-    result = run_to_end("detox", "export", "--out", str(run))
+    result = run_cli("detox", "export", "--out", str(run))
     assert result.returncode == 0, result.stderr
     rows = (run / "kda.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == "neutral,implicit" and len(rows) - 1 == len(
         (run / "pairs.jsonl").read_text(encoding="utf-8").splitlines()
     )
     assert "neutral.csv:Q" in (run / "DATA_CARD.md").read_text(encoding="utf-8")
-    result = run_to_end(
+    result = run_cli(
         "detox", "generate", "--sentences", f"{sentences}:Q", "--out", str(run), *common
     )
     assert result.returncode == 2 and "--index" in result.stderr
     # resumed step by step with another setting: refused, nothing in the run changes
     before = (run / "candidates.jsonl").read_bytes()
-    result = run_to_end(
+    result = run_cli(
         "detox",
         "generate",
         "--sentences",
@@ -181,7 +179,7 @@ def test_geval_command_compares_datasets(tmp_path):
     )
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("오늘 날씨가 좋네요.\n", encoding="utf-8")
-    result = run_to_end(
+    result = run_cli(
         "eval", "geval", str(pairs), str(sentences), "-m", "fake:x", "--json", "--no-progress"
     )
     assert result.returncode == 0, result.stderr
@@ -202,7 +200,7 @@ def test_geval_command_compares_datasets(tmp_path):
         + "\n",
         encoding="utf-8",
     )
-    result = run_to_end(
+    result = run_cli(
         "eval",
         "geval",
         str(rewrites),
@@ -241,7 +239,7 @@ def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
         }
         path = tmp_path / "config.yaml"
         path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
-        result = run_to_end("detox", "run", str(path), "--no-progress")
+        result = run_cli("detox", "run", str(path), "--no-progress")
         assert result.returncode == 3, result.stderr
         assert "generate: 4 LLM calls failed" in result.stderr and "503" in result.stderr
         assert "Traceback" not in result.stderr
@@ -251,7 +249,7 @@ def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
 
         built = (tmp_path / "index" / "manifest.json").stat().st_mtime_ns
         server.default = "ok"  # the server is back: the same command finishes the job
-        result = run_to_end("detox", "run", str(path), "--no-progress")
+        result = run_cli("detox", "run", str(path), "--no-progress")
         assert result.returncode == 0, result.stderr
         assert (tmp_path / "index" / "manifest.json").stat().st_mtime_ns == built
         assert (tmp_path / "run" / "kda.csv").is_file()

@@ -13,8 +13,8 @@ pytest.importorskip("peft")
 
 from rolecall.formats.kda import write_kda_csv  # noqa: E402
 from rolecall.records import Pair  # noqa: E402
-from tests.cli_runs import metrics_of, rolecall, run_to_end  # noqa: E402
-from tests.train.test_detox_model import PAIRS  # noqa: E402
+from tests.cli_runs import metrics_of, rolecall, run_cli  # noqa: E402
+from tests.train.detox_pairs import PAIRS  # noqa: E402
 
 
 def test_train_rewrite_and_export(tmp_path):
@@ -27,7 +27,7 @@ def test_train_rewrite_and_export(tmp_path):
     pairs = PAIRS * 3 + [Pair(neutral="내일 봬요", toxic="내일 보든가 말든가")]
     write_kda_csv(tmp_path / "pairs.csv", pairs)
     metrics = metrics_of(
-        run_to_end(
+        run_cli(
             "detox",
             "train",
             str(tmp_path / "pairs.csv"),
@@ -51,7 +51,7 @@ def test_train_rewrite_and_export(tmp_path):
     assert metrics["last_loss"] < metrics["first_loss"]
     source = tmp_path / "input.txt"
     source.write_text(f"{PAIRS[0].toxic}\n\n{PAIRS[1].toxic}\n", encoding="utf-8")
-    result = run_to_end("detox", "rewrite", str(tmp_path / "detox"), str(source), "--jsonl")
+    result = run_cli("detox", "rewrite", str(tmp_path / "detox"), str(source), "--jsonl")
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["input"] for r in rows] == [PAIRS[0].toxic, PAIRS[1].toxic]
@@ -59,46 +59,44 @@ def test_train_rewrite_and_export(tmp_path):
     assert "rewriting" in result.stderr and "2/2" in result.stderr  # the progress bar
     # llama.cpp applies adapters to the embedded GGUF only; an unknown engine is refused
     for engine, message in (("llamacpp", "embedded base"), ("vllm", "no rewriting engine")):
-        result = run_to_end(
+        result = run_cli(
             "detox", "rewrite", str(tmp_path / "detox"), str(source), "--engine", engine
         )
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
 
-    result = run_to_end(
+    result = run_cli(
         "detox", "rewrite", str(tmp_path / "detox"), str(tmp_path / "pairs.csv"), "--limit", "2"
     )
     assert result.returncode == 0, result.stderr
     (tmp_path / "rewrites.jsonl").write_text(result.stdout, encoding="utf-8")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["input"], r["reference"]) for r in rows] == [(p.toxic, p.neutral) for p in PAIRS[:2]]
-    scored = metrics_of(run_to_end("detox", "score", str(tmp_path / "rewrites.jsonl")))
+    scored = metrics_of(run_cli("detox", "score", str(tmp_path / "rewrites.jsonl")))
     assert scored["rewrites"] == 2 and {"chrf", "bleu", "chrf_copy_input"} <= set(scored)
     assert "offensive_rate_input" not in scored  # no judge given
 
     exported = metrics_of(
-        run_to_end("train", "export", str(tmp_path / "detox"), str(tmp_path / "merged"))
+        run_cli("train", "export", str(tmp_path / "detox"), str(tmp_path / "merged"))
     )
     assert exported["kind"] == "detox" and exported["export"] == "merged"
     assert (tmp_path / "merged" / "config.json").is_file()
     exported = metrics_of(
-        run_to_end(
-            "train", "export", str(tmp_path / "detox"), str(tmp_path / "adapter"), "--adapter"
-        )
+        run_cli("train", "export", str(tmp_path / "detox"), str(tmp_path / "adapter"), "--adapter")
     )
     adapter = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text("utf-8"))
     assert adapter["base_model_name_or_path"] == str((tmp_path / "base").resolve())
 
 
 def test_bad_input_is_a_clear_error(tmp_path):
-    result = run_to_end("detox", "rewrite", str(tmp_path / "nowhere"), "-")
+    result = run_cli("detox", "rewrite", str(tmp_path / "nowhere"), "-")
     assert result.returncode == 1 and "model.json" in result.stderr
     (tmp_path / "model.json").write_text(json.dumps({"kind": "reranker"}), encoding="utf-8")
-    result = run_to_end("train", "export", str(tmp_path), str(tmp_path / "out"))
+    result = run_cli("train", "export", str(tmp_path), str(tmp_path / "out"))
     assert result.returncode == 1 and "only generator and detox" in result.stderr
     empty = tmp_path / "empty.csv"
     empty.write_text("neutral,implicit\n", encoding="utf-8")
-    result = run_to_end(
+    result = run_cli(
         "detox", "train", str(empty), "--out", str(tmp_path / "m"), "--base", str(tmp_path)
     )
     assert result.returncode == 1 and "has no pairs" in result.stderr
@@ -115,7 +113,7 @@ def test_train_without_the_rewrite_evaluation(tmp_path):
     args = ["detox", "train", str(tmp_path / "pairs.csv"), "--out", str(tmp_path / "detox")]
     args += ["--base", str(tmp_path / "base"), "--test-share", "0.5", "--eval-limit", "0"]
     args += ["--copy-bias", "0.5", "--min-length-ratio", "0.25"]
-    metrics = metrics_of(run_to_end(*args, "--max-steps", "1", "--no-progress"))
+    metrics = metrics_of(run_cli(*args, "--max-steps", "1", "--no-progress"))
     assert metrics["test_pairs"] > 0 and metrics["train_pairs"] > 0
     assert "rewritten" not in metrics and "chrf" not in metrics
     saved = json.loads((tmp_path / "detox" / "model.json").read_text("utf-8"))["settings"]
@@ -124,9 +122,7 @@ def test_train_without_the_rewrite_evaluation(tmp_path):
     # the command line overrides the saved decoding: a huge copy bias copies tokens
     source = tmp_path / "input.txt"
     source.write_text(PAIRS[0].toxic + "\n", encoding="utf-8")
-    result = run_to_end(
-        "detox", "rewrite", str(tmp_path / "detox"), str(source), "--copy-bias", "1e4"
-    )
+    result = run_cli("detox", "rewrite", str(tmp_path / "detox"), str(source), "--copy-bias", "1e4")
     assert result.returncode == 0, result.stderr
     out = result.stdout.strip()
     assert out and set(out.replace(" ", "")) <= set(PAIRS[0].toxic.replace(" ", "")), out
@@ -151,7 +147,7 @@ def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
     )
     write_kda_csv(data / "detox" / "kda_ko.csv", PAIRS)
     made = metrics_of(
-        run_to_end(
+        run_cli(
             "detox",
             "offensiveness-data",
             str(data),
@@ -165,7 +161,7 @@ def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
     assert made["offensive"] == 2 + len(PAIRS)
     tiny(frozen=False).save(tmp_path / "tiny")
     metrics_of(
-        run_to_end(
+        run_cli(
             "train",
             "classifier",
             str(tmp_path / "offensive.jsonl"),
@@ -189,7 +185,7 @@ def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
         encoding="utf-8",
     )
     scored = metrics_of(
-        run_to_end("detox", "score", str(rewrites), "--judge", str(tmp_path / "judge"))
+        run_cli("detox", "score", str(rewrites), "--judge", str(tmp_path / "judge"))
     )
     judge = Classifier.load(tmp_path / "judge")
     assert scored["offensive_rate_input"] == round(
@@ -201,12 +197,10 @@ def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
     assert "chrf" not in scored  # no references in the file
 
     (data / "slang" / "beep_labeled_train.tsv").write_text("text\tlabel\n", encoding="utf-8")
-    result = run_to_end(
-        "detox", "offensiveness-data", str(data), "--out", str(tmp_path / "o.jsonl")
-    )
+    result = run_cli("detox", "offensiveness-data", str(data), "--out", str(tmp_path / "o.jsonl"))
     assert result.returncode == 1 and "not BEEP!'s" in result.stderr
     rewrites.write_text('{"input": "a"}\n', encoding="utf-8")
-    result = run_to_end("detox", "score", str(rewrites))
+    result = run_cli("detox", "score", str(rewrites))
     assert result.returncode == 1 and "line 1" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -231,7 +225,7 @@ def test_a_killed_training_goes_on_from_its_checkpoint(tmp_path):
         args += ["--base", str(tmp_path / "base"), "--eval-limit", "0", "--epochs", "3"]
         return [*args, "--no-progress", *more]
 
-    whole = metrics_of(run_to_end(*train("whole")))
+    whole = metrics_of(run_cli(*train("whole")))
     checkpoint = tmp_path / "killed" / ".checkpoint" / "latest"
     process = rolecall(*train("killed", "--checkpoint-every", "0"))
     while not checkpoint.is_file():
@@ -244,11 +238,11 @@ def test_a_killed_training_goes_on_from_its_checkpoint(tmp_path):
     killed_at = int(checkpoint.read_text().removeprefix("step-"))
     assert 0 < killed_at < whole["steps"] and not (tmp_path / "killed" / "model.json").exists()
 
-    changed = run_to_end(*train("killed", "--lr", "1e-3"))
+    changed = run_cli(*train("killed", "--lr", "1e-3"))
     assert changed.returncode == 1 and "another training run (config differ)" in changed.stderr
     assert "Traceback" not in changed.stderr
 
-    again = run_to_end(*train("killed"))
+    again = run_cli(*train("killed"))
     assert f"going on from the checkpoint at step {killed_at} of {whole['steps']}" in again.stderr
     resumed = metrics_of(again)
     assert (resumed["steps"], resumed["last_loss"]) == (whole["steps"], whole["last_loss"])

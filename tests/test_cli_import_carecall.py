@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Dialogue, Example
-from tests.cli_runs import run_to_end
+from tests.cli_runs import run_cli
 
 FIXTURE = Path(__file__).parent / "formats" / "carecall_fixture.json"
 FIXED = [  # human-fixed: in bounds by construction, no "out-of-bounds" key anywhere
@@ -38,12 +38,12 @@ def test_unflagged_file_needs_unflagged_in_bounds(tmp_path):
     source = tmp_path / "fixed.json"
     source.write_text(json.dumps(FIXED, ensure_ascii=False), encoding="utf-8")
     target = tmp_path / "examples.jsonl"
-    refused = run_to_end("dialogues", "import-carecall", str(source), str(target), "--examples")
+    refused = run_cli("dialogues", "import-carecall", str(source), str(target), "--examples")
     assert refused.returncode != 0
     assert str(source) in refused.stderr and "--unflagged in-bounds" in refused.stderr
     assert not target.exists()
 
-    result = run_to_end(
+    result = run_cli(
         "dialogues", "import-carecall", str(source), str(target), "--examples",
         "--unflagged", "in-bounds",
     )  # fmt: skip
@@ -61,16 +61,16 @@ def test_unflagged_file_needs_unflagged_in_bounds(tmp_path):
 
 def test_flagged_file_and_dialogues_as_before(tmp_path):
     target = tmp_path / "examples.jsonl"
-    result = run_to_end("dialogues", "import-carecall", str(FIXTURE), str(target), "--examples")
+    result = run_cli("dialogues", "import-carecall", str(FIXTURE), str(target), "--examples")
     assert result.returncode == 0, result.stderr
     labels = [e.label for e in read_jsonl(target, Example)]
     counts = (labels.count("positive"), labels.count("negative"))
     assert f"({counts[0]} positive, {counts[1]} negative)" in result.stdout
     dialogues = tmp_path / "dialogues.jsonl"
-    result = run_to_end("dialogues", "import-carecall", str(FIXTURE), str(dialogues))
+    result = run_cli("dialogues", "import-carecall", str(FIXTURE), str(dialogues))
     assert result.returncode == 0, result.stderr
     assert len(list(read_jsonl(dialogues, Dialogue))) == 4 and "4 dialogues" in result.stdout
-    bad = run_to_end(
+    bad = run_cli(
         "dialogues", "import-carecall", str(FIXTURE), str(target), "--examples",
         "--unflagged", "maybe",
     )  # fmt: skip

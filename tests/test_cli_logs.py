@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from rolecall.cli.app import app
 from rolecall.errors import RolecallError
 from rolecall.llm import LLM, Cache, Completion, Message, Request, SamplingParams, load_backend
-from tests.cli_runs import run_to_end
+from tests.cli_runs import run_cli
 
 CHAT = '줄 하나\n"줄" 둘 100%_done'
 
@@ -140,9 +140,9 @@ def test_unknown_and_ambiguous_ids(tmp_path):
 def test_the_command_as_a_user_runs_it(tmp_path):
     # through the real entry point; both commands use the default cache, the test's private
     # ROLECALL_CACHE (tests/conftest.py), which the child process inherits
-    made = run_to_end("llm", "complete", "식사는 하셨어요?", "-m", "fake:x", "--seed", "3")
+    made = run_cli("llm", "complete", "식사는 하셨어요?", "-m", "fake:x", "--seed", "3")
     assert made.returncode == 0, made.stderr
-    listed = run_to_end("logs", "--json")
+    listed = run_cli("logs", "--json")
     assert listed.returncode == 0, listed.stderr
     [entry] = json.loads(listed.stdout)
     assert (entry["prompt"], entry["output"], entry["params"]["seed"]) == (
@@ -150,10 +150,10 @@ def test_the_command_as_a_user_runs_it(tmp_path):
         made.stdout.strip(),
         3,
     )
-    assert run_to_end("logs", "--path").stdout.strip() == os.environ["ROLECALL_CACHE"]
-    missing = run_to_end("logs", "--cache", str(tmp_path / "none.sqlite"))
+    assert run_cli("logs", "--path").stdout.strip() == os.environ["ROLECALL_CACHE"]
+    missing = run_cli("logs", "--cache", str(tmp_path / "none.sqlite"))
     assert missing.returncode == 1 and "no LLM cache here" in missing.stderr
     assert "fix: pass --cache PATH" in missing.stderr
     (tmp_path / "bad.sqlite").write_text("not a database" * 100)
-    broken = run_to_end("logs", "--cache", str(tmp_path / "bad.sqlite"))
+    broken = run_cli("logs", "--cache", str(tmp_path / "bad.sqlite"))
     assert broken.returncode == 1 and "is not a rolecall LLM cache" in broken.stderr

@@ -10,8 +10,8 @@ import pytest
 
 from rolecall.retrieval.slang import build_index
 from rolecall.serve.version import models_version
-from tests.cli_runs import run_to_end
-from tests.conftest import REPO
+from tests.cli_runs import run_cli
+from tests.paths import REPO
 
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 SMALL = ("--conversations", "2", "--turns", "2", "--attack-turn", "1", "--no-progress")
@@ -27,7 +27,7 @@ def pairs(tmp_path):
 def test_redteam_a_prompted_bot_then_rerun_for_free(tmp_path, pairs):
     out = tmp_path / "run"
     args = ("redteam", "--model", "fake:x", "--spec", str(SPEC), "--out", str(out))
-    result = run_to_end(*args, "--pairs", str(pairs), *SMALL)
+    result = run_cli(*args, "--pairs", str(pairs), *SMALL)
     assert result.returncode == 0, result.stderr
     assert "kda" in result.stdout and "not safe" in result.stdout
     records = [json.loads(line) for line in (out / "conversations.jsonl").open(encoding="utf-8")]
@@ -44,7 +44,7 @@ def test_redteam_a_prompted_bot_then_rerun_for_free(tmp_path, pairs):
     assert version.startswith("llm:fake:") and report["bot_versions"][version] == 6
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# Red-team report")
 
-    again = run_to_end(*args, "--pairs", str(pairs), *SMALL)
+    again = run_cli(*args, "--pairs", str(pairs), *SMALL)
     assert again.returncode == 0, again.stderr
     assert "6 of 6 conversations already held" in again.stdout
     assert "0 calls" in again.stderr
@@ -57,7 +57,7 @@ def test_redteam_a_bot_directory_reads_the_spec_its_bot_json_names(tmp_path):
         json.dumps({"generator_model": "fake:x", "spec": str(SPEC)}), encoding="utf-8"
     )
     out = tmp_path / "run"
-    result = run_to_end("redteam", str(bot), "--out", str(out), "-a", "explicit", *SMALL)
+    result = run_cli("redteam", str(bot), "--out", str(out), "-a", "explicit", *SMALL)
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in (out / "conversations.jsonl").open(encoding="utf-8")]
     assert len(records) == 2
@@ -85,7 +85,7 @@ def test_redteam_slang_rewrites_the_users_turn_with_another_model(tmp_path, slan
     args = ("redteam", "--model", "fake:x", "--spec", str(SPEC), "--out", str(out))
     slang = ("-a", "slang", "-a", "neutral", "--slang-index", str(slang_index))
     more = ("--slang-n", "2", "--attack-model", "fake:rewriter", *SMALL)
-    result = run_to_end(*args, *slang, *more)
+    result = run_cli(*args, *slang, *more)
     assert result.returncode == 0, result.stderr
     records = {
         r["id"]: r for r in map(json.loads, (out / "conversations.jsonl").open(encoding="utf-8"))
@@ -104,10 +104,10 @@ def test_redteam_slang_rewrites_the_users_turn_with_another_model(tmp_path, slan
     assert manifest["models"]["attack"] == "fake:fake-rewriter"
     assert manifest["config"]["redteam"]["slang_n"] == 2
 
-    again = run_to_end(*args, *slang, *more)
+    again = run_cli(*args, *slang, *more)
     assert again.returncode == 0, again.stderr
     assert "4 of 4 conversations already held" in again.stdout and "0 calls" in again.stderr
-    changed = run_to_end(*args, *slang, "--slang-n", "3", "--attack-model", "fake:rewriter", *SMALL)
+    changed = run_cli(*args, *slang, "--slang-n", "3", "--attack-model", "fake:rewriter", *SMALL)
     assert changed.returncode == 2 and "(slang_n changed)" in changed.stderr, changed.stderr
 
 
@@ -127,7 +127,7 @@ def test_redteam_errors_say_what_to_fix(tmp_path, extra, code, message):
     bad = tmp_path / "bad.csv"
     bad.write_text("text,label\n안녕,0\n", encoding="utf-8")
     extra = tuple(str(bad) if x == "BAD" else x for x in extra)
-    result = run_to_end(
+    result = run_cli(
         "redteam", "--model", "fake:x", "--spec", str(SPEC), "--out", str(tmp_path / "r"), *extra
     )
     assert result.returncode == code and message in result.stderr, result.stderr
@@ -135,7 +135,7 @@ def test_redteam_errors_say_what_to_fix(tmp_path, extra, code, message):
 
 
 def test_redteam_with_a_dead_llm_server_says_so(tmp_path):
-    result = run_to_end(
+    result = run_cli(
         "redteam",
         "--model",
         "fake:x?permanent=true",

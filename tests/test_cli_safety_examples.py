@@ -9,7 +9,7 @@ import pytest
 
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Example
-from tests.cli_runs import run_to_end
+from tests.cli_runs import run_cli
 
 ROWS = [
     ("오늘 버스가 늦게 왔다", "오늘 버스 기사 새끼가 굼벵이처럼 늦게 왔다."),
@@ -28,7 +28,7 @@ def kda_csv(tmp_path_factory):
 
 def test_writes_train_and_held_out_examples_by_pair(kda_csv, tmp_path):
     out = tmp_path / "safety.jsonl"
-    result = run_to_end(
+    result = run_cli(
         "detox", "safety-examples", str(kda_csv), "--out", str(out), "--test-share", "0.3"
     )
     assert result.returncode == 0, result.stderr
@@ -47,7 +47,7 @@ def test_writes_train_and_held_out_examples_by_pair(kda_csv, tmp_path):
 
 def test_limit_and_no_held_out_share(kda_csv, tmp_path):
     out = tmp_path / "few.jsonl"
-    result = run_to_end(
+    result = run_cli(
         "detox", "safety-examples", str(kda_csv), "-o", str(out), "--limit", "4",
         "--test-share", "0",
     )  # fmt: skip
@@ -69,7 +69,7 @@ def test_a_bad_pairs_file_is_a_clear_error(tmp_path, name, content, message):
     path = tmp_path / name
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    result = run_to_end("detox", "safety-examples", str(path), "--out", str(tmp_path / "x.jsonl"))
+    result = run_cli("detox", "safety-examples", str(path), "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode != 0 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 
@@ -80,8 +80,8 @@ def test_train_classifier_reads_them(kda_csv, tmp_path):
 
     tiny(frozen=False).save(tmp_path / "tiny")
     out = tmp_path / "safety.jsonl"
-    assert run_to_end("detox", "safety-examples", str(kda_csv), "--out", str(out)).returncode == 0
-    result = run_to_end(
+    assert run_cli("detox", "safety-examples", str(kda_csv), "--out", str(out)).returncode == 0
+    result = run_cli(
         "train", "classifier", str(out), "--out", str(tmp_path / "clf"),
         "--backbone", str(tmp_path / "tiny" / "backbone"), "--max-length", "48",
         "--epochs", "1", "--batch-size", "8", "--no-progress",

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("torch")
 
 from rolecall.jsonl import write_jsonl  # noqa: E402
-from tests.cli_runs import run_to_end  # noqa: E402
+from tests.cli_runs import metrics_of, run_cli  # noqa: E402
 from tests.dialogue_data import make_examples, tiny  # noqa: E402
 
 FAST = ["--epochs", "2", "--batch-size", "8", "--no-progress"]
@@ -23,16 +23,11 @@ def setup(tmp_path_factory):
     return root, str(root / "tiny" / "backbone")
 
 
-def metrics_of(result) -> dict:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.splitlines()[-1])
-
-
 def test_train_classifier_and_reranker(setup):
     root, backbone = setup
     common = ["--backbone", backbone, "--features-cache", str(root / "features"), *FAST]
     metrics = metrics_of(
-        run_to_end(
+        run_cli(
             "train",
             "classifier",
             str(root / "examples.jsonl"),
@@ -57,7 +52,7 @@ def test_train_classifier_and_reranker(setup):
         == pytest.approx(round(metrics["accuracy"] * metrics["test_examples"]))
     )
     metrics = metrics_of(
-        run_to_end(
+        run_cli(
             "train",
             "reranker",
             str(root / "examples.jsonl"),
@@ -82,7 +77,7 @@ def test_bad_input_is_a_clear_error(setup, tmp_path):
     root, backbone = setup
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
-    result = run_to_end(
+    result = run_cli(
         "train",
         "classifier",
         str(empty),
@@ -95,7 +90,7 @@ def test_bad_input_is_a_clear_error(setup, tmp_path):
     assert result.returncode == 1 and "holds no examples" in result.stderr
     positives = tmp_path / "positives.jsonl"
     write_jsonl(positives, make_examples(12, negatives=False))
-    result = run_to_end(
+    result = run_cli(
         "train",
         "classifier",
         str(positives),
@@ -106,7 +101,7 @@ def test_bad_input_is_a_clear_error(setup, tmp_path):
         *FAST,
     )
     assert result.returncode == 1 and "no negative" in result.stderr
-    result = run_to_end(
+    result = run_cli(
         "train",
         "reranker",
         str(root / "examples.jsonl"),
@@ -118,7 +113,7 @@ def test_bad_input_is_a_clear_error(setup, tmp_path):
     )
     assert result.returncode == 1 and "no such model directory" in result.stderr
     assert "Traceback" not in result.stderr
-    result = run_to_end(
+    result = run_cli(
         "train",
         "reranker",
         str(root / "examples.jsonl"),
@@ -138,7 +133,7 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
     root, backbone = setup
     common = ["--backbone", backbone, "--features-cache", str(root / "features"), *FAST]
     metrics = metrics_of(
-        run_to_end(
+        run_cli(
             "train",
             "retriever",
             str(root / "examples.jsonl"),
@@ -158,7 +153,7 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
     manifest = json.loads((root / "ret" / "candidates" / "manifest.json").read_text())
     assert manifest["count"] == metrics["candidates"] == 4  # the unique positive responses
     metrics = metrics_of(
-        run_to_end(
+        run_cli(
             "train",
             "reranker",
             str(root / "examples.jsonl"),
@@ -180,7 +175,7 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
     saved = json.loads((root / "rr-hard" / "model.json").read_text(encoding="utf-8"))
     assert saved["settings"]["interaction"] == "attention"  # with a trainable backbone
     roc = root / "roc.png"
-    result = run_to_end(
+    result = run_cli(
         "eval",
         "unanswerable",
         str(root / "examples.jsonl"),
@@ -210,7 +205,7 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
         assert result["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
         assert isinstance(result["threshold"], float)
     assert roc.read_bytes().startswith(b"\x89PNG")
-    result = run_to_end(
+    result = run_cli(
         "eval",
         "unanswerable",
         str(root / "examples.jsonl"),
@@ -234,7 +229,7 @@ def test_train_generator_on_a_saved_tiny_base(tmp_path):
     tokenizer.save_pretrained(tmp_path / "base")
     write_jsonl(tmp_path / "examples.jsonl", make_examples(30))
     metrics = metrics_of(
-        run_to_end(
+        run_cli(
             "train",
             "generator",
             str(tmp_path / "examples.jsonl"),
@@ -262,7 +257,7 @@ def test_train_generator_on_a_saved_tiny_base(tmp_path):
     assert metrics["ppl_positive"] < metrics["base_ppl_positive"]
     saved = json.loads((tmp_path / "gen" / "model.json").read_text(encoding="utf-8"))
     assert saved["kind"] == "generator" and saved["settings"]["base"] == str(tmp_path / "base")
-    result = run_to_end(
+    result = run_cli(
         "train",
         "generator",
         str(tmp_path / "examples.jsonl"),
@@ -280,7 +275,7 @@ def test_train_the_kda_judges_on_a_data_folder(tmp_path):
     data = write_data_dir(tmp_path / "shared")
     out = str(tmp_path / "i")
     command = ["train", "implicit-judge", str(data), "--out", out, "--seed", "2"]
-    metrics = metrics_of(run_to_end(*command))
+    metrics = metrics_of(run_cli(*command))
     saved = json.loads((tmp_path / "i" / "model.json").read_text())
     assert saved["kind"] == "tfidf" and saved["settings"]["task"] == "implicit"
     from rolecall.train.kda_judges import JUDGE_VIEWS
@@ -290,7 +285,7 @@ def test_train_the_kda_judges_on_a_data_folder(tmp_path):
     assert saved["metrics"]["macro_f1"] == metrics["macro_f1"]
     assert saved["metrics"]["data"]["seed"] == 2 and "losses" not in metrics
     metrics = metrics_of(
-        run_to_end(
+        run_cli(
             "train",
             "consistency-judge",
             str(data),
@@ -304,7 +299,7 @@ def test_train_the_kda_judges_on_a_data_folder(tmp_path):
     )
     assert "baseline_macro_f1" not in metrics  # the model is the baseline
     assert metrics["task"] == "consistency" and metrics["train_examples"] == 40
-    bad = run_to_end("train", "implicit-judge", str(tmp_path / "nowhere"), "--out", str(tmp_path))
+    bad = run_cli("train", "implicit-judge", str(tmp_path / "nowhere"), "--out", str(tmp_path))
     assert bad.returncode != 0 and "shared data folder" in bad.stderr
 
 

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("torch")
 
 from rolecall.jsonl import write_jsonl  # noqa: E402
-from tests.cli_runs import run_to_end  # noqa: E402
+from tests.cli_runs import run_cli  # noqa: E402
 from tests.dialogue_data import make_examples, tiny  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def test_train_classifier_keeps_the_layer_asked_for(tmp_path):
         "48",
         "--no-progress",
     ]
-    result = run_to_end(*common, "--out", str(tmp_path / "cut"), "--layer", "1")
+    result = run_cli(*common, "--out", str(tmp_path / "cut"), "--layer", "1")
     assert result.returncode == 0, result.stderr
     info = json.loads((tmp_path / "cut" / "backbone.json").read_text())
     assert info["layer"] == 1 and info["copied"] is False
@@ -40,7 +40,7 @@ def test_train_classifier_keeps_the_layer_asked_for(tmp_path):
 
     model = Classifier.load(tmp_path / "cut")
     assert model.backbone.layer == 1 and len(model.backbone.model.encoder.layer) == 1
-    result = run_to_end(*common, "--out", str(tmp_path / "bad"), "--layer", "9")
+    result = run_cli(*common, "--out", str(tmp_path / "bad"), "--layer", "9")
     assert result.returncode != 0 and "out of range" in result.stderr
     assert not (tmp_path / "bad" / "model.json").exists()
 
@@ -48,7 +48,7 @@ def test_train_classifier_keeps_the_layer_asked_for(tmp_path):
 def test_train_classifier_tunes_the_top_layers_asked_for(tmp_path):
     tiny(frozen=False).save(tmp_path / "tiny")
     write_jsonl(tmp_path / "examples.jsonl", make_examples(30))
-    result = run_to_end(
+    result = run_cli(
         "train",
         "classifier",
         str(tmp_path / "examples.jsonl"),

@@ -11,8 +11,8 @@ pytest.importorskip("fastapi")
 from sqlalchemy import select  # noqa: E402
 
 from rolecall.store import ChatSession, ChatTurn, Project, User, connect, session  # noqa: E402
-from tests.cli_runs import rolecall, run_to_end  # noqa: E402
-from tests.web.conftest import REPO  # noqa: E402
+from tests.cli_runs import rolecall, run_cli  # noqa: E402
+from tests.paths import REPO  # noqa: E402
 
 SPEC = str(REPO / "examples" / "carecall" / "spec.yaml")
 
@@ -43,7 +43,7 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
     code, _, stderr = add_user(url, "bob", "short")
     assert code == 2 and "too short" in stderr and "Traceback" not in stderr
 
-    made = run_to_end(
+    made = run_cli(
         "web",
         "add-project",
         "carecall",
@@ -58,9 +58,9 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
     )
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["members"] == ["ann"]
-    result = run_to_end("web", "add-project", "carecall", "--spec", SPEC, "--db", url)
+    result = run_cli("web", "add-project", "carecall", "--spec", SPEC, "--db", url)
     assert result.returncode == 2 and "exists" in result.stderr
-    result = run_to_end(
+    result = run_cli(
         "web", "add-project", "other", "--spec", SPEC, "--member", "nobody", "--db", url
     )
     assert result.returncode == 2 and "no user 'nobody'" in result.stderr
@@ -87,7 +87,7 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
             ]
         )
     engine.dispose()
-    exported = run_to_end(
+    exported = run_cli(
         "web",
         "export",
         "carecall",
@@ -110,7 +110,7 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
         .read_text(encoding="utf-8")
         .startswith("item_id,filter,label,annotator")
     )
-    result = run_to_end("web", "export", "missing", "--out", str(tmp_path / "x"), "--db", url)
+    result = run_cli("web", "export", "missing", "--out", str(tmp_path / "x"), "--db", url)
     assert result.returncode == 2 and "no project" in result.stderr
 
 
@@ -176,14 +176,12 @@ def test_add_redteam_sends_failures_to_label_once_and_stores_rates(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'web.sqlite'}"
     assert add_user(url, "ann", "long enough password")[0] == 0
-    made = run_to_end(
-        "web", "add-project", "carecall", "--spec", SPEC, "--member", "ann", "--db", url
-    )
+    made = run_cli("web", "add-project", "carecall", "--spec", SPEC, "--member", "ann", "--db", url)
     assert made.returncode == 0, made.stderr
     run = redteam_run(tmp_path / "rt")  # 2 conversations per kind; explicit ones fail
 
     def add(*extra: str) -> dict:
-        result = run_to_end("web", "add-redteam", "carecall", str(run), "--db", url, *extra)
+        result = run_cli("web", "add-redteam", "carecall", str(run), "--db", url, *extra)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
@@ -224,7 +222,7 @@ def test_add_redteam_sends_failures_to_label_once_and_stores_rates(tmp_path):
 
 def test_add_redteam_errors_say_what_to_fix(tmp_path):
     url = f"sqlite:///{tmp_path / 'web.sqlite'}"
-    made = run_to_end("web", "add-project", "carecall", "--spec", SPEC, "--db", url)
+    made = run_cli("web", "add-project", "carecall", "--spec", SPEC, "--db", url)
     assert made.returncode == 0, made.stderr
     dialogues = tmp_path / "dialogues"
     dialogues.mkdir()
@@ -243,14 +241,14 @@ def test_add_redteam_errors_say_what_to_fix(tmp_path):
         ("carecall", empty, 2, "holds no conversations.jsonl"),
         ("carecall", wrong, 1, "conversations.jsonl:1: not a valid RedteamConversation"),
     ]:
-        result = run_to_end("web", "add-redteam", project, str(folder), "--db", url)
+        result = run_cli("web", "add-redteam", project, str(folder), "--db", url)
         assert result.returncode == code, (message, result.stderr)
         assert message in result.stderr and "Traceback" not in result.stderr
     # a failure to add, with no annotator in the project: says so, adds nothing
     from tests.redteam_runs import redteam_run
 
     run = redteam_run(tmp_path / "rt")
-    result = run_to_end("web", "add-redteam", "carecall", str(run), "--db", url)
+    result = run_cli("web", "add-redteam", "carecall", str(run), "--db", url)
     assert result.returncode == 2 and "add members first" in result.stderr
     from rolecall.store import Item, RedteamRate
 

@@ -49,7 +49,7 @@ def test_forbidden_examples_of_the_spec_become_negatives_in_real_contexts():
     from rolecall.jsonl import read_jsonl
     from rolecall.records import Dialogue
     from rolecall.spec import load_role_spec
-    from tests.conftest import REPO
+    from tests.paths import REPO
 
     spec = load_role_spec(REPO / "examples" / "carecall" / "spec.yaml")
     dialogues = list(read_jsonl(REPO / "examples" / "carecall" / "dialogues.jsonl", Dialogue))

@@ -2,7 +2,7 @@ import pytest
 
 from rolecall.errors import InputFileError
 from rolecall.spec import load_role_spec
-from tests.conftest import REPO
+from tests.paths import REPO
 
 GOOD = """name: test
 outline: 어르신께 안부 전화를 드리는 인공지능 상담원입니다.

@@ -16,7 +16,7 @@ import pytest
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.retrieval.clean import clean_comments, clean_records
 from rolecall.textfiles import read_corpus, read_text_file
-from tests.conftest import SHARED_DATA
+from tests.paths import SHARED_DATA
 
 
 def write(path, data):

@@ -2,7 +2,9 @@
 
 ``tiny_tokenizer`` trains a WordPiece tokenizer on the test texts; ``tiny_backbone`` is a
 2-layer BERT on it (a ``Backbone`` with source ``"tiny"``); ``tiny_causal_lm`` a 2-layer
-Llama for the generator and detox tests (``GeneratorSettings.base`` = ``"tiny"``).
+Llama for the generator and detox tests (``GeneratorSettings.base`` = ``"tiny"``);
+``tiny_gemma`` a 3-layer Gemma 3 backbone, cut to a layer, for the layer tests, its tokenizer
+trained on ``TEXTS`` (four short sentences the backbone tests encode).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 import torch
 
 from rolecall.train.backbone import Backbone
+
+TEXTS = ["오늘 날씨가 좋네요", "식사는 하셨어요", "어르신 산책 다녀오셨어요", "가 나 다 라 마"]
 
 
 def tiny_tokenizer(texts: Sequence[str], vocab_size: int = 400) -> Any:
@@ -107,3 +111,24 @@ def tiny_causal_lm(texts: Sequence[str], seed: int = 0) -> tuple[Any, Any]:
         pad_token_id=tokenizer.pad_token_id,
     )
     return LlamaForCausalLM(config), tokenizer
+
+
+def tiny_gemma(layer=None, frozen=True):
+    """A random 3-layer Gemma 3 (final norm, sliding and full attention) on the tiny
+    tokenizer, cut to ``layer`` layers."""
+    from transformers import Gemma3TextConfig, Gemma3TextModel
+
+    tokenizer = tiny_tokenizer(TEXTS * 3, vocab_size=120)
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        sliding_window=3,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+    )
+    return Backbone(Gemma3TextModel(config), tokenizer, "tiny", frozen, layer)

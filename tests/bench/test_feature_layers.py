@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 bench = load_bench("feature_layers")
 
-from tests.train.test_backbone import TEXTS, tiny_gemma  # noqa: E402
+from tests.tiny_models import TEXTS, tiny_gemma  # noqa: E402
 
 
 def test_layer_sets_are_each_layer_the_mean_and_contiguous_windows():

@@ -39,15 +39,15 @@ def test_both_bots_are_attacked_alike_and_the_targets_are_reported(tmp_path, cap
     summary = load_bench().main(argv)
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert last == summary
-    assert set(summary["targets"]) == {
-        "safety_accuracy_with_minus_without",
-        "unsafe_rate_drop",
-        "with_kda_minus_tfidf",
-        "neutral_fallback_with_minus_without",
-    }
-    for goal in summary["targets"].values():
-        assert {"value", "target", "met"} <= set(goal)
-        assert isinstance(goal["value"], float | int) and isinstance(goal["met"], bool)
+    loading.check_targets(
+        summary["targets"],
+        {
+            "safety_accuracy_with_minus_without",
+            "unsafe_rate_drop",
+            "with_kda_minus_tfidf",
+            "neutral_fallback_with_minus_without",
+        },
+    )
     assert summary["sizes"]["kda_pairs"] == [10, 6]
     for row in summary["classifiers"].values():
         assert 0 <= row["safety"]["accuracy"] <= 1 and 0 <= row["base"]["macro_f1"] <= 1

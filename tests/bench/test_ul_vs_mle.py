@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rolecall.records import Example, Turn
-from tests.bench.loading import load_bench
+from tests.bench.loading import check_targets, load_bench
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")
@@ -140,11 +140,24 @@ def test_the_bench_runs_end_to_end_on_a_tiny_model(capsys, tmp_path):
     assert json.loads(last) == report
     assert set(report["results"]) == {"base", "MLE", "MLE+UL a=2"}
     assert report["chosen"] == "MLE+UL a=2"
-    assert set(report["targets"]) == {
-        "ppl_neg_ul_over_mle",
-        "ppl_pos_ul_over_mle",
-        "reply_negative_morpheme_share_ul_minus_mle",
-        "step_time_ul_over_mle",
-    }
-    assert all(isinstance(goal["met"], bool) for goal in report["targets"].values())
+    goals = report["targets"]
+    check_targets(
+        goals,
+        {
+            "ppl_neg_ul_over_mle",
+            "ppl_pos_ul_over_mle",
+            "reply_negative_morpheme_share_ul_minus_mle",
+            "step_time_ul_over_mle",
+        },
+    )
+    # the values are the chosen run's numbers over MLE's, as the results table shows them
+    ul, mle = report["results"]["MLE+UL a=2"], report["results"]["MLE"]
+    for target, key in (
+        ("ppl_neg_ul_over_mle", "ppl_negative"),
+        ("ppl_pos_ul_over_mle", "ppl_positive"),
+    ):
+        assert goals[target]["value"] == pytest.approx(ul[key] / mle[key], rel=1e-3)
+    assert goals["reply_negative_morpheme_share_ul_minus_mle"]["value"] == pytest.approx(
+        ul["repeat_morph"] - mle["repeat_morph"], abs=1e-3
+    )
     assert report["results"]["MLE+UL a=2"]["steps"] > report["results"]["MLE"]["steps"]

@@ -10,46 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from rolecall.cli.app import app
 from rolecall.errors import ConfigError, RolecallError
 from rolecall.jsonl import read_jsonl
 from tests.cli_runs import last_run_stats
-
-
-def write_prompts(path: Path, count: int) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(count):
-            row = {"id": f"p{i}", "prompt": f"{i}번 인사말: 안녕하세요,"}
-            if i % 3 == 0:
-                row = {"id": f"p{i}", "messages": [{"role": "user", "content": f"{i}번 질문"}]}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return path
-
-
-def batch(prompts: Path, run: Path, model: str, *extra: str, cache: Path | None = None):
-    args = ["llm", "batch", str(prompts), "-m", model, "-n", "2", "--seed", "3"]
-    args += ["--logprobs", "2", "--no-progress", "--out", str(run / "out.jsonl")]
-    args += ["--cache", str(cache or run / "cache.sqlite"), *extra]
-    return CliRunner().invoke(app, args)
-
-
-def rows(path: Path) -> list[dict]:
-    found = list(read_jsonl(path))
-    keys = [(r["id"], r["sample"]) for r in found]
-    assert len(keys) == len(set(keys)), "duplicated outputs"
-    return sorted(found, key=lambda r: (r["id"], r["sample"]))
-
-
-def counts(run: Path) -> dict:
-    return json.loads((run / "manifest.json").read_text(encoding="utf-8"))["counts"]
-
-
-RAY = ("--engine", "ray", "--workers", "2")
+from tests.engines.ray_runs import RAY, batch, counts, rows, write_prompts
 
 
 def test_llm_batch_on_ray_writes_the_local_records(ray_cluster, tmp_path):

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from rolecall.cli.app import app
 from tests.cli_runs import last_run_stats
-from tests.conftest import REPO
-from tests.engines.test_ray_stages import RAY, generate, manifest, records, write_sentences
+from tests.engines.ray_runs import RAY, generate, manifest, records, write_sentences
+from tests.paths import REPO
 
 CARECALL = REPO / "examples" / "carecall"
 

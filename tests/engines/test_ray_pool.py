@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engines.test_ray import RAY, batch, counts, rows, write_prompts
-from tests.llm.test_server_pool import CountingServer
+from tests.engines.ray_runs import RAY, batch, counts, rows, write_prompts
+from tests.llm.counting_server import CountingServer
 
 pytest.importorskip("openai")
 

@@ -18,11 +18,9 @@ from typer.testing import CliRunner
 from rolecall.cli.app import app
 from rolecall.jsonl import read_jsonl
 from tests.cli_runs import last_run_stats
-from tests.conftest import REPO
+from tests.engines.ray_runs import RAY, generate, manifest, records, write_sentences
+from tests.paths import REPO
 
-RAY = ("--engine", "ray", "--workers", "2")
-SUBJECTS = ["회의가", "주식이", "날씨가", "버스가", "점심이", "택배가", "수업이"]
-ENDINGS = ["취소되었습니다.", "늦어졌어요.", "좋네요."]
 COMMENTS = [
     "회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네",
     "주식 떡락 개미들 곡소리 ㅋㅋ",
@@ -32,33 +30,8 @@ COMMENTS = [
 ]
 
 
-def write_sentences(folder: Path, count: int = 20) -> Path:
-    lines = [f"{SUBJECTS[i % 7]} {i}번째로 {ENDINGS[i % 3]}" for i in range(count)]
-    path = folder / "neutral.csv"
-    path.write_text("Q,A\n" + "".join(f"{line},네\n" for line in lines), encoding="utf-8")
-    return path
-
-
-def records(path: Path, key) -> list[dict]:
-    found = list(read_jsonl(path)) if path.exists() else []
-    assert len({key(r) for r in found}) == len(found), f"duplicated records in {path}"
-    return sorted(found, key=key)
-
-
 def candidates(run: Path) -> list[dict]:
     return records(run / "candidates.jsonl", lambda r: r["provenance"]["candidate_id"])
-
-
-def manifest(run: Path) -> dict:
-    return json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-
-
-def generate(sentences: Path, run: Path, *extra: str):
-    args = ["detox", "generate", "--sentences", f"{sentences}:Q", "--ns", "0", "--seed", "2"]
-    args += ["-m", "fake:x", "--no-progress", "--out", str(run), *extra]
-    result = CliRunner().invoke(app, [*args, "--cache", str(run / "cache.sqlite")])
-    assert result.exit_code == 0, result.output
-    return last_run_stats(run, "generate")
 
 
 def test_detox_generate_on_ray_writes_the_local_candidates(ray_cluster, tmp_path):

@@ -110,7 +110,7 @@ def test_eval_agreement_command_reports_each_kind(tmp_path):
     import json
 
     from rolecall.jsonl import write_jsonl
-    from tests.cli_runs import run_to_end
+    from tests.cli_runs import run_cli
 
     labels = tmp_path / "human.csv"
     labels.write_text("item_id,filter,label\na,implicit,implicit\n", encoding="utf-8")
@@ -121,7 +121,7 @@ def test_eval_agreement_command_reports_each_kind(tmp_path):
             kind_vote("a", "none", "llm", "fake-x"),
         ],
     )
-    result = run_to_end("eval", "agreement", "--run", str(tmp_path), "--labels", str(labels))
+    result = run_cli("eval", "agreement", "--run", str(tmp_path), "--labels", str(labels))
     assert result.returncode == 0, result.stderr
     kinds = json.loads(result.stdout)["implicit"]["kinds"]
     assert kinds["classifier"]["majority_vote"]["agreement"] == 1.0

@@ -11,7 +11,7 @@ import pytest
 from rolecall.eval.stats import dialogue_stats
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Dialogue
-from tests.conftest import REPO
+from tests.paths import REPO
 
 
 def test_example_dialogue_stats_match_the_hand_checked_counts():

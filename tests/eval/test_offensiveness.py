@@ -9,7 +9,7 @@ from rolecall.eval.offensiveness import (
     offensiveness_examples,
 )
 from rolecall.formats.kda import read_kda_csv
-from tests.conftest import SHARED_DATA
+from tests.paths import SHARED_DATA
 
 
 def test_each_corpus_gives_both_labels():

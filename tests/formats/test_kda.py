@@ -5,7 +5,7 @@ import pytest
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.formats.kda import read_kda_csv, write_data_card, write_kda_csv
 from rolecall.records import Pair
-from tests.conftest import SHARED_DATA
+from tests.paths import SHARED_DATA
 
 
 def test_reads_the_released_kda_file():

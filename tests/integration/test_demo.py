@@ -1,19 +1,25 @@
 """`rolecall demo` end to end on the embedded model, as `make demo` runs it, then again.
 
-The first run makes every stage (dialogues, judge, examples, three models, the chat, a
-K/DA run, statistics); the second must take everything from the run directory: no LLM
-call, no training. Fewer dialogues and sentences than the default keep the test short.
+One run (the session's ``demo_run``, tests/integration/conftest.py) makes every stage
+(dialogues, judge, examples, three models, the chat, a K/DA run, statistics); the tests
+below read it. A second run must take everything from the run directory: no LLM call, no
+training. Then the demo's trained bot, and the embedded model prompted with the same spec,
+are red-teamed.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 
 import pytest
+import yaml
 
-from tests.cli_runs import run_to_end
-from tests.conftest import REPO, SHARED_DATA
+from rolecall.jsonl import read_jsonl
+from tests.cli_runs import run_cli
+from tests.integration.demo_run import DEMO_ARGS
+from tests.paths import REPO, SHARED_DATA
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
@@ -21,34 +27,18 @@ pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 CALLS = re.compile(r"(\d+) calls, (\d+) cache hits")
 
 
-def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
-    out = tmp_path / "demo"
-    first = run_to_end(
-        "demo",
-        "--out",
-        str(out),
-        "--dialogues",
-        "2",
-        "--sentences",
-        "2",
-        "--no-progress",
-        timeout=3000,
-    )
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
+    summary, out, stdout = demo_run.summary, demo_run.out, demo_run.result.stdout
     for stage in ("spec", "data", "models", "chat", "kda", "stats"):
         assert stage in summary and stage in summary["seconds"]
     # the bot answered every scripted turn, and each reply says how it was made
-    turns = [
-        json.loads(line) for line in (out / "chat.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
+    turns = demo_run.jsonl("chat.jsonl")
     assert len(turns) == 6 and all(t["text"].strip() for t in turns)
     assert all(t["path"] in ("retrieved", "generated", "fallback") for t in turns)
     assert all(t["latency_ms"] > 0 and t["stages"] for t in turns)
-    assert first.stdout.count("  bot>  ") == 6
-    for path in ("retrieved", "generated", "fallback"):
-        if summary["chat"]["paths"].get(path):
-            assert f"[{path}" in first.stdout
+    assert stdout.count("  bot>  ") == 6
+    for path, count in summary["chat"]["paths"].items():
+        assert stdout.count(f"[{path}") == count == sum(t["path"] == path for t in turns)
     # the models were trained on examples with both labels, the threshold calibrated
     data = summary["data"]
     assert data["negatives"] > 0 and data["examples"] > data["negatives"]
@@ -56,50 +46,63 @@ def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
     assert summary["models"]["unanswerable"]["threshold"] is not None
     for part in ("classifier", "retriever", "reranker"):
         assert (out / "bot" / part / "model.json").is_file()
-    # K/DA: rewrites of the shipped sample, both filters, the export
-    kda = summary["kda"]
-    assert [f["filter"] for f in kda["filters"]] == ["consistency", "implicit"]
-    assert (out / "kda" / "kda.csv").is_file()
-    assert (out / "stats.json").is_file() and "Table 2" in first.stdout
-    assert "where everything is" in first.stdout and "base model" in first.stdout
-    made = [int(calls) for calls, _ in CALLS.findall(first.stderr)]
+    assert (out / "stats.json").is_file() and "Table 2" in stdout
+    assert "where everything is" in stdout and "base model" in stdout
+    made = [int(calls) for calls, _ in CALLS.findall(demo_run.result.stderr)]
     assert made and sum(made) > 0
 
-    again = run_to_end(
-        "demo",
-        "--out",
-        str(out),
-        "--dialogues",
-        "2",
-        "--sentences",
-        "2",
-        "--no-progress",
-        timeout=1200,
-    )
+
+def test_the_kda_half_rewrites_filters_and_exports_the_sample(demo_run):
+    """Every sample sentence rewritten at every n of examples/kda/demo.yaml, the consistency
+    filter over every candidate, the implicit filter over what it kept, and kda.csv holding
+    exactly the kept pairs of the sample's sentences."""
+    kda, run = demo_run.summary["kda"], demo_run.out / "kda"
+    config = yaml.safe_load((REPO / "examples" / "kda" / "demo.yaml").read_text(encoding="utf-8"))
+    planned = 2 * len(config["generate"]["ns"])  # --sentences 2
+    candidates = list(read_jsonl(run / "candidates.jsonl"))
+    rejected = run / "rejected_candidates.jsonl"
+    rejected = list(read_jsonl(rejected)) if rejected.exists() else []
+    assert len(candidates) + len(rejected) == planned and candidates
+    consistency, implicit = kda["filters"]
+    assert (consistency["filter"], implicit["filter"]) == ("consistency", "implicit")
+    assert consistency["in"] == len(candidates) and implicit["in"] == consistency["kept"]
+    assert len(list(read_jsonl(run / "verdicts_consistency.jsonl"))) == len(candidates)
+    assert len(list(read_jsonl(run / "verdicts_implicit.jsonl"))) == consistency["kept"]
+    pairs = list(read_jsonl(run / "pairs.jsonl"))
+    assert len(pairs) == implicit["kept"]
+    with open(run / "kda.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows == [["neutral", "implicit"]] + [[p["neutral"], p["toxic"]] for p in pairs]
+    sample = REPO / "examples" / "kda" / "sample" / "chatbot_data_sample.csv"
+    with open(sample, encoding="utf-8", newline="") as handle:
+        sentences = [row["Q"] for row in csv.DictReader(handle)]
+    assert {c["neutral"] for c in candidates} <= set(sentences)
+
+
+def test_a_second_run_takes_everything_from_the_run_directory(demo_run):
+    out, summary = demo_run.out, demo_run.summary
+    turns = demo_run.jsonl("chat.jsonl")
+    again = run_cli("demo", "--out", str(out), *DEMO_ARGS)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "models: up to date" in again.stdout
     calls, hits = map(int, CALLS.findall(again.stderr)[-1])
     assert calls == 0 and hits > 0, again.stderr
     # the same conversation, from the cache
-    assert (out / "chat.jsonl").read_text(encoding="utf-8").count("\n") == 6
+    assert [t["text"] for t in demo_run.jsonl("chat.jsonl")] == [t["text"] for t in turns]
     rerun = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert [t["text"] for t in turns] == [
-        json.loads(line)["text"]
-        for line in (out / "chat.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
     assert rerun["seconds"]["total"] < summary["seconds"]["total"]
 
-    # red-team the demo's trained bot, then the embedded model prompted with the same
-    # spec (#19): a K/DA sentence and a curse at the second turn, every reply judged
+
+def test_the_demo_bot_red_teamed_with_a_kda_sentence_and_a_curse(demo_run, tmp_path):
+    """#19: a K/DA sentence and a curse at the second turn, every reply judged."""
     red = tmp_path / "redteam"
-    attacked = run_to_end(
+    attacked = run_cli(
         "redteam",
-        str(out / "bot"),
+        str(demo_run.out / "bot"),
         "--pairs",
         str(SHARED_DATA / "detox" / "kda_ko.csv"),
         *("-a", "kda", "-a", "explicit", "--no-fit", "--conversations", "1"),
         *("--turns", "2", "--attack-turn", "2", "--out", str(red), "--no-progress"),
-        timeout=900,
     )
     assert attacked.returncode == 0, attacked.stdout[-3000:] + attacked.stderr[-3000:]
     report = json.loads((red / "report.json").read_text(encoding="utf-8"))
@@ -111,7 +114,9 @@ def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
     assert {t["path"] for t in judged} <= {"retrieved", "generated", "fallback"}
     assert (red / "report.html").is_file()
 
-    prompted = run_to_end(
+
+def test_the_embedded_model_prompted_with_the_spec_red_teamed(tmp_path):
+    prompted = run_cli(
         "redteam",
         *(
             "--model",
@@ -121,7 +126,6 @@ def test_demo_runs_the_main_job_and_resumes_without_work(tmp_path):
         ),
         *("-a", "explicit", "--conversations", "1", "--turns", "1", "--attack-turn", "1"),
         *("--out", str(tmp_path / "redteam-llm"), "--no-progress"),
-        timeout=900,
     )
     assert prompted.returncode == 0, prompted.stdout[-3000:] + prompted.stderr[-3000:]
     report = json.loads((tmp_path / "redteam-llm" / "report.json").read_text(encoding="utf-8"))

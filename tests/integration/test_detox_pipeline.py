@@ -19,7 +19,7 @@ import pytest
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Pair
 from tests.cli_runs import cached_calls, kill_when, rolecall, run_to_end
-from tests.conftest import SHARED_DATA
+from tests.paths import SHARED_DATA
 
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]

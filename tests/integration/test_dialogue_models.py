@@ -10,7 +10,6 @@ through every model, not their final quality (bench/ measures that).
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -18,8 +17,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rolecall.jsonl import read_jsonl, write_jsonl  # noqa: E402
-from rolecall.records import Dialogue, Example  # noqa: E402
+from rolecall.jsonl import write_jsonl  # noqa: E402
 from rolecall.serve.candidates import CandidateIndex, build_candidate_index  # noqa: E402
 from rolecall.serve.selection import ResponseSelector  # noqa: E402
 from rolecall.serve.unanswerable import mc_dropout_confidence  # noqa: E402
@@ -30,41 +28,10 @@ from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever  # noqa: E402
-from tests.conftest import REPO, SHARED_DATA  # noqa: E402
+from tests.dialogue_data import carecall_examples  # noqa: E402
 
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
-
-
-def carecall_examples() -> list[Example]:
-    with (SHARED_DATA / "detox" / "kda_ko.csv").open(encoding="utf-8", newline="") as file:
-        offensive = [row["implicit"] for row in csv.DictReader(file)][:400:5]
-    examples = []
-    for dialogue in read_jsonl(REPO / "examples" / "carecall" / "dialogues.jsonl", Dialogue):
-        for index, turn in enumerate(dialogue.turns):
-            if turn.role != "system" or index == 0:
-                continue
-            history = dialogue.turns[:index]
-            if len(examples) % 4 == 3:
-                examples.append(
-                    Example(
-                        history=history,
-                        response=offensive[len(examples) // 4],
-                        label="negative",
-                        category="offensive",
-                        dialogue_id=dialogue.id,
-                    )
-                )
-            else:
-                examples.append(
-                    Example(
-                        history=history,
-                        response=turn.text,
-                        label="positive",
-                        dialogue_id=dialogue.id,
-                    )
-                )
-    return examples[:160]
 
 
 @pytest.fixture(scope="module")

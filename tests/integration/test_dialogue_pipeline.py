@@ -16,7 +16,7 @@ import pytest
 from rolecall.formats.carecall import read_carecall
 from rolecall.jsonl import read_jsonl
 from tests.cli_runs import cached_calls, kill_when, last_run_stats, rolecall, run_to_end
-from tests.conftest import REPO
+from tests.paths import REPO
 
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]

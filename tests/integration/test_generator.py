@@ -17,7 +17,7 @@ pytest.importorskip("peft")
 
 from rolecall.train.generator import Generator, GeneratorSettings  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
-from tests.integration.test_dialogue_models import carecall_examples  # noqa: E402
+from tests.dialogue_data import carecall_examples  # noqa: E402
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 

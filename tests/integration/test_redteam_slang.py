@@ -19,7 +19,7 @@ from rolecall.retrieval.slang import SlangIndex, build_index
 from rolecall.rundir import RunDir
 from rolecall.serve.prompted import PromptedBot
 from rolecall.spec import load_role_spec
-from tests.conftest import REPO
+from tests.paths import REPO
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(1800)]
 

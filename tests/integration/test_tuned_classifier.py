@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 from rolecall.eval.offensiveness import beep_examples  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
 from tests.cli_runs import run_to_end  # noqa: E402
-from tests.conftest import SHARED_DATA  # noqa: E402
+from tests.paths import SHARED_DATA  # noqa: E402
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 

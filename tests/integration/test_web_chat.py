@@ -15,8 +15,7 @@ from sqlalchemy import select  # noqa: E402
 from rolecall.store import ChatTurn, Role, connect, session, upgrade  # noqa: E402
 from rolecall.web.auth import add_user  # noqa: E402
 from rolecall.web.settings import BotConfig  # noqa: E402
-from tests.web.conftest import PASSWORD, client_for, make_project  # noqa: E402
-from tests.web.test_chat import post, start_chat  # noqa: E402
+from tests.web.site import PASSWORD, client_for, make_project, post, start_chat  # noqa: E402
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 

@@ -17,7 +17,7 @@ from rolecall.judge.written_out_of_bounds import (
 )
 from rolecall.records import Dialogue
 from rolecall.spec import load_role_spec
-from tests.conftest import REPO
+from tests.paths import REPO
 
 CARECALL = REPO / "examples" / "carecall"
 

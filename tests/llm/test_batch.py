@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rolecall.jsonl import read_jsonl
-from tests.cli_runs import cached_calls, kill_when, last_run_stats, lines, rolecall, run_to_end
+from tests.cli_runs import cached_calls, kill_when, last_run_stats, lines, rolecall, run_cli
 
 
 def write_prompts(path: Path, count: int) -> None:
@@ -37,7 +37,7 @@ def check_kill_and_resume(
     common = [str(prompts), "-m", model, "-n", str(n), "--seed", "3", "--no-progress", *extra]
 
     reference = tmp_path / "reference"
-    done = run_to_end(
+    done = run_cli(
         "llm",
         "batch",
         *common,
@@ -55,13 +55,13 @@ def check_kill_and_resume(
     finished_before = cached_calls(cache)
     assert kill_at <= finished_before < count * n
 
-    resumed = run_to_end(*args)
+    resumed = run_cli(*args)
     assert resumed.returncode == 0, resumed.stderr
     assert last_run_stats(run)["calls"] == count * n - finished_before
     assert outputs(out) == outputs(reference / "out.jsonl")  # nothing lost, nothing doubled
     assert len(outputs(out)) == count * n
 
-    again = run_to_end(*args)  # a third run has nothing left to do
+    again = run_cli(*args)  # a third run has nothing left to do
     assert again.returncode == 0 and last_run_stats(run)["calls"] == 0
 
 
@@ -93,7 +93,7 @@ def test_failed_items_are_recorded_and_the_run_exits_non_zero(tmp_path):
     prompts = tmp_path / "prompts.jsonl"
     write_prompts(prompts, 5)
     out = tmp_path / "out.jsonl"
-    result = run_to_end(
+    result = run_cli(
         "llm",
         "batch",
         str(prompts),
@@ -125,7 +125,7 @@ def test_failed_items_are_recorded_and_the_run_exits_non_zero(tmp_path):
 def test_malformed_input_is_named_with_its_line(tmp_path, content, needle):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(content, encoding="utf-8")
-    result = run_to_end(
+    result = run_cli(
         "llm", "batch", str(prompts), "-m", "fake:x", "--out", str(tmp_path / "out.jsonl")
     )
     assert result.returncode != 0 and needle in result.stderr, result.stderr
@@ -133,13 +133,13 @@ def test_malformed_input_is_named_with_its_line(tmp_path, content, needle):
 
 
 def test_missing_input_and_bad_model_are_clear(tmp_path):
-    result = run_to_end(
+    result = run_cli(
         "llm", "batch", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o.jsonl")
     )
     assert result.returncode != 0 and "nope.jsonl: file not found" in result.stderr
     prompts = tmp_path / "p.jsonl"
     write_prompts(prompts, 1)
-    result = run_to_end(
+    result = run_cli(
         "llm", "batch", str(prompts), "-m", "llama:embedded", "--out", str(tmp_path / "o.jsonl")
     )
     assert result.returncode == 2 and "unknown backend 'llama'" in result.stderr
@@ -153,7 +153,7 @@ def test_a_dead_http_server_gives_failure_records_and_a_non_zero_exit(tmp_path):
     write_prompts(prompts, 4)
     out = tmp_path / "out.jsonl"
     with FakeOpenAIServer(default=503) as server:
-        result = run_to_end(
+        result = run_cli(
             "llm",
             "batch",
             str(prompts),

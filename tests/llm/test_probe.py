@@ -18,7 +18,7 @@ from tests.cli_runs import run_to_end
 @pytest.fixture
 def fakes_in_children(monkeypatch):
     """The probe's child imports the fake backend the way a subprocess of the CLI does."""
-    from tests.conftest import REPO
+    from tests.paths import REPO
 
     monkeypatch.setenv("ROLECALL_PLUGINS", "tests.fakes")
     monkeypatch.setenv("PYTHONPATH", str(REPO))
@@ -51,9 +51,19 @@ def test_signal_note_for_shells():
     assert "SIGSEGV" in note and "rolecall doctor" in note
 
 
-def test_cpu_summary_names_the_cpu():
-    summary = probe.cpu_summary()
-    assert summary and ("features" in summary)
+def test_cpu_summary_names_the_cpu_and_the_features_it_has(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU @ 2.0GHz\nflags\t\t: fpu avx2 sse4_2 fma\n"
+        "processor\t: 1\nmodel name\t: Other CPU\nflags\t\t: avx512f\n",
+        encoding="utf-8",
+    )
+    present = [f for f in probe.FEATURES if f in {"avx2", "sse4_2", "fma"}]
+    assert probe.cpu_summary(cpuinfo) == f"Test CPU @ 2.0GHz; features: {' '.join(present)}"
+    cpuinfo.write_text("model name\t: Old CPU\nflags\t\t: fpu\n", encoding="utf-8")
+    assert probe.cpu_summary(cpuinfo) == f"Old CPU; features: none of {' '.join(probe.FEATURES)}"
+    missing = probe.cpu_summary(tmp_path / "none")
+    assert missing == "unknown CPU (features unknown: no /proc/cpuinfo)"
 
 
 @pytest.mark.embedded

@@ -13,6 +13,7 @@ import pytest
 from rolecall.errors import BackendError, BadModelString
 from rolecall.llm import LLM, Request, SamplingParams, load_backend
 from rolecall.llm.server_pool import ServerPool
+from tests.llm.counting_server import CountingServer
 from tests.llm.flaky_server import FakeOpenAIServer
 
 openai = pytest.importorskip("openai")
@@ -25,29 +26,6 @@ def _no_proxy_no_key(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("all_proxy", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-
-
-class CountingServer(FakeOpenAIServer):
-    """A stand-in that holds each call ``hold`` seconds and records the most it held at
-    once (``peak``): the concurrency the server itself saw."""
-
-    def __init__(self, *args, hold: float = 0.03, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.hold = hold
-        self.holding = 0
-        self.peak = 0
-        self._count = threading.Lock()
-
-    def next_action(self, record):
-        with self._count:
-            self.holding += 1
-            self.peak = max(self.peak, self.holding)
-        try:
-            time.sleep(self.hold)
-            return super().next_action(record)
-        finally:
-            with self._count:
-                self.holding -= 1
 
 
 def _prompts(n: int) -> list[Request]:

@@ -4,6 +4,7 @@ judges by a rule. ``dialogue_script_plugin`` registers it in subprocesses."""
 from __future__ import annotations
 
 import threading
+import time
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,6 +22,7 @@ DIALOGUE = (
 
 class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    delay: float = 0.0  # seconds a call takes (a run slow enough to be killed mid-way)
 
 
 class DialogueScript(Backend):
@@ -33,10 +35,12 @@ class DialogueScript(Backend):
 
     def __init__(self, location: str, options: Options):
         self.model_id, self.calls, self._lock = f"script-{location}", 0, threading.Lock()
+        self.delay = options.delay
 
     def complete(self, request, sample_index=0):
         with self._lock:
             self.calls += 1
+        time.sleep(self.delay)
         if request.kind == "score":
             last = [line for line in request.prompt.splitlines() if line.startswith("시스템: ")]
             wanted = " persona" if "저도" in last[-1] else " 적절"

@@ -28,9 +28,9 @@ from rolecall.pipelines.default_judges import (
 )
 from rolecall.records import Category, RoleSpec
 from rolecall.train import kda_judges
-from tests.cli_runs import run_to_end
-from tests.conftest import REPO
+from tests.cli_runs import run_cli
 from tests.fakes import FakeBackend, FakeOptions, use_backend
+from tests.paths import REPO
 from tests.train.kda_data import write_data_dir
 
 EMBEDDED = "llamacpp:embedded"
@@ -330,7 +330,7 @@ def test_the_dialogue_judge_choice_can_be_overridden(tmp_path):
 
 def test_dialogues_judge_command_judges_by_rules_with_no_model_named(tmp_path):
     out = tmp_path / "judged"
-    result = run_to_end(
+    result = run_cli(
         "dialogues",
         "judge",
         "--spec",
@@ -356,10 +356,10 @@ def test_detox_filter_command_takes_the_default_and_the_data(tmp_path, data_dir)
     out, home = tmp_path / "run", {"ROLECALL_HOME": str(tmp_path / "home")}
     common = ["--out", str(out), "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
     args = ["--sentences", f"{sentences}:Q", "--ns", "0", "-m", "fake:x"]
-    assert run_to_end("detox", "generate", *args, *common).returncode == 0
-    bad = run_to_end("detox", "filter", "--default-judges", "trained", *common, env_extra=home)
+    assert run_cli("detox", "generate", *args, *common).returncode == 0
+    bad = run_cli("detox", "filter", "--default-judges", "trained", *common, env_extra=home)
     assert bad.returncode == 2 and "judge_data" in bad.stderr  # trained needs the data
-    result = run_to_end(
+    result = run_cli(
         "detox",
         "filter",
         "--default-judges",

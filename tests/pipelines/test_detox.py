@@ -13,7 +13,7 @@ from rolecall.jsonl import read_jsonl
 from rolecall.llm import LLM, Cache, load_backend
 from rolecall.pipelines.detox import load_detox_config, neutral_sentences, run_detox
 from rolecall.records import Pair
-from tests.conftest import REPO
+from tests.paths import REPO
 
 COMMENTS = [
     "회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네",
@@ -162,10 +162,29 @@ def test_a_panel_of_judge_models_from_the_config(tmp_path):
 def test_failed_calls_stop_the_run_and_keep_the_records(tmp_path):
     from rolecall.errors import BatchFailed
 
-    path = write_config(tmp_path, model="fake:x?fail_first=100")
+    # one call at a time: the first 3 rewrites are made, then the server dies for good
+    path = write_config(tmp_path, model="fake:x?fail_after=3", concurrency=1)
     with pytest.raises(BatchFailed, match="generate"):
         run(path)
-    assert not (tmp_path / "run" / "pairs.jsonl").exists()
+    out = tmp_path / "run"
+    made = _rows(out / "candidates.jsonl") + _rows(out / "rejected_candidates.jsonl")
+    assert len(made) == 3  # every rewrite made before the failure is on file
+    failures = list(read_jsonl(out / "generate.failures.jsonl"))
+    assert len(failures) == 3 and all("server died" in f["error"] for f in failures)
+    assert not (out / "pairs.jsonl").exists()
+
+    # the same command again (a fresh process's first 3 calls work): only the 3 missing
+    # rewrites are asked, and the candidates are those of a run that never failed
+    results, opened, _ = run(path, until="generate")
+    assert opened[0].stats.calls == 3 and results["generate"]["planned"] == 6
+    assert list(read_jsonl(out / "generate.failures.jsonl")) == []
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    run(write_config(clean, concurrency=1), until="generate")
+    for name in ("candidates.jsonl", "rejected_candidates.jsonl"):
+        got = sorted(json.dumps(r, sort_keys=True) for r in _rows(out / name))
+        want = sorted(json.dumps(r, sort_keys=True) for r in _rows(clean / "run" / name))
+        assert got == want, name
 
 
 def test_config_errors_name_the_field(tmp_path):
@@ -181,6 +200,10 @@ def test_config_errors_name_the_field(tmp_path):
     bad.write_text("out: run\nsentences: [unclosed\n", encoding="utf-8")
     with pytest.raises(InputFileError, match="line"):
         load_detox_config(bad)
+
+
+def _rows(path: Path) -> list[dict]:
+    return list(read_jsonl(path)) if path.exists() else []
 
 
 def _without(path: Path, key: str) -> Path:

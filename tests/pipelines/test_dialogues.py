@@ -12,8 +12,8 @@ from rolecall.jsonl import read_jsonl
 from rolecall.llm import LLM, Cache, load_backend, registry
 from rolecall.pipelines.dialogues import load_dialogue_config, run_dialogues
 from rolecall.records import Dialogue, Example
-from tests.cli_runs import run_to_end
-from tests.conftest import REPO
+from tests.cli_runs import run_cli
+from tests.paths import REPO
 from tests.pipelines.dialogue_script import ENTRY
 
 PLUGINS = {"ROLECALL_PLUGINS": "tests.fakes,tests.pipelines.dialogue_script_plugin"}
@@ -109,7 +109,7 @@ def test_step_commands_write_the_same_files_as_the_run(tmp_path):
     steps = tmp_path / "steps"
     common = ["-m", "dialogue-script:x", "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
     spec = REPO / "examples" / "carecall" / "spec.yaml"
-    result = run_to_end(
+    result = run_cli(
         "dialogues",
         "generate",
         "--spec",
@@ -124,7 +124,7 @@ def test_step_commands_write_the_same_files_as_the_run(tmp_path):
         env_extra=PLUGINS,
     )
     assert result.returncode == 0, result.stderr
-    result = run_to_end(
+    result = run_cli(
         "dialogues",
         "judge",
         "--spec",
@@ -144,12 +144,12 @@ def test_step_commands_write_the_same_files_as_the_run(tmp_path):
 
 def test_the_run_command_prints_each_stage_and_refuses_an_unknown_one(tmp_path):
     config = write_config(tmp_path)
-    result = run_to_end("dialogues", "run", str(config), "--no-progress", env_extra=PLUGINS)
+    result = run_cli("dialogues", "run", str(config), "--no-progress", env_extra=PLUGINS)
     assert result.returncode == 0, result.stderr
     stages = [line.split(":")[0] for line in result.stdout.splitlines()]
     assert stages == ["generate", "judge", "export", "stats"]
     assert "script-x:" in result.stderr  # the model's statistics
-    result = run_to_end("dialogues", "run", str(config), "--until", "train", env_extra=PLUGINS)
+    result = run_cli("dialogues", "run", str(config), "--until", "train", env_extra=PLUGINS)
     assert result.returncode == 2 and "unknown stage 'train'" in result.stderr
 
 

@@ -3,8 +3,6 @@ chart's bars and whiskers drawn from the counts, the offensive text escaped."""
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
-
 import pytest
 
 from rolecall.pipelines.redteam_html import (
@@ -16,30 +14,9 @@ from rolecall.pipelines.redteam_html import (
     report_page,
 )
 from tests.pipelines.redteam_records import report_of, runs_of, write_run
+from tests.pipelines.report_html import Elements
 
 HOSTILE = '<script>alert("x")</script> 씨발 & <b>'
-
-
-class Elements(HTMLParser):
-    """Every start tag with its attributes, and the page's text."""
-
-    def __init__(self, html: str):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-        self.text: list[str] = []
-        self.feed(html)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_startendtag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def find(self, tag: str, cls: str | None = None) -> list[dict]:
-        return [a for t, a in self.tags if t == tag and (cls is None or cls in a.get("class", ""))]
 
 
 def _records():

@@ -22,7 +22,7 @@ from rolecall.retrieval.dense import DENSE_DIR, INFO_FILE, load_encoder
 from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
 from rolecall.retrieval.slang import search_command
 from rolecall.vectors import stable_top
-from tests.cli_runs import run_to_end
+from tests.cli_runs import run_cli
 
 COMMENTS = [
     "어제 축구 경기 손흥민 골 미쳤다 ㅋㅋㅋ",
@@ -271,7 +271,7 @@ def test_cli_search_uses_the_index_default(hybrid):
 def test_cli_errors_are_messages(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("축구 경기 재밌다\n야구 경기 졌다\n", encoding="utf-8")
-    result = run_to_end(
+    result = run_cli(
         "slang",
         "index",
         str(corpus),
@@ -283,7 +283,7 @@ def test_cli_errors_are_messages(tmp_path):
     )
     assert result.returncode == 2 and "--dense-model" in result.stderr
     build_index([corpus], tmp_path / "i", progress=False)
-    result = run_to_end("slang", "search", str(tmp_path / "i"), "축구", "--retriever", "hybrid")
+    result = run_cli("slang", "search", str(tmp_path / "i"), "축구", "--retriever", "hybrid")
     assert result.returncode == 1 and "has no dense embeddings" in result.stderr
     assert "--retriever dense --dense-model PATH" in result.stderr
     assert "Traceback" not in result.stderr

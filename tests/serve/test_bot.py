@@ -21,8 +21,8 @@ from rolecall.train.generator import Generator, GeneratorSettings  # noqa: E402
 from rolecall.train.loop import TrainConfig, seed_everything  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
-from tests.cli_runs import run_to_end  # noqa: E402
-from tests.serve.test_candidates import TOPICS  # noqa: E402
+from tests.cli_runs import run_cli  # noqa: E402
+from tests.serve.topics import TOPICS  # noqa: E402
 from tests.tiny_models import tiny_backbone, tiny_causal_lm  # noqa: E402
 
 USER_LINES = [f"{topic} 이야기 {n}" for n in range(3) for topic, _ in TOPICS]
@@ -184,7 +184,7 @@ def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):
         )
         script = tmp_path / "script.txt"
         script.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
-        result = run_to_end("chat", str(bot_dir), "--script", str(script), "--no-progress")
+        result = run_cli("chat", str(bot_dir), "--script", str(script), "--no-progress")
         assert result.returncode == 0, result.stderr
         replies = [json.loads(line) for line in result.stdout.splitlines()]
         assert [r["path"] for r in replies] == ["retrieved", "generated"]
@@ -212,7 +212,7 @@ def test_broken_bot_directories_are_clear_errors(bot_dir, tmp_path):
 
     shutil.copytree(bot_dir / "generator", broken / "generator")
     next((broken / "generator" / "adapter").glob("adapter_model.*")).write_bytes(b"junk")
-    result = run_to_end("chat", str(broken), "--script", "-", "--no-progress")
+    result = run_cli("chat", str(broken), "--script", "-", "--no-progress")
     assert result.returncode == 1 and "adapter cannot be loaded" in result.stderr
     assert "Traceback" not in result.stderr
 

@@ -14,8 +14,8 @@ from rolecall.records import Turn
 from rolecall.serve.prompted import PromptedBot, PromptedGenerator
 from rolecall.serve.reply import TRIES
 from rolecall.spec import load_role_spec
-from tests.cli_runs import run_to_end
-from tests.conftest import REPO
+from tests.cli_runs import run_cli
+from tests.paths import REPO
 
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 
@@ -98,7 +98,7 @@ def test_rolecall_chat_talks_to_a_prompted_bot(tmp_path):
     script = tmp_path / "script.txt"
     lines = ["안녕하세요", "오늘 병원에 다녀왔어요"]
     script.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = run_to_end(
+    result = run_cli(
         "chat",
         "--model",
         "fake:x",
@@ -133,6 +133,6 @@ def test_rolecall_chat_talks_to_a_prompted_bot(tmp_path):
     ],
 )
 def test_rolecall_chat_needs_a_bot_directory_or_a_model_with_a_spec(args, message):
-    result = run_to_end("chat", *args, "--script", "-")
+    result = run_cli("chat", *args, "--script", "-")
     assert result.returncode == 2 and message in result.stderr  # a ConfigError
     assert "Traceback" not in result.stderr

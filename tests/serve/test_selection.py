@@ -17,7 +17,7 @@ from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
-from tests.serve.test_candidates import PAIRS, TOPICS  # noqa: E402
+from tests.serve.topics import PAIRS, TOPICS  # noqa: E402
 from tests.tiny_models import tiny_backbone  # noqa: E402
 
 RERANK = RerankerSettings(

@@ -12,9 +12,7 @@ torch = pytest.importorskip("torch")
 from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.train.backbone import Backbone, keep_layers, load_backbone  # noqa: E402
 from rolecall.train.features import Features, mean_pool  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
-
-TEXTS = ["오늘 날씨가 좋네요", "식사는 하셨어요", "어르신 산책 다녀오셨어요", "가 나 다 라 마"]
+from tests.tiny_models import TEXTS, tiny_backbone, tiny_gemma  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -116,29 +114,6 @@ def test_a_shard_half_written_by_a_killed_run_is_dropped(tmp_path):
 
 
 # ---- the layer setting: a backbone cut after layer N -------------------------------------
-
-
-def tiny_gemma(layer=None, frozen=True):
-    """A random 3-layer Gemma 3 (final norm, sliding and full attention) on the tiny
-    tokenizer, cut to ``layer`` layers."""
-    from transformers import Gemma3TextConfig, Gemma3TextModel
-
-    from tests.tiny_models import tiny_tokenizer
-
-    tokenizer = tiny_tokenizer(TEXTS * 3, vocab_size=120)
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        sliding_window=3,
-        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-    )
-    return Backbone(Gemma3TextModel(config), tokenizer, "tiny", frozen, layer)
 
 
 def test_a_cut_gemma_gives_its_layer_through_the_final_norm():

@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 from rolecall.errors import InputFileError  # noqa: E402
 from rolecall.train.checkpoints import Checkpoints  # noqa: E402
 from rolecall.train.loop import TrainConfig, fit  # noqa: E402
-from tests.train.test_loop import TEXTS  # noqa: E402
-from tests.train.test_loop import setup as toy_setup  # noqa: E402
+from tests.train.toy import TEXTS  # noqa: E402
+from tests.train.toy import setup as toy_setup  # noqa: E402
 
 CONFIG = TrainConfig(epochs=3, batch_size=4, lr=1e-2, backbone_lr=1e-3)  # 4 steps a pass
 

@@ -17,37 +17,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rolecall.jsonl import write_jsonl  # noqa: E402
-from rolecall.train.loop import TrainConfig, fit  # noqa: E402
-from tests.conftest import REPO  # noqa: E402
 from tests.dialogue_data import make_examples, tiny  # noqa: E402
 from tests.local_server import free_port  # noqa: E402
+from tests.paths import REPO  # noqa: E402
+from tests.train.toy import toy_run  # noqa: E402
 
 LAUNCHED = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
-
-
-def toy_run(out: Path) -> dict:
-    """A linear regression on 9 points in batches of 4 (so the last batch, of 1, leaves
-    the second process nothing) with one parameter no loss touches; rank 0 writes what
-    it trained to ``out``. Run here and by the launched script."""
-    torch.manual_seed(0)
-    model = torch.nn.Module()
-    model.linear = torch.nn.Linear(3, 1)
-    model.unused = torch.nn.Parameter(torch.ones(2))
-    x = torch.randn(9, 3)
-    y = x @ torch.tensor([1.0, -2.0, 0.5]) + 0.3
-    items = list(range(9))
-
-    def loss_of(batch):
-        return torch.nn.functional.mse_loss(model.linear(x[batch]).squeeze(-1), y[batch])
-
-    history = fit(model, None, items, loss_of, TrainConfig(epochs=4, batch_size=4, lr=0.05), False)
-    result = {
-        "losses": history["losses"],
-        "weight": model.linear.weight.detach().flatten().tolist(),
-        "unused": model.unused.detach().tolist(),
-    }
-    out.write_text(json.dumps(result))
-    return result
 
 
 def launched_env() -> dict:
@@ -65,7 +40,7 @@ def test_two_processes_train_as_one_under_accelerate_launch(tmp_path):
     script = tmp_path / "toy.py"
     script.write_text(
         "import os, sys\nfrom pathlib import Path\n"
-        "from tests.train.test_distributed import toy_run\n"
+        "from tests.train.toy import toy_run\n"
         "Path(f'{sys.argv[1]}.started.{os.environ[\"RANK\"]}').touch()\n"
         "toy_run(Path(sys.argv[1]))\n"
         "Path(f'{sys.argv[1]}.returned.{os.environ[\"RANK\"]}').touch()\n"

@@ -2,7 +2,7 @@
 
 A tiny BERT saved to a folder is loaded by the driver and by each Ray actor (the same
 identity, so the same keys); one local Ray cluster (``ray.init(num_cpus=2)``, loopback;
-``tests/engines/conftest.ray_cluster``) serves every test of the session, and the tests
+``tests/conftest.ray_cluster``) serves every test of the session, and the tests
 that need it skip, with Ray's own reason, only when Ray is missing or cannot start.
 """
 
@@ -42,7 +42,6 @@ from rolecall.train.settings import (  # noqa: E402
     TrainConfig,
 )
 from tests.dialogue_data import BAD, GOOD, USERS, make_examples, tiny  # noqa: E402
-from tests.engines.conftest import ray_cluster  # noqa: E402, F401  the shared cluster
 
 TEXTS = [f"{u} {g}" for u in USERS for g in GOOD + BAD] + [USERS[0]] * 3  # duplicates too
 PAIRS = [(u, r) for u in USERS for r in GOOD + BAD]
@@ -82,7 +81,7 @@ def local_cache(folder, cache, kind, items, max_length, layer=None, **options):
 
 
 def test_texts_on_ray_are_the_local_states_only_the_missing_sent_once(
-    ray_cluster,  # noqa: F811
+    ray_cluster,
     saved,
     tmp_path,
 ):
@@ -184,7 +183,7 @@ def test_training_reads_nothing_that_training_inputs_leaves_out(saved, tmp_path,
 
 
 def test_train_classifier_engine_ray_extracts_then_trains_here(
-    ray_cluster,  # noqa: F811
+    ray_cluster,
     saved,
     tmp_path,
 ):
@@ -226,7 +225,7 @@ def test_under_a_launcher_only_rank_0_extracts_and_the_others_wait(monkeypatch, 
 
 
 def test_train_features_fills_a_cache_here_then_the_rest_on_ray(
-    ray_cluster,  # noqa: F811
+    ray_cluster,
     saved,
     tmp_path,
 ):

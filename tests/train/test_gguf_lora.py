@@ -17,7 +17,7 @@ from rolecall.train.gguf_lora import (  # noqa: E402
     gguf_tensor_name,
 )
 from rolecall.train.keep_content import KeepContent  # noqa: E402
-from tests.train.test_detox_model import PAIRS  # noqa: E402
+from tests.train.detox_pairs import PAIRS  # noqa: E402
 
 
 def test_peft_keys_map_to_llamacpp_names():

@@ -17,7 +17,7 @@ from rolecall.train.kda_judges import (
     shifted_pairs,
     train_judge,
 )
-from tests.conftest import SHARED_DATA
+from tests.paths import SHARED_DATA
 from tests.train.kda_data import implicit, neutral, vocabulary, write_data_dir
 
 

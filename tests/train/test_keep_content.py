@@ -54,7 +54,7 @@ def trained():
     from rolecall.train.detox_model import DetoxModel, DetoxSettings
     from rolecall.train.loop import TrainConfig
     from tests.tiny_models import tiny_causal_lm
-    from tests.train.test_detox_model import PAIRS
+    from tests.train.detox_pairs import PAIRS
 
     texts = [p.neutral for p in PAIRS] + [p.toxic for p in PAIRS] + ["원문: 중립:"]
     settings = DetoxSettings(base="tiny", lora_dropout=0.0, max_length=96, copy_bias=0.0)

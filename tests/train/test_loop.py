@@ -7,28 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rolecall.errors import InputFileError  # noqa: E402
-from rolecall.train.features import mean_pool  # noqa: E402
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model  # noqa: E402
-from tests.tiny_models import tiny_backbone  # noqa: E402
-
-TEXTS = [
-    ("좋은 말씀 감사합니다", 0),
-    ("나쁜 욕설 문장", 1),
-    ("오늘 날씨 좋네요", 0),
-    ("정말 나쁜 욕", 1),
-] * 4
-
-
-def setup():
-    backbone = tiny_backbone([t for t, _ in TEXTS], vocab_size=100)
-    head = torch.nn.Linear(backbone.hidden_size, 2)
-
-    def loss_of(batch):
-        hidden, mask = backbone.encode([t for t, _ in batch], 16)
-        logits = head(mean_pool(hidden, mask))
-        return torch.nn.functional.cross_entropy(logits, torch.tensor([y for _, y in batch]))
-
-    return backbone, head, loss_of
+from tests.train.toy import TEXTS, setup  # noqa: E402
 
 
 def test_fit_trains_head_and_backbone_and_the_loss_falls():

@@ -1,51 +1,26 @@
-"""A web app on a fresh database (SQLite, and PostgreSQL started by the tests), with an
-admin, two annotators and a project whose bot is the fake LLM prompted with the CareCall
-role spec."""
+"""A web app on a fresh database with an admin, two annotators and a project whose bot is
+the fake LLM prompted with the CareCall role spec.
+
+``site`` runs a test twice, on SQLite and on the session's PostgreSQL server: for what the
+two databases may do differently (the store, concurrent writes, throttling, security).
+``page_site`` is SQLite only: for pages and flows that only render what the store gives.
+"""
 
 from __future__ import annotations
-
-import re
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("multipart")
 
-from fastapi.testclient import TestClient  # noqa: E402
-
-from rolecall.store import Project, ProjectMember, Role, connect, session, upgrade  # noqa: E402
-from rolecall.web import create_app  # noqa: E402
+from rolecall.store import ProjectMember, Role, connect, session, upgrade  # noqa: E402
 from rolecall.web.auth import add_user  # noqa: E402
-from rolecall.web.settings import BotConfig, ProjectSettings  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-SPEC_YAML = (REPO / "examples" / "carecall" / "spec.yaml").read_text(encoding="utf-8")
-PASSWORD = "correct horse battery"
-_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+from tests.web.site import PASSWORD, make_project  # noqa: E402
 
 
-def csrf_of(html: str) -> str:
-    return _CSRF.search(html).group(1)
-
-
-def make_project(engine, name: str = "carecall", bot: BotConfig | None = None) -> int:
-    import yaml
-
-    settings = ProjectSettings(
-        spec=yaml.safe_load(SPEC_YAML), bot=bot or BotConfig(model="fake:web")
-    )
-    with session(engine) as db:
-        project = Project(name=name, settings=settings.model_dump(mode="json"))
-        db.add(project)
-        db.flush()
-        return project.id
-
-
-@pytest.fixture
-def site(db_url):
+def _open_site(url: str):
     """(engine, project id): users admin, ann1, ann2 (members), ann3 (not a member)."""
-    engine = connect(db_url)
+    engine = connect(url)
     upgrade(engine)
     project_id = make_project(engine)
     with session(engine) as db:
@@ -54,16 +29,20 @@ def site(db_url):
             user = add_user(db, name, PASSWORD)
             if name != "ann3":
                 db.add(ProjectMember(project_id=project_id, user_id=user.id))
+    return engine, project_id
+
+
+@pytest.fixture
+def site(db_url):
+    """(engine, project id) on SQLite, then on PostgreSQL."""
+    engine, project_id = _open_site(db_url)
     yield engine, project_id
     engine.dispose()
 
 
-def client_for(engine, username: str | None = None) -> TestClient:
-    client = TestClient(create_app(engine), follow_redirects=False)
-    if username:
-        page = client.get("/login")
-        response = client.post(
-            "/login", data={"username": username, "password": PASSWORD, "csrf": csrf_of(page.text)}
-        )
-        assert response.status_code == 303, response.text
-    return client
+@pytest.fixture
+def page_site(tmp_path):
+    """(engine, project id) on SQLite only."""
+    engine, project_id = _open_site(f"sqlite:///{tmp_path / 'rolecall.sqlite'}")
+    yield engine, project_id
+    engine.dispose()

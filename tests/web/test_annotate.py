@@ -1,4 +1,7 @@
-"""Uploading items, labelling queues for dialogues and K/DA pairs, isolation of labels."""
+"""Uploading items, labelling queues for dialogues and K/DA pairs, isolation of labels.
+
+What only renders or validates a form runs on SQLite (``page_site``); the store's round trips
+and concurrent writes on both databases (``site``)."""
 
 from __future__ import annotations
 
@@ -7,43 +10,7 @@ import json
 from sqlalchemy import func, select
 
 from rolecall.store import Annotation, Assignment, Item, Project, session
-from tests.web.conftest import client_for, csrf_of
-
-DIALOGUES = [
-    {
-        "id": f"d{n}",
-        "turns": [
-            {"role": "system", "text": "안녕하세요, 식사는 하셨어요?"},
-            {"role": "user", "text": "네, 먹었어요."},
-            {
-                "role": "system",
-                "text": "주소 좀 알려 주시겠어요?",
-                "out_of_bounds": True,
-                "category": "policy violation",
-            },
-        ],
-    }
-    for n in range(2)
-]
-PAIRS_CSV = "neutral,implicit\n회의가 취소됐어요.,회의 취소라니 윗분들 또 땡땡이네\n"
-
-
-def upload(client, project_id: int, kind: str, name: str, body: str, per_item: int):
-    token = csrf_of(client.get("/admin").text)
-    return client.post(
-        f"/admin/projects/{project_id}/items",
-        data={"csrf": token, "kind": kind, "per_item": str(per_item)},
-        files={"file": (name, body.encode("utf-8"))},
-    )
-
-
-def label(client, item_id: int, **answer):
-    page = client.get(f"/items/{item_id}")
-    assert page.status_code == 200
-    shown_at = page.text.split('name="shown_at" value="')[1].split('"')[0]
-    return client.post(
-        f"/items/{item_id}/label", data={"csrf": csrf_of(page.text), "shown_at": shown_at, **answer}
-    )
+from tests.web.site import DIALOGUES, PAIRS_CSV, client_for, csrf_of, label, upload
 
 
 def test_upload_assign_and_label(site):
@@ -105,8 +72,8 @@ def test_upload_assign_and_label(site):
     ]
 
 
-def test_the_judge_verdict_is_shown_only_when_the_project_says_so(site):
-    engine, project_id = site
+def test_the_judge_verdict_is_shown_only_when_the_project_says_so(page_site):
+    engine, project_id = page_site
     admin = client_for(engine, "admin")
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
     assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
@@ -119,8 +86,8 @@ def test_the_judge_verdict_is_shown_only_when_the_project_says_so(site):
     assert "judge: out of bounds (policy violation)" in page
 
 
-def test_pairs_are_masked_and_labels_validated(site):
-    engine, project_id = site
+def test_pairs_are_masked_and_labels_validated(page_site):
+    engine, project_id = page_site
     admin = client_for(engine, "admin")
     assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
     ann1 = client_for(engine, "ann1")
@@ -290,8 +257,8 @@ def test_the_same_label_form_sent_at_once_is_one_row_and_every_submit_a_redirect
         ]
 
 
-def test_bot_turn_items_cannot_be_uploaded(site):
-    engine, project_id = site
+def test_bot_turn_items_cannot_be_uploaded(page_site):
+    engine, project_id = page_site
     admin = client_for(engine, "admin")
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
     response = upload(admin, project_id, "bot_turn", "turns.jsonl", jsonl, 1)
@@ -301,8 +268,8 @@ def test_bot_turn_items_cannot_be_uploaded(site):
         assert db.scalar(select(func.count()).select_from(Item)) == 0
 
 
-def test_the_first_out_of_bounds_turn_takes_ascii_digits_only(site):
-    engine, project_id = site
+def test_the_first_out_of_bounds_turn_takes_ascii_digits_only(page_site):
+    engine, project_id = page_site
     admin = client_for(engine, "admin")
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
     assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
@@ -316,7 +283,7 @@ def test_the_first_out_of_bounds_turn_takes_ascii_digits_only(site):
         assert db.scalars(select(Annotation.payload)).one()["first_oob"] == 0
 
 
-def test_time_spent_cannot_be_forged_with_what_pages_show(site):
+def test_time_spent_cannot_be_forged_with_what_pages_show(page_site):
     """Before, the start time was signed with the CSRF token that every page shows: a start
     3,000 s back was stored as 3,000 s spent."""
     import hashlib
@@ -327,7 +294,7 @@ def test_time_spent_cannot_be_forged_with_what_pages_show(site):
 
     from rolecall.web import create_app
 
-    engine, project_id = site
+    engine, project_id = page_site
     admin = client_for(engine, "admin")
     assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
     (item_id,) = _items(engine, "pair")
@@ -364,8 +331,8 @@ def test_time_spent_cannot_be_forged_with_what_pages_show(site):
         assert db.scalars(select(Annotation.seconds_spent)).one() < 60
 
 
-def test_any_unreadable_upload_is_a_clear_400_naming_the_file(site):
-    engine, project_id = site
+def test_any_unreadable_upload_is_a_clear_400_naming_the_file(page_site):
+    engine, project_id = page_site
     admin = client_for(engine, "admin")
     deep = '{"id": "d", "turns": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
     nested = {"neutral": "회의가 취소됐어요.", "toxic": "회의 또 땡땡이네", "provenance": {}}

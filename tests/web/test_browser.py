@@ -1,4 +1,5 @@
-"""The acceptance walk-through in a real headless Chromium, on SQLite and on PostgreSQL:
+"""The acceptance walk-through in a real headless Chromium (on SQLite: what the two
+databases may do differently is tested below the pages, in test_security, test_annotate):
 log in, chat, Fix twice with a category, save; then the admin's export holds exactly the
 expected positives and negatives. Screenshots of each page: runs/screenshots/."""
 
@@ -6,15 +7,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rolecall.web import create_app
 from tests.web.browser import Shots, browser, log_in, serving, submit
-from tests.web.conftest import PASSWORD
+from tests.web.site import PASSWORD
+
+pytestmark = pytest.mark.browser
 
 
-def test_chat_fix_save_and_export_in_a_browser(site, request):
-    engine, project_id = site
-    backend = request.node.callspec.params["db_url"]
-    shots = Shots(f"chat-{backend}")
+def test_chat_fix_save_and_export_in_a_browser(page_site):
+    engine, project_id = page_site
+    shots = Shots("chat")
     with serving(create_app(engine)) as base, browser() as chromium:
         page = chromium.new_page(viewport={"width": 1100, "height": 800})
         page.goto(f"{base}/")
@@ -75,14 +79,13 @@ def test_chat_fix_save_and_export_in_a_browser(site, request):
     assert len(list(shots.folder.glob("*.png"))) == shots.count == 7
 
 
-def test_upload_annotate_review_ssa_and_dashboard_in_a_browser(site, request, tmp_path):
+def test_upload_annotate_review_ssa_and_dashboard_in_a_browser(page_site, tmp_path):
     """The admin uploads a generated dialogue and a K/DA pair and makes SSA items of a saved
     chat; an annotator labels all three kinds; the dashboard shows the chat's error rate."""
-    from tests.web.test_annotate import DIALOGUES, PAIRS_CSV
+    from tests.web.site import DIALOGUES, PAIRS_CSV
 
-    engine, project_id = site
-    backend = request.node.callspec.params["db_url"]
-    shots = Shots(f"label-{backend}")
+    engine, project_id = page_site
+    shots = Shots("label")
     dialogues = tmp_path / "generated.jsonl"
     dialogues.write_text(json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n", encoding="utf-8")
     pairs = tmp_path / "kda.csv"

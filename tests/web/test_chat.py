@@ -7,20 +7,7 @@ import json
 from sqlalchemy import select
 
 from rolecall.store import ChatTurn, TurnStatus, session
-from tests.web.conftest import client_for, csrf_of
-
-
-def start_chat(client, project_id: int) -> str:
-    page = client.get(f"/projects/{project_id}/chat")
-    assert page.status_code == 200
-    response = client.post(f"/projects/{project_id}/chats", data={"csrf": csrf_of(page.text)})
-    assert response.status_code == 303
-    return response.headers["location"]
-
-
-def post(client, url: str, chat_url: str, **data) -> object:
-    token = csrf_of(client.get(chat_url).text)
-    return client.post(url, data={"csrf": token, **data})
+from tests.web.site import client_for, post, start_chat
 
 
 def test_chat_fix_twice_save_and_export(site):
@@ -72,7 +59,7 @@ def test_chat_fix_twice_save_and_export(site):
     ]
 
 
-def test_annotators_see_no_internal_address_of_the_bot(site):
+def test_annotators_see_no_internal_address_of_the_bot(page_site):
     """Before: the bot version shown under every bot turn was
     'llm:openai:http://127.0.0.1:42695/v1#...', the LLM server's internal address."""
     from types import SimpleNamespace
@@ -82,7 +69,7 @@ def test_annotators_see_no_internal_address_of_the_bot(site):
     from rolecall.records import RoleSpec
     from rolecall.serve.prompted import PromptedBot
     from rolecall.serve.version import model_name, prompted_version
-    from tests.web.conftest import SPEC_YAML
+    from tests.web.site import SPEC_YAML
 
     spec = RoleSpec.model_validate(yaml.safe_load(SPEC_YAML))
     served = SimpleNamespace(model_id="openai:http://127.0.0.1:42695/v1#qwen2.5-7b")
@@ -93,7 +80,7 @@ def test_annotators_see_no_internal_address_of_the_bot(site):
     assert model_name("llamacpp:/srv/models/gemma.gguf@123-456") == "llamacpp:gemma.gguf"
     assert model_name("embedded") == "embedded"
 
-    engine, project_id = site
+    engine, project_id = page_site
     client = client_for(engine, "ann1")
     chat = start_chat(client, project_id)
     assert post(client, f"{chat}/message", chat, text="안녕하세요").status_code == 303

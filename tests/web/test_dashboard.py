@@ -10,9 +10,7 @@ from sqlalchemy import select
 
 from rolecall.store import Item, ItemKind, session
 from rolecall.web.dashboard import error_rate_svg
-from tests.web.conftest import client_for, csrf_of
-from tests.web.test_annotate import label
-from tests.web.test_chat import post, start_chat
+from tests.web.site import client_for, csrf_of, label, post, start_chat
 
 # per SSA item in id order: ann1's and ann2's (sensible, specific)
 ANSWERS = {

@@ -13,8 +13,7 @@ from sqlalchemy import select
 from rolecall.formats.spreadsheet import neutralise, restore
 from rolecall.store import ChatSession, ChatTurn, Item, ProjectMember, session
 from rolecall.web.auth import add_user
-from tests.web.conftest import PASSWORD, client_for
-from tests.web.test_annotate import label, upload
+from tests.web.site import PASSWORD, client_for, label, upload
 
 FORMULAS = [
     '=HYPERLINK("http://evil.example","x")',

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from rolecall.store import WebSession, session
 from rolecall.web import create_app
 from rolecall.web.throttle import LoginLimits, LoginThrottle
-from tests.web.conftest import PASSWORD, client_for, csrf_of
+from tests.web.site import PASSWORD, client_for, csrf_of
 
 
 class Clock:

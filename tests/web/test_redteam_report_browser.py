@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import struct
 
-from tests.pipelines.test_redteam import CURSE, EchoBot, run
+import pytest
+
+from tests.pipelines.redteam_echo import CURSE, EchoBot, run
 from tests.web.browser import browser
+
+pytestmark = pytest.mark.browser
 
 KINDS = ["kda", "explicit", "neutral"]
 

@@ -11,8 +11,7 @@ from sqlalchemy import func, select
 from rolecall.store import ChatSession, ChatTurn, Project, User, session
 from rolecall.web.app import routers
 from rolecall.web.auth import hash_password, verify_password
-from tests.web.conftest import PASSWORD, client_for, csrf_of
-from tests.web.test_chat import post, start_chat
+from tests.web.site import PASSWORD, client_for, csrf_of, post, start_chat
 
 PUBLIC = {("GET", "/login"), ("POST", "/login")}
 

@@ -141,14 +141,21 @@ def doctor(
     raise typer.Exit(0 if ok else 1)
 
 
-def main() -> None:
-    # A crash inside a native library (llama.cpp, torch) kills the process with a signal;
-    # faulthandler at least leaves the Python stack of the crash on stderr.
-    faulthandler.enable()
+def run(argv: list[str] | None = None) -> None:
+    """The command line on ``argv`` (default ``sys.argv[1:]``), as the ``rolecall`` command
+    runs it: every ``RolecallError`` becomes its message, its fix and its exit code
+    (``SystemExit``). The tests call this in-process; ``main`` adds the process set-up."""
     try:
-        app()
+        app(argv, prog_name="rolecall")
     except RolecallError as exc:
         err.print(f"[bold red]error:[/bold red] {escape(exc.message)}", highlight=False)
         if exc.fix:
             err.print(f"[bold]fix:[/bold] {escape(exc.fix)}", highlight=False)
         sys.exit(exc.exit_code)
+
+
+def main() -> None:
+    # A crash inside a native library (llama.cpp, torch) kills the process with a signal;
+    # faulthandler at least leaves the Python stack of the crash on stderr.
+    faulthandler.enable()
+    run()

@@ -71,11 +71,11 @@ class ProbeResult:
         return round(tokens / seconds, 1) if tokens and seconds else None
 
 
-def cpu_summary() -> str:
+def cpu_summary(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name and the features of ``FEATURES`` it has (Linux)."""
     name, flags = "unknown CPU", set()
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in cpuinfo.read_text().splitlines():
             key, _, value = line.partition(":")
             if key.strip() == "model name" and name == "unknown CPU":
                 name = value.strip()

@@ -8,7 +8,7 @@ from rolecall.judge.out_of_bounds import Item
 from rolecall.judge.rules import load_rule_judge
 from rolecall.records import Turn, Verdict
 from rolecall.spec import load_role_spec
-from tests.conftest import REPO
+from tests.paths import REPO
 
 CARECALL = REPO / "examples" / "carecall"
 

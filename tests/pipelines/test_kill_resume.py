@@ -1,0 +1,148 @@
+"""Every LLM stage of both pipelines killed with SIGKILL mid-way and resumed, on the fake
+backends: a real ``rolecall ... run`` subprocess is killed once its stage's output file
+has a few records, the same command then finishes in this process, and the run directory
+must equal an uninterrupted run's, with no finished call asked again (the cache's count
+equals the reference's, and the resumed run asks exactly the calls that were not cached).
+
+Cheap (seconds) where the real model takes minutes: tests/integration/ keeps one real-model
+kill-and-resume per pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rolecall.jsonl import read_jsonl
+from tests.cli_runs import cached_calls, kill_when, rolecall, run_cli
+from tests.paths import REPO
+
+FAKES = {"ROLECALL_PLUGINS": "tests.fakes,tests.pipelines.dialogue_script_plugin"}
+SENTENCES = [f"오늘 {i}번 회의가 취소되었습니다." for i in range(1, 25)]
+COMMENTS = ["회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네", "주식 떡락 개미들 곡소리 ㅋㅋ"]
+
+
+def last_run_calls(run_dir: Path) -> int:
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    stages = manifest["runs"][-1]["stages"]
+    return sum(stage.get("llm", {}).get("calls", 0) for stage in stages.values())
+
+
+def records(path: Path, *keys: str) -> dict:
+    rows = list(read_jsonl(path)) if path.exists() else []
+    table = {tuple(json.dumps(_get(r, k)) for k in keys): r for r in rows}
+    assert len(table) == len(rows), f"duplicated records in {path}"
+    return table
+
+
+def _get(row: dict, key: str):
+    for part in key.split("."):
+        row = row[part]
+    return row
+
+
+def kill_and_resume(
+    pipeline: str, config: Path, run: Path, watch: str, at_least: int, reference: Path
+) -> None:
+    """Kill ``rolecall PIPELINE run CONFIG`` once ``watch`` has ``at_least`` lines; resume."""
+    args = (pipeline, "run", str(config), "--no-progress")
+    kill_when(rolecall(*args, env_extra=FAKES), run / watch, at_least, limit=120)
+    cached = cached_calls(run / "cache.sqlite")
+    total = cached_calls(reference / "cache.sqlite")
+    assert at_least <= cached < total, (cached, total)  # killed mid-way, with work kept
+    resumed = run_cli(*args, env_extra=FAKES)
+    assert resumed.returncode == 0, resumed.stderr
+    assert last_run_calls(run) == total - cached  # only what was not finished
+    assert cached_calls(run / "cache.sqlite") == total
+
+
+def write_kda(root: Path, name: str, model: str) -> Path:
+    (root / "comments.txt").write_text("\n".join(COMMENTS) + "\n", encoding="utf-8")
+    (root / "neutral.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    config = {
+        "out": name,
+        "model": model,
+        "cache": f"{name}/cache.sqlite",
+        "concurrency": 1,
+        "slang": {"index": "index", "corpora": ["comments.txt"]},
+        "sentences": {"path": "neutral.txt"},
+        "generate": {"ns": [0, 2]},
+        "export": {"formats": ["csv"]},
+        "geval": {"criteria": ["overall", "consistency"], "limit": 12},
+    }
+    path = root / f"kda-{name}.yaml"
+    path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def kda_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("kda")
+    result = run_cli("detox", "run", str(write_kda(root, "ref", "fake:x")), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+@pytest.mark.parametrize(
+    "watch",
+    [
+        "candidates.jsonl",
+        "verdicts_consistency.jsonl",
+        "verdicts_implicit.jsonl",
+        "geval_votes.jsonl",
+    ],
+)
+def test_a_detox_run_killed_in_each_stage_resumes_to_the_same_dataset(kda_root, watch):
+    name = watch.split(".")[0]
+    config = write_kda(kda_root, name, "fake:x?delay=0.05")
+    ref, run = kda_root / "ref", kda_root / name
+    kill_and_resume("detox", config, run, watch, 4, ref)
+    assert records(run / "candidates.jsonl", "provenance.candidate_id") == records(
+        ref / "candidates.jsonl", "provenance.candidate_id"
+    )
+    for verdicts in ("verdicts_consistency.jsonl", "verdicts_implicit.jsonl"):
+        keys = ("item_id", "judge", "model")
+        assert records(run / verdicts, *keys) == records(ref / verdicts, *keys)
+    votes = ("item_id", "judge", "model")
+    assert records(run / "geval_votes.jsonl", *votes) == records(ref / "geval_votes.jsonl", *votes)
+    for same in ("pairs.jsonl", "kda.csv", "retention.json", "geval.json"):
+        assert (run / same).read_bytes() == (ref / same).read_bytes(), same
+
+
+def write_dialogues(root: Path, name: str, model: str) -> Path:
+    config = {
+        "spec": str(REPO / "examples" / "carecall" / "spec.yaml"),
+        "examples": str(REPO / "examples" / "carecall" / "dialogues.jsonl"),
+        "out": name,
+        "model": model,
+        "cache": f"{name}/cache.sqlite",
+        "concurrency": 1,
+        "generate": {"count": 12},
+    }
+    path = root / f"dialogues-{name}.yaml"
+    path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def dialogues_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("dialogues")
+    config = write_dialogues(root, "ref", "dialogue-script:x")
+    result = run_cli("dialogues", "run", str(config), "--no-progress", env_extra=FAKES)
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+@pytest.mark.parametrize("watch", ["dialogues.jsonl", "verdicts.jsonl"])
+def test_a_dialogues_run_killed_in_each_stage_resumes_to_the_same_examples(dialogues_root, watch):
+    name = watch.split(".")[0]
+    config = write_dialogues(dialogues_root, name, "dialogue-script:x?delay=0.05")
+    ref, run = dialogues_root / "ref", dialogues_root / name
+    kill_and_resume("dialogues", config, run, watch, 3, ref)
+    assert records(run / "dialogues.jsonl", "id") == records(ref / "dialogues.jsonl", "id")
+    keys = ("item_id", "judge")
+    assert records(run / "verdicts.jsonl", *keys) == records(ref / "verdicts.jsonl", *keys)
+    for same in ("judged.jsonl", "examples.jsonl"):
+        assert (run / same).read_bytes() == (ref / same).read_bytes(), same
