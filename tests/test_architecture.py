@@ -23,6 +23,7 @@ import ast
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from tests.paths import REPO
@@ -187,6 +188,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+WORD = re.compile(r"\w+")
 # Known package code that only tests and benches use, listed by issue #33 to move out;
 # this list may only shrink.
 TEST_ONLY_KNOWN = {
@@ -202,12 +204,13 @@ def test_test_helpers_do_not_ship_in_the_package():
     do is test-only code: it belongs in tests/ (commands, registered by decorators, are
     used by the command line)."""
     sources = {path: path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")}
-    package_text = "\n".join(sources.values())
-    test_text = "\n".join(
-        path.read_text(encoding="utf-8")
+    in_package = Counter(word for text in sources.values() for word in WORD.findall(text))
+    in_tests = {
+        word
         for folder in ("tests", "bench")
         for path in (REPO / folder).rglob("*.py")
-    )
+        for word in WORD.findall(path.read_text(encoding="utf-8"))
+    }
     test_only = set()
     for path, text in sources.items():
         for node in ast.parse(text).body:
@@ -217,8 +220,7 @@ def test_test_helpers_do_not_ship_in_the_package():
                 continue
             if node.decorator_list and not isinstance(node, ast.ClassDef):
                 continue  # a command, registered by its decorator
-            word = re.compile(rf"\b{re.escape(node.name)}\b")
-            if len(word.findall(package_text)) == 1 and word.search(test_text):
+            if in_package[node.name] == 1 and node.name in in_tests:
                 test_only.add(f"{path.relative_to(PACKAGE).as_posix()}:{node.name}")
     assert test_only <= TEST_ONLY_KNOWN, (
         f"used only by tests or benches, move into tests/: {sorted(test_only - TEST_ONLY_KNOWN)}"

@@ -22,6 +22,24 @@ from tests.engines.ray_runs import RAY, generate, manifest, records, write_sente
 from tests.paths import REPO
 
 CARECALL = REPO / "examples" / "carecall"
+JUDGED = 8  # of the 39 example dialogues: enough turns to spread over both actors
+SYSTEM_TURNS = 3  # each cut after its third system turn: the judge works turn by turn, one
+# Ray job a turn, and a job's start-up, not the number of items, is what costs here
+
+
+def first_dialogues(path: Path) -> Path:
+    """The first ``JUDGED`` example dialogues, each cut after ``SYSTEM_TURNS`` system
+    turns, written to ``path``."""
+    lines = (CARECALL / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = []
+    for line in lines[:JUDGED]:
+        dialogue = json.loads(line)
+        system = [i for i, t in enumerate(dialogue["turns"]) if t["role"] == "system"]
+        dialogue["turns"] = dialogue["turns"][: system[SYSTEM_TURNS - 1] + 1]
+        cut.append(json.dumps(dialogue, ensure_ascii=False))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(cut) + "\n", encoding="utf-8")
+    return path
 
 
 def votes(path: Path) -> list[dict]:
@@ -66,7 +84,8 @@ def test_detox_filter_on_ray_writes_the_local_verdicts(ray_cluster, tmp_path):
 
 def dialogues_judge(run: Path, *extra: str) -> dict:
     args = ["dialogues", "judge", "--spec", str(CARECALL / "spec.yaml"), "--dialogues"]
-    args += [str(CARECALL / "dialogues.jsonl"), "-m", "fake:x", "--samples", "2"]
+    args += [str(first_dialogues(run.parent / "dialogues.jsonl")), "-m", "fake:x"]
+    args += ["--samples", "2"]
     invoke(*args, "--out", str(run), "--no-progress", "--cache", str(run / "c.sqlite"), *extra)
     return last_run_stats(run, "judge")
 
@@ -118,8 +137,7 @@ def dialogues_run(folder: Path, run: str, **top) -> Path:
     path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
     # subtle: the fake model writes no speaker tags, so every generation is rejected; the
     # example dialogues stand in for finished ones, giving the judge stage turns to judge
-    (folder / run).mkdir(exist_ok=True)
-    shutil.copy(CARECALL / "dialogues.jsonl", folder / run / "dialogues.jsonl")
+    first_dialogues(folder / run / "dialogues.jsonl")
     invoke("dialogues", "run", str(path), "--no-progress")
     return folder / run
 

@@ -16,11 +16,21 @@ from pathlib import Path
 import pytest
 
 from rolecall.jsonl import read_jsonl
+from rolecall.llm import registry
 from tests.cli_runs import cached_calls, kill_when, rolecall, run_cli
 from tests.paths import REPO
+from tests.pipelines.dialogue_script import ENTRY
 
 FAKES = {"ROLECALL_PLUGINS": "tests.fakes,tests.pipelines.dialogue_script_plugin"}
-SENTENCES = [f"오늘 {i}번 회의가 취소되었습니다." for i in range(1, 25)]
+
+
+@pytest.fixture(autouse=True)
+def scripted_backend(monkeypatch):
+    """The scripted dialogue backend in this process too (the registry is restored after)."""
+    monkeypatch.setitem(registry._REGISTRY, "dialogue-script", ENTRY)
+
+
+SENTENCES = [f"오늘 {i}번 회의가 취소되었습니다." for i in range(1, 9)]
 COMMENTS = ["회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네", "주식 떡락 개미들 곡소리 ㅋㅋ"]
 
 
@@ -43,15 +53,19 @@ def _get(row: dict, key: str):
     return row
 
 
-def kill_and_resume(
-    pipeline: str, config: Path, run: Path, watch: str, at_least: int, reference: Path
+def kill_in_each_stage(
+    pipeline: str, config: Path, run: Path, watches: list[str], reference: Path
 ) -> None:
-    """Kill ``rolecall PIPELINE run CONFIG`` once ``watch`` has ``at_least`` lines; resume."""
+    """Kill ``rolecall PIPELINE run CONFIG`` once each watched file has a few records (a
+    new process for each: the earlier stages come back from the run directory), then run it
+    to the end in this process."""
     args = (pipeline, "run", str(config), "--no-progress")
-    kill_when(rolecall(*args, env_extra=FAKES), run / watch, at_least, limit=120)
-    cached = cached_calls(run / "cache.sqlite")
     total = cached_calls(reference / "cache.sqlite")
-    assert at_least <= cached < total, (cached, total)  # killed mid-way, with work kept
+    cached = 0
+    for watch in watches:
+        kill_when(rolecall(*args, env_extra=FAKES), run / watch, 3, limit=120)
+        before, cached = cached, cached_calls(run / "cache.sqlite")
+        assert before < cached < total, (watch, before, cached, total)  # work was kept
     resumed = run_cli(*args, env_extra=FAKES)
     assert resumed.returncode == 0, resumed.stderr
     assert last_run_calls(run) == total - cached  # only what was not finished
@@ -70,7 +84,7 @@ def write_kda(root: Path, name: str, model: str) -> Path:
         "sentences": {"path": "neutral.txt"},
         "generate": {"ns": [0, 2]},
         "export": {"formats": ["csv"]},
-        "geval": {"criteria": ["overall", "consistency"], "limit": 12},
+        "geval": {"criteria": ["overall", "consistency"], "limit": 4},
     }
     path = root / f"kda-{name}.yaml"
     path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
@@ -85,28 +99,25 @@ def kda_root(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize(
-    "watch",
-    [
+def test_a_detox_run_killed_in_each_stage_resumes_to_the_same_dataset(tmp_path):
+    reference = run_cli("detox", "run", str(write_kda(tmp_path, "ref", "fake:x")), "--no-progress")
+    assert reference.returncode == 0, reference.stderr
+    ref, run = tmp_path / "ref", tmp_path / "killed"
+    watches = [
         "candidates.jsonl",
         "verdicts_consistency.jsonl",
         "verdicts_implicit.jsonl",
         "geval_votes.jsonl",
-    ],
-)
-def test_a_detox_run_killed_in_each_stage_resumes_to_the_same_dataset(kda_root, watch):
-    name = watch.split(".")[0]
-    config = write_kda(kda_root, name, "fake:x?delay=0.05")
-    ref, run = kda_root / "ref", kda_root / name
-    kill_and_resume("detox", config, run, watch, 4, ref)
+    ]
+    kill_in_each_stage(
+        "detox", write_kda(tmp_path, "killed", "fake:x?delay=0.02"), run, watches, ref
+    )
     assert records(run / "candidates.jsonl", "provenance.candidate_id") == records(
         ref / "candidates.jsonl", "provenance.candidate_id"
     )
-    for verdicts in ("verdicts_consistency.jsonl", "verdicts_implicit.jsonl"):
-        keys = ("item_id", "judge", "model")
-        assert records(run / verdicts, *keys) == records(ref / verdicts, *keys)
-    votes = ("item_id", "judge", "model")
-    assert records(run / "geval_votes.jsonl", *votes) == records(ref / "geval_votes.jsonl", *votes)
+    keys = ("item_id", "judge", "model")
+    for verdicts in ("verdicts_consistency.jsonl", "verdicts_implicit.jsonl", "geval_votes.jsonl"):
+        assert records(run / verdicts, *keys) == records(ref / verdicts, *keys), verdicts
     for same in ("pairs.jsonl", "kda.csv", "retention.json", "geval.json"):
         assert (run / same).read_bytes() == (ref / same).read_bytes(), same
 
@@ -126,21 +137,13 @@ def write_dialogues(root: Path, name: str, model: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def dialogues_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("dialogues")
-    config = write_dialogues(root, "ref", "dialogue-script:x")
-    result = run_cli("dialogues", "run", str(config), "--no-progress", env_extra=FAKES)
-    assert result.returncode == 0, result.stderr
-    return root
-
-
-@pytest.mark.parametrize("watch", ["dialogues.jsonl", "verdicts.jsonl"])
-def test_a_dialogues_run_killed_in_each_stage_resumes_to_the_same_examples(dialogues_root, watch):
-    name = watch.split(".")[0]
-    config = write_dialogues(dialogues_root, name, "dialogue-script:x?delay=0.05")
-    ref, run = dialogues_root / "ref", dialogues_root / name
-    kill_and_resume("dialogues", config, run, watch, 3, ref)
+def test_a_dialogues_run_killed_in_each_stage_resumes_to_the_same_examples(tmp_path):
+    config = write_dialogues(tmp_path, "ref", "dialogue-script:x")
+    reference = run_cli("dialogues", "run", str(config), "--no-progress", env_extra=FAKES)
+    assert reference.returncode == 0, reference.stderr
+    ref, run = tmp_path / "ref", tmp_path / "killed"
+    config = write_dialogues(tmp_path, "killed", "dialogue-script:x?delay=0.05")
+    kill_in_each_stage("dialogues", config, run, ["dialogues.jsonl", "verdicts.jsonl"], ref)
     assert records(run / "dialogues.jsonl", "id") == records(ref / "dialogues.jsonl", "id")
     keys = ("item_id", "judge")
     assert records(run / "verdicts.jsonl", *keys) == records(ref / "verdicts.jsonl", *keys)
