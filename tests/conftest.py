@@ -26,7 +26,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import tests.fakes  # noqa: E402,F401  registers the 'fake:' backend
 from rolecall.errors import RolecallError  # noqa: E402
-from tests.paths import REPO  # noqa: E402
+from tests.paths import REPO, SLANG_CORPORA  # noqa: E402
 
 # postgres_url / db_url: a real PostgreSQL server started by the tests (tests/postgres.py)
 pytest_plugins = ["tests.postgres"]
@@ -71,6 +71,17 @@ def embedded():
     backend = load_backend("llamacpp:embedded")
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def slang_index(tmp_path_factory) -> tuple[Path, str]:
+    """(folder, printed summary) of the slang index of all three real slang corpora (~47k
+    comments), built once per session by ``rolecall slang index``'s own function."""
+    from rolecall.retrieval.slang import index_command
+
+    folder = tmp_path_factory.mktemp("slang") / "index"
+    summary = index_command(SLANG_CORPORA, folder, delimiter="|", progress=False)
+    return folder, summary
 
 
 @pytest.fixture(scope="session")

@@ -205,6 +205,7 @@ def test_offensiveness_judge_from_corpora_scores_rewrites(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_killed_training_goes_on_from_its_checkpoint(tmp_path):
     """SIGKILL mid-run, then the same command: it goes on from the last checkpoint and
     ends with the adapters of an uninterrupted run; the checkpoint is gone once saved."""

@@ -32,6 +32,7 @@ def add_user(url: str, name: str, password: str, *extra: str):
     return process.returncode, stdout, stderr
 
 
+@pytest.mark.slow
 def test_accounts_projects_and_export_from_the_shell(tmp_path):
     url = f"sqlite:///{tmp_path / 'web.sqlite'}"
     code, stdout, stderr = add_user(url, "boss", "long enough password", "--admin")

@@ -54,6 +54,7 @@ def last_json(capsys) -> dict:
     return json.loads(lines[-1])
 
 
+@pytest.mark.slow
 def test_without_the_llm_every_target_is_reported(data_dir, capsys):
     summary = load_bench().main(["--data-dir", str(data_dir), "--skip-llm", "--no-progress"])
     assert last_json(capsys) == summary

@@ -22,31 +22,23 @@ import pytest
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Pair
 from tests.cli_runs import cached_calls, kill_when, rolecall, run_cli
-from tests.paths import SHARED_DATA
+from tests.paths import SHARED_DATA, SLANG_CORPORA
 
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
-SLANG = SHARED_DATA / "slang"
 NS = [0, 3, 5, 7, 9]
 SENTENCES = 8
 KILLED_SENTENCES = 3
 
 
-def write_config(root: Path, name: str, sentences: int = SENTENCES) -> Path:
+def write_config(root: Path, index: Path, name: str, sentences: int = SENTENCES) -> Path:
     config = {
         "out": name,
         "cache": f"{name}/cache.sqlite",
         "model": "llamacpp:embedded",
-        "slang": {
-            "index": "index",
-            "delimiter": "|",
-            "corpora": [
-                str(SLANG / "beep_unlabeled_comments.txt"),
-                f"{SLANG / 'beep_labeled_train.tsv'}:comments",
-                f"{SLANG / 'curse_detection.txt'}:1",
-            ],
-        },
+        # the session's index of the same corpora: loaded, not built again
+        "slang": {"index": str(index), "delimiter": "|", "corpora": SLANG_CORPORA},
         "sentences": {
             "path": f"{SHARED_DATA / 'neutral' / 'chatbot_data.csv'}:Q",
             "limit": sentences,
@@ -88,15 +80,15 @@ def verdict_key(row: dict) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory) -> Path:
+def root(tmp_path_factory, slang_index) -> Path:
     root = tmp_path_factory.mktemp("kda")
-    lines = detox_run(write_config(root, "ref"))
+    lines = detox_run(write_config(root, slang_index[0], "ref"))
     assert any(line.startswith("index: ") for line in lines), lines
     return root
 
 
-def test_the_index_holds_all_three_corpora(root):
-    manifest = json.loads((root / "index" / "manifest.json").read_text(encoding="utf-8"))
+def test_the_index_holds_all_three_corpora(root, slang_index):
+    manifest = json.loads((slang_index[0] / "manifest.json").read_text(encoding="utf-8"))
     assert [s["name"] for s in manifest["sources"]] == [
         "beep_unlabeled_comments.txt",
         "beep_labeled_train.tsv",
@@ -158,8 +150,8 @@ def test_both_filters_ran_in_order_and_the_dataset_files_agree(root):
     assert all(item["mode"] == "score" for item in geval["items"])
 
 
-def test_killed_twice_and_resumed_gives_the_same_records_with_no_call_repeated(root):
-    config = write_config(root, "killed", KILLED_SENTENCES)
+def test_killed_twice_and_resumed_gives_the_same_records_with_no_call_repeated(root, slang_index):
+    config = write_config(root, slang_index[0], "killed", KILLED_SENTENCES)
     killed = root / "killed"
     cache = killed / "cache.sqlite"
     planned = KILLED_SENTENCES * len(NS)

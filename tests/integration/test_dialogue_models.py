@@ -1,11 +1,10 @@
-"""The dialogue models on the embedded Gemma (frozen) and real Korean data.
-
-Examples: every system turn of examples/carecall/dialogues.jsonl (a care-call bot for
-seniors) is a positive; for a share of those contexts the response is swapped for an
-implicitly offensive sentence of ../shared/data/detox/kda_ko.csv, a negative ("offensive"),
-which is how rolecall uses K/DA for the safety side of the classifier. Sizes are small so
-the test takes minutes on two cores: the point is the real backbone, tokenizer and data
-through every model, not their final quality (bench/ measures that).
+"""The dialogue models on the embedded Gemma (frozen) and real Korean data, as the session's
+demo trained them (``demo_run``, tests/integration/conftest.py): the out-of-bounds
+classifier, the poly-encoder retriever with its candidate index, and the cross-attention
+reranker, trained on the shipped care-call dialogues, the generated ones and the spec's
+forbidden examples. Here each is loaded back from the run directory and used as the bot
+uses it: the real backbone, tokenizer and feature cache through every model. Their
+quality is bench/'s business; that they learned is read from what training recorded.
 """
 
 from __future__ import annotations
@@ -17,86 +16,60 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rolecall.jsonl import write_jsonl  # noqa: E402
-from rolecall.serve.candidates import CandidateIndex, build_candidate_index  # noqa: E402
+from rolecall.serve.candidates import CandidateIndex  # noqa: E402
 from rolecall.serve.selection import ResponseSelector  # noqa: E402
 from rolecall.serve.unanswerable import mc_dropout_confidence  # noqa: E402
-from rolecall.train.backbone import load_backbone  # noqa: E402
-from rolecall.train.classifier import ClassifierSettings, train_classifier  # noqa: E402
-from rolecall.train.data import selection_pairs, unique_candidates  # noqa: E402
-from rolecall.train.features import Features  # noqa: E402
-from rolecall.train.loop import TrainConfig  # noqa: E402
-from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
-from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever  # noqa: E402
-from tests.dialogue_data import carecall_examples  # noqa: E402
+from rolecall.train.classifier import Classifier  # noqa: E402
+from rolecall.train.data import read_examples, selection_pairs  # noqa: E402
+from rolecall.train.reranker import Reranker  # noqa: E402
+from rolecall.train.retriever import Retriever  # noqa: E402
 
-# minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
 
+def trained(demo_run, part: str) -> dict:
+    saved = json.loads((demo_run.out / "bot" / part / "model.json").read_text(encoding="utf-8"))
+    metrics = saved["metrics"]
+    assert metrics["last_loss"] < metrics["first_loss"], (part, metrics)
+    return saved
+
+
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    examples = carecall_examples()
-    write_jsonl(root / "examples.jsonl", examples)
-    return root, examples, load_backbone("embedded")
+def held_out(demo_run) -> list:
+    """(context, gold response) pairs of the demo's held-out dialogues: never trained on."""
+    pairs = selection_pairs(read_examples(demo_run.out / "held_out_examples.jsonl"))
+    assert len(pairs) >= 8
+    return pairs[:8]
 
 
-def test_the_classifier_separates_offensive_responses(setup):
-    root, _, backbone = setup
-    metrics = train_classifier(
-        root / "examples.jsonl",
-        root / "classifier",
-        backbone,
-        ClassifierSettings(max_length=192, response_max=48),
-        TrainConfig(epochs=6, batch_size=16, lr=2e-3),
-        test_share=0.25,
-        progress=False,
-        cache_dir=root / "features",
-    )
-    assert metrics["last_loss"] < metrics["first_loss"]
-    assert metrics["test_out_of_bounds"] > 0 and metrics["roc_auc"] > 0.7, metrics
-    saved = json.loads((root / "classifier" / "model.json").read_text(encoding="utf-8"))
+def test_the_classifier_separates_out_of_bounds_responses(demo_run, held_out):
+    saved = trained(demo_run, "classifier")
+    metrics = saved["metrics"]
+    assert metrics["test_out_of_bounds"] > 0 and metrics["roc_auc"] > 0.6, metrics
     assert saved["settings"]["pool"] == "mean+last"  # Gemma is a decoder
+    classifier = Classifier.load(demo_run.out / "bot" / "classifier")
+    contexts = [context for context, _ in held_out]
+    proba = classifier.predict_proba(contexts, [gold for _, gold in held_out])
+    assert proba.shape == (8, 2) and np.allclose(proba.sum(axis=1), 1, atol=1e-5)
+    forbidden = classifier.predict_proba(contexts, ["네 주소 알려주면 내가 직접 찾아갈게"] * 8)
+    assert forbidden[:, 1].mean() > proba[:, 1].mean()  # a persona break looks worse
 
 
-def test_retriever_index_and_reranker_with_mc_dropout(setup):
-    root, examples, backbone = setup
-    settings = RetrieverSettings(
-        kind="poly", codes=8, context_max_tokens=128, candidate_max_tokens=48
-    )
-    metrics = train_retriever(
-        root / "examples.jsonl",
-        root / "retriever",
-        backbone,
-        settings,
-        TrainConfig(epochs=4, batch_size=16),
-        progress=False,
-        cache_dir=root / "features",
-    )
-    assert np.mean(metrics["losses"][-5:]) < np.mean(metrics["losses"][:5]), metrics["losses"]
-    retriever = Retriever.load(root / "retriever", root / "features")
-    pairs = selection_pairs(examples)
-    built = build_candidate_index(
-        retriever, unique_candidates(r for _, r in pairs), root / "index", progress=False
-    )
-    contexts = [context for context, _ in pairs[:8]]
-    hits = built.search(contexts, k=5)
-    assert [len(row) for row in hits] == [5] * 8
-    assert CandidateIndex.load(root / "index").search(contexts, k=5) == hits
-
+def test_retriever_index_and_reranker_with_mc_dropout(demo_run, held_out):
+    bot, features = demo_run.out / "bot", demo_run.out / "features"
+    trained(demo_run, "retriever")
+    saved = trained(demo_run, "reranker")
     # the default for a frozen backbone: a cross-attention head over separate states, cut
     # like the retriever's so that a live turn runs the context through Gemma once
-    reranker = Reranker.create(
-        backbone,
-        RerankerSettings(context_max_tokens=128, candidate_max_tokens=48, negatives=3),
-        Features(backbone, root / "features"),
-    )
-    assert reranker.settings.interaction == "attention"
-    positives = [e for e in examples if e.label == "positive"][:48]
-    history = reranker.fit(positives, TrainConfig(epochs=4, batch_size=8, lr=2e-3), progress=False)
-    losses = history["losses"]  # one per batch of 8: compare the first and last epochs
-    assert np.mean(losses[-6:]) < np.mean(losses[:6]), losses
+    assert saved["settings"]["interaction"] == "attention"
+    retriever = Retriever.load(bot / "retriever", features)
+    index = CandidateIndex.load(bot / "retriever" / "candidates", retriever)
+    contexts = [context for context, _ in held_out]
+    hits = index.search(contexts, k=5)
+    assert [len(row) for row in hits] == [5] * 8
+    assert CandidateIndex.load(bot / "retriever" / "candidates").search(contexts, k=5) == hits
+
+    reranker = Reranker.load(bot / "reranker", features)
     found = [[text for _, text, _ in row] for row in hits]
     scores = reranker.score(contexts, found)
     assert scores.shape == (8, 5) and np.isfinite(scores).all()
@@ -104,7 +77,7 @@ def test_retriever_index_and_reranker_with_mc_dropout(setup):
     confidence = mc_dropout_confidence(reranker, contexts, best, passes=5)
     assert confidence.shape == (8,) and np.all((confidence > -1) & (confidence < 1))
 
-    selector = ResponseSelector(built, reranker, k=5)
+    selector = ResponseSelector(index, reranker, k=5)
     assert selector.shared
     selector.prepare(progress=False)
     turn = selector.select(contexts[0], mc_passes=5)

@@ -24,7 +24,7 @@ from tests.paths import REPO
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
-DIALOGUES = 6
+DIALOGUES = 4
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 EXAMPLES = REPO / "examples" / "carecall" / "dialogues.jsonl"
 

@@ -1,7 +1,7 @@
 """`rolecall train classifier` with its defaults on the embedded Gemma and real BEEP!
 comments: the backbone cut after layer 7 with its top 4 layers tuned, only those layers
 saved, and the reloaded model giving the very probabilities it gave before saving. Small
-(200 comments, one pass): the point is the real model and data through the default path,
+(120 comments, one pass): the point is the real model and data through the default path,
 not its quality (bench/classifier_quality.py measures that)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 
 from rolecall.eval.offensiveness import beep_examples  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
-from tests.cli_runs import run_to_end  # noqa: E402
+from tests.cli_runs import run_cli  # noqa: E402
 from tests.paths import SHARED_DATA  # noqa: E402
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
@@ -24,9 +24,9 @@ pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
 def test_the_default_classifier_tunes_the_top_layers_and_reloads_them(tmp_path):
     comments = beep_examples(SHARED_DATA / "slang" / "beep_labeled_train.tsv")
-    examples = random.Random(0).sample(comments, 200)
+    examples = random.Random(0).sample(comments, 120)
     write_jsonl(tmp_path / "examples.jsonl", examples)
-    result = run_to_end(
+    result = run_cli(
         "train",
         "classifier",
         str(tmp_path / "examples.jsonl"),
@@ -34,7 +34,7 @@ def test_the_default_classifier_tunes_the_top_layers_and_reloads_them(tmp_path):
         str(tmp_path / "model"),
         "--max-length",
         "96",
-        "--epochs",  # one pass of 10 steps, not the default's 400 (this is the path, not quality)
+        "--epochs",  # one pass, not the default's 400 steps (this is the path, not quality)
         "1",
         "--test-share",
         "0.2",

@@ -99,6 +99,7 @@ def kda_root(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_detox_run_killed_in_each_stage_resumes_to_the_same_dataset(tmp_path):
     reference = run_cli("detox", "run", str(write_kda(tmp_path, "ref", "fake:x")), "--no-progress")
     assert reference.returncode == 0, reference.stderr

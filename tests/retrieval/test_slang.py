@@ -410,15 +410,10 @@ def drop_words(text: str, rng: random.Random, share: float = 0.3) -> str:
     return " ".join(words[i] for i in keep)
 
 
-@pytest.mark.embedded
-def test_real_slang_corpus(tmp_path):
-    corpora = [
-        SLANG_DATA / "beep_unlabeled_comments.txt",
-        f"{SLANG_DATA / 'beep_labeled_train.tsv'}:comments",
-        f"{SLANG_DATA / 'curse_detection.txt'}:1",
-    ]
-    summary = index_command(corpora, tmp_path / "index", delimiter="|", progress=False)
-    index = SlangIndex.load(tmp_path / "index")
+@pytest.mark.slow
+def test_real_slang_corpus(slang_index):
+    folder, summary = slang_index  # all three corpora, built once per session
+    index = SlangIndex.load(folder)
     report = index.manifest["cleaning"]
     assert [s["rows"] for s in index.manifest["sources"]] == [33_893, 7_896, 5_825]
     assert report["input"] == 47_614 == report["kept"] + sum(report["dropped"].values())

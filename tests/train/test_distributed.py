@@ -30,6 +30,7 @@ def launched_env() -> dict:
     return {**env, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 
+@pytest.mark.slow
 def test_two_processes_train_as_one_under_accelerate_launch(tmp_path):
     """Same order, shares weighted by size, gradients averaged: the same losses and
     weights as one process (to float rounding); AdamW still skips a parameter with no
@@ -65,6 +66,7 @@ def test_two_processes_train_as_one_under_accelerate_launch(tmp_path):
     assert alone["losses"][-1] < alone["losses"][0] / 2
 
 
+@pytest.mark.slow
 def test_train_classifier_under_torchrun(tmp_path):
     """The command, unchanged, on two processes: one printed result, one model
     directory, one features shard (rank 0 wrote the cache, rank 1 read it), and a loss

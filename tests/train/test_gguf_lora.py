@@ -29,6 +29,7 @@ def test_peft_keys_map_to_llamacpp_names():
         gguf_tensor_name("base_model.model.lm_head.lora_A.weight")
 
 
+@pytest.mark.embedded
 def test_exported_adapter_changes_llamacpp_and_scale_zero_is_the_base(tmp_path):
     from rolecall.train.detox_model import DetoxModel, DetoxSettings
     from rolecall.train.loop import TrainConfig

@@ -153,6 +153,7 @@ def test_bad_tasks_shares_and_folders_are_clear(data_dir, tmp_path):
     assert "shared data folder" in error.value.fix
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_DATA / "detox" / "kda_ko.csv").is_file(), reason="no shared data")
 def test_real_data_small_tfidf_judges_beat_chance(tmp_path):
     # small and fast; the full-size numbers are in docs/trained-judges.md
