@@ -25,6 +25,7 @@ default: short generated prompts) with ``--max-tokens``: its calls per second on
 engine are the per-server numbers a cluster plan starts from (docs/scale-out.md).
 
 Usage: python bench/ray_engine.py [--n 20000] [--delay 0.1] [--concurrency 16] [--workers 2]
+                                  [--ray-address HOST:PORT]
        python bench/ray_engine.py --model M [--prompts FILE] [--n 2000] [--max-tokens 80]
 """
 
@@ -84,7 +85,8 @@ def timed_batch(
     batch = BatchInput(batch.ids[: args.n], batch.requests[: args.n])
     cache = out.with_suffix(".sqlite")
     settings = llm_settings(model, cache, args.concurrency)
-    engine = stage_engine(EngineChoice(engine_name, workers=args.workers), settings)
+    choice = EngineChoice(engine_name, address=args.ray_address, workers=args.workers)
+    engine = stage_engine(choice, settings)
     engine = engine and FirstRecordClock(engine)
     llm = (
         None
@@ -108,9 +110,12 @@ def main() -> None:
     parser.add_argument("--model", help="a real server's model string (default: a stand-in)")
     parser.add_argument("--prompts", type=Path, help="llm batch input (with --model)")
     parser.add_argument("--max-tokens", type=int, default=8, help="tokens an answer")
+    parser.add_argument(
+        "--ray-address", help="join this running Ray cluster (default: start a local one)"
+    )
     args = parser.parse_args()
 
-    start_ray(None, num_cpus=max(2, args.workers))  # once, outside the timings
+    start_ray(args.ray_address, num_cpus=max(2, args.workers))  # once, outside the timings
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         folder = Path(tmp)
         if args.model:

@@ -96,9 +96,14 @@ def cached_calls(cache: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
 
-def kill_when(process: subprocess.Popen, out: Path, at_least: int, limit: float = 300) -> None:
+def kill_when(
+    process: subprocess.Popen, out: Path | tuple[Path, ...], at_least: int, limit: float = 300
+) -> None:
+    """SIGKILL ``process`` once ``out`` (or the files of ``out`` together) has ``at_least``
+    lines."""
+    paths = out if isinstance(out, tuple) else (out,)
     deadline = time.monotonic() + limit
-    while lines(out) < at_least:
+    while sum(lines(path) for path in paths) < at_least:
         if process.poll() is not None:
             pytest.fail(f"the run ended before it could be killed: {process.stderr.read()}")
         if time.monotonic() > deadline:

@@ -97,7 +97,8 @@ def test_generation_killed_and_resumed_gives_the_same_dialogues(pipeline):
     out = pipeline / "gen-killed"
     cache = out / "cache.sqlite"
     out.mkdir()
-    kill_when(rolecall(*args, "--out", str(out), "--cache", str(cache)), out / "dialogues.jsonl", 1)
+    made = (out / "dialogues.jsonl", out / "rejected.jsonl")  # accepted or not: made
+    kill_when(rolecall(*args, "--out", str(out), "--cache", str(cache)), made, 1)
     finished = cached_calls(cache)
     assert 0 < finished
     generated = run_stage(args, out)
