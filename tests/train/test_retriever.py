@@ -11,7 +11,6 @@ from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
 from rolecall.records import Example, Turn  # noqa: E402
 from rolecall.train.backbone import Backbone  # noqa: E402
-from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.retriever import (  # noqa: E402
     Retriever,
@@ -19,23 +18,9 @@ from rolecall.train.retriever import (  # noqa: E402
     fit_retriever,
     train_retriever,
 )
+from tests.serve.topics import PAIRS, TOPICS  # noqa: E402
 from tests.tiny_models import tiny_backbone  # noqa: E402
 
-TOPICS = [
-    ("날씨", "오늘 날씨가 맑아요"),
-    ("식사", "점심은 드셨어요"),
-    ("산책", "산책 다녀오세요"),
-    ("잠", "푹 주무셨나요"),
-    ("약", "약은 챙겨 드셨어요"),
-    ("병원", "병원 예약 하셨어요"),
-    ("가족", "가족분들 잘 지내시죠"),
-    ("운동", "운동 조금 하셨어요"),
-]
-PAIRS = [
-    (context_text([Turn(role="user", text=f"{topic} 이야기 {n}")]), answer)
-    for n in range(3)
-    for topic, answer in TOPICS
-]
 CONFIG = TrainConfig(epochs=20, batch_size=8, lr=1e-2)
 SMALL = {"dim": 32, "codes": 4, "context_max_tokens": 32, "candidate_max_tokens": 16}
 
