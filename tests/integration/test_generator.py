@@ -33,7 +33,7 @@ def test_mle_plus_unlikelihood_on_the_embedded_model(tmp_path):
     trainable = sum(p.numel() for p in generator.model.parameters() if p.requires_grad)
     assert 0 < trainable < 5_000_000  # LoRA adapters only, not the 270M weights
     before = generator.perplexity(train)
-    history = generator.fit(train, TrainConfig(epochs=2, batch_size=4, lr=1e-3), progress=False)
+    history = generator.fit(train, TrainConfig(epochs=1, batch_size=2, lr=1e-3), progress=False)
     after = generator.perplexity(train)
     assert history["steps"] == 6
     assert after["ppl_positive"] < before["ppl_positive"], (before, after)
