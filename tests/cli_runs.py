@@ -5,8 +5,8 @@ subprocess where a process matters (``rolecall``, ``run_to_end``: SIGKILL, signa
 test runner: the same exit codes, stdout and stderr as the installed command, without a
 fresh interpreter and a torch import per call (about 3 s each). A subprocess child sees the
 fake backends (``ROLECALL_PLUGINS=tests.fakes``); ``kill_when`` sends SIGKILL once an output
-file has enough lines, for the resume tests; ``cached_calls`` and ``last_run_stats`` read
-back what a run left in its cache and manifest.
+file has enough lines, for the resume tests; ``cached_calls`` and ``last_run_stats``,
+``last_run_calls`` and ``keyed`` read back what a run left in its cache, manifest and files.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from rolecall.jsonl import read_jsonl
 from tests.paths import REPO
 
 
@@ -119,6 +120,22 @@ def last_run_stats(run_dir: Path, stage: str = "llm batch") -> dict:
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     runs = [r for r in manifest["runs"] if stage in r.get("stages", {})]
     return runs[-1]["stages"][stage]["llm"]
+
+
+def last_run_calls(run_dir: Path) -> int:
+    """The LLM calls the latest start of a run made, all its stages together."""
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    stages = manifest["runs"][-1]["stages"]
+    return sum(stage.get("llm", {}).get("calls", 0) for stage in stages.values())
+
+
+def keyed(path: Path, key) -> dict:
+    """The records of a JSONL output by ``key(record)`` (none if the file is absent); a key
+    met twice fails the test: a resumed run wrote a record again."""
+    rows = list(read_jsonl(path)) if path.exists() else []
+    table = {key(r): r for r in rows}
+    assert len(table) == len(rows), f"duplicated records in {path}"
+    return table
 
 
 def metrics_of(result: subprocess.CompletedProcess) -> dict:

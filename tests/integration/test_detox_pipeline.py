@@ -21,7 +21,7 @@ import pytest
 
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Pair
-from tests.cli_runs import cached_calls, kill_when, rolecall, run_cli
+from tests.cli_runs import cached_calls, keyed, kill_when, last_run_calls, rolecall, run_cli
 from tests.paths import SHARED_DATA, SLANG_CORPORA
 
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
@@ -56,19 +56,6 @@ def detox_run(config: Path) -> list[str]:
     result = run_cli("detox", "run", str(config), "--no-progress")
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
-
-
-def last_run_calls(run_dir: Path) -> int:
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    stages = manifest["runs"][-1]["stages"]
-    return sum(stage.get("llm", {}).get("calls", 0) for stage in stages.values())
-
-
-def keyed(path: Path, key) -> dict:
-    rows = list(read_jsonl(path)) if path.exists() else []
-    table = {key(r): r for r in rows}
-    assert len(table) == len(rows), f"duplicated records in {path}"
-    return table
 
 
 def candidate_key(row: dict) -> str:

@@ -18,7 +18,7 @@ import pytest
 
 from rolecall.formats.carecall import read_carecall
 from rolecall.jsonl import read_jsonl
-from tests.cli_runs import cached_calls, kill_when, last_run_stats, rolecall, run_cli
+from tests.cli_runs import cached_calls, keyed, kill_when, last_run_stats, rolecall, run_cli
 from tests.paths import REPO
 
 # minutes of CPU work each: more than pyproject's per-test limit (900 s) on a busy machine
@@ -67,13 +67,6 @@ def judge_args(dialogues: Path) -> list[str]:
     ]
 
 
-def keyed(path: Path, *keys: str) -> dict:
-    rows = list(read_jsonl(path)) if path.exists() else []
-    table = {tuple(r[k] for k in keys): r for r in rows}
-    assert len(table) == len(rows), f"duplicated records in {path}"
-    return table
-
-
 def run_stage(args: list[str], out: Path) -> dict:
     result = run_cli(*args, "--out", str(out), "--cache", str(out / "cache.sqlite"))
     assert result.returncode == 0, result.stderr
@@ -107,9 +100,10 @@ def test_generation_killed_and_resumed_gives_the_same_dialogues(pipeline):
     assert finished < total and last_run_stats(out, "generate")["calls"] == total - finished
     ref = pipeline / "ref"
     wanted = {f"gen-{i:05d}" for i in range(half)}
+    by_id = lambda r: r["id"]  # noqa: E731
     for name in ("dialogues.jsonl", "rejected.jsonl"):
-        kept = {k: v for k, v in keyed(ref / name, "id").items() if k[0] in wanted}
-        assert keyed(out / name, "id") == kept, name
+        kept = {k: v for k, v in keyed(ref / name, by_id).items() if k in wanted}
+        assert keyed(out / name, by_id) == kept, name
 
 
 def test_outputs_export_and_count(pipeline, tmp_path):

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rolecall.jsonl import read_jsonl
 from rolecall.llm import registry
-from tests.cli_runs import cached_calls, kill_when, rolecall, run_cli
+from tests.cli_runs import cached_calls, keyed, kill_when, last_run_calls, rolecall, run_cli
 from tests.paths import REPO
 from tests.pipelines.dialogue_script import ENTRY
 
@@ -32,25 +31,6 @@ def scripted_backend(monkeypatch):
 
 SENTENCES = [f"오늘 {i}번 회의가 취소되었습니다." for i in range(1, 9)]
 COMMENTS = ["회의 또 취소냐 ㅋㅋ 윗분들 땡땡이 오지네", "주식 떡락 개미들 곡소리 ㅋㅋ"]
-
-
-def last_run_calls(run_dir: Path) -> int:
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    stages = manifest["runs"][-1]["stages"]
-    return sum(stage.get("llm", {}).get("calls", 0) for stage in stages.values())
-
-
-def records(path: Path, *keys: str) -> dict:
-    rows = list(read_jsonl(path)) if path.exists() else []
-    table = {tuple(json.dumps(_get(r, k)) for k in keys): r for r in rows}
-    assert len(table) == len(rows), f"duplicated records in {path}"
-    return table
-
-
-def _get(row: dict, key: str):
-    for part in key.split("."):
-        row = row[part]
-    return row
 
 
 def kill_in_each_stage(
@@ -113,12 +93,11 @@ def test_a_detox_run_killed_in_each_stage_resumes_to_the_same_dataset(tmp_path):
     kill_in_each_stage(
         "detox", write_kda(tmp_path, "killed", "fake:x?delay=0.02"), run, watches, ref
     )
-    assert records(run / "candidates.jsonl", "provenance.candidate_id") == records(
-        ref / "candidates.jsonl", "provenance.candidate_id"
-    )
-    keys = ("item_id", "judge", "model")
+    candidate = lambda r: r["provenance"]["candidate_id"]  # noqa: E731
+    assert keyed(run / "candidates.jsonl", candidate) == keyed(ref / "candidates.jsonl", candidate)
+    vote = lambda r: (r["item_id"], r["judge"], r["model"])  # noqa: E731
     for verdicts in ("verdicts_consistency.jsonl", "verdicts_implicit.jsonl", "geval_votes.jsonl"):
-        assert records(run / verdicts, *keys) == records(ref / verdicts, *keys), verdicts
+        assert keyed(run / verdicts, vote) == keyed(ref / verdicts, vote), verdicts
     for same in ("pairs.jsonl", "kda.csv", "retention.json", "geval.json"):
         assert (run / same).read_bytes() == (ref / same).read_bytes(), same
 
@@ -145,8 +124,9 @@ def test_a_dialogues_run_killed_in_each_stage_resumes_to_the_same_examples(tmp_p
     ref, run = tmp_path / "ref", tmp_path / "killed"
     config = write_dialogues(tmp_path, "killed", "dialogue-script:x?delay=0.05")
     kill_in_each_stage("dialogues", config, run, ["dialogues.jsonl", "verdicts.jsonl"], ref)
-    assert records(run / "dialogues.jsonl", "id") == records(ref / "dialogues.jsonl", "id")
-    keys = ("item_id", "judge")
-    assert records(run / "verdicts.jsonl", *keys) == records(ref / "verdicts.jsonl", *keys)
+    dialogue = lambda r: r["id"]  # noqa: E731
+    assert keyed(run / "dialogues.jsonl", dialogue) == keyed(ref / "dialogues.jsonl", dialogue)
+    vote = lambda r: (r["item_id"], r["judge"])  # noqa: E731
+    assert keyed(run / "verdicts.jsonl", vote) == keyed(ref / "verdicts.jsonl", vote)
     for same in ("judged.jsonl", "examples.jsonl"):
         assert (run / same).read_bytes() == (ref / same).read_bytes(), same
