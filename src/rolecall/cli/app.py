@@ -80,6 +80,11 @@ def demo(
     examples: Optional[Path] = typer.Option(
         None, help="the repository's examples/ folder (found by default)"
     ),
+    backbone: str = typer.Option(
+        "sentence",
+        help="of the classifier, retriever and reranker: 'sentence' (the bundled sentence "
+        "encoder), 'embedded' (the Gemma's states) or a local model directory",
+    ),
     progress: bool = typer.Option(True),
 ):
     """The main job end to end, small: spec -> dialogues -> judge -> examples -> classifier,
@@ -92,6 +97,7 @@ def demo(
         model=model,
         dialogues=dialogues,
         sentences=sentences,
+        backbone=backbone,
         progress=progress,
     )
     opened = []

@@ -48,6 +48,7 @@ class DemoOptions:
     out: Path = Path("runs/demo")
     examples: Path | None = None  # the repository's examples/ folder
     model: str | None = None  # default: the embedded model
+    backbone: str = "sentence"  # of the classifier, retriever and reranker (docs/models.md)
     dialogues: int = 4
     sentences: int = 4
     held_out_share: float = 0.15
@@ -223,17 +224,17 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
 
     bot = options.out / "bot"
     features = options.out / "features"
-    key = _digest(examples, held_out)
+    key = f"{_digest(examples, held_out)}|{options.backbone}"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():
         say(f"models: up to date in {bot} (examples unchanged)")
         return json.loads(metrics_path.read_text(encoding="utf-8"))
     marker.unlink(missing_ok=True)
-    backbone = load_backbone("embedded")
+    backbone = load_backbone(options.backbone)
     progress = options.progress
     metrics: dict = {}
-    say("classifier (frozen embedded Gemma features + a small head)...")
+    say(f"classifier ({options.backbone} backbone, frozen, + a small head)...")
     metrics["classifier"] = _short(
         train_classifier(
             examples,
@@ -268,7 +269,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
         retriever, unique_candidates(responses), bot / "retriever" / "candidates", progress=progress
     )
     say(f"  {json.dumps(metrics['retriever'])}")
-    say("reranker (attention head over frozen states)...")
+    say("reranker (attention head over the frozen states)...")
     metrics["reranker"] = _short(
         train_reranker(
             examples,

@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 from rolecall.errors import BackendNotInstalled, ConfigError, InputFileError
 
 EMBEDDED = "embedded"
+SENTENCE = "sentence"  # the bundled sentence encoder (sentence_encoder.py)
 EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # layers kept of the embedded Gemma when none is asked for (None: all). Layer 7 is the
 # best single layer for the classifier and retriever probes and 2.5x faster to extract
@@ -161,6 +162,20 @@ class Backbone:
 
     def parameters(self):
         return self.model.parameters()
+
+    @property
+    def device(self) -> Any:
+        """Where the states come out (and a head over them runs)."""
+        return next(self.model.parameters()).device
+
+    @property
+    def default_pool(self) -> str:
+        """What a pair head's ``auto`` pool becomes: a decoder's last token has attended
+        to the whole pair (its first token has seen nothing), an encoder's CLS token is
+        trained as a summary; both are joined with the mean of the states."""
+        config = self.model.config
+        decoder = bool(getattr(config, "is_decoder", False)) or self.tokenizer.cls_token_id is None
+        return "mean+last" if decoder else "mean+first"
 
     # ---- token ids ---------------------------------------------------------------------
 
@@ -375,11 +390,22 @@ def load_backbone(name: str, frozen: bool | None = None, layer: int | None = Non
     if name == EMBEDDED:
         frozen = True if frozen is None else frozen
         return _load_source(name, frozen, EMBEDDED_LAYER if layer is None else layer)
+    if name == SENTENCE:
+        return _load_source(name, True if frozen is None else frozen, layer)
     return _load_source(name, False if frozen is None else frozen, layer)
 
 
 def _load_source(name: str, frozen: bool, layer: int | None) -> Backbone:
     """``load_backbone`` with every setting given (``layer`` None: all layers)."""
+    if name == SENTENCE:
+        if not frozen or layer is not None:
+            raise ConfigError(
+                "the sentence encoder is used frozen and whole",
+                fix="leave --trainable, --layer and --tune-layers out for --backbone sentence",
+            )
+        from rolecall.train.sentence_encoder import SentenceEncoder
+
+        return SentenceEncoder()
     if name == EMBEDDED:
         from rolecall.llm.hf import embedded_snapshot
 

@@ -35,18 +35,18 @@ def resolve_backbone(backbone: Backbone | str) -> Backbone:
 
 
 def resolve_pool(pool: str, backbone: Backbone) -> str:
-    """``auto`` becomes what suits the backbone: a decoder's last token has attended to
-    the whole pair (its first token has seen nothing), an encoder's CLS token is trained
-    as a summary; both are joined with the mean of the states."""
-    if pool != "auto":
-        return pool
-    config = backbone.model.config
-    decoder = bool(getattr(config, "is_decoder", False)) or backbone.tokenizer.cls_token_id is None
-    return "mean+last" if decoder else "mean+first"
+    """``auto`` becomes what suits the backbone (``Backbone.default_pool``)."""
+    return backbone.default_pool if pool == "auto" else pool
+
+
+# pooled width in hidden sizes
+POOL_WIDTH = {"mean": 1, "mean+first": 2, "mean+last": 2, "pair": 5}
 
 
 def pool_states(hidden: Any, mask: Any, pool: str) -> Any:
-    """[B, T, H] states, [B, T] mask -> [B, H] (mean) or [B, 2H] (mean and one token).
+    """[B, T, H] states, [B, T] mask -> [B, H] (mean), [B, 2H] (mean and one token) or,
+    for ``pair`` (a sentence encoder's states: one per context turn, the response last),
+    [B, 5H]: the context turns' mean, the last turn c, the response r, c * r and |c - r|.
 
     subtle: both the padded batches and the cached features put every row's tokens first,
     so the last real token sits at ``mask.sum(1) - 1``.
@@ -57,10 +57,17 @@ def pool_states(hidden: Any, mask: Any, pool: str) -> Any:
         return mean
     if pool == "mean+first":
         return torch.cat([mean, hidden[:, 0]], dim=-1)
+    rows = torch.arange(len(hidden), device=hidden.device)
+    last = (mask.long().sum(1) - 1).clamp(min=0)
     if pool == "mean+last":
-        last = (mask.long().sum(1) - 1).clamp(min=0)
+        return torch.cat([mean, hidden[rows, last]], dim=-1)
+    if pool == "pair":
+        response, turn = hidden[rows, last], hidden[rows, (last - 1).clamp(min=0)]
+        context = mask.clone()
+        context[rows, last] = False
         return torch.cat(
-            [mean, hidden[torch.arange(len(hidden), device=hidden.device), last]], dim=-1
+            [mean_pool(hidden, context), turn, response, turn * response, (turn - response).abs()],
+            dim=-1,
         )
     raise ValueError(f"unknown pool {pool!r}")
 
@@ -72,7 +79,7 @@ def build_head(backbone: Backbone, settings: PairSettings, outputs: int) -> Any:
     dropouts are what MC dropout samples (``serve/unanswerable.py``).
     """
     nn = _torch().nn
-    size = backbone.hidden_size * (1 if settings.pool == "mean" else 2)
+    size = backbone.hidden_size * POOL_WIDTH[settings.pool]
     head = nn.Sequential(
         nn.LayerNorm(size),
         nn.Dropout(settings.dropout),
@@ -85,7 +92,7 @@ def build_head(backbone: Backbone, settings: PairSettings, outputs: int) -> Any:
 
 
 def model_device(backbone: Backbone) -> Any:
-    return next(backbone.model.parameters()).device
+    return backbone.device
 
 
 def as_context(context: Context, max_turns: int | None) -> str:
@@ -135,7 +142,7 @@ def encode_pairs(
     if features is not None:
         features.flush()
     if not chunks:
-        width = backbone.hidden_size * (1 if settings.pool == "mean" else 2)
+        width = backbone.hidden_size * POOL_WIDTH[settings.pool]
         return torch.zeros((0, width), device=device)
     return torch.cat(chunks)
 

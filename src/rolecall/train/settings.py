@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rolecall.train.backbone import EMBEDDED
 from rolecall.train.data import MAX_TURNS
 
-Pool = Literal["auto", "mean", "mean+first", "mean+last"]
+Pool = Literal["auto", "mean", "mean+first", "mean+last", "pair"]
 
 
 class TrainConfig(BaseModel):
@@ -68,7 +68,11 @@ class PairSettings(Settings):
     max_length: int = Field(512, ge=8, description="tokens of the whole pair")
     response_max: int = Field(128, ge=1, description="tokens kept of the response")
     max_turns: int | None = Field(None, ge=1, description="history turns kept; None: all")
-    pool: Pool = Field("auto", description="auto: mean+last for decoders, mean+first else")
+    pool: Pool = Field(
+        "auto",
+        description="auto: mean+last for decoders, mean+first for encoders, pair for the "
+        "sentence encoder",
+    )
     width: int = Field(256, ge=1, description="the head's hidden layer")
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
 

