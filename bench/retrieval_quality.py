@@ -234,7 +234,7 @@ def run_task(task: Task, backbone, args) -> dict:
     retriever, history = fit_retriever(
         [(p.context, p.response) for p in task.train],
         backbone,
-        RetrieverSettings(kind="poly"),
+        RetrieverSettings(kind=args.kind),
         config,
         progress=True,
         cache_dir=args.cache_dir,
@@ -327,6 +327,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--data", default="chatbot,carecall")
     parser.add_argument("--backbone", default=EMBEDDED)
     parser.add_argument("--layer", type=int, default=None, help="cut the backbone after N")
+    parser.add_argument("--kind", default="poly", help="the retriever: poly, bi or residual")
     parser.add_argument("--limit", type=int, default=None, help="use only N chatbot pairs")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--reranker-epochs", type=int, default=5)
@@ -381,6 +382,7 @@ def main() -> None:
                 "bench": "retrieval_quality",
                 "backbone": args.backbone,
                 "layer": args.layer,
+                "kind": args.kind,
                 "settings": {k: str(v) for k, v in vars(args).items()},
                 "seconds": round(time.perf_counter() - started, 1),
                 "data": out,

@@ -58,7 +58,8 @@ def test_the_classifier_separates_out_of_bounds_responses(demo_run, held_out):
 
 def test_retriever_index_and_reranker_with_mc_dropout(demo_run, held_out):
     bot, features = demo_run.out / "bot", demo_run.out / "features"
-    trained(demo_run, "retriever")
+    # over the sentence encoder: its cosine plus trained residual maps, one vector a side
+    assert trained(demo_run, "retriever")["settings"]["kind"] == "residual"
     saved = trained(demo_run, "reranker")
     # the default for a frozen backbone: a cross-attention head over separate states, cut
     # like the retriever's so that a live turn runs the context through the backbone once

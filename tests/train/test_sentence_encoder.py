@@ -160,3 +160,31 @@ def test_it_is_frozen_and_whole(encoder):
     with pytest.raises(ConfigError, match="tune-layers"):
         encoder.tune_top(2)
     assert encoder.tune_top(0) is encoder
+
+
+def test_the_residual_retriever_starts_at_the_encoders_cosine_and_learns(encoder, tmp_path):
+    from rolecall.serve.candidates import build_candidate_index
+
+    examples = make_examples()
+    pairs = [(context_text(e.history), e.response) for e in examples if e.label == "positive"]
+    settings = RetrieverSettings(kind="residual")
+    untrained, _ = fit_retriever(
+        pairs, encoder, settings, TrainConfig(epochs=1, max_steps=1, lr=1e-9), progress=False
+    )
+    assert untrained.settings.dim == DIM  # the backbone's own vectors
+    contexts = [c for c, _ in pairs[:4]]
+    candidates = sorted({r for _, r in pairs})
+    scores = untrained.encode_contexts(contexts).numpy() @ untrained.encode_candidates(candidates).T
+    last_turns = encoder.vectors([turn_texts(c)[-1] for c in contexts])
+    cosine = last_turns @ encoder.vectors(candidates).T
+    assert np.allclose(scores, 20 * cosine, atol=1e-3)  # zero-shot, scaled
+    trained, history = fit_retriever(
+        pairs, encoder, settings, TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False
+    )
+    assert history["last_loss"] < history["first_loss"]
+    index = build_candidate_index(trained, candidates, tmp_path / "index", progress=False)
+    assert index.manifest["kind"] == "residual" and index.manifest["dim"] == DIM
+    found = index.search(contexts, k=3)
+    exact = trained.encode_contexts(contexts).numpy() @ trained.encode_candidates(candidates).T
+    for row, best in zip(found, exact.argmax(1), strict=True):
+        assert row[0][1] == candidates[best]

@@ -259,7 +259,9 @@ def train_retriever_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
     out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
     kind: str = typer.Option(
-        field_default(RetrieverSettings, "kind"), help="poly (poly-encoder) or bi (bi-encoder)"
+        field_default(RetrieverSettings, "kind"),
+        help="poly (poly-encoder), bi (bi-encoder) or residual (the sentence encoder's "
+        "cosine with trained residual maps: --backbone sentence)",
     ),
     codes: int = typer.Option(
         field_default(RetrieverSettings, "codes"), min=1, help="poly-encoder codes"

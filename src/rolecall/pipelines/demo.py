@@ -32,6 +32,10 @@ from pathlib import Path
 from rolecall.errors import InputFileError
 from rolecall.rundir import write_json
 
+# the retriever head per backbone (bench/retrieval_quality.py, docs/models.md): over the
+# sentence encoder the residual head keeps its zero-shot geometry (care-call Hits@1/20
+# 0.280, fused with BM25 0.533, against 0.120 / 0.507 for a poly-encoder on it)
+RETRIEVER_KIND = {"sentence": "residual"}
 MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
 DEMO_SCRIPT = [
     "여보세요? 누구세요?",
@@ -248,10 +252,13 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
         )
     )
     say(f"  {json.dumps(metrics['classifier'])}")
-    say("retriever (poly-encoder) and its candidate index...")
     retriever_settings = RetrieverSettings(
-        kind="poly", codes=8, context_max_tokens=128, candidate_max_tokens=48
+        kind=RETRIEVER_KIND.get(options.backbone, "poly"),
+        codes=8,
+        context_max_tokens=128,
+        candidate_max_tokens=48,
     )
+    say(f"retriever ({retriever_settings.kind}) and its candidate index...")
     metrics["retriever"] = _short(
         train_retriever(
             examples,

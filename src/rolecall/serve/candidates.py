@@ -35,6 +35,7 @@ import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.train.data import unique_candidates
+from rolecall.train.settings import SINGLE_VECTOR
 from rolecall.vectors import faiss_module, stable_top
 
 INDEX_FORMAT, FORMAT_VERSION = "rolecall-candidate-index", 1
@@ -165,7 +166,7 @@ class CandidateIndex:
         if k < 1:
             raise ConfigError(f"k must be 1 or more, got {k}")
         queries = self.retriever.query_vectors(encoded)
-        if self.manifest["kind"] == "bi":
+        if self.manifest["kind"] in SINGLE_VECTOR:
             fetch = min(len(self), k + 16)  # a little slack so ties at the cut sort stably
             scores, ids = self._index.search(queries, fetch)
             tops = [stable_top(row_ids, row_scores, k) for row_ids, row_scores in zip(ids, scores)]

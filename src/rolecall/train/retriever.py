@@ -130,9 +130,48 @@ class PolyEncoderHead(nn.Module):
         return (torch.softmax(per_code, dim=-1) * per_code).sum(-1)
 
 
+class ResidualHead(nn.Module):
+    """A sentence encoder's own cosine, adjusted: the context is its last state (the last
+    turn) plus a linear map of its states' mean, the candidate its state plus a linear map
+    of it, both sides normalised; score = a learned scale x their cosine. Both maps start
+    at zero, so the untrained head ranks exactly as the encoder does zero-shot and training
+    moves it only as far as the pairs pull. One vector per side, of the backbone's width
+    (``dim`` is set to it), searched exactly like a bi-encoder's."""
+
+    def __init__(self, hidden: int, settings: RetrieverSettings):
+        super().__init__()
+        self.turn, self.history, self.candidate = (nn.Linear(hidden, hidden) for _ in range(3))
+        for layer in (self.turn, self.history, self.candidate):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+        self.dropout = nn.Dropout(settings.dropout)
+        self.log_scale = nn.Parameter(torch.tensor(math.log(RESIDUAL_SCALE)))
+
+    def contexts(self, hidden, mask):
+        last = hidden[torch.arange(len(hidden)), (mask.long().sum(1) - 1).clamp(min=0)]
+        moved = self.turn(self.dropout(last)) + self.history(self.dropout(mean_pool(hidden, mask)))
+        return nn.functional.normalize(last + moved, dim=-1) * self.log_scale.exp()
+
+    def candidates(self, hidden, mask):
+        vector = mean_pool(hidden, mask)
+        moved = vector + self.candidate(self.dropout(vector))
+        return nn.functional.normalize(moved, dim=-1)
+
+    def query(self, contexts):
+        return contexts
+
+    def score(self, contexts, candidates):
+        return torch.einsum("nd,nkd->nk", contexts, candidates)
+
+
+# where the residual head's softmax temperature starts: cosines lie in [-1, 1], and a
+# softmax over in-batch candidates needs logits spread over several units to learn
+RESIDUAL_SCALE = 20.0
+
+
 def make_head(settings: RetrieverSettings, hidden_size: int) -> nn.Module:
-    head = BiEncoderHead if settings.kind == "bi" else PolyEncoderHead
-    return head(hidden_size, settings)
+    head = {"bi": BiEncoderHead, "poly": PolyEncoderHead, "residual": ResidualHead}
+    return head[settings.kind](hidden_size, settings)
 
 
 def score_all(head: nn.Module, contexts, candidates):
@@ -323,9 +362,11 @@ def fit_retriever(
     With ``checkpoints`` a killed run goes on from the last one.
     """
     config = config or TrainConfig()
-    settings = (settings or RetrieverSettings()).model_copy(
-        update={"backbone": backbone.source, "frozen": backbone.frozen}
-    )
+    settings = settings or RetrieverSettings()
+    used = {"backbone": backbone.source, "frozen": backbone.frozen}
+    if settings.kind == "residual":  # its vectors are the backbone's own
+        used["dim"] = backbone.hidden_size
+    settings = settings.model_copy(update=used)
     retriever = Retriever.new(backbone, settings, config.seed, cache_dir)
     retriever.precompute(pairs, progress)
     history = fit(

@@ -84,10 +84,19 @@ class ClassifierSettings(PairSettings):
     threshold: float = Field(0.5, gt=0.0, lt=1.0, description="P(out) that flags")
 
 
+# retriever kinds that give one vector per context: the candidate index searches them
+# exactly (a poly-encoder's codes are averaged for a first stage, then re-scored)
+SINGLE_VECTOR = ("bi", "residual")
+
+
 class RetrieverSettings(Settings):
     """What a retriever is built from; stored in ``model.json``."""
 
-    kind: Literal["bi", "poly"] = "poly"
+    kind: Literal["bi", "poly", "residual"] = Field(
+        "poly",
+        description="residual: a sentence encoder's cosine with trained residual maps "
+        "(retriever.ResidualHead)",
+    )
     codes: int = Field(16, ge=1, description="poly-encoder codes (context vectors)")
     dim: int = Field(256, ge=1, description="width of the context and candidate vectors")
     dropout: float = Field(0.1, ge=0, lt=1, description="in the projections, training only")
