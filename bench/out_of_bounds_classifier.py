@@ -1,0 +1,220 @@
+"""The out-of-bounds classifier on the care-call turns in their contexts: the sentence
+encoder, the embedded Gemma's frozen states and character TF-IDF, on the very same splits,
+in one run (issue #32 item 2).
+
+Items (as ``bench/judges.py`` builds its out_of_bounds set): every system turn after the
+opening one of ``examples/carecall/dialogues.jsonl`` (gold in bounds) and every hand-written
+turn of ``out_of_bounds.jsonl`` in the context it replaces (gold out of bounds). Each seed
+splits the dialogues in two halves (seeded shuffle); each half is predicted by models
+trained on the other half, so no context is ever judged by a model that saw its dialogue.
+
+Models, all trained on the same half:
+
+- **tfidf**: character n-gram TF-IDF + logistic regression over (the turn before, the
+  turn), the classic baseline (``train/baselines.py``, as ``bench/judges.py``);
+- **sentence**: the out-of-bounds classifier (``train/classifier.py``) over the sentence
+  encoder's states (one per turn, the ``pair`` pool), frozen, as the demo trains it;
+- **sentence + tfidf**: logistic regression over the TF-IDF features and the classifier's
+  pooled sentence features side by side (each block scaled to unit norm per row);
+- **gemma**: the same classifier over the frozen embedded Gemma's states (every layer:
+  what the demo trained before; ``--skip-gemma`` leaves it out, its states take minutes).
+
+Metric: macro-F1 of in/out over all items (both halves' predictions), per seed, then the
+mean and the spread (min-max) over ``--seeds``. Target: the default (the sentence encoder)
+>= TF-IDF + 0.03 macro-F1 on the mean (``sentence_vs_tfidf``).
+
+Usage: python bench/out_of_bounds_classifier.py [--seeds 0,1,2] [--skip-gemma]
+       [--epochs 6] [--cache-dir runs/bench-features/oob]
+The last line printed is a JSON object with every number and the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.metrics import f1_score
+
+from rolecall.jsonl import read_jsonl
+from rolecall.judge.written_out_of_bounds import examples_from_out_of_bounds, read_out_of_bounds
+from rolecall.records import Dialogue, Example
+from rolecall.spec import load_role_spec
+from rolecall.train.backbone import load_backbone
+from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
+from rolecall.train.classifier import Classifier, ClassifierSettings
+from rolecall.train.features import Features
+from rolecall.train.loop import TrainConfig
+from rolecall.train.pairs import as_context, encode_pairs
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "carecall"
+TARGET = 0.03
+SETTINGS = ClassifierSettings(max_length=192, response_max=48, class_weights="balanced")
+
+
+def examples(folder: Path) -> list[Example]:
+    """Gold examples: in-bounds system turns (positive) and written ones (negative)."""
+    spec = load_role_spec(folder / "spec.yaml")
+    dialogues = list(read_jsonl(folder / "dialogues.jsonl", Dialogue))
+    found = [
+        Example(history=list(d.turns[:i]), response=t.text, label="positive", dialogue_id=d.id)
+        for d in dialogues
+        for i, t in enumerate(d.turns)
+        if t.role == "system" and i > 0
+    ]
+    written = read_out_of_bounds(folder / "out_of_bounds.jsonl", dialogues, spec)
+    return found + examples_from_out_of_bounds(written, spec)
+
+
+def halves(items: list[Example], seed: int) -> list[tuple[list[int], list[int]]]:
+    names = sorted({e.dialogue_id for e in items})
+    random.Random(seed).shuffle(names)
+    first = set(names[: len(names) // 2])
+    a = [i for i, e in enumerate(items) if e.dialogue_id in first]
+    b = [i for i, e in enumerate(items) if e.dialogue_id not in first]
+    return [(a, b), (b, a)]
+
+
+def tfidf_model(items: list[Example], seed: int) -> TfidfModel:
+    model = TfidfModel(
+        TfidfSettings(
+            task="out_of_bounds",
+            labels=["positive", "negative"],
+            pair=True,
+            views=list(BASELINE_VIEWS),
+            seed=seed,
+        )
+    )
+    model.fit([pair(e) for e in items], [e.label for e in items])
+    return model
+
+
+def pair(example: Example) -> tuple[str, str]:
+    return (example.history[-1].text if example.history else "", example.response)
+
+
+def classifier(backbone, cache: Path, items: list[Example], args, seed: int) -> Classifier:
+    model = Classifier.create(backbone, SETTINGS, Features(backbone, cache, batch_size=16))
+    config = TrainConfig(epochs=args.epochs, batch_size=16, lr=2e-3, seed=seed)
+    model.fit(items, config, progress=False)
+    return model
+
+
+def pooled(model: Classifier, items: list[Example]) -> np.ndarray:
+    contexts = [as_context(e.history, model.settings.max_turns) for e in items]
+    vectors = encode_pairs(
+        model.backbone,
+        model.features,
+        contexts,
+        [e.response.strip() for e in items],
+        model.settings,
+    )
+    return vectors.numpy()
+
+
+def stacked(train_x, train_y, test_x, seed: int) -> np.ndarray:
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=4.0, class_weight="balanced", max_iter=3000, random_state=seed)
+    model.fit(train_x, train_y)
+    return model.predict(test_x)
+
+
+def side_by_side(tfidf: TfidfModel, sentence: np.ndarray, items: list[Example]):
+    from scipy import sparse
+
+    lexical = tfidf._matrix([pair(e) for e in items])
+    norms = np.linalg.norm(sentence, axis=1, keepdims=True).clip(min=1e-6)
+    return sparse.hstack([lexical, sparse.csr_matrix(sentence / norms)]).tocsr()
+
+
+def run_seed(items: list[Example], backbones: dict, args, seed: int) -> dict[str, float]:
+    gold = np.array([e.label == "negative" for e in items], dtype=int)
+    predicted = {name: np.zeros(len(items), dtype=int) for name in ["tfidf", "sentence + tfidf"]}
+    predicted |= {name: np.zeros(len(items), dtype=int) for name in backbones}
+    for train, test in halves(items, seed):
+        train_items, test_items = [items[i] for i in train], [items[i] for i in test]
+        lexical = tfidf_model(train_items, seed)
+        guess = lexical.predict([pair(e) for e in test_items])
+        predicted["tfidf"][test] = [label == "negative" for label in guess]
+        for name, (backbone, cache) in backbones.items():
+            model = classifier(backbone, cache, train_items, args, seed)
+            contexts = [e.history for e in test_items]
+            predicted[name][test] = model.predict(contexts, [e.response for e in test_items])
+            if name == "sentence":
+                train_x = side_by_side(lexical, pooled(model, train_items), train_items)
+                test_x = side_by_side(lexical, pooled(model, test_items), test_items)
+                predicted["sentence + tfidf"][test] = stacked(train_x, gold[train], test_x, seed)
+    return {
+        name: float(f1_score(gold, guess, average="macro")) for name, guess in predicted.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--skip-gemma", action="store_true")
+    parser.add_argument("--examples", type=Path, default=EXAMPLES)
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features" / "oob")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    started = time.perf_counter()
+    items = examples(args.examples)
+    negatives = sum(e.label == "negative" for e in items)
+    print(
+        f"{len(items) - negatives} in-bounds and {negatives} out-of-bounds turns of "
+        f"{len({e.dialogue_id for e in items})} dialogues",
+        flush=True,
+    )
+    backbones = {"sentence": (load_backbone("sentence"), args.cache_dir / "sentence")}
+    if not args.skip_gemma:
+        backbones["gemma"] = (load_backbone("embedded"), args.cache_dir / "gemma")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    per_seed = {}
+    for seed in seeds:
+        per_seed[seed] = run_seed(items, backbones, args, seed)
+        print(f"seed {seed}: " + "  ".join(f"{k} {v:.3f}" for k, v in per_seed[seed].items()))
+    names = list(per_seed[seeds[0]])
+    summary = {
+        name: {
+            "mean": statistics.mean(per_seed[s][name] for s in seeds),
+            "min": min(per_seed[s][name] for s in seeds),
+            "max": max(per_seed[s][name] for s in seeds),
+        }
+        for name in names
+    }
+    print(f"{'model':20s}{'macro-F1 mean':>15s}{'min':>8s}{'max':>8s}")
+    for name, row in summary.items():
+        print(f"{name:20s}{row['mean']:15.3f}{row['min']:8.3f}{row['max']:8.3f}")
+    value = summary["sentence"]["mean"] - summary["tfidf"]["mean"]
+    print(
+        json.dumps(
+            {
+                "bench": "out_of_bounds_classifier",
+                "items": len(items),
+                "out_of_bounds": negatives,
+                "seeds": seeds,
+                "per_seed": per_seed,
+                "summary": summary,
+                "seconds": round(time.perf_counter() - started, 1),
+                "targets": {
+                    "sentence_vs_tfidf": {
+                        "value": round(value, 4),
+                        "target": f">= +{TARGET:.2f}",
+                        "met": value >= TARGET,
+                    }
+                },
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
