@@ -9,7 +9,9 @@ Every model below trains on the very same examples, in the same run:
   layers tuned with the head; ``classifier_training``: one pass);
 - **classifier, frozen layer L** (``--frozen-layers``): the head alone over the frozen
   Gemma cut after layer L (``--frozen --layer L``: three passes; 18 is the old default,
-  the whole model).
+  the whole model);
+- **classifier, sentence encoder** (``--sentence``): the head over the bundled sentence
+  encoder's vector of the comment (``--backbone sentence``: frozen, three passes).
 
 The examples (``--examples``): ``beep``, BEEP! train (``slang/beep_labeled_train.tsv``,
 news comments like the dev set; ``--limit`` draws a seeded sample), or ``mixed``, the
@@ -21,7 +23,7 @@ offensive or hate): macro-F1 over the two classes, and prediction throughput in 
 second (the classifier's from raw text: its states computed afresh, nothing cached).
 
 Usage: python bench/classifier_quality.py [--examples beep|mixed] [--limit N]
-       [--per-source 1000] [--frozen-layers 7,18] [--seed 0] [--cache-dir DIR]
+       [--per-source 1000] [--frozen-layers 7,18] [--sentence] [--seed 0] [--cache-dir DIR]
 The last line printed is a JSON object with every number and the target
 ``classifier_vs_tfidf``: the default classifier's macro-F1 minus TF-IDF's, ">= 0.05".
 """
@@ -113,6 +115,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--frozen-layers", default="7", help="frozen classifiers, one per layer ('' for none)"
     )
+    parser.add_argument(
+        "--sentence", action="store_true", help="also the head over the sentence encoder"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", type=Path, default=DATA)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features")
@@ -158,6 +163,11 @@ def main() -> None:
         results[name] = classifier_row(model, examples, dev_texts, dev_y, frozen)
         print(f"{name}: {results[name]}", flush=True)
 
+    if args.sentence:
+        name, frozen = "classifier, sentence encoder", classifier_training(True, seed=args.seed)
+        model = Classifier.for_training(load_backbone("sentence"), None, frozen, args.cache_dir)
+        results[name] = classifier_row(model, examples, dev_texts, dev_y, frozen)
+        print(f"{name}: {results[name]}", flush=True)
     print(f"\n{'model':36s}{'macro-F1':>10s}{'texts/s':>10s}")
     for name, row in results.items():
         print(f"{name:36s}{row['macro_f1']:10.3f}{row['texts_per_second']:10.1f}")
