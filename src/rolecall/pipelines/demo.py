@@ -6,8 +6,9 @@ In one run directory (``runs/demo`` by default):
 2. a handful of dialogues are generated one-shot and judged turn by turn up to the first
    out-of-bounds one; their examples join the shipped example dialogues (positives) and
    the spec's forbidden examples placed after real contexts (negatives);
-3. the out-of-bounds classifier, the poly-encoder retriever (with its candidate index) and
-   the reranker are trained on frozen embedded-Gemma features; the unanswerable threshold
+3. the out-of-bounds classifier, the retriever (with its candidate index) and the reranker
+   are trained on a frozen backbone's states (``backbone``: the bundled sentence encoder
+   and its residual retriever by default, ``RETRIEVER_KIND``); the unanswerable threshold
    is calibrated on held-out dialogues (MC dropout, max F1);
 4. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
    model prompted with the spec), each reply with its path, scores and latency;

@@ -65,8 +65,8 @@ class BotSettings(BaseModel):
     rerank: bool = Field(
         False,
         description="reorder the retriever's k by the reranker; off by default: on frozen "
-        "embedded-Gemma features the reranker lowers Hits@1/20 (docs/models.md); the "
-        "reranker still gives the MC-dropout confidence",
+        "Gemma and sentence-encoder states the reranker lowers Hits@1/20 (docs/models.md); "
+        "the reranker still gives the MC-dropout confidence",
     )
     unanswerable_threshold: float | None = Field(
         None,
