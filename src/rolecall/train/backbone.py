@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 from rolecall.errors import BackendNotInstalled, ConfigError, InputFileError
 
 EMBEDDED = "embedded"
-SENTENCE = "sentence"  # the bundled sentence encoder (sentence_encoder.py)
+SENTENCE = "sentence"  # the bundled sentence encoder (sentence_encoder.py; its NAME)
 EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # layers kept of the embedded Gemma when none is asked for (None: all). Layer 7 is the
 # best single layer for the classifier and retriever probes and 2.5x faster to extract

@@ -190,3 +190,11 @@ def mean_pool(hidden, mask):
     """Masked mean over tokens: [B, T, H], [B, T] -> [B, H]."""
     weights = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+def last_index(mask):
+    """[B, T] mask -> [B] position of each row's last real token (0 for an empty row).
+
+    subtle: both the padded batches and the cached features put every row's tokens first,
+    so the last real token sits at ``mask.sum(1) - 1``."""
+    return (mask.long().sum(1) - 1).clamp(min=0)

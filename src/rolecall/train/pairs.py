@@ -22,7 +22,7 @@ from rolecall.train import distributed
 from rolecall.train.backbone import Backbone, _torch, load_backbone
 from rolecall.train.checkpoints import Checkpoints, digest
 from rolecall.train.data import context_text, split_by
-from rolecall.train.features import Features, mean_pool
+from rolecall.train.features import Features, last_index, mean_pool
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model
 from rolecall.train.settings import PairSettings as PairSettings  # re-exported
 
@@ -47,9 +47,7 @@ def pool_states(hidden: Any, mask: Any, pool: str) -> Any:
     """[B, T, H] states, [B, T] mask -> [B, H] (mean), [B, 2H] (mean and one token) or,
     for ``pair`` (a sentence encoder's states: one per context turn, the response last),
     [B, 5H]: the context turns' mean, the last turn c, the response r, c * r and |c - r|.
-
-    subtle: both the padded batches and the cached features put every row's tokens first,
-    so the last real token sits at ``mask.sum(1) - 1``.
+    The last token is ``features.last_index``'s.
     """
     torch = _torch()
     mean = mean_pool(hidden, mask)
@@ -58,7 +56,7 @@ def pool_states(hidden: Any, mask: Any, pool: str) -> Any:
     if pool == "mean+first":
         return torch.cat([mean, hidden[:, 0]], dim=-1)
     rows = torch.arange(len(hidden), device=hidden.device)
-    last = (mask.long().sum(1) - 1).clamp(min=0)
+    last = last_index(mask)
     if pool == "mean+last":
         return torch.cat([mean, hidden[rows, last]], dim=-1)
     if pool == "pair":

@@ -42,7 +42,7 @@ from rolecall.train.data import (
     selection_pairs,
     unique_candidates,
 )
-from rolecall.train.features import Features, mean_pool
+from rolecall.train.features import Features, last_index, mean_pool
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model
 from rolecall.train.losses import InBatchNegativesLoss, duplicate_mask
 from rolecall.train.settings import RetrieverSettings as RetrieverSettings  # re-exported
@@ -148,7 +148,7 @@ class ResidualHead(nn.Module):
         self.log_scale = nn.Parameter(torch.tensor(math.log(RESIDUAL_SCALE)))
 
     def contexts(self, hidden, mask):
-        last = hidden[torch.arange(len(hidden)), (mask.long().sum(1) - 1).clamp(min=0)]
+        last = hidden[torch.arange(len(hidden), device=hidden.device), last_index(mask)]
         moved = self.turn(self.dropout(last)) + self.history(self.dropout(mean_pool(hidden, mask)))
         return nn.functional.normalize(last + moved, dim=-1) * self.log_scale.exp()
 
