@@ -3,16 +3,23 @@
 Four sets, each a table of accuracy, macro-F1 and seconds per 1,000 items per judge:
 
 1. **beep**: BEEP! dev (``eval/beep_labeled_dev.tsv``), offensive (``hate`` offensive or
-   hate) vs none. The trained judge is a TF-IDF model over ``kda_judges.JUDGE_VIEWS``
-   (characters + Kiwi morphemes) trained on BEEP! train (``slang/beep_labeled_train.tsv``)
-   in this run; the baseline is the same model over characters only (``chars``), same data.
-   For information: the K/DA implicit judge (implicit or explicit -> offensive).
+   hate) vs none. The trained judge is a TF-IDF model over the implicit judge's
+   ``kda_judges.JUDGE_VIEWS`` (characters + Kiwi morphemes) trained on BEEP! train
+   (``slang/beep_labeled_train.tsv``) in this run; the baseline is the same model over
+   characters only (``chars``), same data. For information: the K/DA implicit judge
+   (implicit or explicit -> offensive), and the trained judge with the sentence encoder's
+   vectors beside (``+ sentence``: the view the one-sentence judges leave out).
 2. **kda_implicit**: the held-out K/DA implicit sentences vs their neutral sentences (the
    ``kda`` test set of ``kda_judges.implicit_data``). Scored as binary implicit vs none: a
    judge's ``explicit`` counts as ``implicit`` (offensive either way; the gold set has no
    explicit sentences, and a three-label F1 would reward nothing the set can measure).
 3. **kda_consistency**: the held-out true K/DA pairs vs mismatched pairs (the ``kda`` test
-   set of ``kda_judges.consistency_data``), maintained vs shifted.
+   set of ``kda_judges.consistency_data``), maintained vs shifted. The trained judge reads
+   characters, morphemes and the sentence encoder's vectors (the consistency judge's
+   views); for information, the same without the sentence view (``n-grams only``).
+3b. **kda_consistency_hard**: the same judges on the recipe's ``hard`` set: the held-out
+   true pairs with their rewrite respaced (maintained) and near-copies of the held-out
+   neutral sentences, respaced, repunctuated and reworded (shifted; ``train/near_copies``).
 4. **out_of_bounds**: the system turns of ``examples/carecall/dialogues.jsonl`` after the
    opening one (gold in-bounds; the hand-written set has no openings) and the hand-written
    turns of ``out_of_bounds.jsonl`` (gold out-of-bounds, with their spec category):
@@ -37,8 +44,9 @@ LLM from the time of its uncached calls.
 
 Targets (#16): on every set, the trained judge (the rules for out_of_bounds) at least 15
 macro-F1 points above the better of the two LLM readings on the LLM's items, and above the
-TF-IDF baseline on the whole set; at least 10,000 items per minute for the BEEP, implicit
-and consistency judges and the rules. The last line is one JSON object with ``targets``.
+TF-IDF baseline on the whole set (#32: on the hard set by 0.05 or more); at least 10,000
+items per minute for the BEEP, implicit and consistency judges and the rules. The last line
+is one JSON object with ``targets``.
 
 Usage: python bench/judges.py [--data-dir ../shared/data] [--llm-limit 200] [--skip-llm]
        [--oob-llm-limit N] [--model llamacpp:embedded] [--examples-dir examples/carecall]
@@ -67,7 +75,7 @@ from rolecall.judge.written_out_of_bounds import out_of_bounds_items, read_out_o
 from rolecall.llm import LLM, Cache, load_backend
 from rolecall.records import Dialogue
 from rolecall.spec import load_role_spec
-from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
+from rolecall.train.baselines import BASELINE_VIEWS, SENTENCE, TfidfModel, TfidfSettings
 from rolecall.train.kda_judges import JUDGE_VIEWS, consistency_data, implicit_data, label_metrics
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
@@ -76,10 +84,13 @@ from judges_llm import Row, out_of_bounds_rows, pair_filter_rows  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 MIN_GAIN_OVER_LLM, MIN_ITEMS_PER_MIN = 0.15, 10_000
+MIN_GAIN_OVER_TFIDF = {"kda_consistency_hard": 0.05}  # the others: > 0
 NAMES = {
-    "trained": "trained judge (tfidf chars+morphemes)",
+    "trained": "trained judge (its default views)",
     "tfidf": "baseline (tfidf chars)",
     "kda_implicit": "K/DA implicit judge (info)",
+    "sentence": "trained judge + sentence (info)",
+    "ngrams": "trained judge, n-grams only (info)",
     "rules": "rules:carecall",
     "llm": "LLM score",
     "llm_calibrated": "LLM score, calibrated",
@@ -178,7 +189,12 @@ def beep_set(data_dir: Path, implicit_judge: TfidfModel, seed: int) -> JudgeSet:
     dev = read(data_dir / "eval" / "beep_labeled_dev.tsv")
     title = f"BEEP! dev, offensive vs none (trained on BEEP! train, {len(train)} comments)"
     out = JudgeSet("beep", title, [y for _, y in dev], [x for x, _ in dev], "trained")
-    for key, views in (("trained", JUDGE_VIEWS), ("tfidf", BASELINE_VIEWS)):
+    views = JUDGE_VIEWS["implicit"]
+    for key, views in (
+        ("trained", views),
+        ("tfidf", BASELINE_VIEWS),
+        (SENTENCE, [*views, SENTENCE]),
+    ):
         model = fit_tfidf("offensive", ["offensive", "none"], train, views, seed)
         out.rows[key] = Row(*timed(model.predict, out.inputs))
     offensive = {"implicit": "offensive", "explicit": "offensive"}
@@ -191,23 +207,38 @@ def kda_implicit_set(data_dir: Path, seed: int) -> tuple[JudgeSet, TfidfModel]:
     test = data.test["kda"]
     title = f"K/DA held-out implicit vs neutral (trained on the recipe, {len(data.train)})"
     out = JudgeSet("kda_implicit", title, [y for _, y in test], [x for x, _ in test], "trained")
-    judge = None
-    for key, views in (("trained", JUDGE_VIEWS), ("tfidf", BASELINE_VIEWS)):
+    judge, views = None, JUDGE_VIEWS["implicit"]
+    for key, views in (
+        ("trained", views),
+        ("tfidf", BASELINE_VIEWS),
+        (SENTENCE, [*views, SENTENCE]),
+    ):
         model = fit_tfidf("implicit", data.labels, data.train, views, seed)
         out.rows[key] = Row(*timed(mapped(model, {"explicit": "implicit"}), out.inputs))
         judge = judge or model
     return out, judge
 
 
-def kda_consistency_set(data_dir: Path, seed: int) -> JudgeSet:
+def kda_consistency_sets(data_dir: Path, seed: int) -> dict[str, JudgeSet]:
+    """The held-out true vs mismatched pairs, and the hard set; the same models on both."""
     data = consistency_data(data_dir, seed=seed)
-    test = data.test["kda"]
-    title = f"K/DA held-out true vs mismatched pairs (trained on the recipe, {len(data.train)})"
-    out = JudgeSet("kda_consistency", title, [y for _, y in test], [x for x, _ in test], "trained")
-    for key, views in (("trained", JUDGE_VIEWS), ("tfidf", BASELINE_VIEWS)):
+    trained = f"trained on the recipe, {len(data.train)}"
+    titles = {
+        "kda": f"K/DA held-out true vs mismatched pairs ({trained})",
+        "hard": f"K/DA held-out rewrites respaced vs near-copies and rewordings ({trained})",
+    }
+    out = {}
+    for part, title in titles.items():
+        name = "kda_consistency" + ("" if part == "kda" else f"_{part}")
+        test = data.test[part]
+        out[part] = JudgeSet(name, title, [y for _, y in test], [x for x, _ in test], "trained")
+    views = JUDGE_VIEWS["consistency"]
+    ngrams = [v for v in views if v != SENTENCE]
+    for key, views in (("trained", views), ("tfidf", BASELINE_VIEWS), ("ngrams", ngrams)):
         model = fit_tfidf("consistency", data.labels, data.train, views, seed, pair=True)
-        out.rows[key] = Row(*timed(model.predict, out.inputs))
-    return out
+        for judge_set in out.values():
+            judge_set.rows[key] = Row(*timed(model.predict, judge_set.inputs))
+    return {judge_set.name: judge_set for judge_set in out.values()}
 
 
 def out_of_bounds_set(examples: Path, seed: int) -> JudgeSet:
@@ -277,7 +308,8 @@ def add_llm(sets: dict[str, JudgeSet], args: argparse.Namespace) -> str:
         if oob:
             judge_set.llm_rows = out_of_bounds_rows(llm, judge_set.spec, inputs, progress)
         else:
-            name = "consistency" if judge_set.name == "kda_consistency" else "implicit"
+            consistency = judge_set.name.startswith("kda_consistency")
+            name = "consistency" if consistency else "implicit"
             mapping = {
                 "beep": {"implicit": "offensive", "explicit": "offensive"},
                 "kda_implicit": {"explicit": "implicit"},
@@ -403,7 +435,9 @@ def targets(sets: dict[str, JudgeSet], found: dict[str, dict]) -> dict:
         else:
             goals[f"{name}_{side}_minus_llm"] = goal(None, floor, False, "not measured")
         gain = round(judges[trained]["macro_f1"] - judges["tfidf"]["macro_f1"], 4)
-        goals[f"{name}_{side}_minus_tfidf"] = goal(gain, "> 0", gain > 0)
+        least = MIN_GAIN_OVER_TFIDF.get(name)
+        met = gain > 0 if least is None else gain >= least
+        goals[f"{name}_{side}_minus_tfidf"] = goal(gain, f">= {least}" if least else "> 0", met)
     for judge, (name, key) in SPEED_TARGETS.items():
         speed = found[name]["judges"][key]["items_per_min"]
         goals[f"{judge}_items_per_min"] = goal(
@@ -419,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     implicit, implicit_judge = kda_implicit_set(args.data_dir, args.seed)
     print(f"trained the implicit judges ({time.perf_counter() - started:.0f} s)", flush=True)
     sets = {"beep": beep_set(args.data_dir, implicit_judge, args.seed), "kda_implicit": implicit}
-    sets["kda_consistency"] = kda_consistency_set(args.data_dir, args.seed)
+    sets |= kda_consistency_sets(args.data_dir, args.seed)
     sets["out_of_bounds"] = out_of_bounds_set(args.examples_dir, args.seed)
     print(
         f"trained and timed the judges without an LLM ({time.perf_counter() - started:.0f} s)",

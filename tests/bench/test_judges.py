@@ -17,6 +17,7 @@ TARGETS = {
         ("beep", "trained"),
         ("kda_implicit", "trained"),
         ("kda_consistency", "trained"),
+        ("kda_consistency_hard", "trained"),
         ("out_of_bounds", "rules"),
     )
     for other in ("llm", "tfidf")
@@ -68,6 +69,7 @@ def test_without_the_llm_every_target_is_reported(data_dir, capsys):
         ("beep", "trained"),
         ("kda_implicit", "trained"),
         ("kda_consistency", "trained"),
+        ("kda_consistency_hard", "trained"),
         ("out_of_bounds", "rules"),
     ):
         judges = summary["sets"][name]["judges"]
@@ -75,13 +77,20 @@ def test_without_the_llm_every_target_is_reported(data_dir, capsys):
         assert summary["targets"][f"{name}_{side}_minus_tfidf"]["value"] == pytest.approx(
             gain, abs=1e-4
         )
+    assert summary["targets"]["kda_consistency_hard_trained_minus_tfidf"]["target"] == ">= 0.05"
     speed = summary["targets"]["rules_items_per_min"]["value"]
     assert speed == summary["sets"]["out_of_bounds"]["judges"]["rules"]["items_per_min"] > 0
     oob = summary["sets"]["out_of_bounds"]
     assert oob["items"] == 244 + 183  # system turns after the opening + the written ones
     recall = oob["judges"]["rules"]["category_recall"]
     assert sum(c["n"] for c in recall.values()) == 183
-    assert set(summary["sets"]["beep"]["judges"]) == {"trained", "tfidf", "kda_implicit"}
+    assert set(summary["sets"]["beep"]["judges"]) == {
+        "trained",
+        "tfidf",
+        "kda_implicit",
+        "sentence",
+    }
+    assert set(summary["sets"]["kda_consistency_hard"]["judges"]) == {"trained", "tfidf", "ngrams"}
     for found in summary["sets"].values():
         for judge in found["judges"].values():
             assert 0 <= judge["macro_f1"] <= 1 and judge["items_per_min"] > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -75,6 +77,50 @@ def test_pair_views_and_a_model_saved_before_views(tmp_path):
     np.savez_compressed(path, **renamed)  # the layout before views: one unnamed vocabulary
     again = TfidfModel.load(tmp_path / "old")
     assert np.array_equal(again.predict_proba(TEXTS), old.predict_proba(TEXTS))
+
+
+def test_the_added_ngrams_and_a_pair_model_saved_before_them(tmp_path):
+    pairs = [("밥 먹었어요", "밥 먹었어요 꼰대야"), ("밥 먹었어요", "밥먹었어요")] * 3
+    gold = ["maintained", "shifted"] * 3
+    settings = TfidfSettings(labels=gold[:2], pair=True)
+    assert settings.added  # new models read what the rewrite put in
+    with_added = TfidfModel(settings)
+    with_added.fit(pairs, gold)
+    without = TfidfModel(settings.model_copy(update={"added": False}))
+    without.fit(pairs, gold)
+    # the added block: the second text's n-grams the first lacks, nothing else
+    assert with_added._matrix(pairs).shape[1] > without._matrix(pairs).shape[1]
+    assert with_added.predict(pairs[:2]) == gold[:2]
+    without.save(tmp_path / "old")
+    info = json.loads((tmp_path / "old" / "model.json").read_text())
+    del info["settings"]["added"]  # model.json as written before the block existed
+    (tmp_path / "old" / "model.json").write_text(json.dumps(info))
+    again = TfidfModel.load(tmp_path / "old")
+    assert not again.settings.added
+    assert np.array_equal(again.predict_proba(pairs), without.predict_proba(pairs))
+
+
+def test_the_sentence_view_reads_meaning_beside_the_ngrams(tmp_path):
+    """On the real bundled encoder: the vector beside the n-grams for texts; for pairs the
+    second's vector and the pair's cosine, so a respaced copy and an unrelated text sit at
+    the two ends whatever n-grams they share."""
+    from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, vectors_of_unique
+
+    text = TfidfModel(TfidfSettings(labels=["implicit", "none", "explicit"], views=["sentence"]))
+    text.fit(TEXTS, LABELS)
+    assert text._matrix(TEXTS[:2]).shape == (2, DIM)  # no vocabulary: the vector alone
+    assert text.predict(["개새끼 꺼져", "점심 맛있게 드세요"]) == ["explicit", "none"]
+    pairs = [("3박 4일 여행 다녀왔어요", "3박4일 여행 다녀왔어요"), ("3박 4일 여행", "비 와요")]
+    u, v = vectors_of_unique([a for a, _ in pairs]), vectors_of_unique([b for _, b in pairs])
+    assert (u * v).sum(axis=1)[0] > 0.9 > 0.5 > (u * v).sum(axis=1)[1]
+    both = TfidfSettings(labels=["maintained", "shifted"], pair=True, views=["chars", "sentence"])
+    model = TfidfModel(both)
+    model.fit(pairs * 3, ["shifted", "maintained"] * 3)
+    model.save(tmp_path / "s")
+    info = json.loads((tmp_path / "s" / "model.json").read_text())
+    assert info["sentence_encoder"]["version"] == PACKAGE_VERSION
+    again = TfidfModel.load(tmp_path / "s")
+    assert np.allclose(again.predict_proba(pairs), model.predict_proba(pairs))
 
 
 def test_bad_inputs_are_clear_errors(tmp_path):

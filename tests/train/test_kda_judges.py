@@ -57,6 +57,18 @@ def test_the_consistency_recipe_pairs_kda_against_its_failures(data_dir):
     assert all(y == "shifted" for (a, b), y in data.train if "남자가" in a)  # paraphrases
     assert {y for _, y in data.test["kda"]} == {"maintained", "shifted"}
 
+    def bare(text):
+        return text.replace(" ", "").rstrip(".!?~")
+
+    near = [(a, b) for (a, b), y in data.train if a != b and bare(a) == bare(b)]
+    assert near and data.recipe["sources"]["near_copy"] > 0  # surface edits, shifted
+    assert all(labels[pair] == "shifted" for pair in near if pair not in kda)
+    hard = data.test["hard"]
+    assert {y for _, y in hard} == {"maintained", "shifted"}
+    assert {a for (a, _), _ in hard} <= held  # near-copies of the held-out sentences only
+    toxic = {p.toxic.replace(" ", "") for p in read_kda_csv(data_dir / "detox" / "kda_ko.csv")}
+    assert all(b.replace(" ", "") in toxic for (_, b), y in hard if y == "maintained")
+
 
 def test_mismatched_pairs_never_pair_a_sentence_with_its_own_rewrite():
     pairs = read_kda_csv_rows()

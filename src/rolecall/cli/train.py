@@ -431,7 +431,8 @@ JUDGE_BACKBONE_HELP = (
 )
 JUDGE_VIEWS_HELP = (
     "the tfidf judge's views, comma-separated: chars (character n-grams; alone, the classic "
-    "baseline), morphemes (Kiwi), words"
+    "baseline), morphemes (Kiwi), words, sentence (the bundled sentence encoder); default: "
+    "chars,morphemes for the implicit judge, chars,morphemes,sentence for consistency"
 )
 DATA_DIR = typer.Argument(
     ...,
@@ -452,9 +453,9 @@ def _train_kda_judge(task: str, values: dict) -> None:
     from rolecall.train.kda_judges import TFIDF, train_judge
 
     backbone, config, cache, settings = values["backbone"], None, None, None
-    if backbone == TFIDF:
+    if backbone == TFIDF and values["views"]:
         settings = {"views": [v.strip() for v in values["views"].split(",") if v.strip()]}
-    else:
+    elif backbone != TFIDF:
         backbone, config, cache = _backbone_training(values)
     metrics = train_judge(
         task,
@@ -481,7 +482,7 @@ def _kda_judge_command(task: str, summary: str):
         data_dir: Path = DATA_DIR,
         out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
         backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
-        views: str = typer.Option("chars,morphemes", help=JUDGE_VIEWS_HELP),  # = JUDGE_VIEWS
+        views: Optional[str] = typer.Option(None, help=JUDGE_VIEWS_HELP),
         frozen: Optional[bool] = FROZEN,
         layer: Optional[int] = LAYER,
         kda_holdout: float = KDA_HOLDOUT,

@@ -253,7 +253,7 @@ def _sha256(path: Path) -> str:
 def recipe_of(task: str, data_dir: str | Path) -> dict[str, Any]:
     """Everything the trained judge of ``task`` depends on: the recipe's settings, the
     code that makes it (a changed recipe or model retrains) and the data files' SHA-256."""
-    from rolecall.train import baselines, kda_judges
+    from rolecall.train import baselines, kda_judges, near_copies
 
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
@@ -272,7 +272,8 @@ def recipe_of(task: str, data_dir: str | Path) -> dict[str, Any]:
     settings = baselines.TfidfSettings(
         task=task, labels=kda_judges.LABELS[task], pair=task == "consistency", seed=RECIPE["seed"]
     )
-    code = {m.__name__: _sha256(Path(m.__file__))[:16] for m in (kda_judges, baselines)}
+    modules = (kda_judges, baselines, near_copies)
+    code = {m.__name__: _sha256(Path(m.__file__))[:16] for m in modules}
     return {"task": task, **RECIPE, "settings": settings.model_dump(mode="json")} | {
         "code": code,
         "data": data,

@@ -33,7 +33,7 @@ import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.progress import progress_bar
-from rolecall.retrieval.sentence_vectors import DIM, PACKAGE, SentenceVectors
+from rolecall.retrieval.sentence_vectors import DIM, PACKAGE, shared_vectors
 from rolecall.retrieval.sentence_vectors import NAME as SENTENCE
 from rolecall.vectors import faiss_module, stable_top
 
@@ -67,7 +67,7 @@ class BundledEncoder:
     (its vectors are already unit length)."""
 
     def __init__(self):
-        self.model = SentenceVectors()
+        self.model = shared_vectors()
 
     def encode(self, texts: Sequence[str], **_: object) -> np.ndarray:
         return self.model.vectors(texts)

@@ -16,6 +16,7 @@ half of the slang index (``dense.py``, ``--dense-model sentence``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -84,3 +85,17 @@ class SentenceVectors:
         if group:
             self._network._encode_batch(group, tokens, out[first:])
         return out
+
+
+@functools.cache
+def shared_vectors() -> SentenceVectors:
+    """The one encoder of the process (loading its weights takes about a second)."""
+    return SentenceVectors()
+
+
+def vectors_of_unique(texts: Sequence[str]) -> np.ndarray:
+    """``vectors(texts)``, each distinct text encoded once (pairs repeat their sentences)."""
+    unique = list(dict.fromkeys(texts))
+    found = shared_vectors().vectors(unique) if unique else np.zeros((0, DIM), np.float32)
+    row = {text: i for i, text in enumerate(unique)}
+    return found[[row[t] for t in texts]] if texts else found

@@ -14,10 +14,18 @@ Texts are read in one or more *views*, each its own TF-IDF vocabulary, side by s
 - ``morphemes``: Kiwi morphemes with their part-of-speech tag (``먹/VV``, ``어요/EF``),
   unigrams and bigrams: the stem and the ending apart, whatever the spelling joined.
 - ``words``: whitespace tokens, unigrams and bigrams.
+- ``sentence``: not n-grams but the bundled sentence encoder's 512-dim vector
+  (``retrieval/sentence_vectors.py``; needs ``rolecall[models]``): what the text means,
+  whatever its words. Measured per judge in ``bench/judges.py``; the K/DA consistency judge
+  takes it by default (``kda_judges.JUDGE_VIEWS``).
 
 A *pair* (first, second) is read as the second text's n-grams, the element-wise product
 of both texts' vectors (which n-grams they share: a linear model cannot see that from the
-two vectors side by side) and their cosine similarity (the mean over the views).
+two vectors side by side), their cosine similarity (the mean over the n-gram views) and,
+with ``added``, the second text's n-grams that the first lacks (what a rewrite put in: a
+swear word, or only a space). With the ``sentence`` view, the second text's sentence
+vector and the two vectors' cosine beside (meaning kept: a near-copy lies near 1, a
+rewrite that adds an insult lower, an unrelated text near 0).
 
 A model directory holds ``model.json`` (kind ``tfidf``, settings, metrics) and
 ``tfidf.npz`` (the vocabulary, IDF weights and the regression's coefficients): arrays, not
@@ -41,18 +49,24 @@ KIND = "tfidf"
 ARRAYS = "tfidf.npz"
 BINS = 10  # of the pair cosine
 TextOrPair = str | tuple[str, str]
-View = Literal["chars", "morphemes", "words"]
+View = Literal["chars", "morphemes", "words", "sentence"]
 BASELINE_VIEWS: list[View] = ["chars"]
+SENTENCE = "sentence"  # the one view that is not n-grams (retrieval.sentence_vectors.NAME)
 
 
 class TfidfSettings(Settings):
     task: str = Field("text", description="what the labels mean (implicit, consistency, ...)")
     labels: list[str] = Field(min_length=2, description="class names, in column order")
     pair: bool = Field(False, description="inputs are (first, second) text pairs")
+    added: bool = Field(
+        True, description="pairs: also the second text's n-grams the first lacks (not saved "
+        "before 2026-11-27: such models read pairs without them)"
+    )
     views: list[View] = Field(
         default_factory=lambda: list(BASELINE_VIEWS),
         min_length=1,
-        description="chars (the classic baseline), morphemes (Kiwi), words; side by side",
+        description="chars (the classic baseline), morphemes (Kiwi), words, sentence (the "
+        "bundled sentence encoder); side by side",
     )
     ngram_min: int = Field(1, ge=1, description="character n-grams of the chars view")
     ngram_max: int = Field(4, ge=1)
@@ -85,7 +99,7 @@ class TfidfModel:
         if len(set(labels)) < 2:
             raise ValueError("training needs at least two different labels")
         texts = [t for item in inputs for t in self._texts(item)]
-        self.vectorizers = {view: _vectorizer(self.settings, view) for view in self.views}
+        self.vectorizers = {view: _vectorizer(self.settings, view) for view in self.lexical}
         for view, vectorizer in self.vectorizers.items():
             vectorizer.fit(_read(view, texts))
         matrix = self._matrix(inputs)
@@ -97,7 +111,8 @@ class TfidfModel:
         # subtle: a label absent from the training data still gets its column (probability
         # 0), so every model of one task has the same columns
         self.regression.fit(matrix, targets)
-        proba = self.predict_proba(inputs)
+        proba = np.zeros((len(targets), len(self.labels)))
+        proba[:, self.regression.classes_] = self.regression.predict_proba(matrix)
         return {
             "train_examples": len(targets),
             "features": sum(len(v.vocabulary_) for v in self.vectorizers.values()),
@@ -141,6 +156,10 @@ class TfidfModel:
             "metrics": metrics or {},
             "rolecall": __version__,
         }
+        if SENTENCE in self.views:
+            from rolecall.retrieval.sentence_vectors import PACKAGE, PACKAGE_VERSION
+
+            info["sentence_encoder"] = {"package": PACKAGE, "version": PACKAGE_VERSION}
         write_json(directory / MODEL_FILE, info)
         return directory
 
@@ -150,10 +169,12 @@ class TfidfModel:
 
         directory = Path(directory)
         info = read_info(directory, KIND, "rolecall train implicit-judge --backbone tfidf")
-        settings = TfidfSettings.model_validate(info["settings"])
+        # a model saved before ``added`` existed reads pairs without that block
+        settings = TfidfSettings.model_validate({"added": False, **info["settings"]})
         try:
             arrays = np.load(directory / ARRAYS, allow_pickle=False)
-            vectorizers = {view: _vectorizer(settings, view) for view in settings.views}
+            lexical = [view for view in settings.views if view != SENTENCE]
+            vectorizers = {view: _vectorizer(settings, view) for view in lexical}
             for view, vectorizer in vectorizers.items():
                 # a model saved before views holds one unnamed (chars) vocabulary
                 key = view if f"idf_{view}" in arrays else None
@@ -177,6 +198,11 @@ class TfidfModel:
     def views(self) -> list[str]:
         return list(dict.fromkeys(self.settings.views))
 
+    @property
+    def lexical(self) -> list[str]:
+        """The n-gram views (each its own TF-IDF vocabulary)."""
+        return [view for view in self.views if view != SENTENCE]
+
     def _texts(self, item: TextOrPair) -> list[str]:
         if self.settings.pair:
             if isinstance(item, str) or len(item) != 2:
@@ -186,31 +212,58 @@ class TfidfModel:
             raise ValueError("a text model reads strings")
         return [item]
 
-    def _vectors(self, texts: list[str]) -> tuple[Any, list[Any]]:
-        """The views side by side, and each view's block (rows L2-normalised)."""
+    def _ngrams(self, texts: list[str]) -> Any:
+        """The n-gram views side by side (each view's rows L2-normalised), or None."""
         from scipy import sparse
 
-        blocks = [self.vectorizers[v].transform(_read(v, texts)) for v in self.views]
-        return sparse.hstack(blocks).tocsr(), blocks
+        if not self.lexical:
+            return None
+        blocks = [self.vectorizers[v].transform(_read(v, texts)) for v in self.lexical]
+        return sparse.hstack(blocks).tocsr()
+
+    def _sentences(self, texts: list[str]) -> np.ndarray | None:
+        if SENTENCE not in self.views:
+            return None
+        from rolecall.retrieval.sentence_vectors import vectors_of_unique
+
+        return vectors_of_unique(texts)
 
     def _matrix(self, inputs: Sequence[TextOrPair]) -> Any:
         from scipy import sparse
 
+        texts = [self._texts(item) for item in inputs]
         if not self.settings.pair:
-            return self._vectors([self._texts(item)[0] for item in inputs])[0]
-        firsts, _ = self._vectors([self._texts(item)[0] for item in inputs])
-        seconds, _ = self._vectors([item[1] for item in inputs])
-        shared = firsts.multiply(seconds).tocsr()
-        # each view's rows are L2-normalised, so the row sums of the product over the views
-        # are the sum of their cosines; one-hot bins of the mean too, because "related but
-        # not the same" (a rewrite) lies between unrelated (low) and a copy or paraphrase
-        # (high): no single weight can say that
-        cosine = np.asarray(shared.sum(axis=1)).ravel() / len(self.views)
-        bins = np.clip((cosine * BINS).astype(int), 0, BINS - 1)
-        onehot = sparse.csr_matrix(
-            (np.ones(len(bins)), (np.arange(len(bins)), bins)), shape=(len(bins), BINS)
-        )
-        return sparse.hstack([seconds, shared, cosine[:, None], onehot]).tocsr()
+            first = [t[0] for t in texts]
+            blocks = [self._ngrams(first), self._sentences(first)]
+            return sparse.hstack([sparse.csr_matrix(b) for b in blocks if b is not None]).tocsr()
+        firsts, seconds = [t[0] for t in texts], [t[1] for t in texts]
+        parts: list[Any] = []
+        if self.lexical:
+            first, second = self._ngrams(firsts), self._ngrams(seconds)
+            shared = first.multiply(second).tocsr()
+            # each view's rows are L2-normalised, so the row sums of the product over the
+            # views are the sum of their cosines; one-hot bins of the mean too, because
+            # "related but not the same" (a rewrite) lies between unrelated (low) and a
+            # copy or paraphrase (high): no single weight can say that
+            cosine = np.asarray(shared.sum(axis=1)).ravel() / len(self.lexical)
+            parts += [second, shared, *_binned(cosine)]
+            if self.settings.added:
+                parts.append(second - second.multiply(first.sign()))
+        if SENTENCE in self.views:
+            u, v = self._sentences(firsts), self._sentences(seconds)
+            parts += [sparse.csr_matrix(v), *_binned((u * v).sum(axis=1))]
+        return sparse.hstack(parts).tocsr()
+
+
+def _binned(cosine: np.ndarray) -> list[Any]:
+    """The cosine as a column and as one-hot bins of ``BINS``."""
+    from scipy import sparse
+
+    bins = np.clip((cosine * BINS).astype(int), 0, BINS - 1)
+    onehot = sparse.csr_matrix(
+        (np.ones(len(bins)), (np.arange(len(bins)), bins)), shape=(len(bins), BINS)
+    )
+    return [sparse.csr_matrix(cosine[:, None]), onehot]
 
 
 def _vectorizer(settings: TfidfSettings, view: str) -> Any:

@@ -11,15 +11,19 @@ Two tasks, with the labels of the LLM filters (``judge/pair_filters.LABELS``):
 - ``consistency`` ((neutral, candidate) -> maintained / shifted): K/DA pairs -> maintained;
   the K/DA filter's failures -> shifted: *mismatched* (a neutral sentence with another
   sentence's rewrite), *copy* (the sentence itself), *paraphrase* (KorSTS pairs scored >= 4:
-  same meaning, nothing offensive added) and *answer* (a Chatbot_data question and its
-  answer: replying instead of rewriting).
+  same meaning, nothing offensive added), *answer* (a Chatbot_data question and its
+  answer: replying instead of rewriting) and *near-copy* (the sentence with one surface
+  edit, a space or a closing mark: ``near_copies.surface_edit``).
 
 Held out for measuring: the K/DA pairs of ``detox_model.split_pairs(pairs, holdout, seed)``
 (by neutral sentence, the rule of ``detox train --test-share`` and ``detox
 offensiveness-data --kda-holdout``: the same seed holds the same pairs out everywhere), and
 the same share of every other corpus by a hash of the text (``data.split_by``). Each test
 item belongs to a *set*: ``kda`` (implicit vs neutral; true vs mismatched pairs, the sets of
-issue #16's benchmark) or ``other``. The recipe, the share and the seed go into
+issue #16's benchmark), ``other``, and for consistency ``hard``: the held-out true pairs with
+their rewrite respaced (maintained) beside near-copies of the held-out neutral sentences,
+respaced, repunctuated and reworded (shifted; ``near_copies``: rewording is a kind the
+recipe never trains on). The recipe, the share and the seed go into
 ``model.json`` (``metrics.data``).
 """
 
@@ -38,6 +42,7 @@ from typing import Any
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.records import Pair
 from rolecall.textfiles import read_text_file
+from rolecall.train import near_copies
 from rolecall.train.baselines import BASELINE_VIEWS, TextOrPair, TfidfModel, TfidfSettings
 from rolecall.train.data import split_by
 from rolecall.train.detox_model import split_pairs
@@ -46,8 +51,13 @@ LABELS = {"implicit": ["implicit", "none", "explicit"], "consistency": ["maintai
 TASKS = tuple(LABELS)
 TFIDF = "tfidf"
 # the judges' TF-IDF views: Kiwi morphemes beside the baseline's characters measured above
-# characters alone on BEEP! dev and the K/DA sets (docs/trained-judges.md, bench/judges.py)
-JUDGE_VIEWS = ["chars", "morphemes"]
+# characters alone on BEEP! dev and the K/DA sets; the sentence encoder's vectors lift the
+# consistency judge (most on the hard set) and lower the one-sentence judges
+# (docs/trained-judges.md, bench/judges.py)
+JUDGE_VIEWS = {
+    "implicit": ["chars", "morphemes"],
+    "consistency": ["chars", "morphemes", "sentence"],
+}
 PARAPHRASE_SCORE = 4.0  # KorSTS 0-5: 4 and up is "mostly equivalent"
 Item = tuple[TextOrPair, str]
 
@@ -215,6 +225,36 @@ def _consistency_items(pairs: Sequence[Pair], seed: int) -> tuple[list[Item], li
     return kda, copies
 
 
+def edited_copies(pairs: Sequence[Pair], seed: int) -> list[Item]:
+    """One surface edit of each neutral sentence (shifted): the training near-copies."""
+    rng = random.Random(seed)
+    out = []
+    for neutral in dict.fromkeys(p.neutral for p in pairs):
+        edited = near_copies.surface_edit(neutral, rng)
+        if edited:
+            out.append(((neutral, edited), "shifted"))
+    return out
+
+
+def hard_items(pairs: Sequence[Pair], seed: int) -> list[Item]:
+    """The ``hard`` test set: each true pair with its rewrite respaced (maintained); each
+    neutral sentence respaced, repunctuated and reworded (shifted), where that changes it."""
+    rng = random.Random(seed)
+    out: list[Item] = []
+    for pair in pairs:
+        respaced = near_copies.respaced(pair.toxic, rng)
+        if respaced and respaced != pair.toxic:
+            out.append(((pair.neutral, respaced), "maintained"))
+    for neutral in dict.fromkeys(p.neutral for p in pairs):
+        edits = (
+            near_copies.respaced(neutral, rng),
+            near_copies.repunctuated(neutral, rng),
+            near_copies.reworded(neutral),
+        )
+        out += [((neutral, e), "shifted") for e in dict.fromkeys(edits) if e and e != neutral]
+    return out
+
+
 def consistency_data(data_dir: Path, holdout: float = 0.1, seed: int = 0) -> JudgeData:
     """The maintained / shifted recipe (module docstring)."""
     kda_train, kda_test = split_kda(read_kda(data_dir), holdout, seed)
@@ -225,9 +265,14 @@ def consistency_data(data_dir: Path, holdout: float = 0.1, seed: int = 0) -> Jud
     answers = random.Random(seed).sample(answers, min(len(answers), wanted))
     train, train_copies = _consistency_items(kda_train, seed)
     test_kda, test_copies = _consistency_items(kda_test, seed + 1)
-    train += train_copies
-    test = {"kda": test_kda, "other": test_copies}
-    counts = {"kda_train_pairs": len(kda_train), "kda_test_pairs": len(kda_test)}
+    near = edited_copies(kda_train, seed)
+    train += train_copies + near
+    test = {"kda": test_kda, "other": test_copies, "hard": hard_items(kda_test, seed + 1)}
+    counts = {
+        "kda_train_pairs": len(kda_train),
+        "kda_test_pairs": len(kda_test),
+        "near_copy": len(near),
+    }
     for name, rows in (("korsts_paraphrase", paraphrases), ("chatbot_answer", answers)):
         fit, held = _split_texts(rows, holdout, seed, key=lambda pair: pair[0])
         train += [(pair, "shifted") for pair in fit]
@@ -316,7 +361,7 @@ def train_judge(
 ) -> dict[str, Any]:
     """Train the ``task`` judge on its recipe, measure it on the held-out items, save it.
 
-    ``backbone``: ``"tfidf"`` (TF-IDF + logistic regression over ``JUDGE_VIEWS`` unless
+    ``backbone``: ``"tfidf"`` (TF-IDF + logistic regression over the task's ``JUDGE_VIEWS`` unless
     ``settings`` names ``views``), or a ``Backbone`` / ``"embedded"`` / a model path for a
     ``LabelModel`` head; ``limit`` / ``test_limit``: at most that many training / test
     items per label (per test set). With ``baseline``, the classic baseline (character
@@ -334,7 +379,7 @@ def train_judge(
     metrics: dict[str, Any] = {"task": task, "train_examples": len(train)}
     start = time.perf_counter()
     if isinstance(backbone, str) and backbone == TFIDF:
-        settings = {"views": JUDGE_VIEWS, **(settings or {})}
+        settings = {"views": JUDGE_VIEWS[task], **(settings or {})}
         options = TfidfSettings(
             task=task, labels=data.labels, pair=data.pair, seed=seed, **settings
         )
