@@ -77,6 +77,7 @@ from rolecall.records import Dialogue
 from rolecall.spec import load_role_spec
 from rolecall.train.baselines import BASELINE_VIEWS, SENTENCE, TfidfModel, TfidfSettings
 from rolecall.train.kda_judges import JUDGE_VIEWS, consistency_data, implicit_data, label_metrics
+from rolecall.train.near_copies import edit_kind
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 from judges_llm import Row, out_of_bounds_rows, pair_filter_rows  # noqa: E402
@@ -114,6 +115,7 @@ class JudgeSet:
     rows: dict[str, Row] = field(default_factory=dict)  # on every item
     subset: list[int] = field(default_factory=list)  # the LLM's items
     llm_rows: dict[str, Row] = field(default_factory=dict)  # on the subset only
+    kinds: list[str] | None = None  # kda_consistency_hard: each item's edit
     categories: list[str | None] | None = None  # out_of_bounds: each gold-out turn's
     spec: Any = None  # out_of_bounds: the role spec
 
@@ -232,6 +234,10 @@ def kda_consistency_sets(data_dir: Path, seed: int) -> dict[str, JudgeSet]:
         name = "kda_consistency" + ("" if part == "kda" else f"_{part}")
         test = data.test[part]
         out[part] = JudgeSet(name, title, [y for _, y in test], [x for x, _ in test], "trained")
+    out["hard"].kinds = [
+        "respaced rewrite" if y == "maintained" else edit_kind(a, b)  # kda_judges.hard_items
+        for (a, b), y in data.test["hard"]
+    ]
     views = JUDGE_VIEWS["consistency"]
     ngrams = [v for v in views if v != SENTENCE]
     for key, views in (("trained", views), ("tfidf", BASELINE_VIEWS), ("ngrams", ngrams)):
@@ -338,6 +344,8 @@ def measured(judge_set: JudgeSet, row: Row, index: Sequence[int] | None = None) 
         out["items_per_min"] = round(60 / max(row.seconds_per_item, 1e-12))
     if judge_set.categories is not None:
         out["category_recall"] = category_recall(judge_set, predicted, index)
+    if judge_set.kinds is not None:
+        out["kind_accuracy"] = kind_accuracy(judge_set, predicted, index)
     if row.note:
         out["note"] = row.note
     return out
@@ -351,6 +359,16 @@ def category_recall(judge_set: JudgeSet, predicted: list[str], index: Sequence[i
         if category is not None:
             hits.setdefault(category, []).append(label == OUT_OF_BOUNDS)
     return {c: {"recall": round(sum(v) / len(v), 3), "n": len(v)} for c, v in sorted(hits.items())}
+
+
+def kind_accuracy(judge_set: JudgeSet, predicted: list[str], index: Sequence[int]) -> dict:
+    """Per kind of edit (the hard set): the share judged right, and how many."""
+    hits: dict[str, list[bool]] = {}
+    for label, i in zip(predicted, index):
+        hits.setdefault(judge_set.kinds[i], []).append(label == judge_set.gold[i])
+    return {
+        k: {"accuracy": round(sum(v) / len(v), 3), "n": len(v)} for k, v in sorted(hits.items())
+    }
 
 
 def results(judge_set: JudgeSet) -> dict:
@@ -395,6 +413,14 @@ def print_table(judge_set: JudgeSet, result: dict) -> None:
             )
     if judge_set.categories is not None:
         print_recall(parts)
+    if judge_set.kinds is not None:
+        print("accuracy per kind of edit (n)")
+        for name, judges in parts[:1]:
+            for key, found in judges.items():
+                cells = [
+                    f"{k} {v['accuracy']:.3f} ({v['n']})" for k, v in found["kind_accuracy"].items()
+                ]
+                print(f"  {NAMES.get(key, key):40s}" + "  ".join(cells))
 
 
 def print_recall(parts: list[tuple[str, dict]]) -> None:

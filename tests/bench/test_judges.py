@@ -78,6 +78,10 @@ def test_without_the_llm_every_target_is_reported(data_dir, capsys):
             gain, abs=1e-4
         )
     assert summary["targets"]["kda_consistency_hard_trained_minus_tfidf"]["target"] == ">= 0.05"
+    hard = summary["sets"]["kda_consistency_hard"]
+    kinds = hard["judges"]["trained"]["kind_accuracy"]
+    assert set(kinds) <= {"respaced rewrite", "respaced", "repunctuated", "reworded"}
+    assert sum(k["n"] for k in kinds.values()) == hard["items"]
     speed = summary["targets"]["rules_items_per_min"]["value"]
     assert speed == summary["sets"]["out_of_bounds"]["judges"]["rules"]["items_per_min"] > 0
     oob = summary["sets"]["out_of_bounds"]

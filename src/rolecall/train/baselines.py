@@ -59,8 +59,9 @@ class TfidfSettings(Settings):
     labels: list[str] = Field(min_length=2, description="class names, in column order")
     pair: bool = Field(False, description="inputs are (first, second) text pairs")
     added: bool = Field(
-        True, description="pairs: also the second text's n-grams the first lacks (not saved "
-        "before 2026-11-27: such models read pairs without them)"
+        True,
+        description="pairs: also the second text's n-grams the first lacks (not saved "
+        "before 2026-11-27: such models read pairs without them)",
     )
     views: list[View] = Field(
         default_factory=lambda: list(BASELINE_VIEWS),
