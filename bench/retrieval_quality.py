@@ -40,6 +40,11 @@ Targets (issue 17 item 2):
 - ``retriever_vs_bm25_carecall``: retriever Hits@1/20 - BM25 Hits@1/20 >= +0.10;
   ``bot_first_stage_vs_bm25_carecall``: the same for ``retriever + bm25 (fused)``, what
   the bot's first stage does by default (``serve/lexical.py``, ``lexical_weight`` 1).
+Target (issue 32): ``retriever_chatbot``: the retriever's Hits@1/20 on chatbot_data >= 0.475.
+On the sentence encoder, in-batch negatives cost nothing once the vectors are cached: the
+residual head's batch size and epochs (``--batch-size 512 --epochs 20``) were chosen on a
+dev split of the training questions (``--seed 1`` on a CSV of the training rows only), not
+on the held-out ones (docs/models.md).
 
 Features are cached under ``--cache-dir`` (the first run computes ~20k texts on a CPU,
 ~20 minutes on 2 cores; later runs read the cache).
@@ -85,6 +90,7 @@ CHATBOT = ROOT.parent / "shared" / "data" / "neutral" / "chatbot_data.csv"
 CARECALL = ROOT / "examples" / "carecall" / "dialogues.jsonl"
 KS = (20, 100)
 TARGET_RERANK, TARGET_BM25 = 0.05, 0.10
+TARGET_CHATBOT = 0.475  # issue 32: the chatbot_data retriever, Hits@1/20
 
 
 @dataclass
@@ -366,6 +372,13 @@ def main() -> None:
     top = f"retrieve + rerank top {args.top}"
     for name, measured in out.items():
         r = measured["results"]
+        if name == "chatbot":
+            value = r["retriever"]["hits@1/20"]
+            targets["retriever_chatbot"] = {
+                "value": round(value, 4),
+                "target": f">= {TARGET_CHATBOT}",
+                "met": value >= TARGET_CHATBOT,
+            }
         targets[f"rerank_vs_retriever_{name}"] = target(
             r[top]["hits@1/20"] - r["retriever"]["hits@1/20"], TARGET_RERANK
         )
