@@ -37,13 +37,16 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def serving(app) -> Iterator[str]:
+def serving(app, config=None) -> Iterator[str]:
+    """The app on a free loopback port; ``config(app, host, port)`` makes the
+    ``uvicorn.Config`` (default: uvicorn's own defaults, quiet)."""
     import uvicorn
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    make = config or (lambda a, h, p: uvicorn.Config(a, host=h, port=p, log_level="warning"))
+    server = uvicorn.Server(make(app, "127.0.0.1", port))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -155,3 +155,30 @@ def test_cookies_are_secure_only_when_asked(site):
     cookies = response.headers.get_list("set-cookie")
     session_cookie = next(c for c in cookies if c.startswith("rolecall_session="))
     assert "; secure" in session_cookie.lower() and "httponly" in session_cookie.lower()
+
+
+def test_a_forwarded_address_counts_only_from_a_named_proxy(site):
+    """On a real uvicorn server as ``rolecall serve`` configures it: with no proxy named,
+    an X-Forwarded-For from loopback changes nothing (the locked address stays locked);
+    with loopback named as the proxy, the forwarded address is the client's."""
+    import httpx
+
+    from rolecall.web.server import server_config
+    from tests.web.browser import serving
+
+    engine, _ = site
+    for proxies, forwarded_gets_in in ((None, False), ("127.0.0.1", True)):
+        throttle = LoginThrottle(LoginLimits(per_address=3))
+        app = create_app(engine, throttle=throttle)
+        with serving(app, lambda a, h, p: server_config(a, h, p, proxies)) as url:
+            with httpx.Client(base_url=url, follow_redirects=False) as client:
+                for n in range(3):  # the connection's own address reaches its limit
+                    assert try_login(client, f"guess{n}", "wrong password").status_code == 401
+                assert try_login(client, "ann1", PASSWORD).status_code == 429
+                token = csrf_of(client.get("/login").text)
+                claimed = client.post(
+                    "/login",
+                    data={"username": "ann1", "password": PASSWORD, "csrf": token},
+                    headers={"X-Forwarded-For": "10.1.2.3"},
+                )
+        assert (claimed.status_code == 303) is forwarded_gets_in, (proxies, claimed.status_code)

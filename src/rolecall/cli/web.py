@@ -44,6 +44,12 @@ def serve_command(
         help="send the login cookies over HTTPS only (default: on unless the "
         "host is loopback; needs TLS in front of the app)",
     ),
+    forwarded_allow_ips: Optional[str] = typer.Option(
+        None,
+        help="the reverse proxies whose X-Forwarded-For is believed, comma-separated "
+        "(e.g. 127.0.0.1 for a proxy on this machine); default none: the client address is "
+        "the connection's (docs/web.md)",
+    ),
 ):
     """Start the web app: chat with Fix, annotation, export."""
     import uvicorn
@@ -52,6 +58,7 @@ def serve_command(
     from rolecall.store import safe_url
     from rolecall.web import create_app
     from rolecall.web.auth import is_loopback
+    from rolecall.web.server import server_config
 
     engine = _engine(db)
     secure = not is_loopback(host) if secure_cookies is None else secure_cookies
@@ -64,7 +71,7 @@ def serve_command(
             else "cookies over HTTP too)"
         )
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(server_config(app, host, port, forwarded_allow_ips)).run()
 
 
 @web_app.command("add-user")
