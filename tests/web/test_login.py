@@ -182,3 +182,55 @@ def test_a_forwarded_address_counts_only_from_a_named_proxy(site):
                     headers={"X-Forwarded-For": "10.1.2.3"},
                 )
         assert (claimed.status_code == 303) is forwarded_gets_in, (proxies, claimed.status_code)
+
+
+def test_a_burst_of_wrong_passwords_checks_at_most_the_limit(site):
+    """20 wrong passwords for one account sent at once to a real server: counted before
+    they are checked, so at most the account's limit (10) reach the password check (401)
+    and the rest are refused (429); then the account is locked, the right password too."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from tests.web.browser import serving
+
+    engine, _ = site
+    limits = LoginLimits()
+    app = create_app(engine, throttle=LoginThrottle(limits))
+    with serving(app) as url:
+        clients = [httpx.Client(base_url=url, follow_redirects=False) for _ in range(20)]
+        tokens = [csrf_of(c.get("/login").text) for c in clients]
+        start = threading.Barrier(len(clients))
+
+        def wrong(n: int) -> int:
+            start.wait()
+            data = {"username": "ann1", "password": "wrong password", "csrf": tokens[n]}
+            return clients[n].post("/login", data=data).status_code
+
+        with ThreadPoolExecutor(len(clients)) as pool:
+            codes = list(pool.map(wrong, range(len(clients))))
+        assert sorted(set(codes)) <= [401, 429], codes
+        assert 1 <= codes.count(401) <= limits.per_account, codes
+        assert try_login(clients[0], "ann1", PASSWORD).status_code == 429
+        for client in clients:
+            client.close()
+
+
+def test_tries_in_flight_count_toward_the_limit_and_an_error_counts_as_nothing():
+    from rolecall.web.throttle import BUSY_WAIT_S
+
+    clock = Clock()
+    throttle = LoginThrottle(LoginLimits(per_account=3, per_address=100), clock=clock)
+    keys = throttle.keys("ann1", "10.0.0.1")
+    assert [throttle.begin(keys) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert throttle.begin(keys) == BUSY_WAIT_S  # three in flight: the limit is taken
+    throttle.end(keys, None)  # an error: neither a failure nor a success
+    throttle.end(keys, True)  # the right password clears the account's count
+    assert throttle.begin(keys) == 0.0
+    for _ in range(2):
+        throttle.end(keys, False)
+    assert throttle.wait_left(keys) == 0  # two failures of three
+    assert throttle.begin(keys) == 0.0
+    throttle.end(keys, False)
+    assert throttle.wait_left(keys) == 15 * 60  # the third failure locks

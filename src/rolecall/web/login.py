@@ -74,8 +74,8 @@ def login(
         raise Refused(403, "the login form expired: reload the page and log in again")
     throttle = request.app.state.throttle
     keys = throttle.keys(username, request.client.host if request.client else None)
-    wait = throttle.wait_left(keys)
-    if wait > 0:  # checked before the password: a locked guesser learns nothing
+    wait = throttle.begin(keys)  # counted before the password is checked
+    if wait > 0:  # and refused before it: a locked guesser learns nothing
         until = datetime.now(UTC) + timedelta(seconds=wait)
         response = _login_page(
             request,
@@ -88,11 +88,14 @@ def login(
         )
         response.headers["retry-after"] = str(math.ceil(wait))
         return response
-    user = authenticate(db, username, password)
+    try:
+        user = authenticate(db, username, password)
+    except BaseException:
+        throttle.end(keys, None)
+        raise
+    throttle.end(keys, user is not None)
     if user is None:
-        throttle.failed(keys)
         return _login_page(request, next, 401, error="wrong user name or password")
-    throttle.succeeded(keys[0])
     close_session(db, request.cookies.get(SESSION_COOKIE))  # this browser's earlier login
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(

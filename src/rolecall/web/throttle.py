@@ -8,6 +8,11 @@ address):
 - a **client address** is locked for ``lockout_s`` after ``per_address`` (40) wrong
   passwords within ``window_s``, whatever names it tried.
 
+An attempt is counted before its password is checked (``begin``: it is *in flight* until
+``end``), so a burst of simultaneous tries is checked at most up to the limit: tries beyond
+what the failures so far and those in flight leave are refused at once (429, "try again in
+1 seconds"), and the lock starts when the failures in flight come back.
+
 While a lock holds, every login attempt for that account or from that address is refused
 (429, with a message and a ``Retry-After`` header saying when to try again) before any
 password is checked, the right password included: otherwise a guesser would learn the
@@ -37,10 +42,14 @@ class LoginLimits:
     lockout_s: float = 15 * 60
 
 
+BUSY_WAIT_S = 1.0  # a try refused because the tries in flight may use up the limit
+
+
 @dataclass
 class _Count:
     failures: list[float] = field(default_factory=list)
     locked_until: float = 0.0
+    in_flight: int = 0
 
 
 class LoginThrottle:
@@ -66,9 +75,41 @@ class LoginThrottle:
         """Seconds until every key may try again; 0 when none is locked."""
         now = self.clock()
         with self._lock:
-            return max(
-                [self._counts[k].locked_until - now for k in keys if k in self._counts] + [0.0]
-            )
+            return self._locked_for(keys, now)
+
+    def _locked_for(self, keys: tuple[str, ...], now: float) -> float:
+        return max([self._counts[k].locked_until - now for k in keys if k in self._counts] + [0.0])
+
+    def begin(self, keys: tuple[str, ...]) -> float:
+        """Take one try for every key before the password is checked: 0.0 when it may go on
+        (then call ``end``), else the seconds to wait (a lock, or the tries in flight may
+        reach a limit: ``BUSY_WAIT_S``)."""
+        now = self.clock()
+        with self._lock:
+            wait = self._locked_for(keys, now)
+            if wait > 0:
+                return wait
+            counts = [self._counts.setdefault(key, _Count()) for key in keys]
+            for key, count in zip(keys, counts):
+                recent = sum(now - t < self.limits.window_s for t in count.failures)
+                if recent + count.in_flight >= self._limit(key):
+                    return BUSY_WAIT_S
+            for count in counts:
+                count.in_flight += 1
+            return 0.0
+
+    def end(self, keys: tuple[str, ...], ok: bool | None) -> None:
+        """The try taken by ``begin`` came back: right (True), wrong (False) or not
+        checked at all (None: an error; it counts as nothing)."""
+        with self._lock:
+            for key in keys:
+                count = self._counts.get(key)
+                if count is not None:
+                    count.in_flight = max(0, count.in_flight - 1)
+        if ok is True:
+            self.succeeded(keys[0])
+        elif ok is False:
+            self.failed(keys)
 
     def failed(self, keys: tuple[str, ...]) -> None:
         now = self.clock()
@@ -87,13 +128,17 @@ class LoginThrottle:
         with self._lock:
             count = self._counts.get(account_key)
             if count is not None and count.locked_until <= self.clock():
-                del self._counts[account_key]
+                count.failures = []
+                if not count.in_flight:
+                    del self._counts[account_key]
 
     def _forget_idle(self, now: float) -> None:
         for key in [
             k
             for k, c in self._counts.items()
-            if c.locked_until <= now and not any(now - t < self.limits.window_s for t in c.failures)
+            if c.locked_until <= now
+            and not c.in_flight
+            and not any(now - t < self.limits.window_s for t in c.failures)
         ]:
             del self._counts[key]
 
