@@ -73,9 +73,10 @@ def check_model(out: Console, model: str | None) -> bool:
     """One real call, made in a child process: a model whose native library crashes on
     this CPU is a failed check with the signal and the fix, not a dead ``doctor``."""
     from rolecall.llm.probe import explain, probe_model
+    from rolecall.secrets import masked
 
     result = probe_model(model)
-    for i, line in enumerate(explain(result)):
+    for i, line in enumerate(masked(line) for line in explain(result)):
         style = "green" if result.ok else "red"
         out.print(f"[{style}]{escape(line)}[/{style}]" if i == 0 else escape(line), highlight=False)
     return result.ok

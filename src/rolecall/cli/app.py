@@ -154,9 +154,12 @@ def run(argv: list[str] | None = None) -> None:
     try:
         app(argv, prog_name="rolecall")
     except RolecallError as exc:
-        err.print(f"[bold red]error:[/bold red] {escape(exc.message)}", highlight=False)
+        from rolecall.secrets import masked
+
+        message = masked(exc.message)  # whatever URL or key the message quotes
+        err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False)
         if exc.fix:
-            err.print(f"[bold]fix:[/bold] {escape(exc.fix)}", highlight=False)
+            err.print(f"[bold]fix:[/bold] {escape(masked(exc.fix))}", highlight=False)
         sys.exit(exc.exit_code)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -58,10 +57,10 @@ def is_postgres_url(where: object) -> bool:
 
 
 def shown(where: str | Path) -> str:
-    """``where`` as it may be printed: a PostgreSQL URL with its password masked."""
-    if not is_postgres_url(where):
-        return str(where)
-    return re.sub(r"^([^:]+://[^:/@]*:)[^@]*@", r"\1***@", str(where))
+    """``where`` as it may be printed: every secret masked (``rolecall.secrets``)."""
+    from rolecall.secrets import masked
+
+    return masked(where)
 
 
 def open_cache(where: str | Path) -> Cache | PostgresCache:

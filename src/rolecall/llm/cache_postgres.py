@@ -63,8 +63,10 @@ def parse_url(raw: str) -> URL:
 
 
 def safe(url: URL) -> str:
-    """The URL with its password masked, for messages."""
-    return url.render_as_string(hide_password=True)
+    """The URL with every secret masked, for messages (``store.safe_url``)."""
+    from rolecall.store.db import safe_url
+
+    return safe_url(url)
 
 
 class PostgresCache:

@@ -82,9 +82,14 @@ def _parse(raw: str) -> URL:
 
 
 def safe_url(url: str | URL) -> str:
-    """The URL with its password masked, for messages and logs."""
-    url = make_url(url) if isinstance(url, str) else url
-    return url.render_as_string(hide_password=True)
+    """The URL with every secret masked (``rolecall.secrets``), for messages and logs; a
+    parsed URL is shown with its backend's scheme (``postgresql://``, whatever driver
+    was added), as the user would write it."""
+    from rolecall.secrets import masked
+
+    if not isinstance(url, str):
+        url = url.set(drivername=url.get_backend_name()).render_as_string(hide_password=False)
+    return masked(url)
 
 
 def _dumps(value: object) -> str:
