@@ -77,7 +77,7 @@ from rolecall.records import Dialogue
 from rolecall.spec import load_role_spec
 from rolecall.train.baselines import BASELINE_VIEWS, SENTENCE, TfidfModel, TfidfSettings
 from rolecall.train.kda_judges import JUDGE_VIEWS, consistency_data, implicit_data, label_metrics
-from rolecall.train.near_copies import edit_kind
+from rolecall.train.near_copies import CLOSING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 from judges_llm import Row, out_of_bounds_rows, pair_filter_rows  # noqa: E402
@@ -359,6 +359,15 @@ def category_recall(judge_set: JudgeSet, predicted: list[str], index: Sequence[i
         if category is not None:
             hits.setdefault(category, []).append(label == OUT_OF_BOUNDS)
     return {c: {"recall": round(sum(v) / len(v), 3), "n": len(v)} for c, v in sorted(hits.items())}
+
+
+def edit_kind(original: str, edited: str) -> str:
+    """Which edit of ``train/near_copies`` made ``edited`` of ``original``."""
+    if edited.replace(" ", "") == original.replace(" ", ""):
+        return "respaced"
+    if edited.rstrip().rstrip(CLOSING) == original.rstrip().rstrip(CLOSING):
+        return "repunctuated"
+    return "reworded"
 
 
 def kind_accuracy(judge_set: JudgeSet, predicted: list[str], index: Sequence[int]) -> dict:

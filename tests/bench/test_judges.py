@@ -122,3 +122,15 @@ def test_stratified_keeps_each_label_and_grows_into_a_superset():
     assert [gold[i] for i in small].count("b") == 1 and len(small) == 10
     assert [gold[i] for i in large].count("b") == 3 and set(small) <= set(large)
     assert bench.stratified(gold, 0, 0) == list(range(100))
+
+
+def test_each_edit_of_the_hard_set_is_told_by_its_kind():
+    import random
+
+    from rolecall.train.near_copies import repunctuated, respaced, reworded
+
+    bench, rng = load_bench(), random.Random(2)
+    text = "정말 3박 4일 여행 다녀왔어요"
+    assert bench.edit_kind(text, respaced(text, rng)) == "respaced"
+    assert bench.edit_kind(text, repunctuated(text, rng)) == "repunctuated"
+    assert bench.edit_kind(text, reworded(text)) == "reworded"

@@ -87,12 +87,3 @@ def surface_edit(text: str, rng: random.Random) -> str | None:
     edit = respaced if rng.random() < 0.5 else repunctuated
     out = edit(text, rng)
     return out if out != text else None
-
-
-def edit_kind(original: str, edited: str) -> str:
-    """Which edit made ``edited`` of ``original``: respaced, repunctuated or reworded."""
-    if edited.replace(" ", "") == original.replace(" ", ""):
-        return "respaced"
-    if edited.rstrip().rstrip(CLOSING) == original.rstrip().rstrip(CLOSING):
-        return "repunctuated"
-    return "reworded"
