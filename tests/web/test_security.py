@@ -8,7 +8,7 @@ import re
 import pytest
 from sqlalchemy import func, select
 
-from rolecall.store import ChatSession, ChatTurn, Project, User, session
+from rolecall.store import ChatSession, ChatTurn, Project, ProjectMember, User, session
 from rolecall.web.app import routers
 from rolecall.web.auth import hash_password, verify_password
 from tests.web.site import PASSWORD, client_for, csrf_of, post, start_chat
@@ -256,3 +256,30 @@ def test_messages_for_annotators_leave_out_internal_addresses_and_paths():
         public("llm:openai:http://127.0.0.1:42695/v1#qwen:0123abcd")
         == "llm:openai:[internal]#qwen:0123abcd"
     )
+
+
+def test_a_failing_bot_shows_annotators_a_reference_and_the_log_the_details(site, caplog):
+    """Before: the model server's error text reached the annotator, scrubbed of URLs and
+    paths only (a traceback, a Windows path, host:port came through). Now a fixed message
+    and a reference; the full text is in the server log under that reference."""
+    import logging
+
+    from rolecall.web.settings import BotConfig
+    from tests.web.site import make_project
+
+    engine, _ = site
+    project_id = make_project(engine, "dead bot", BotConfig(model="fake:web?permanent=true"))
+    with session(engine) as db:  # ann1 may open the new project
+        user = db.scalars(select(User).where(User.username == "ann1")).one()
+        db.add(ProjectMember(project_id=project_id, user_id=user.id))
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    with caplog.at_level(logging.ERROR, logger="rolecall.web"):
+        response = post(client, f"{chat}/message", chat, text="안녕하세요")
+    assert response.status_code == 400
+    assert "fake failure" not in response.text and "nothing you entered was lost" in response.text
+    reference = re.search(r"reference: ([0-9a-f]{8})", response.text).group(1)
+    logged = [r.getMessage() for r in caplog.records if reference in r.getMessage()]
+    assert logged and "fake failure" in logged[0]
+    with session(engine) as db:  # the user's message was kept
+        assert db.scalars(select(ChatTurn).where(ChatTurn.text == "안녕하세요")).first()

@@ -17,6 +17,8 @@ goes to the server's log); messages shown to annotators lose internal URLs and p
 
 from __future__ import annotations
 
+import logging
+import secrets
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -26,8 +28,9 @@ from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rolecall.errors import RolecallError
+from rolecall.secrets import masked
 from rolecall.web.auth import dummy_hash, server_secret
-from rolecall.web.deps import NotLoggedIn, Refused, page, public
+from rolecall.web.deps import NotLoggedIn, Refused, page
 from rolecall.web.throttle import LoginLimits, LoginThrottle
 
 MAX_BODY = 1_000_000  # bytes of one request body
@@ -98,6 +101,12 @@ class Guard:
         return replay
 
 
+LOG = logging.getLogger("rolecall.web")
+UPSTREAM = (
+    "the bot or a server behind it failed; nothing you entered was lost. Try again later, "
+    "or give an admin this reference: {} (the details are in the server log)"
+)
+
 def routers() -> list:
     from rolecall.web import admin, annotate, chat, dashboard, export, login
 
@@ -144,10 +153,15 @@ def create_app(
         return page(request, "error.html", exc.status, message=exc.message)
 
     @app.exception_handler(RolecallError)
-    async def _bad_input(request: Request, exc: RolecallError):
+    async def _failed(request: Request, exc: RolecallError):
+        # the full text (a model server's answer, a traceback, paths) goes to the server
+        # log under a reference; an annotator sees a fixed message with that reference
+        reference = secrets.token_hex(4)
+        LOG.error("reference %s: %s", reference, masked(exc))
         viewer = getattr(request.state, "viewer", None)
         admin = viewer is not None and viewer.role == "admin"
-        return page(request, "error.html", 400, message=str(exc) if admin else public(str(exc)))
+        message = f"{masked(exc)} (reference {reference})" if admin else UPSTREAM.format(reference)
+        return page(request, "error.html", 400, message=message)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
