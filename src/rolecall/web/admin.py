@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 
 from rolecall.errors import ConfigError, describe_validation
 from rolecall.store import Project, ProjectMember, Role, User, WebSession
-from rolecall.web.auth import add_user
-from rolecall.web.deps import DB, ID, Refused, admin, admin_writer, page
+from rolecall.store.models import utcnow
+from rolecall.web.auth import UserTaken, add_user, same_user
+from rolecall.web.deps import DB, ID, Refused, admin, admin_writer, dialect_insert, page
 from rolecall.web.settings import BotConfig, ProjectSettings
 
 router = APIRouter()
@@ -46,8 +47,12 @@ def create_user(
     _login: WebSession = Depends(admin_writer),
     db: Session = DB,
 ):
-    add_user(db, username, password, role)
-    return RedirectResponse("/admin", status_code=303)
+    try:
+        add_user(db, username, password, role)
+    except UserTaken:
+        if not same_user(db, username, password, role):
+            raise
+    return RedirectResponse("/admin", status_code=303)  # the same form again: done already
 
 
 def project_settings(spec_yaml: str, bot: BotConfig, show_judge: bool) -> ProjectSettings:
@@ -106,11 +111,10 @@ def add_member(
     user = db.scalar(select(User).where(User.username == username.strip()))
     if project is None or user is None:
         raise Refused(404, "no such project or user")
-    exists = db.scalar(
-        select(ProjectMember).where(
-            ProjectMember.project_id == project.id, ProjectMember.user_id == user.id
-        )
+    # one statement, not check-then-insert: two identical submits both found no row and
+    # both inserted, and the second failed on the unique constraint (a 500)
+    statement = dialect_insert(db, ProjectMember).values(
+        project_id=project.id, user_id=user.id, created=utcnow()
     )
-    if exists is None:
-        db.add(ProjectMember(project_id=project.id, user_id=user.id))
+    db.execute(statement.on_conflict_do_nothing(index_elements=["project_id", "user_id"]))
     return RedirectResponse("/admin", status_code=303)

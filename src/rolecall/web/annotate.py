@@ -22,7 +22,16 @@ from rolecall.store import Annotation, Assignment, Item, ItemKind, WebSession
 from rolecall.store.models import utcnow
 from rolecall.web.auth import sign
 from rolecall.web.chat import project_of
-from rolecall.web.deps import DB, ID, Refused, admin_writer, logged_in, page, writer
+from rolecall.web.deps import (
+    DB,
+    ID,
+    Refused,
+    admin_writer,
+    dialect_insert,
+    logged_in,
+    page,
+    writer,
+)
 from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ssa_rows
 from rolecall.web.settings import parse_settings
 
@@ -183,12 +192,8 @@ def save_label(
     """Insert or update the one (item, annotator, kind) row in one statement: a
     check-then-insert lets two identical submits both insert, and the second one fails on
     the unique constraint (a 500 for a double click)."""
-    if db.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
     now = utcnow()
-    statement = insert(Annotation).values(
+    statement = dialect_insert(db, Annotation).values(
         item_id=item_id,
         user_id=user_id,
         kind=kind,

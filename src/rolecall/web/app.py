@@ -107,6 +107,7 @@ UPSTREAM = (
     "or give an admin this reference: {} (the details are in the server log)"
 )
 
+
 def routers() -> list:
     from rolecall.web import admin, annotate, chat, dashboard, export, login
 

@@ -29,8 +29,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from rolecall.errors import ConfigError
 from rolecall.store import Role, User, WebSession
 
 SECRET_ENV = "ROLECALL_WEB_SECRET"
@@ -68,14 +70,16 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(actual, expected)
 
 
+class UserTaken(ConfigError):
+    """The user name belongs to an account already."""
+
+
 def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
 def add_user(db: Session, username: str, password: str, role: Role = Role.ANNOTATOR) -> User:
     """A new account; the caller commits. Refuses short passwords and taken names."""
-    from rolecall.errors import ConfigError
-
     username = username.strip()
     if not username or len(username) > 64 or any(c.isspace() for c in username):
         raise ConfigError(f"bad user name {username!r}", fix="use 1-64 characters without spaces")
@@ -83,12 +87,24 @@ def add_user(db: Session, username: str, password: str, role: Role = Role.ANNOTA
         raise ConfigError(
             "the password is too short", fix=f"use at least {MIN_PASSWORD} characters"
         )
+    taken = UserTaken(f"the user name {username!r} is taken", fix="pick another name")
     if db.scalar(select(User).where(User.username == username)) is not None:
-        raise ConfigError(f"the user name {username!r} is taken", fix="pick another name")
+        raise taken
     user = User(username=username, password_hash=hash_password(password), role=role)
     db.add(user)
-    db.flush()
+    try:
+        db.flush()
+    except IntegrityError:  # the same name added at the same moment by another request
+        db.rollback()
+        raise taken from None
     return user
+
+
+def same_user(db: Session, username: str, password: str, role: Role) -> bool:
+    """Whether the account ``username`` exists with this password and role: the same
+    form submitted again (a double click), not a new account with a taken name."""
+    user = db.scalar(select(User).where(User.username == username.strip()))
+    return user is not None and user.role == role and verify_password(password, user.password_hash)
 
 
 @functools.cache
@@ -161,8 +177,6 @@ def server_secret(path: Path | None) -> bytes:
             spare.unlink()
     secret = os.environ.get(SECRET_ENV) or path.read_text(encoding="ascii").strip()
     if len(secret) < 32:
-        from rolecall.errors import ConfigError
-
         where = f"${SECRET_ENV}" if os.environ.get(SECRET_ENV) else str(path)
         raise ConfigError(
             f"the web app's secret in {where} is shorter than 32 characters",

@@ -34,6 +34,15 @@ def public(text: str | None) -> str:
     return _INTERNAL.sub("[internal]", text or "")
 
 
+def dialect_insert(db: Session, table: Any):
+    """The database's own INSERT (PostgreSQL or SQLite), for ``ON CONFLICT`` upserts."""
+    if db.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table)
+
+
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=select_autoescape(["html"]),
