@@ -100,37 +100,44 @@ class LoginThrottle:
 
     def end(self, keys: tuple[str, ...], ok: bool | None) -> None:
         """The try taken by ``begin`` came back: right (True), wrong (False) or not
-        checked at all (None: an error; it counts as nothing)."""
+        checked at all (None: an error; it counts as nothing). Released and recorded under
+        one lock: between the two, another ``begin`` would see a free slot and no failure."""
+        now = self.clock()
         with self._lock:
             for key in keys:
                 count = self._counts.get(key)
                 if count is not None:
                     count.in_flight = max(0, count.in_flight - 1)
-        if ok is True:
-            self.succeeded(keys[0])
-        elif ok is False:
-            self.failed(keys)
+            if ok is True:
+                self._succeeded(keys[0], now)
+            elif ok is False:
+                self._failed(keys, now)
 
     def failed(self, keys: tuple[str, ...]) -> None:
         now = self.clock()
         with self._lock:
-            if len(self._counts) > self.MAX_KEYS:
-                self._forget_idle(now)
-            for key in keys:
-                count = self._counts.setdefault(key, _Count())
-                count.failures = [t for t in count.failures if now - t < self.limits.window_s] + [
-                    now
-                ]
-                if len(count.failures) >= self._limit(key):
-                    count.locked_until, count.failures = now + self.limits.lockout_s, []
+            self._failed(keys, now)
 
     def succeeded(self, account_key: str) -> None:
+        now = self.clock()
         with self._lock:
-            count = self._counts.get(account_key)
-            if count is not None and count.locked_until <= self.clock():
-                count.failures = []
-                if not count.in_flight:
-                    del self._counts[account_key]
+            self._succeeded(account_key, now)
+
+    def _failed(self, keys: tuple[str, ...], now: float) -> None:
+        if len(self._counts) > self.MAX_KEYS:
+            self._forget_idle(now)
+        for key in keys:
+            count = self._counts.setdefault(key, _Count())
+            count.failures = [t for t in count.failures if now - t < self.limits.window_s] + [now]
+            if len(count.failures) >= self._limit(key):
+                count.locked_until, count.failures = now + self.limits.lockout_s, []
+
+    def _succeeded(self, account_key: str, now: float) -> None:
+        count = self._counts.get(account_key)
+        if count is not None and count.locked_until <= now:
+            count.failures = []
+            if not count.in_flight:
+                del self._counts[account_key]
 
     def _forget_idle(self, now: float) -> None:
         for key in [
