@@ -174,8 +174,7 @@ class TfidfModel:
         settings = TfidfSettings.model_validate({"added": False, **info["settings"]})
         try:
             arrays = np.load(directory / ARRAYS, allow_pickle=False)
-            lexical = [view for view in settings.views if view != SENTENCE]
-            vectorizers = {view: _vectorizer(settings, view) for view in lexical}
+            vectorizers = {view: _vectorizer(settings, view) for view in _lexical(settings)}
             for view, vectorizer in vectorizers.items():
                 # a model saved before views holds one unnamed (chars) vocabulary
                 key = view if f"idf_{view}" in arrays else None
@@ -201,8 +200,7 @@ class TfidfModel:
 
     @property
     def lexical(self) -> list[str]:
-        """The n-gram views (each its own TF-IDF vocabulary)."""
-        return [view for view in self.views if view != SENTENCE]
+        return _lexical(self.settings)
 
     def _texts(self, item: TextOrPair) -> list[str]:
         if self.settings.pair:
@@ -251,9 +249,15 @@ class TfidfModel:
             if self.settings.added:
                 parts.append(second - second.multiply(first.sign()))
         if SENTENCE in self.views:
-            u, v = self._sentences(firsts), self._sentences(seconds)
+            both = self._sentences(firsts + seconds)  # a sentence on both sides: encoded once
+            u, v = both[: len(firsts)], both[len(firsts) :]
             parts += [sparse.csr_matrix(v), *_binned((u * v).sum(axis=1))]
         return sparse.hstack(parts).tocsr()
+
+
+def _lexical(settings: TfidfSettings) -> list[str]:
+    """The n-gram views (each its own TF-IDF vocabulary), without repeats."""
+    return [view for view in dict.fromkeys(settings.views) if view != SENTENCE]
 
 
 def _binned(cosine: np.ndarray) -> list[Any]:

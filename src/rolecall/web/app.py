@@ -12,7 +12,9 @@ Every response carries security headers (no framing, no sniffing, a same-origin 
 policy), the 413 and 500 ones included; request bodies over ``max_body`` bytes are refused
 with 413 before the app sees them, whether declared (``Content-Length``) or chunked. An
 error the app did not expect is a bare 500 page that shows nothing internal (the traceback
-goes to the server's log); messages shown to annotators lose internal URLs and paths.
+goes to the server's log); an error of the bot or a server behind it shows annotators a
+fixed message and a reference, its full text going to the log under that reference; bot
+versions shown to them lose internal URLs and paths (``deps.public``).
 """
 
 from __future__ import annotations
@@ -157,11 +159,11 @@ def create_app(
     async def _failed(request: Request, exc: RolecallError):
         # the full text (a model server's answer, a traceback, paths) goes to the server
         # log under a reference; an annotator sees a fixed message with that reference
-        reference = secrets.token_hex(4)
-        LOG.error("reference %s: %s", reference, masked(exc))
+        reference, details = secrets.token_hex(4), masked(exc)
+        LOG.error("reference %s: %s", reference, details)
         viewer = getattr(request.state, "viewer", None)
         admin = viewer is not None and viewer.role == "admin"
-        message = f"{masked(exc)} (reference {reference})" if admin else UPSTREAM.format(reference)
+        message = f"{details} (reference {reference})" if admin else UPSTREAM.format(reference)
         return page(request, "error.html", 400, message=message)
 
     @app.exception_handler(RequestValidationError)
