@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from rolecall.errors import ConfigError
-from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, SentenceVectors
+from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, shared_vectors
 from rolecall.train.backbone import SENTENCE, SOURCE_FILE, Backbone, _torch
 from rolecall.train.data import LAST
 
@@ -52,7 +52,7 @@ class SentenceEncoder(Backbone):
     """USE multilingual v3 with the ``Backbone`` interface every head uses; frozen."""
 
     def __init__(self):  # subtle: no transformers model, so Backbone.__init__ is not run
-        self.encoder = SentenceVectors()
+        self.encoder = shared_vectors()  # one copy of the weights per process
         self.tokenizer = self.encoder.tokenizer
         self.model = None
         self.source, self.frozen, self.layer, self.tuned = SENTENCE, True, None, None
