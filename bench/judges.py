@@ -351,14 +351,20 @@ def measured(judge_set: JudgeSet, row: Row, index: Sequence[int] | None = None) 
     return out
 
 
+def shares(groups: Sequence[str | None], hits: Sequence[bool], name: str) -> dict:
+    """Per group (None: left out): the share of its items that hit, as ``name``, and how
+    many items."""
+    found: dict[str, list[bool]] = {}
+    for group, hit in zip(groups, hits):
+        if group is not None:
+            found.setdefault(group, []).append(hit)
+    return {g: {name: round(sum(v) / len(v), 3), "n": len(v)} for g, v in sorted(found.items())}
+
+
 def category_recall(judge_set: JudgeSet, predicted: list[str], index: Sequence[int]) -> dict:
     """Per spec category: the share of its out-of-bounds turns flagged, and how many."""
-    hits: dict[str, list[bool]] = {}
-    for label, i in zip(predicted, index):
-        category = judge_set.categories[i]
-        if category is not None:
-            hits.setdefault(category, []).append(label == OUT_OF_BOUNDS)
-    return {c: {"recall": round(sum(v) / len(v), 3), "n": len(v)} for c, v in sorted(hits.items())}
+    groups = [judge_set.categories[i] for i in index]
+    return shares(groups, [label == OUT_OF_BOUNDS for label in predicted], "recall")
 
 
 def edit_kind(original: str, edited: str) -> str:
@@ -372,12 +378,9 @@ def edit_kind(original: str, edited: str) -> str:
 
 def kind_accuracy(judge_set: JudgeSet, predicted: list[str], index: Sequence[int]) -> dict:
     """Per kind of edit (the hard set): the share judged right, and how many."""
-    hits: dict[str, list[bool]] = {}
-    for label, i in zip(predicted, index):
-        hits.setdefault(judge_set.kinds[i], []).append(label == judge_set.gold[i])
-    return {
-        k: {"accuracy": round(sum(v) / len(v), 3), "n": len(v)} for k, v in sorted(hits.items())
-    }
+    groups = [judge_set.kinds[i] for i in index]
+    hits = [label == judge_set.gold[i] for label, i in zip(predicted, index)]
+    return shares(groups, hits, "accuracy")
 
 
 def results(judge_set: JudgeSet) -> dict:
