@@ -84,13 +84,14 @@ def test_upgrade_creates_every_table_from_empty_and_is_idempotent(db_url):
     try:
         assert current_revision(engine) is None
         assert inspect(engine).get_table_names() == []
-        assert upgrade(db_url) == head_revision() == "0003"
+        assert upgrade(db_url) == head_revision() == "0004"
         tables = set(inspect(engine).get_table_names())
         assert tables == set(Base.metadata.tables) | {"rolecall_alembic_version"}
         assert tables >= {"users", "projects", "items", "assignments", "annotations",
-                          "chat_sessions", "chat_turns", "redteam_rates"}  # fmt: skip
-        assert upgrade(db_url) == "0003"  # second run: a no-op, not an error
-        assert upgrade(engine) == "0003"
+                          "chat_sessions", "chat_turns", "redteam_rates",
+                          "form_submissions"}  # fmt: skip
+        assert upgrade(db_url) == "0004"  # second run: a no-op, not an error
+        assert upgrade(engine) == "0004"
         assert set(inspect(engine).get_table_names()) == tables
     finally:
         engine.dispose()
@@ -110,19 +111,19 @@ def test_downgrade_to_empty_and_back(engine):
         command.downgrade(alembic_config(conn), "base")
     assert current_revision(engine) is None
     assert set(inspect(engine).get_table_names()) <= {"rolecall_alembic_version"}
-    assert upgrade(engine) == "0003"
+    assert upgrade(engine) == "0004"
 
 
 def test_db_upgrade_command_says_what_happened(db_url):
     first = db_upgrade_command(db_url)
-    assert "upgraded from an empty database to revision 0003" in first
+    assert "upgraded from an empty database to revision 0004" in first
     assert "\n" not in first
-    assert "already at revision 0003" in db_upgrade_command(db_url)
+    assert "already at revision 0004" in db_upgrade_command(db_url)
 
 
 def test_in_memory_sqlite_migrates_through_the_engine():
     engine = connect("sqlite://")
-    assert upgrade(engine) == "0003"
+    assert upgrade(engine) == "0004"
     with session(engine) as s:
         s.add(User(username="u", password_hash="h"))
     with session(engine) as s:

@@ -6,6 +6,7 @@ pairs they upload."""
 from __future__ import annotations
 
 import re
+import secrets
 
 import pytest
 
@@ -22,6 +23,8 @@ from tests.paths import REPO  # noqa: E402
 SPEC_YAML = (REPO / "examples" / "carecall" / "spec.yaml").read_text(encoding="utf-8")
 PASSWORD = "correct horse battery"
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+_FORM = re.compile(r'<form [^>]*action="([^"]+)"[^>]*>(.*?)</form>', re.S)
+_HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)"')
 
 DIALOGUES = [
     {
@@ -44,6 +47,20 @@ PAIRS_CSV = "neutral,implicit\n회의가 취소됐어요.,회의 취소라니 �
 
 def csrf_of(html: str) -> str:
     return _CSRF.search(html).group(1)
+
+
+def once() -> str:
+    """A one-time form token as a page renders it (web/once.py), for hand-made posts."""
+    return secrets.token_urlsafe(18)
+
+
+def hidden_fields(html: str, action: str) -> dict[str, str]:
+    """The hidden inputs of the page's form that posts to ``action`` (its CSRF token and
+    its one-time token): what a browser sends with that form."""
+    for target, body in _FORM.findall(html):
+        if target == action:
+            return dict(_HIDDEN.findall(body))
+    raise AssertionError(f"no form posts to {action}")
 
 
 def make_project(engine, name: str = "carecall", bot: BotConfig | None = None) -> int:
@@ -71,10 +88,14 @@ def client_for(engine, username: str | None = None) -> TestClient:
 
 
 def upload(client, project_id: int, kind: str, name: str, body: str, per_item: int):
-    token = csrf_of(client.get("/admin").text)
+    action = f"/admin/projects/{project_id}/items"
     return client.post(
-        f"/admin/projects/{project_id}/items",
-        data={"csrf": token, "kind": kind, "per_item": str(per_item)},
+        action,
+        data={
+            **hidden_fields(client.get("/admin").text, action),
+            "kind": kind,
+            "per_item": str(per_item),
+        },  # fmt: skip
         files={"file": (name, body.encode("utf-8"))},
     )
 
@@ -91,11 +112,12 @@ def label(client, item_id: int, **answer):
 def start_chat(client, project_id: int) -> str:
     page = client.get(f"/projects/{project_id}/chat")
     assert page.status_code == 200
-    response = client.post(f"/projects/{project_id}/chats", data={"csrf": csrf_of(page.text)})
+    action = f"/projects/{project_id}/chats"
+    response = client.post(action, data=hidden_fields(page.text, action))
     assert response.status_code == 303
     return response.headers["location"]
 
 
-def post(client, url: str, chat_url: str, **data) -> object:
-    token = csrf_of(client.get(chat_url).text)
-    return client.post(url, data={"csrf": token, **data})
+def post(client, url: str, page_url: str, **data) -> object:
+    """``data`` posted with the form of the page at ``page_url`` that posts to ``url``."""
+    return client.post(url, data={**hidden_fields(client.get(page_url).text, url), **data})

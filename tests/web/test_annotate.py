@@ -10,7 +10,7 @@ import json
 from sqlalchemy import func, select
 
 from rolecall.store import Annotation, Assignment, Item, Project, session
-from tests.web.site import DIALOGUES, PAIRS_CSV, client_for, csrf_of, label, upload
+from tests.web.site import DIALOGUES, PAIRS_CSV, client_for, csrf_of, hidden_fields, label, upload
 
 
 def test_upload_assign_and_label(site):
@@ -350,10 +350,14 @@ def test_any_unreadable_upload_is_a_clear_400_naming_the_file(page_site):
         ("pair", "nul.csv", b"neutral,implicit\n\x00a,b\n", "nul.csv"),
     ]
     for kind, name, body, expected in cases:
-        token = csrf_of(admin.get("/admin").text)
+        action = f"/admin/projects/{project_id}/items"
         response = admin.post(
-            f"/admin/projects/{project_id}/items",
-            data={"csrf": token, "kind": kind, "per_item": "1"},
+            action,
+            data={
+                **hidden_fields(admin.get("/admin").text, action),
+                "kind": kind,
+                "per_item": "1",
+            },  # fmt: skip
             files={"file": (name, body)},
         )
         assert response.status_code == 400, (name, response.status_code, response.text[:300])

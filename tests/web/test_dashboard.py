@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from rolecall.store import Item, ItemKind, session
 from rolecall.web.dashboard import error_rate_svg
-from tests.web.site import client_for, csrf_of, label, post, start_chat
+from tests.web.site import client_for, label, post, start_chat
 
 # per SSA item in id order: ann1's and ann2's (sensible, specific)
 ANSWERS = {
@@ -27,9 +27,7 @@ def chat_with_two_fixes(engine, project_id: int) -> None:
     for category in ("not sensible", "not safe"):
         page = client.get(chat).text
         turn_id = page.split('/fix"')[0].rsplit("/turns/", 1)[1]
-        response = client.post(
-            f"{chat}/turns/{turn_id}/fix", data={"csrf": csrf_of(page), "category": category}
-        )
+        response = post(client, f"{chat}/turns/{turn_id}/fix", chat, category=category)
         assert response.status_code == 303
     assert post(client, f"{chat}/save", chat).status_code == 303
 
@@ -38,14 +36,10 @@ def test_ssa_items_labels_and_dashboard(site):
     engine, project_id = site
     chat_with_two_fixes(engine, project_id)  # 4 bot turns shown, 2 fixed
     admin = client_for(engine, "admin")
-    token = csrf_of(admin.get("/admin").text)
-    made = admin.post(
-        f"/admin/projects/{project_id}/ssa-items", data={"csrf": token, "per_item": "2"}
-    )
+    action = f"/admin/projects/{project_id}/ssa-items"
+    made = post(admin, action, "/admin", per_item="2")
     assert made.status_code == 303
-    again = admin.post(
-        f"/admin/projects/{project_id}/ssa-items", data={"csrf": token, "per_item": "2"}
-    )
+    again = post(admin, action, "/admin", per_item="2")  # the form loaded again
     assert again.status_code == 409  # every bot turn is an item already
     with session(engine) as db:
         items = db.scalars(

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from rolecall.store import ChatSession, ChatTurn, Project, ProjectMember, User, session
 from rolecall.web.app import routers
 from rolecall.web.auth import hash_password, verify_password
-from tests.web.site import PASSWORD, client_for, csrf_of, post, start_chat
+from tests.web.site import PASSWORD, client_for, csrf_of, once, post, start_chat
 
 PUBLIC = {("GET", "/login"), ("POST", "/login")}
 
@@ -116,12 +116,14 @@ def test_annotators_cannot_see_or_change_each_others_chats(site):
     page = intruder.get(chat)
     assert page.status_code == 404 and "제 이야기예요" not in page.text
     for action in ("message", "save", "reply"):
-        response = intruder.post(f"{chat}/{action}", data={"csrf": token, "text": "침입"})
+        data = {"csrf": token, "once": once(), "text": "침입"}
+        response = intruder.post(f"{chat}/{action}", data=data)
         assert response.status_code == 404, action
     with session(engine) as db:
         bot_turn = db.scalars(select(ChatTurn).where(ChatTurn.role == "bot")).first()
     response = intruder.post(
-        f"{chat}/turns/{bot_turn.id}/fix", data={"csrf": token, "category": "not safe"}
+        f"{chat}/turns/{bot_turn.id}/fix",
+        data={"csrf": token, "once": once(), "category": "not safe"},
     )
     assert response.status_code == 404
     assert counts(engine) == before
@@ -138,24 +140,31 @@ def test_oversized_and_malformed_input_is_refused_and_changes_nothing(site):
     chat = start_chat(client, project_id)
     token = csrf_of(client.get(chat).text)
     before = counts(engine)
-    response = client.post(f"{chat}/message", data={"csrf": token, "text": "가" * 2001})
-    assert response.status_code == 422
-    response = client.post(f"{chat}/message", data={"csrf": token, "text": "   "})
-    assert response.status_code == 422
+    response = client.post(
+        f"{chat}/message", data={"csrf": token, "once": once(), "text": "가" * 2001}
+    )
+    assert response.status_code == 422 and "text" in response.text
+    response = client.post(f"{chat}/message", data={"csrf": token, "once": once(), "text": "   "})
+    assert response.status_code == 422 and "empty" in response.text
+    response = client.post(f"{chat}/message", data={"csrf": token, "text": "안녕"})
+    assert response.status_code == 422 and "one-time token" in response.text
     response = client.post(
         f"{chat}/message",
         content=b"x" * 1_100_000,
         headers={"content-type": "application/x-www-form-urlencoded"},
     )
     assert response.status_code == 413
-    response = client.post(f"{chat}/turns/999999/fix", data={"csrf": token, "category": "not safe"})
+    response = client.post(
+        f"{chat}/turns/999999/fix", data={"csrf": token, "once": once(), "category": "not safe"}
+    )
     assert response.status_code == 404
     assert client.get("/chats/not-a-number").status_code == 422
     assert counts(engine) == before
     admin = client_for(engine, "admin")
     token = csrf_of(admin.get("/admin").text)
     for spec in ("name: [unclosed", "name: x\noutline: y\ncategories: []"):
-        response = admin.post("/admin/projects", data={"csrf": token, "name": "bad", "spec": spec})
+        data = {"csrf": token, "once": once(), "name": "bad", "spec": spec}
+        response = admin.post("/admin/projects", data=data)
         assert response.status_code == 422 and "spec" in response.text
     response = admin.post(
         "/admin/users", data={"csrf": token, "username": "short", "password": "1234"}
@@ -196,7 +205,7 @@ def test_a_chunked_body_over_the_limit_gets_413_with_the_security_headers(site):
     before = counts(engine)
 
     def chunks(total: int):
-        yield f"csrf={token}&text=".encode()
+        yield f"csrf={token}&once={once()}&text=".encode()
         for _ in range(total // 65536):
             yield b"x" * 65536
 
@@ -216,7 +225,7 @@ def test_a_chunked_body_over_the_limit_gets_413_with_the_security_headers(site):
     # a small chunked body still reaches the route
     small = client.post(
         f"{chat}/message",
-        content=iter([f"csrf={token}&text=".encode(), "안녕".encode()]),
+        content=iter([f"csrf={token}&once={once()}&text=".encode(), "안녕".encode()]),
         headers={"content-type": "application/x-www-form-urlencoded"},
     )
     assert small.status_code == 303

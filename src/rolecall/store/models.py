@@ -346,3 +346,22 @@ class RedteamRate(Base):
     judges: Mapped[str | None] = mapped_column(Text)  # the run's judges, for the reader
     created: Mapped[datetime] = mapped_column(default=utcnow)
     updated: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class FormSubmission(Base):
+    """A web form already submitted: its one-time token (``web/once.py``), who sent it and
+    where its answer went, so that the same form sent again (a double click, a retrying
+    proxy) gets that answer instead of a second effect.
+
+    The token row is written in the same transaction as the form's effect: a repeat that
+    arrives while the first is still running waits on the row (PostgreSQL) or the write
+    lock (SQLite) and then sees it; a first submit that failed rolled its row back, so
+    the form can be sent again. Rows older than :data:`rolecall.web.once.KEEP` are pruned.
+    """
+
+    __tablename__ = "form_submissions"
+
+    token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    location: Mapped[str | None] = mapped_column(Text)  # the first answer's redirect
+    created: Mapped[datetime] = mapped_column(default=utcnow)

@@ -14,6 +14,7 @@ from rolecall.store import Project, ProjectMember, Role, User, WebSession
 from rolecall.store.models import utcnow
 from rolecall.web.auth import UserTaken, add_user, same_user
 from rolecall.web.deps import DB, ID, Refused, admin, admin_writer, dialect_insert, page
+from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.settings import BotConfig, ProjectSettings
 
 router = APIRouter()
@@ -81,15 +82,18 @@ def add_project(db: Session, name: str, settings: ProjectSettings) -> Project:
 
 @router.post("/admin/projects")
 def create_project(
+    once: Once,
     name: str = Form(..., min_length=1, max_length=128),
     spec: str = Form(..., max_length=MAX_SPEC),
     bot_kind: str = Form("llm", pattern="^(llm|models)$"),
     bot_model: str = Form("", max_length=512),
     bot_path: str = Form("", max_length=1024),
     show_judge: bool = Form(False),
-    _login: WebSession = Depends(admin_writer),
+    login: WebSession = Depends(admin_writer),
     db: Session = DB,
 ):
+    if repeat := repeat_of(db, login, once, "/admin"):
+        return repeat
     try:
         bot = BotConfig(
             kind=bot_kind, model=bot_model.strip() or None, path=bot_path.strip() or None
@@ -97,7 +101,7 @@ def create_project(
     except ValidationError as exc:
         raise Refused(422, f"bad bot: {describe_validation(exc)}") from None
     add_project(db, name, project_settings(spec, bot, show_judge))
-    return RedirectResponse("/admin", status_code=303)
+    return answered(db, once, "/admin")
 
 
 @router.post("/admin/projects/{project_id}/members")

@@ -33,6 +33,7 @@ from rolecall.web.deps import (
     writer,
 )
 from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ssa_rows
+from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.settings import parse_settings
 
 router = APIRouter()
@@ -75,14 +76,17 @@ def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
 
 
 @router.post("/admin/projects/{project_id}/items")
-async def upload(
+def upload(
     project_id: ID,
+    once: Once,
     kind: ItemKind = Form(...),
     per_item: int = Form(1, ge=1, le=10),
     file: UploadFile = File(...),
     login: WebSession = Depends(admin_writer),
     db: Session = DB,
 ):
+    if repeat := repeat_of(db, login, once, "/admin"):
+        return repeat
     project_of(db, login, project_id)
     if kind not in UPLOADED:
         raise Refused(
@@ -91,28 +95,33 @@ async def upload(
             "the project's saved chats (the admin page's 'SSA items from "
             "saved chats'); upload dialogues (JSONL) or K/DA pairs (CSV)",
         )
-    data = await file.read(MAX_UPLOAD + 1)
+    # a plain route (the thread pool): the claim above may wait on a lock, which must
+    # not stop the event loop; FastAPI has already spooled the upload to a file
+    data = file.file.read(MAX_UPLOAD + 1)
     if len(data) > MAX_UPLOAD:
         raise Refused(413, f"the file is over {MAX_UPLOAD} bytes: split it")
     rows = parse_upload(kind, file.filename or "upload", data)
     add_items(db, project_id, kind, rows, per_item)
-    return RedirectResponse("/admin", status_code=303)
+    return answered(db, once, "/admin")
 
 
 @router.post("/admin/projects/{project_id}/ssa-items")
 def make_ssa_items(
     project_id: ID,
+    once: Once,
     per_item: int = Form(1, ge=1, le=10),
     login: WebSession = Depends(admin_writer),
     db: Session = DB,
 ):
     """SSA items from the bot turns of the project's saved chats (new ones only)."""
+    if repeat := repeat_of(db, login, once, "/admin"):
+        return repeat
     project_of(db, login, project_id)
     rows = ssa_rows(db, project_id)
     if not rows:
         raise Refused(409, "no new bot turns in saved chats to label")
     add_items(db, project_id, ItemKind.BOT_TURN, rows, per_item)
-    return RedirectResponse("/admin", status_code=303)
+    return answered(db, once, "/admin")
 
 
 @router.get("/projects/{project_id}/queue")

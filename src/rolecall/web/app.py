@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rolecall.errors import RolecallError
@@ -104,6 +105,10 @@ class Guard:
 
 
 LOG = logging.getLogger("rolecall.web")
+CLASH = (
+    "someone changed this at the same moment (another tab or window?): nothing of this "
+    "form was saved; reload the page and submit again"
+)
 UPSTREAM = (
     "the bot or a server behind it failed; nothing you entered was lost. Try again later, "
     "or give an admin this reference: {} (the details are in the server log)"
@@ -171,7 +176,15 @@ def create_app(
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
         )
+        if any(e["loc"][-1] == "once" for e in exc.errors()):
+            problems += " (the form's one-time token: reload the page and submit again)"
         return page(request, "error.html", 422, message=f"invalid input: {problems}")
+
+    @app.exception_handler(IntegrityError)
+    async def _clash(request: Request, exc: IntegrityError):
+        # two different forms changing one thing at once (two tabs): the later one lost
+        LOG.warning("write refused by a database constraint: %s", masked(exc.orig or exc))
+        return page(request, "error.html", 409, message=CLASH)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):

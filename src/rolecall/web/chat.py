@@ -8,9 +8,12 @@ marks the live turns ``saved``: positives. Every bot turn records the bot's vers
 its provenance (the ``Reply`` of ``serve/reply.py`` without its text; only its ``path`` is
 read back, by the dashboard and the SSA items).
 
-The user's message is committed before the bot is asked: a bot that fails (a dead LLM
-server, a broken model directory) shows an error and loses nothing; "Ask the bot again"
-retries.
+The person's act (a message, a Fix) is committed before the bot is asked: a bot that
+fails (a dead LLM server, a broken model directory) shows an error and loses nothing, and
+"Ask the bot again" retries (after a failed Fix it still avoids the rejected replies).
+No write transaction stays open while the bot thinks (SQLite has one write lock for the
+whole database). Every form here claims a one-time token (``web/once.py``): the same form
+sent twice gets the first one's answer, never a second bot call.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from rolecall.store import ChatSession, ChatTurn, Project, Speaker, TurnStatus, 
 from rolecall.web.bots import bot_for
 from rolecall.web.deps import DB, ID, MAX_TEXT, Refused, logged_in, page, writer
 from rolecall.web.login import visible_projects
+from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.settings import ProjectSettings, parse_settings
 
 router = APIRouter()
@@ -69,11 +73,13 @@ def _settings(chat: ChatSession, db: Session) -> ProjectSettings:
     return parse_settings(db.get(Project, chat.project_id).settings)
 
 
-def _bot_turn(chat: ChatSession, db: Session, index: int, exclude: set[str]) -> ChatTurn:
+def _bot_turn(chat: ChatSession, db: Session, index: int) -> ChatTurn:
+    """The bot's reply at position ``index``: never one of the replies rejected there."""
     settings = _settings(chat, db)
     history = as_history([t for t in live_turns(chat) if t.index < index])
+    rejected = [t for t in chat.turns if t.index == index and t.status == TurnStatus.FIXED]
     bot = bot_for(settings.bot, settings.spec)
-    reply = bot.reply(history, exclude)
+    reply = bot.reply(history, {t.text for t in rejected})
     turn = ChatTurn(
         session_id=chat.id,
         index=index,
@@ -84,7 +90,26 @@ def _bot_turn(chat: ChatSession, db: Session, index: int, exclude: set[str]) -> 
     )
     db.add(turn)
     db.flush()
+    for old in rejected:
+        if old.replaced_by is None:
+            old.replaced_by = turn.id
     return turn
+
+
+def _answer(chat: ChatSession, db: Session, once: str, index: int) -> RedirectResponse:
+    """Commit the person's act and the form's claim, then ask the bot for position
+    ``index``. A failing bot loses nothing; the form's repeats are answered either way."""
+    location = f"/chats/{chat.id}"
+    db.commit()
+    db.refresh(chat)
+    try:
+        _bot_turn(chat, db, index)
+    except BaseException:
+        db.rollback()
+        answered(db, once, location)
+        db.commit()
+        raise
+    return answered(db, once, location)
 
 
 def _open(chat: ChatSession) -> None:
@@ -106,13 +131,15 @@ def chats(
 
 
 @router.post("/projects/{project_id}/chats")
-def new_chat(project_id: ID, login: WebSession = Depends(writer), db: Session = DB):
+def new_chat(project_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
+    if repeat := repeat_of(db, login, once, f"/projects/{project_id}/chat"):
+        return repeat
     project = project_of(db, login, project_id)
     parse_settings(project.settings)  # a project without a usable spec cannot chat
     chat = ChatSession(project_id=project.id, user_id=login.user_id)
     db.add(chat)
     db.flush()
-    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+    return answered(db, once, f"/chats/{chat.id}")
 
 
 @router.get("/chats/{chat_id}")
@@ -143,10 +170,13 @@ def show_chat(
 @router.post("/chats/{chat_id}/message")
 def send(
     chat_id: ID,
+    once: Once,
     text: str = Form(..., min_length=1, max_length=MAX_TEXT),
     login: WebSession = Depends(writer),
     db: Session = DB,
 ):
+    if repeat := repeat_of(db, login, once, f"/chats/{chat_id}"):
+        return repeat
     chat = chat_of(db, login, chat_id)
     _open(chat)
     text = text.strip()
@@ -156,31 +186,32 @@ def send(
     if turns and turns[-1].role == Speaker.USER:
         raise Refused(409, "the bot has not answered your last message yet: ask it again")
     db.add(ChatTurn(session_id=chat.id, index=len(turns), role=Speaker.USER, text=text))
-    db.commit()  # the message is kept even if the bot fails next
-    db.refresh(chat)
-    _bot_turn(chat, db, len(turns) + 1, set())
-    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+    return _answer(chat, db, once, len(turns) + 1)
 
 
 @router.post("/chats/{chat_id}/reply")
-def ask_again(chat_id: ID, login: WebSession = Depends(writer), db: Session = DB):
+def ask_again(chat_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
+    if repeat := repeat_of(db, login, once, f"/chats/{chat_id}"):
+        return repeat
     chat = chat_of(db, login, chat_id)
     _open(chat)
     turns = live_turns(chat)
     if not turns or turns[-1].role != Speaker.USER:
         raise Refused(409, "there is no message waiting for the bot")
-    _bot_turn(chat, db, len(turns), set())
-    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+    return _answer(chat, db, once, len(turns))
 
 
 @router.post("/chats/{chat_id}/turns/{turn_id}/fix")
 def fix(
     chat_id: ID,
     turn_id: ID,
+    once: Once,
     category: str = Form(..., max_length=64),
     login: WebSession = Depends(writer),
     db: Session = DB,
 ):
+    if repeat := repeat_of(db, login, once, f"/chats/{chat_id}"):
+        return repeat
     chat = chat_of(db, login, chat_id)
     _open(chat)
     categories = _settings(chat, db).error_categories
@@ -195,15 +226,15 @@ def fix(
     if turn.index != max(t.index for t in turns if t.role == Speaker.BOT):
         raise Refused(409, "only the latest bot turn can be fixed")
     turn.status, turn.error_category = TurnStatus.FIXED, category
-    db.flush()  # the partial unique index: the position is free once the turn is fixed
-    exclude = {t.text for t in chat.turns if t.index == turn.index}
-    replacement = _bot_turn(chat, db, turn.index, exclude)
-    turn.replaced_by = replacement.id
-    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+    # committed before the bot is asked: its position is free for the replacement (the
+    # partial unique index) and a failing bot leaves "ask the bot again", not a lost Fix
+    return _answer(chat, db, once, turn.index)
 
 
 @router.post("/chats/{chat_id}/save")
-def save(chat_id: ID, login: WebSession = Depends(writer), db: Session = DB):
+def save(chat_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
+    if repeat := repeat_of(db, login, once, f"/chats/{chat_id}"):
+        return repeat
     chat = chat_of(db, login, chat_id)
     _open(chat)
     turns = live_turns(chat)
@@ -212,4 +243,4 @@ def save(chat_id: ID, login: WebSession = Depends(writer), db: Session = DB):
     for turn in turns:
         turn.status = TurnStatus.SAVED
     chat.saved = datetime.now(UTC)
-    return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+    return answered(db, once, f"/chats/{chat.id}")

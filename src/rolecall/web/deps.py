@@ -9,6 +9,7 @@ without a valid login, except the login page itself.
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,8 @@ TEMPLATES = Environment(
     lstrip_blocks=True,
 )
 TEMPLATES.filters["public"] = public
+# a fresh one-time token for each rendered form that claims one (web/once.py)
+TEMPLATES.globals["once"] = lambda: secrets.token_urlsafe(18)
 MAX_TEXT = 2000  # characters of one chat message or free-text field
 # ids are INTEGER columns, 32-bit on PostgreSQL: a larger id (2^63 and past included) is
 # invalid input (422), not a database error (500)
