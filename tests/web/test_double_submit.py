@@ -190,3 +190,36 @@ def turns_of(engine) -> list[ChatTurn]:
 
 def chat_id(location: str) -> int:
     return int(location.rsplit("/", 1)[1])
+
+
+def test_two_different_forms_clashing_get_409_and_save_nothing(site, monkeypatch, caplog):
+    """Two tabs creating one project name at the same moment: both passed the name check,
+    the later insert breaks the unique constraint (simulated by skipping the check)."""
+    import logging
+
+    from fastapi.testclient import TestClient
+
+    from rolecall.web import admin as admin_routes
+
+    engine, _ = site
+
+    def unchecked(db, name, settings):
+        db.add(Project(name=name, settings=settings.model_dump(mode="json")))
+        db.flush()
+
+    monkeypatch.setattr(admin_routes, "add_project", unchecked)
+    client = TestClient(create_app(engine), follow_redirects=False)
+    page = client.get("/login")
+    form = {"username": "admin", "password": PASSWORD, "csrf": csrf_of(page.text)}
+    assert client.post("/login", data=form).status_code == 303
+    spec = (REPO / "examples" / "carecall" / "spec.yaml").read_text(encoding="utf-8")
+    fields = hidden_fields(client.get("/admin").text, "/admin/projects")
+    with caplog.at_level(logging.WARNING, logger="rolecall.web"):
+        response = client.post("/admin/projects", data={**fields, "name": "carecall", "spec": spec})
+    assert response.status_code == 409 and "reload the page" in response.text
+    assert any("constraint" in r.getMessage() for r in caplog.records)
+    with session(engine) as db:
+        assert db.scalar(select(func.count()).select_from(Project)) == 1
+    # nothing of it was kept, its token included: the same form with another name works
+    response = client.post("/admin/projects", data={**fields, "name": "another", "spec": spec})
+    assert response.status_code == 303
