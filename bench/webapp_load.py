@@ -28,10 +28,15 @@ came (a timeout or an error after the commit: not lost, but reported). Errors (a
 status, timeouts, refused connections) are counted per kind with the answer's message, and
 the server's log is scanned for exceptions; a failed label is retried from its form.
 
-Double-submit burst (after the window, same server): a separate annotator opens each of
+Double-submit bursts (after the window, same server): a separate annotator opens each of
 ``--burst-forms`` label forms once and sends it ``--burst-submits`` times at once (a
 double click, exaggerated): every submit must get its 303 (no server error), and each
-form must end as exactly one ``annotations`` row.
+form must end as exactly one ``annotations`` row. Then every other state-changing form
+(chat, Fix, ask again, save, project, upload, SSA items, account, member) is sent
+``--burst-submits`` times at once and must leave the rows of one submit and ask the bot
+once per chat form, and ``--login-burst`` wrong passwords for one account sent at once
+may have at most the per-account limit checked (``bench/form_bursts.py``). The project's
+bot there is the suite's fake LLM with a 0.2 s delay (``tests/fakes.py``).
 
 Baseline in the same run, same concurrency, interleaved with the writes (so both see the
 same noise on this shared machine): the latency of ``GET /``. Printed per backend: p50,
@@ -41,19 +46,22 @@ share the machine's cores with the database server: absolute numbers are a floor
 ratios are what compare across runs. Compare runs with the same ``--items-per-annotator``
 (the queue's length is part of what a label POST does). The last line is JSON, with a
 ``targets`` object ({"NAME": {"value", "target", "met"}}: no lost or wrong writes, no
-server errors, the burst's redirects and one row per form, per backend); the exit status
+server errors, the bursts' redirects, one effect per form, no second bot call, at most the
+limit of wrong passwords checked, per backend); the exit status
 is 1 when a target is missed or a backend could not be measured.
 
 Usage: python bench/webapp_load.py [--seconds 60] [--annotators 50]
        [--backends sqlite,postgres] [--postgres-url postgresql+psycopg://user@host/db]
        [--items-per-annotator 400] [--think-ms 0] [--timeout 30]
-       [--burst-forms 5] [--burst-submits 30]
+       [--burst-forms 5] [--burst-submits 30] [--login-burst 30]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import csv
+import io
 import json
 import os
 import random
@@ -74,6 +82,9 @@ from pathlib import Path
 import httpx
 import yaml
 from sqlalchemy import select
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import form_bursts  # noqa: E402
 
 from rolecall.formats.kda import read_kda_csv
 from rolecall.store import (
@@ -104,6 +115,7 @@ SERVER = (
     "import sys, uvicorn\n"
     "from rolecall.store import connect\n"
     "from rolecall.web import create_app\n"
+    "import tests.fakes\n"  # the bursts' bot: the fake LLM (form_bursts.bot_model)
     "uvicorn.run(create_app(connect(sys.argv[1])), host='127.0.0.1',"
     " port=int(sys.argv[2]), log_level='warning', access_log=False)\n"
 )
@@ -120,16 +132,19 @@ def free_port() -> int:
 BURST_USER = "burst"
 
 
-def populate(url: str, annotators: int, per_annotator: int, burst_forms: int) -> tuple[list, int]:
-    """Schema, project, accounts and items; returns [(username, user id, item ids)], the
-    double-submit annotator (``BURST_USER``, with ``burst_forms`` items) last."""
+def populate(
+    url: str, annotators: int, per_annotator: int, burst_forms: int, bot: str
+) -> tuple[list, int]:
+    """Schema, project (its bot: ``bot``), accounts and items; returns [(username, user id,
+    item ids)], the double-submit annotator (``BURST_USER``, with ``burst_forms`` items)
+    last, and the project's id."""
     pairs = read_kda_csv(DATA / "detox" / "kda_ko.csv")
     engine = connect(url)
     try:
         upgrade(engine)
         settings = ProjectSettings(
-            spec=yaml.safe_load(SPEC.read_text(encoding="utf-8")), bot=BotConfig(model="embedded")
-        )  # never loaded
+            spec=yaml.safe_load(SPEC.read_text(encoding="utf-8")), bot=BotConfig(model=bot)
+        )
         people = []
         with session(engine) as db:
             project = Project(name="load", settings=settings.model_dump(mode="json"))
@@ -412,6 +427,38 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a is not None and b else None
 
 
+async def other_forms(
+    base: str, url: str, chatter: str, project_id: int, args: argparse.Namespace, calls_file: Path
+) -> dict:
+    """Every form but the label's sent ``--burst-submits`` times at once
+    (``form_bursts``): per form its answers and (rows found, rows of one submit), and the
+    bot calls beyond one reply per chat form."""
+    spec = SPEC.read_text(encoding="utf-8")
+    category = ProjectSettings(spec=yaml.safe_load(spec)).error_categories[0]
+    pairs = read_kda_csv(DATA / "detox" / "kda_ko.csv")[:3]
+    table = io.StringIO()
+    csv.writer(table, lineterminator="\n").writerows(
+        [("neutral", "implicit"), *((p.neutral, p.toxic) for p in pairs)]
+    )
+    chat, chat_id, per_reply = await form_bursts.chat_forms(
+        base, chatter, PASSWORD, project_id, args.burst_submits, args.timeout, calls_file,
+        category, url,
+    )  # fmt: skip
+    asked = form_bursts.calls(calls_file)
+    admin = await form_bursts.admin_forms(
+        base, PASSWORD, project_id, args.burst_submits, args.timeout, spec, table.getvalue()
+    )
+    forms = chat | admin
+    for name, (found, expected) in form_bursts.effects(
+        url, project_id, chat_id, len(pairs)
+    ).items():
+        if name in forms:
+            forms[name] |= {"rows": found, "expected_rows": expected}
+    # the warm-up reply, then one reply each for the message, Fix and ask again
+    extra = asked - 4 * per_reply
+    return {"forms": forms, "bot_calls_per_reply": per_reply, "extra_bot_calls": extra}
+
+
 def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> dict:
     print(
         f"\n== {name}: {args.annotators} annotators x {args.items_per_annotator} items, "
@@ -419,7 +466,15 @@ def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> 
         flush=True,
     )
     began = time.monotonic()
-    owned, _project = populate(url, args.annotators, args.items_per_annotator, args.burst_forms)
+    calls_file = folder / f"bot-calls-{name}"
+    owned, project_id = populate(
+        url,
+        args.annotators,
+        args.items_per_annotator,
+        args.burst_forms,
+        form_bursts.bot_model(calls_file),
+    )
+    form_bursts.add_accounts(url, PASSWORD)
     people = [Annotator(username, user_id, items) for username, user_id, items in owned]
     burster = people.pop()
     print(
@@ -431,6 +486,10 @@ def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> 
     with serving(url, log_path) as base:
         elapsed = asyncio.run(drive(base, people, args.seconds, args.think_ms / 1000, args.timeout))
         burst = asyncio.run(double_submit(base, burster, args.burst_submits, args.timeout))
+        forms = asyncio.run(other_forms(base, url, burster.username, project_id, args, calls_file))
+        throttle = asyncio.run(
+            form_bursts.throttle_burst(base, args.login_burst, PASSWORD, args.timeout)
+        )
     writes = check_writes(url, people)
     rows = burst_rows(url, burster)
     burst |= {"rows_per_form": rows, "forms_with_one_row": sum(n == 1 for n in rows)}
@@ -453,6 +512,8 @@ def run_backend(name: str, url: str, args: argparse.Namespace, folder: Path) -> 
         "exhausted_annotators": sum(w.exhausted for w in people),
         "server_errors": sum(w.server_errors for w in people),
         "double_submit": burst,
+        "form_bursts": forms,
+        "throttle": throttle,
         "latency": latency,
         "label_p50_over_home_p50": ratio(latency["label"]["p50_ms"], latency["home"]["p50_ms"]),
         "label_p95_over_home_p95": ratio(latency["label"]["p95_ms"], latency["home"]["p95_ms"]),
@@ -495,6 +556,25 @@ def report(r: dict) -> None:
         f"submits at once: {b['redirects']} redirects, {b['server_errors']} server errors, "
         f"{b['forms_with_one_row']}/{b['forms']} forms with one row (statuses "
         f"{b['statuses']})"
+    )
+    f = r["form_bursts"]
+    print(
+        f"{'form sent at once':20s}{'submits':>8s}{'303s':>6s}{'5xx':>5s}{'rows':>6s}{'of 1':>6s}"
+    )
+    for name, value in f["forms"].items():
+        print(
+            f"{name:20s}{value['submits']:8d}{value['redirects']:6d}{value['server_errors']:5d}"
+            f"{value.get('rows', '-'):>6}{value.get('expected_rows', '-'):>6}"
+        )
+    print(
+        f"bot calls: {f['bot_calls_per_reply']} per reply, {f['extra_bot_calls']} beyond one "
+        "reply per chat form"
+    )
+    t = r["throttle"]
+    print(
+        f"login burst: {t['attempts']} wrong passwords at once: {t['checked']} checked "
+        f"(limit {t['limit']}), {t['refused']} refused, {t['server_errors']} server errors; "
+        f"the right password afterwards: {t['right_password_after']}"
     )
     for text, count in r["error_kinds"].items():
         print(f"  error x{count}: {text}")
@@ -560,18 +640,28 @@ def arguments() -> argparse.Namespace:
         help="label forms each sent --burst-submits times at once",
     )
     parser.add_argument("--burst-submits", type=int, default=30)
+    parser.add_argument(
+        "--login-burst", type=int, default=30, help="wrong passwords sent at once for one account"
+    )
     args = parser.parse_args()
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(args.backends) - {"sqlite", "postgres"}
     if unknown:
         parser.error(f"unknown backend(s) {', '.join(sorted(unknown))}: use sqlite, postgres")
     if (
-        min(args.annotators, args.items_per_annotator, args.burst_forms, args.burst_submits) < 1
+        min(
+            args.annotators,
+            args.items_per_annotator,
+            args.burst_forms,
+            args.burst_submits,
+            args.login_burst,
+        )
+        < 1
         or args.seconds <= 0
     ):
         parser.error(
-            "--annotators, --items-per-annotator, --seconds, --burst-forms and "
-            "--burst-submits must be positive"
+            "--annotators, --items-per-annotator, --seconds, --burst-forms, "
+            "--burst-submits and --login-burst must be positive"
         )
     return args
 
@@ -636,12 +726,18 @@ def main() -> None:
 
 
 def targets(results: list[dict]) -> dict:
-    """Per backend: no lost or wrong write, no server error (the load and the burst), every
-    burst submit redirected, one row per burst form."""
+    """Per backend: no lost or wrong write, no server error (the load and the bursts),
+    every burst submit redirected, one row per label form, the rows of one submit per
+    other form (none duplicated, none missing), no second bot call, at most the limit of
+    a login burst checked."""
     goals = {}
     for r in results:
         name, burst = r["backend"], r["double_submit"]
         rows = burst["rows_per_form"]
+        forms, throttle = r["form_bursts"]["forms"].values(), r["throttle"]
+        off = [v.get("rows", -1) - v.get("expected_rows", 0) for v in forms]
+        submits = sum(v["submits"] for v in forms)
+        redirects = sum(v["redirects"] for v in forms)
         for key, value, target, met in (
             ("lost_writes", r["lost"], "== 0", r["lost"] == 0),
             ("wrong_writes", r["wrong"], "== 0", r["wrong"] == 0),
@@ -663,6 +759,49 @@ def targets(results: list[dict]) -> dict:
                 max(rows, default=0),
                 "== 1 for every form",
                 bool(rows) and all(n == 1 for n in rows),
+            ),
+            (
+                "form_burst_server_errors",
+                sum(v["server_errors"] for v in forms),
+                "== 0",
+                all(v["server_errors"] == 0 for v in forms),
+            ),
+            ("form_burst_redirects", redirects, f"== {submits}", redirects == submits),
+            (
+                "form_burst_duplicate_rows",
+                sum(max(d, 0) for d in off),
+                "== 0",
+                all(d <= 0 for d in off),
+            ),
+            (
+                "form_burst_missing_rows",
+                sum(max(-d, 0) for d in off),
+                "== 0",
+                all(d >= 0 for d in off),
+            ),
+            (
+                "form_burst_extra_bot_calls",
+                r["form_bursts"]["extra_bot_calls"],
+                "== 0",
+                r["form_bursts"]["extra_bot_calls"] == 0,
+            ),
+            (
+                "login_burst_attempts_checked",
+                throttle["checked"],
+                f"<= {throttle['limit']}",
+                throttle["checked"] <= throttle["limit"],
+            ),
+            (
+                "login_burst_server_errors",
+                throttle["server_errors"],
+                "== 0",
+                throttle["server_errors"] == 0,
+            ),
+            (
+                "login_burst_locks_the_account",
+                throttle["right_password_after"],
+                "== 429",
+                throttle["right_password_after"] == 429,
             ),
         ):
             goals[f"{name}_{key}"] = {"value": value, "target": target, "met": met}
