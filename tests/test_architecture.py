@@ -241,3 +241,11 @@ def test_the_command_line_and_the_settings_import_without_torch_or_numpy():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", f"imported at startup: {done.stdout.strip()}"
+
+
+def test_the_readme_stays_a_front_page():
+    """The README says what rolecall is, the two commands and where to read on; the
+    measured numbers live in docs/ (docs/benchmarks.md, each guide), not here."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text) < 10_000, f"README.md is {len(text)} characters: move detail into docs/"
+    assert "make demo" in text and "make test" in text
