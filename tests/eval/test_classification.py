@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
 
-from rolecall.eval.classification import ClassificationEvaluator, accuracy, precision_recall_f1
-from rolecall.eval.evaluator import Evaluator
+from rolecall.eval.classification import accuracy, precision_recall_f1
 
 # index:  0  1  2  3  4  5  6  7  8  9
 Y_TRUE = [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
@@ -66,23 +65,3 @@ def test_matches_counting_on_random_labels():
         expected = (tp / (tp + fp), tp / (tp + fn), 2 * tp / (2 * tp + fp + fn))
         assert precision_recall_f1(y_true, y_pred) == pytest.approx(expected)
         assert accuracy(y_true, y_pred) == pytest.approx((y_true == y_pred).mean())
-
-
-def test_classification_evaluator():
-    evaluator = ClassificationEvaluator()
-    assert isinstance(evaluator, Evaluator)
-    assert evaluator.primary_metric == "f1" and evaluator.greater_is_better
-    metrics = evaluator(Y_TRUE, Y_PRED)
-    assert metrics == {
-        "accuracy": pytest.approx(0.7),
-        "precision": pytest.approx(0.6),
-        "recall": pytest.approx(0.75),
-        "f1": pytest.approx(2 / 3),
-        "support_positive": 4.0,
-        "support_negative": 6.0,
-        "predicted_positive": 5.0,
-    }
-    assert evaluator.primary(metrics) == pytest.approx(2 / 3)
-    assert ClassificationEvaluator(positive="oob")(["oob", "ok"], ["oob", "oob"])[
-        "f1"
-    ] == pytest.approx(2 / 3)  # TP 1, FP 1, FN 0: 2 / (2 + 1)

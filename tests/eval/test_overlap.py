@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from rolecall.eval.overlap import bleu, bleu_tokens, chrf, chrf_statistics
+from rolecall.eval.overlap import bleu, chrf
+from tests.eval.overlap_counts import bleu_tokens, chrf_statistics
 
 
 def test_identical_and_disjoint_texts():

@@ -8,7 +8,6 @@ from rolecall.eval.classification import precision_recall_f1
 from rolecall.eval.evaluator import Evaluator
 from rolecall.eval.thresholds import (
     UnanswerableEvaluator,
-    flag_unanswerable,
     max_f1_threshold,
     roc_auc,
     roc_curve,
@@ -128,14 +127,9 @@ def test_unanswerable_evaluator_with_confidence_scores():
     negated = UnanswerableEvaluator()(labels, [-c for c in confidence])
     assert metrics["roc_auc"] == negated["roc_auc"] == pytest.approx(8 / 9)
     assert metrics["threshold"] == 0.4 == -negated["threshold"]  # back in the caller's scale
-    flags = flag_unanswerable(confidence, metrics["threshold"], higher_is_unanswerable=False)
-    assert flags.tolist() == [True, True, True, True, False, False]  # confidence <= 0.4
+    flags = np.asarray(confidence) <= metrics["threshold"]  # the other way: <=
+    assert flags.tolist() == [True, True, True, True, False, False]
     assert precision_recall_f1(labels, flags.astype(int))[2] == pytest.approx(metrics["f1"])
-
-
-def test_flag_unanswerable():
-    assert flag_unanswerable([0.2, 0.5, 0.9], 0.5).tolist() == [False, True, True]
-    assert flag_unanswerable([0.2, 0.5, 0.9], 0.5, False).tolist() == [True, True, False]
 
 
 def test_save_roc_png(tmp_path):

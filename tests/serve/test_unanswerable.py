@@ -17,7 +17,6 @@ from rolecall.serve.unanswerable import (  # noqa: E402
     PerplexityDetector,
     calibrate_detector,
     compare_detectors,
-    is_unanswerable,
     mc_dropout_confidence,
     mean_minus_variance,
     validation_items,
@@ -89,10 +88,8 @@ def test_threshold_f1_and_auc_on_a_constructed_case(tmp_path):
     assert result["rule"] == "unanswerable when score <= threshold"
     assert result["items"] == 8 and result["unanswerable"] == 4
     assert (tmp_path / "roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    flags = is_unanswerable(
-        Table({**FITS, **MISFITS}), ["c"] * 3, ["g0", "g3", "n3"], result["threshold"]
-    )
-    assert flags.tolist() == [False, True, True]
+    scores = Table({**FITS, **MISFITS}).scores(["c"] * 3, ["g0", "g3", "n3"])
+    assert (np.asarray(scores) <= result["threshold"]).tolist() == [False, True, True]
 
 
 def test_perplexity_detector_calibrates_upwards(tmp_path):

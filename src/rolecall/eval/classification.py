@@ -15,12 +15,9 @@ as scikit-learn does with ``zero_division=0``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
-
-from rolecall.eval.evaluator import Evaluator
 
 
 def _pair(y_true: Sequence[Any], y_pred: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -75,32 +72,3 @@ def precision_recall_f1(
         true, pred, average="binary", pos_label=True, zero_division=0
     )
     return float(precision), float(recall), float(f1)
-
-
-@dataclass
-class ClassificationEvaluator(Evaluator):
-    """Binary classification metrics; call it as ``evaluator(y_true, y_pred)``.
-
-    Returns ``accuracy``, ``precision``, ``recall``, ``f1`` (of the class ``positive``),
-    and the counts ``support_positive`` / ``support_negative`` (labels equal / not equal
-    to ``positive``) and ``predicted_positive``, as floats. Primary: ``"f1"``.
-    """
-
-    name: str = "classification"
-    positive: Any = 1
-    primary_metric: ClassVar[str] = "f1"
-    greater_is_better: ClassVar[bool] = True
-
-    def __call__(self, y_true: Sequence[Any], y_pred: Sequence[Any]) -> dict[str, float]:
-        true, pred = _pair(y_true, y_pred)
-        precision, recall, f1 = precision_recall_f1(true, pred, self.positive)
-        n_positive = int((true == self.positive).sum())
-        return {
-            "accuracy": accuracy(true, pred),
-            "precision": precision,
-            "recall": recall,
-            "f1": f1,
-            "support_positive": float(n_positive),
-            "support_negative": float(len(true) - n_positive),
-            "predicted_positive": float((pred == self.positive).sum()),
-        }

@@ -33,8 +33,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sacrebleu.metrics import BLEU, CHRF
-from sacrebleu.metrics.helpers import extract_all_char_ngrams
-from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
 
 ORDER, BETA = 6, 2.0
 BLEU_ORDER = 4
@@ -49,16 +47,6 @@ def _check(outputs: Sequence[str], references: Sequence[str]) -> None:
         )
 
 
-def chrf_statistics(output: str, reference: str, order: int = ORDER) -> list[tuple[int, int, int]]:
-    """Per order n = 1..order: (output n-grams, reference n-grams, matched n-grams)."""
-    hyp = extract_all_char_ngrams(output, order)
-    ref = extract_all_char_ngrams(reference, order)
-    return [
-        (sum(h.values()), sum(r.values()), sum((h & r).values()))
-        for h, r in zip(hyp, ref, strict=True)
-    ]
-
-
 def chrf(
     outputs: Sequence[str], references: Sequence[str], order: int = ORDER, beta: float = BETA
 ) -> float:
@@ -68,14 +56,6 @@ def chrf(
         return 0.0
     metric = CHRF(char_order=order, word_order=0, beta=beta)
     return float(metric.corpus_score(list(outputs), [list(references)]).score)
-
-
-def bleu_tokens(text: str) -> list[str]:
-    """The tokens BLEU counts: sacrebleu's ``intl`` tokenizer, split on spaces."""
-    return _INTL(text).split()
-
-
-_INTL = TokenizerV14International()
 
 
 def bleu(outputs: Sequence[str], references: Sequence[str], order: int = BLEU_ORDER) -> float:

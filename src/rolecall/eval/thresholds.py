@@ -9,8 +9,7 @@ passes a threshold, chosen where F1 is highest on a validation set with hard neg
 Conventions here: label 1 = unanswerable (the positive class); a higher score = more likely
 unanswerable, and a context is flagged when ``score >= threshold``. Perplexity already
 points that way; MC-dropout confidence points the other way (high = the response fits), so
-negate it, or give ``UnanswerableEvaluator`` / ``flag_unanswerable``
-``higher_is_unanswerable=False``.
+negate it, or give ``UnanswerableEvaluator`` ``higher_is_unanswerable=False``.
 
 ROC curve and AUC are scikit-learn's; the max-F1 search (which it lacks) counts on its ROC
 curve. subtle: ``sklearn.metrics`` takes about 2 s to import and the bot imports this
@@ -108,19 +107,13 @@ def max_f1_threshold(
     )
 
 
-def flag_unanswerable(
-    scores: Sequence[float], threshold: float, higher_is_unanswerable: bool = True
-) -> np.ndarray:
-    """Booleans, True = unanswerable: ``score >= threshold`` (or ``<=`` if lower is)."""
-    s = np.asarray(scores, dtype=float)
-    return s >= threshold if higher_is_unanswerable else s <= threshold
-
-
 def _area(fpr: Sequence[float], tpr: Sequence[float]) -> float:
+    from sklearn.metrics import auc
+
     x, y = np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)
     if x.ndim != 1 or x.shape != y.shape or len(x) < 2:
         raise ValueError("each curve needs fpr and tpr of the same length, 2 points or more")
-    return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))  # trapezoids
+    return float(auc(x, y))
 
 
 def save_roc_png(
@@ -169,9 +162,9 @@ class UnanswerableEvaluator(Evaluator):
     Call it as ``evaluator(labels, scores)`` with labels 1 = unanswerable, 0 = the gold
     response fits. With ``higher_is_unanswerable=False`` (e.g. MC-dropout mean - variance,
     where high means the response fits) the scores are negated inside, and the returned
-    ``threshold`` is back in the caller's scale: flag ``score <= threshold`` then (see
-    ``flag_unanswerable``). Returns ``roc_auc``, ``threshold``, ``f1``, ``precision`` and
-    ``recall``; primary ``"roc_auc"``.
+    ``threshold`` is back in the caller's scale: flag ``score <= threshold`` then. Returns
+    ``roc_auc``, ``threshold``, ``f1``, ``precision`` and ``recall``; primary
+    ``"roc_auc"``.
     """
 
     name: str = "unanswerable"

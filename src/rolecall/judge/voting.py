@@ -164,22 +164,6 @@ def collect_votes(
     return all_votes
 
 
-def judge_items(
-    llm: LLM,
-    judge: Judge,
-    items: Sequence[Any],
-    samples: int,
-    votes_out: ResumableJsonl,
-    progress: bool,
-    description: str,
-    keep_label: str = SAFE_LABEL,
-) -> list[Verdict]:
-    """One judge model: the majority verdict of ``samples`` votes per item."""
-    return judge_by_panel(
-        [(llm, judge)], items, samples, votes_out, progress, description, keep_label
-    )
-
-
 def judge_by_panel(
     panel: Sequence[Member],
     items: Sequence[Any],

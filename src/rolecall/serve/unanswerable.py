@@ -38,7 +38,6 @@ import numpy as np
 from rolecall.errors import ConfigError
 from rolecall.eval.thresholds import (
     UnanswerableEvaluator,
-    flag_unanswerable,
     roc_curve,
     save_roc_png,
 )
@@ -202,11 +201,3 @@ def compare_detectors(
     if roc_path is not None:
         save_roc_png(curves, roc_path, "unanswerable contexts")
     return results
-
-
-def is_unanswerable(
-    detector: Detector, contexts: Sequence[Context], responses: Sequence[str], threshold: float
-) -> np.ndarray:
-    """Booleans, True = unanswerable, with a threshold from ``calibrate_detector``."""
-    scores = detector.scores(contexts, responses)
-    return flag_unanswerable(scores, threshold, detector.higher_is_unanswerable)
