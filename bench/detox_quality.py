@@ -47,6 +47,7 @@ import torch
 from rolecall.eval.offensiveness import beep_examples, offensive_rate, offensiveness_examples
 from rolecall.eval.overlap import bleu, chrf
 from rolecall.formats.kda import read_kda_csv
+from rolecall.train import jobs
 from rolecall.train.backbone import load_backbone
 from rolecall.train.classifier import Classifier, ClassifierSettings
 from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
@@ -139,32 +140,33 @@ def keep_list(text: str) -> list[KeepContent]:
         raise argparse.ArgumentTypeError(f"{text!r}: give COPY_BIAS:MIN_LENGTH_RATIO,...") from None
 
 
-def detox_model(args: argparse.Namespace, train: list) -> tuple[DetoxModel, dict, Path | None]:
-    """The model (trained here unless ``--model-dir``), its training facts, and the directory
-    it is saved in (llama.cpp reads its adapter there)."""
+def detox_model(args: argparse.Namespace) -> tuple[DetoxModel, dict, Path]:
+    """The model (trained here by ``jobs.detox``, as ``rolecall detox train`` does, unless
+    ``--model-dir``), its training facts, and the directory it is saved in (llama.cpp reads
+    its adapter there)."""
     if args.model_dir:
         return DetoxModel.load(args.model_dir), {"model_dir": str(args.model_dir)}, args.model_dir
     started = time.perf_counter()
-    model = DetoxModel.create("embedded", DetoxSettings(max_length=192, response_max=96), args.seed)
-    history = model.fit_pairs(
-        train[: args.train_pairs],
+    saved = args.save_model or Path(tempfile.mkdtemp(prefix="detox-bench-"))
+    model, metrics = jobs.detox(
+        jobs.Job(DATA / "detox" / "kda_ko.csv", saved, checkpoint_every=None),
+        "embedded",
+        DetoxSettings(max_length=192, response_max=96),
         TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),
+        test_share=0.1,  # the split main() measures on: the same seed, the same pairs
+        limit=args.train_pairs,
+        eval_limit=0,  # main() rewrites and scores, with more systems beside it
     )
     facts = {
-        "train_pairs": args.train_pairs,
+        "train_pairs": metrics["train_pairs"],
         "epochs": args.epochs,
         "lr": args.lr,
         "batch_size": args.batch_size,
-        "steps": history["steps"],
-        "first_loss": round(history["first_loss"], 4),
-        "last_loss": round(history["last_loss"], 4),
+        "steps": metrics["steps"],
+        "first_loss": metrics["first_loss"],
+        "last_loss": metrics["last_loss"],
         "train_seconds": round(time.perf_counter() - started, 1),
     }
-    saved = args.save_model
-    if saved is None and args.engine == "llamacpp":  # llama.cpp reads the saved adapter
-        saved = Path(tempfile.mkdtemp(prefix="detox-bench-"))
-    if saved is not None:
-        model.save(saved)
     return model, facts, saved
 
 
@@ -211,7 +213,7 @@ def main() -> None:
     print(f"offensiveness classifier: {judge}", flush=True)
 
     # the detox model
-    model, facts, saved = detox_model(args, train)
+    model, facts, saved = detox_model(args)
     inputs, references = [p.toxic for p in test], [p.neutral for p in test]
     started = time.perf_counter()
     rewrites = rewrite_all(model, saved, args.engine, inputs, None)

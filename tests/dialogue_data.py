@@ -54,7 +54,7 @@ def vocabulary() -> list[str]:
 def tiny(frozen: bool) -> Backbone:
     backbone = tiny_backbone(vocabulary(), vocab_size=150)
     if frozen:  # the constructor is what freezes the parameters
-        backbone = Backbone(backbone.model, backbone.tokenizer, "tiny", frozen=True)
+        backbone = Backbone(backbone.model, backbone.tokenizer, "in-code", frozen=True)
     return backbone
 
 

@@ -244,3 +244,15 @@ def test_the_readme_stays_a_front_page():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     assert len(text) < 10_000, f"README.md is {len(text)} characters: move detail into docs/"
     assert "make demo" in text and "make test" in text
+
+
+def test_no_options_passed_as_locals():
+    """A command hands its options on by name, as typed settings: a ``locals()`` dict lets
+    a renamed parameter change behaviour silently and hides where an option is used."""
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in PACKAGE.rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "locals()" in line.split("#")[0]
+    ]
+    assert not found, f"pass the options by name: {found}"

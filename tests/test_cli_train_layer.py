@@ -73,21 +73,3 @@ def test_train_classifier_tunes_the_top_layers_asked_for(tmp_path):
     model = Classifier.load(tmp_path / "tuned")
     assert model.backbone.tuned == 1
     assert model.predict([[]], ["안녕하세요"]).shape == (1,)
-
-
-def test_the_embedded_defaults_follow_the_kind_of_model():
-    from rolecall.cli.train import _backbone_choice
-    from rolecall.errors import ConfigError
-
-    def choice(kind, **given):
-        values = {"backbone": "embedded", "frozen": None, "tune_layers": None, "layer": None}
-        return _backbone_choice({**values, **given}, kind)
-
-    assert choice("classifier") == (7, True, 4)  # layer 7, its top 4 layers tuned
-    assert choice("classifier", frozen=True) == (7, True, None)
-    assert choice("classifier", layer=1) == (1, True, 1)
-    assert choice("classifier", tune_layers=0, layer=18) == (18, True, 0)
-    assert choice("retriever") == (None, True, None)
-    assert choice("classifier", backbone="/models/klue") == (None, False, None)
-    with pytest.raises(ConfigError, match="give one of them"):
-        choice("classifier", frozen=False, tune_layers=2)

@@ -1,8 +1,8 @@
 """Tiny, randomly initialised models for the tests: fast to build, deterministic.
 
 ``tiny_tokenizer`` trains a WordPiece tokenizer on the test texts; ``tiny_backbone`` is a
-2-layer BERT on it (a ``Backbone`` with source ``"tiny"``); ``tiny_causal_lm`` a 2-layer
-Llama for the generator and detox tests (``GeneratorSettings.base`` = ``"tiny"``);
+2-layer BERT on it (a ``Backbone`` with source ``"in-code"``); ``tiny_causal_lm`` a 2-layer
+Llama for the generator and detox tests (``GeneratorSettings.base`` = ``"in-code"``);
 ``tiny_gemma`` a 3-layer Gemma 3 backbone, cut to a layer, for the layer tests, its tokenizer
 trained on ``TEXTS`` (four short sentences the backbone tests encode).
 """
@@ -84,7 +84,7 @@ def tiny_backbone(
         hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
     )
-    return Backbone(BertModel(config), tokenizer, "tiny", frozen=False)
+    return Backbone(BertModel(config), tokenizer, "in-code", frozen=False)
 
 
 def tiny_causal_lm(texts: Sequence[str], seed: int = 0) -> tuple[Any, Any]:
@@ -131,4 +131,4 @@ def tiny_gemma(layer=None, frozen=True):
         sliding_window=3,
         layer_types=["sliding_attention", "full_attention", "sliding_attention"],
     )
-    return Backbone(Gemma3TextModel(config), tokenizer, "tiny", frozen, layer)
+    return Backbone(Gemma3TextModel(config), tokenizer, "in-code", frozen, layer)

@@ -106,7 +106,7 @@ def test_differing_tokens_leave_out_what_the_in_bounds_turn_says_too():
     good, bad = "식사는 챙겨 드셨어요?", "식사는 내일 하세요."
     generator = Generator.create(
         tiny_causal_lm([good, bad, "t0 t1 t2"]),
-        GeneratorSettings(base="tiny", max_length=64, response_max=16),
+        GeneratorSettings(base="in-code", max_length=64, response_max=16),
     )
     train = [example("d", 3, good), example("d", 3, bad, negative=True)]
     other = example("e", 3, bad, negative=True)  # no in-bounds turn: every token counts

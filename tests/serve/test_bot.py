@@ -54,7 +54,7 @@ def bot_dir(tmp_path_factory):
     data = examples()
     texts = [t.text for e in data for t in e.history] + [e.response for e in data]
     tiny = tiny_backbone(texts + ["user: system: ▶"], vocab_size=150, dropout=0.0)
-    tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
+    tiny = Backbone(tiny.model, tiny.tokenizer, "in-code", frozen=True)
     pairs = [(context_text(e.history), e.response) for e in data if e.label == "positive"]
     retriever, _ = fit_retriever(
         pairs,
@@ -85,7 +85,7 @@ def bot_dir(tmp_path_factory):
     reranker.save(root / "reranker")
     generator = Generator.create(
         tiny_causal_lm(texts),
-        GeneratorSettings(base="tiny", lora_r=4, lora_alpha=8, max_length=64, response_max=16),
+        GeneratorSettings(base="in-code", lora_r=4, lora_alpha=8, max_length=64, response_max=16),
     )
     generator.fit(data, TrainConfig(epochs=3, batch_size=4, lr=1e-2), progress=False)
     generator.save(root / "generator")

@@ -23,7 +23,7 @@ SMALL = {"dim": 32, "codes": 4, "context_max_tokens": 32, "candidate_max_tokens"
 
 def train(kind: str, directory):
     tiny = tiny_backbone([t for pair in PAIRS for t in pair], vocab_size=150, dropout=0.0)
-    tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
+    tiny = Backbone(tiny.model, tiny.tokenizer, "in-code", frozen=True)
     retriever, _ = fit_retriever(
         PAIRS,
         tiny,

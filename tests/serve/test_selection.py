@@ -35,7 +35,7 @@ RERANK = RerankerSettings(
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):
     tiny = tiny_backbone([t for pair in PAIRS for t in pair], vocab_size=150, dropout=0.0)
-    tiny = Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=True)
+    tiny = Backbone(tiny.model, tiny.tokenizer, "in-code", frozen=True)
     retriever, _ = fit_retriever(
         PAIRS,
         tiny,

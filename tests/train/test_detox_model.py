@@ -21,7 +21,7 @@ def test_the_model_learns_to_rewrite_and_reloads(tmp_path):
     model = DetoxModel.create(
         tiny_causal_lm(texts),
         DetoxSettings(
-            base="tiny", lora_r=8, lora_alpha=16, lora_dropout=0.0, max_length=96, copy_bias=0.0
+            base="in-code", lora_r=8, lora_alpha=16, lora_dropout=0.0, max_length=96, copy_bias=0.0
         ),
     )
     prompt = model.rewrite_prompt(" 가격 또 올렸네 ")

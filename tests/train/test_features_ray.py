@@ -126,7 +126,7 @@ def test_an_actor_answers_the_keys_and_states_of_local_extraction(saved, tmp_pat
 
 
 def test_workers_with_another_backbone_stop_with_a_clear_error(saved):
-    here = Features(tiny(frozen=True), None)  # source "tiny", not the folder the actor loads
+    here = Features(tiny(frozen=True), None)  # source "in-code", not the folder the actor loads
     asked = here.missing("texts", TEXTS, 12)
     answer = actor_batch(Extractor(str(saved), {}, "texts", 12), list(asked.values()))
     with pytest.raises(ConfigError, match="the Ray workers' backbone is '/") as error:
@@ -210,17 +210,19 @@ def test_train_classifier_engine_ray_extracts_then_trains_here(
     assert isinstance(refused.exception, ConfigError) and "--frozen" in refused.exception.fix
 
 
-def test_under_a_launcher_only_rank_0_extracts_and_the_others_wait(monkeypatch, saved):
-    from rolecall.cli import train as train_cli
-    from rolecall.train import distributed
+def test_under_a_launcher_only_rank_0_extracts_and_the_others_wait(monkeypatch, saved, tmp_path):
+    from rolecall.train import distributed, jobs
+    from rolecall.train.loop import TrainConfig
 
     waited = []
     monkeypatch.setattr(distributed, "barrier", lambda: waited.append(True))
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
     # rank 1 reads nothing else: a missing examples file or cache would fail here
-    values = {"engine_name": "ray", "model": load_backbone(str(saved), frozen=True)}
-    train_cli._features_on_ray("classifier", values)
+    job = jobs.Job(tmp_path / "missing.jsonl", tmp_path / "out", tmp_path / "none", engine="ray")
+    choice = jobs.BackboneChoice(str(saved), frozen=True)
+    backbone = load_backbone(str(saved), frozen=True)
+    jobs.features_on_ray(job, choice, "classifier", backbone, None, TrainConfig())
     assert waited == [True]
 
 

@@ -18,7 +18,7 @@ from tests.dialogue_data import BAD, GOOD, USERS, make_examples  # noqa: E402
 from tests.tiny_models import tiny_causal_lm  # noqa: E402
 
 SETTINGS = GeneratorSettings(
-    base="tiny", lora_r=4, lora_alpha=8, lora_dropout=0.0, max_length=64, response_max=16
+    base="in-code", lora_r=4, lora_alpha=8, lora_dropout=0.0, max_length=64, response_max=16
 )
 
 
@@ -85,7 +85,7 @@ def test_a_saved_generator_reloads_scores_identically_and_exports(base, tmp_path
     generator.fit(examples, TrainConfig(epochs=2, batch_size=4, lr=3e-3), progress=False)
     generator.save(tmp_path / "gen", {"note": "test"})
     again = Generator.load(tmp_path / "gen")
-    assert again.settings.base == "tiny"
+    assert again.settings.base == "in-code"
     assert again.perplexity(examples) == pytest.approx(generator.perplexity(examples), rel=1e-5)
     replies = again.generate(
         [[Turn(role="user", text=USERS[0])], "user: 밥 먹었어요"], max_new_tokens=6
@@ -108,7 +108,7 @@ def test_a_saved_generator_reloads_scores_identically_and_exports(base, tmp_path
     assert torch.allclose(got, expected, atol=1e-4)
     adapter = generator.export(tmp_path / "adapter", merged=False)
     config = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
-    assert config["base_model_name_or_path"] == "tiny" and config["r"] == 4
+    assert config["base_model_name_or_path"] == "in-code" and config["r"] == 4
     with pytest.raises(ConfigError, match="not empty"):
         generator.export(tmp_path / "adapter")
 

@@ -107,7 +107,7 @@ def test_a_head_on_a_frozen_tiny_backbone_trains_only_the_head_and_the_loss_fall
     from tests.tiny_models import tiny_backbone
 
     backbone = tiny_backbone(vocabulary(), vocab_size=150)
-    backbone = type(backbone)(backbone.model, backbone.tokenizer, "tiny", frozen=True)
+    backbone = type(backbone)(backbone.model, backbone.tokenizer, "in-code", frozen=True)
     settings = LabelSettings(
         task="implicit", labels=["implicit", "none", "explicit"], max_length=32, width=16
     )
@@ -131,7 +131,7 @@ def test_a_neural_judge_is_measured_beside_the_baseline_and_reloads(data_dir, tm
     from tests.tiny_models import tiny_backbone
 
     backbone = tiny_backbone(vocabulary(), vocab_size=150)
-    backbone = type(backbone)(backbone.model, backbone.tokenizer, "tiny", frozen=True)
+    backbone = type(backbone)(backbone.model, backbone.tokenizer, "in-code", frozen=True)
     metrics = train_judge(
         "consistency",
         data_dir,
@@ -142,7 +142,7 @@ def test_a_neural_judge_is_measured_beside_the_baseline_and_reloads(data_dir, tm
         config=TrainConfig(epochs=2, batch_size=8, lr=1e-2),
         progress=False,
     )
-    assert metrics["backbone"] == "tiny" and metrics["steps"] == 6
+    assert metrics["backbone"] == "in-code" and metrics["steps"] == 6
     assert {"macro_f1", "baseline_macro_f1", "kda_macro_f1"} <= set(metrics)
     model = LabelModel.load(tmp_path / "m")
     assert model.labels == ["maintained", "shifted"] and model.settings.pair

@@ -57,7 +57,7 @@ def trained():
     from tests.train.detox_pairs import PAIRS
 
     texts = [p.neutral for p in PAIRS] + [p.toxic for p in PAIRS] + ["원문: 중립:"]
-    settings = DetoxSettings(base="tiny", lora_dropout=0.0, max_length=96, copy_bias=0.0)
+    settings = DetoxSettings(base="in-code", lora_dropout=0.0, max_length=96, copy_bias=0.0)
     model = DetoxModel.create(tiny_causal_lm(texts), settings)
     model.fit_pairs(PAIRS * 4, TrainConfig(epochs=15, batch_size=4, lr=1e-2), progress=False)
     return model, [p.toxic for p in PAIRS]

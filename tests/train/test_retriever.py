@@ -27,7 +27,7 @@ SMALL = {"dim": 32, "codes": 4, "context_max_tokens": 32, "candidate_max_tokens"
 
 def backbone(frozen: bool = False) -> Backbone:
     tiny = tiny_backbone([t for pair in PAIRS for t in pair], vocab_size=150, dropout=0.0)
-    return Backbone(tiny.model, tiny.tokenizer, "tiny", frozen=frozen)
+    return Backbone(tiny.model, tiny.tokenizer, "in-code", frozen=frozen)
 
 
 def head_params(retriever):
@@ -41,7 +41,7 @@ def test_training_changes_the_head_and_the_loss_falls(kind, tmp_path):
     retriever, history = fit_retriever(
         PAIRS, tiny, RetrieverSettings(kind=kind, **SMALL), CONFIG, progress=False
     )
-    assert retriever.settings.frozen and retriever.settings.backbone == "tiny"
+    assert retriever.settings.frozen and retriever.settings.backbone == "in-code"
     losses = history["losses"]
     assert sum(losses[-3:]) < sum(losses[:3]) * 0.5  # averaged: one batch is noisy
     fresh = Retriever.new(tiny, retriever.settings, seed=CONFIG.seed)

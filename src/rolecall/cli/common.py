@@ -168,24 +168,6 @@ CHECKPOINT_EVERY = typer.Option(
 )
 
 
-def checkpoints_in(out_dir: Path, every_seconds: float, identity: dict):
-    """The ``Checkpoints`` of a training command writing ``out_dir``; ``identity``: the
-    model's settings (a checkpoint of other settings is refused)."""
-    from rolecall.train.checkpoints import DIRECTORY, Checkpoints
-
-    return Checkpoints(Path(out_dir) / DIRECTORY, every_seconds, identity)
-
-
-def train_config(values: dict):
-    """The ``TrainConfig`` of a training command's options (its ``locals()``): each field
-    the command declares, the type's default for the others."""
-    from rolecall.train.loop import TrainConfig
-
-    return TrainConfig(
-        **{name: values[name] for name in TrainConfig.model_fields if name in values}
-    )
-
-
 def run_pipeline(run, config, until: str, progress: bool) -> None:
     """``run(config, load_llm, until, progress, say)`` of a pipeline module, with each model
     opened once from the config's cache, concurrency and retries, and their statistics

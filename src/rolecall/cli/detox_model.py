@@ -20,22 +20,16 @@ import typer
 
 from rolecall.cli.common import (
     CHECKPOINT_EVERY,
-    checkpoints_in,
     field_default,
     out,
-    train_config,
     validated,
 )
 from rolecall.errors import ConfigError, InputFileError
+from rolecall.train.jobs import DETOX_EVAL_LIMIT
 from rolecall.train.settings import DETOX_TRAINING, DetoxSettings, TrainConfig
 
 COPY_BIAS_HELP = "rewriting: added to the logits of the input's own tokens (copy-aware)"
 MIN_LENGTH_HELP = "rewriting: no end before this x the input's token count"
-
-# held-out sentences the training command rewrites to measure chrF/BLEU: greedy rewriting
-# through transformers is slow on a CPU (issue #17: all 676 took most of a 37-minute run on
-# 2 cores; 2.8 sentences a minute measured on a loaded 2-core machine, docs/kda.md)
-EVAL_LIMIT = 200
 
 
 def train_command(
@@ -50,7 +44,7 @@ def train_command(
         None, min=1, help="first N training pairs only (default: all of them)"
     ),
     eval_limit: int = typer.Option(
-        EVAL_LIMIT,
+        DETOX_EVAL_LIMIT,
         min=0,
         help="held-out sentences rewritten for chrF/BLEU (greedy, the slow part); 0: none",
     ),
@@ -75,15 +69,11 @@ def train_command(
     checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
-    from rolecall.formats.kda import read_kda_csv
-    from rolecall.train.detox_model import DetoxModel, split_pairs
+    from rolecall.train import jobs
+    from rolecall.train.detox_model import REWRITE_ENGINES
 
-    _check_engine(engine)
-    rows = read_kda_csv(pairs)
-    if not rows:
-        raise InputFileError(pairs, "holds no pairs", fix="give a K/DA CSV with rows")
-    train, test = split_pairs(rows, test_share, seed) if test_share > 0 else (rows, [])
-    train = train[:limit] if limit else train
+    if engine not in REWRITE_ENGINES:  # before the training, not after it
+        raise ConfigError(f"no rewriting engine {engine!r}", fix="use transformers or llamacpp")
     where = base if base == "embedded" else str(Path(base).expanduser().resolve())
     settings = validated(
         DetoxSettings,
@@ -94,40 +84,12 @@ def train_command(
         copy_bias=copy_bias,
         min_length_ratio=min_length_ratio,
     )
-    config = train_config(locals())
-    model = DetoxModel.create(base, settings, seed)
-    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
-    history = model.fit_pairs(train, config, progress, checkpoints)
-    metrics = {
-        "train_pairs": len(train),
-        "test_pairs": len(test),
-        "steps": history["steps"],
-        "first_loss": round(history["first_loss"], 4),
-        "last_loss": round(history["last_loss"], 4),
-    }
-    model.save(out_dir, metrics)  # before the slow evaluation: a kill there loses no training
-    checkpoints.clear()
-    evaluated = test[:eval_limit]
-    if evaluated:
-        from rolecall.train.loop import write_metrics
-
-        inputs, references = [p.toxic for p in evaluated], [p.neutral for p in evaluated]
-        rewrites = list(_rewriter(model, out_dir, engine)(inputs, 64, progress))
-        metrics |= {"rewritten": len(evaluated), "engine": engine}
-        metrics |= _overlap(inputs, rewrites, references)
-        write_metrics(out_dir, metrics)  # only the metrics: adapter.gguf stays current
+    config = validated(
+        TrainConfig, epochs=epochs, batch_size=batch_size, lr=lr, max_steps=max_steps, seed=seed
+    )
+    job = jobs.Job(pairs, out_dir, progress=progress, checkpoint_every=checkpoint_every)
+    _, metrics = jobs.detox(job, base, settings, config, test_share, limit, eval_limit, engine)
     out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
-
-
-def _overlap(inputs: list[str], outputs: list[str], references: list[str]) -> dict:
-    from rolecall.eval.overlap import bleu, chrf
-
-    return {
-        "chrf": round(chrf(outputs, references), 2),
-        "bleu": round(bleu(outputs, references), 2),
-        "chrf_copy_input": round(chrf(inputs, references), 2),
-        "bleu_copy_input": round(bleu(inputs, references), 2),
-    }
 
 
 def rewrite_command(
@@ -156,14 +118,10 @@ def rewrite_command(
     """Rewrite offensive sentences as neutral ones (greedy), one per input line."""
     from rolecall.formats.kda import read_kda_csv
     from rolecall.textfiles import input_lines
+    from rolecall.train.detox_model import DetoxModel, rewriter
 
-    _check_engine(engine)
-    model = None
-    if engine == "transformers":
-        from rolecall.train.detox_model import DetoxModel
-
-        model = DetoxModel.load(model_dir)
-    rewrite = _rewriter(model, model_dir, engine, _keep(model_dir, copy_bias, min_length_ratio))
+    model = DetoxModel.load(model_dir) if engine == "transformers" else None
+    rewrite = rewriter(model, model_dir, engine, _keep(model_dir, copy_bias, min_length_ratio))
     if source.suffix == ".csv":
         pairs = read_kda_csv(source)[:limit]
         lines, references, jsonl = [p.toxic for p in pairs], [p.neutral for p in pairs], True
@@ -175,27 +133,6 @@ def rewrite_command(
         if references is not None:
             row["reference"] = references[i]
         print(json.dumps(row, ensure_ascii=False) if jsonl else output, flush=True)
-
-
-ENGINES = ("transformers", "llamacpp")
-
-
-def _check_engine(engine: str) -> None:
-    if engine not in ENGINES:
-        raise ConfigError(f"no rewriting engine {engine!r}", fix="use transformers or llamacpp")
-
-
-def _rewriter(model, model_dir: Path, engine: str, keep=None):
-    """``rewrite(texts, max_new_tokens, progress)`` -> rewrites, one at a time: the
-    transformers model itself, or llama.cpp with the saved model's adapter; ``keep``: the
-    content-keeping decoding (default: the model's own)."""
-    if engine == "llamacpp":
-        from rolecall.train.gguf_lora import LlamaCppRewriter
-
-        return LlamaCppRewriter(model_dir, keep=keep).rewrites
-    return lambda texts, max_new_tokens, progress: model.rewrites(
-        texts, max_new_tokens, progress=progress, keep=keep
-    )
 
 
 def _keep(model_dir: Path, copy_bias: float | None, min_length_ratio: float | None):
@@ -267,7 +204,9 @@ def score_command(
     inputs, outputs = [r["input"] for r in rows], [r["output"] for r in rows]
     metrics: dict = {"rewrites": len(rows)}
     if "reference" in rows[0]:
-        metrics |= _overlap(inputs, outputs, [r["reference"] for r in rows])
+        from rolecall.eval.overlap import against_copying
+
+        metrics |= against_copying(inputs, outputs, [r["reference"] for r in rows])
     if judge is not None:
         from rolecall.train.classifier import Classifier
 

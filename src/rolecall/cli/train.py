@@ -14,9 +14,10 @@ one on a CPU: ``docs/trained-judges.md``).
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -24,10 +25,8 @@ from rolecall import config as settings_file
 from rolecall.cli.common import (
     CHECKPOINT_EVERY,
     RAY_ADDRESS_OPTION,
-    checkpoints_in,
     field_default,
     out,
-    train_config,
     validated,
 )
 from rolecall.errors import ConfigError
@@ -40,7 +39,6 @@ from rolecall.train.settings import (
     RerankerSettings,
     RetrieverSettings,
     TrainConfig,
-    classifier_training,
 )
 
 train_app = typer.Typer(
@@ -55,96 +53,6 @@ BACKBONE_HELP = (
     "encoder, frozen: one state per turn) or a local transformers model directory (trained "
     "whole unless --frozen)"
 )
-FROZEN_BY_DEFAULT = ("embedded", "sentence")
-
-
-def _frozen(backbone: str, frozen: Optional[bool]) -> bool:
-    return (backbone in FROZEN_BY_DEFAULT) if frozen is None else frozen
-
-
-def _cache(features_cache: Optional[Path]) -> Path:
-    return features_cache or settings_file.home() / "features"
-
-
-def _backbone_choice(values: dict, kind: str | None) -> tuple[int | None, bool, int | None]:
-    """(layer, frozen, top layers tuned) of a command's options (its ``locals()``): what
-    is given, else the embedded Gemma's measured default for the ``kind`` of model
-    (``EMBEDDED_DEFAULTS``), else frozen for embedded only and the backbone's layers."""
-    from rolecall.train.backbone import EMBEDDED, EMBEDDED_DEFAULTS
-
-    name, frozen, tune = values["backbone"], values.get("frozen"), values.get("tune_layers")
-    layer = values.get("layer")
-    if tune is not None and frozen is not None:
-        raise ConfigError(
-            "--tune-layers and --frozen/--trainable both say what trains",
-            fix="give one of them (--tune-layers 0 is frozen)",
-        )
-    default = EMBEDDED_DEFAULTS.get(kind or "") if name == EMBEDDED else None
-    if default is not None:
-        layer = default.layer if layer is None else layer
-        if tune is None and frozen is None:
-            tune = min(default.tune, layer) if layer else default.tune
-    if tune is not None:
-        return layer, True, tune
-    return layer, _frozen(name, frozen), None
-
-
-def _backbone_options(values: dict, kind: str | None = None) -> dict[str, Any]:
-    """``load_backbone``'s options beyond ``frozen`` (the layer kept)."""
-    layer = _backbone_choice(values, kind)[0]
-    return {"layer": layer} if layer is not None else {}
-
-
-def _backbone_training(values: dict, kind: str | None = None) -> tuple[Any, TrainConfig, Path]:
-    """The loaded backbone, ``TrainConfig`` and features cache of a command's options (its
-    ``locals()``: --backbone, --frozen/--trainable, --layer, --tune-layers, the
-    TrainConfig options, --features-cache); ``kind``: the model trained, for the embedded
-    Gemma's defaults."""
-    from rolecall.train.backbone import load_backbone
-
-    config = train_config(values)
-    layer, frozen, tune = _backbone_choice(values, kind)
-    model = load_backbone(values["backbone"], frozen, layer)
-    if tune is not None:
-        model.tune_top(tune)
-    return model, config, _cache(values["features_cache"])
-
-
-def _features_on_ray(model_kind: str, values: dict, hard_negatives: Any = None) -> None:
-    """``--engine ray``: the frozen backbone's states this run reads, extracted on Ray into
-    the features cache before training here (``train/features_ray.py``); from a command's
-    ``locals()`` after ``_backbone_training``."""
-    engine = values["engine_name"]
-    if engine == "local":
-        return
-    if engine != "ray":
-        raise ConfigError(f"unknown engine '{engine}'", fix="use local or ray")
-    backbone = values["model"]
-    if not backbone.frozen:
-        raise ConfigError(
-            "--engine ray extracts a frozen backbone's features; a trainable one trains here",
-            fix="add --frozen, or use --engine local",
-        )
-    from rolecall.train import distributed
-    from rolecall.train.features_ray import extract_for_training, training_inputs
-
-    if distributed.is_rank0():  # under torchrun, rank 0 alone; the others wait for it,
-        # subtle: before they open the cache, which deletes the half-written shards
-        inputs = training_inputs(
-            model_kind, values["examples"], values["settings"], backbone, hard_negatives
-        )
-        extract_for_training(
-            inputs,
-            backbone,
-            values["backbone"],
-            _backbone_options(values, model_kind),  # every actor loads it as this process did
-            values["cache"],
-            workers=values["workers"],
-            address=values["ray_address"],
-            batch_size=values["config"].batch_size,
-            progress=values["progress"],
-        )
-    distributed.barrier()
 
 
 def _print(metrics: dict) -> None:
@@ -152,6 +60,26 @@ def _print(metrics: dict) -> None:
         json.dumps({k: v for k, v in metrics.items() if k != "losses"}, ensure_ascii=False),
         highlight=False,
     )
+
+
+def _config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make=TrainConfig):
+    """The ``TrainConfig`` of the options, made by ``make`` (checked: a bad value names
+    its option)."""
+    return validated(
+        make,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        backbone_lr=backbone_lr,
+        max_steps=max_steps,
+        seed=seed,
+    )
+
+
+def _job(examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every):
+    from rolecall.train.jobs import Job
+
+    return Job(examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every)
 
 
 # typer options shared by every command, with TrainConfig's defaults
@@ -239,21 +167,15 @@ def train_classifier_command(
     checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
-    from rolecall.train.classifier import train_classifier
+    from rolecall.train import jobs
 
     settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
-    values = dict(locals())
-    _, frozen_choice, tune = _backbone_choice(values, "classifier")
-    if epochs is None:
-        default = classifier_training(frozen_choice and not tune)
-        values.update(epochs=default.epochs, min_steps=default.min_steps)
-    model, config, cache = _backbone_training(values, "classifier")
-    _features_on_ray("classifier", {**values, "model": model, "config": config, "cache": cache})
-    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
-    metrics = train_classifier(
-        examples, out_dir, model, settings, config, test_share, progress, cache, checkpoints
-    )
-    _print(metrics)
+    choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
+    make = functools.partial(jobs.classifier_config, choice)  # its passes follow the choice
+    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)
+    job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,
+               checkpoint_every)  # fmt: skip
+    _print(jobs.classifier(job, choice, settings, config, test_share))
 
 
 @train_app.command("retriever")
@@ -291,24 +213,18 @@ def train_retriever_command(
     checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
-    from rolecall.serve.candidates import build_candidate_index
-    from rolecall.train.data import read_examples, unique_candidates
-    from rolecall.train.retriever import Retriever, train_retriever
+    from rolecall.serve.candidates import index_examples
+    from rolecall.train import jobs
 
     settings = validated(RetrieverSettings, kind=kind, codes=codes)
-    model, config, cache = _backbone_training(locals(), "retriever")
-    _features_on_ray("retriever", locals())
-    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
-    metrics = train_retriever(
-        examples, out_dir, model, settings, config, progress, cache, checkpoints
-    )
+    choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
+    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+    job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,
+               checkpoint_every)  # fmt: skip
+    metrics = jobs.retriever(job, choice, settings, config)
     if index:
-        responses = [e.response for e in read_examples(examples) if e.label == "positive"]
-        retriever = Retriever.load(out_dir, cache)
-        build_candidate_index(
-            retriever, unique_candidates(responses), out_dir / "candidates", progress=progress
-        )
-        metrics["candidate_index"] = str(out_dir / "candidates")
+        path = index_examples(out_dir, examples, job.cache(), progress)
+        metrics["candidate_index"] = str(path)
     _print(metrics)
 
 
@@ -347,29 +263,16 @@ def train_reranker_command(
     checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Reranker: the target against random (or retriever-mined) negatives."""
-    from rolecall.train.reranker import train_reranker
+    from rolecall.serve.candidates import hard_negative_miner
+    from rolecall.train import jobs
 
     settings = validated(RerankerSettings, negatives=negatives, interaction=interaction)
-    mined = None
-    if hard_negatives is not None:
-        from rolecall.serve.candidates import CandidateIndex
-        from rolecall.train.negatives import Miner
-
-        candidate_index = CandidateIndex.load(hard_negatives)
-        mined = Miner(
-            lambda contexts, n: [
-                [t for _, t, _ in hits] for hits in candidate_index.search(contexts, n)
-            ],
-            progress=progress,
-        )
-
-    model, config, cache = _backbone_training(locals(), "reranker")
-    _features_on_ray("reranker", locals(), mined)
-    checkpoints = checkpoints_in(out_dir, checkpoint_every, settings.model_dump())
-    metrics = train_reranker(
-        examples, out_dir, model, settings, config, mined, test_share, progress, cache, checkpoints
-    )
-    _print(metrics)
+    mined = None if hard_negatives is None else hard_negative_miner(hard_negatives, progress)
+    choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
+    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+    job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,
+               checkpoint_every)  # fmt: skip
+    _print(jobs.reranker(job, choice, settings, config, mined, test_share))
 
 
 @train_app.command("features")
@@ -392,18 +295,19 @@ def features_command(
 ):
     """Fill the features cache with a frozen backbone's states of many texts (blank lines
     skipped), here or as a Ray Data job (--engine ray); only the missing ones are computed."""
+    from rolecall.train import jobs
     from rolecall.train.backbone import load_backbone
     from rolecall.train.features import Features
     from rolecall.train.features_ray import extract_on_ray, read_texts
 
-    if side not in ("left", "right") or engine_name not in ("local", "ray"):
+    if side not in ("left", "right") or engine_name not in jobs.ENGINES:
         raise ConfigError(
             f"unknown side '{side}' or engine '{engine_name}'",
             fix="--side is left or right, --engine local or ray",
         )
     texts = read_texts(texts_file)
-    options = _backbone_options(locals())
-    cache = _cache(features_cache)
+    options = jobs.BackboneChoice(backbone, True, layer).load_options(None)
+    cache = jobs.features_cache(features_cache)
     features = Features(load_backbone(backbone, True, **options), cache, batch_size)
     missing = len(features.missing("texts", texts, max_length, side=side))
     if engine_name == "ray":
@@ -448,33 +352,6 @@ LIMIT = typer.Option(None, min=1, help="at most N training items per label")
 TEST_LIMIT = typer.Option(None, min=1, help="at most N test items per label in each test set")
 
 
-def _train_kda_judge(task: str, values: dict) -> None:
-    """Train the ``task`` judge from a command's option ``values`` (its ``locals()``)."""
-    from rolecall.train.kda_judges import TFIDF, train_judge
-
-    backbone, config, cache, settings = values["backbone"], None, None, None
-    if backbone == TFIDF and values["views"]:
-        settings = {"views": [v.strip() for v in values["views"].split(",") if v.strip()]}
-    elif backbone != TFIDF:
-        backbone, config, cache = _backbone_training(values)
-    metrics = train_judge(
-        task,
-        values["data_dir"],
-        values["out_dir"],
-        backbone,
-        holdout=values["kda_holdout"],
-        seed=values["seed"],
-        limit=values["limit"],
-        test_limit=values["test_limit"],
-        settings=settings,
-        config=config,
-        baseline=values["baseline"],
-        progress=values["progress"],
-        cache_dir=cache,
-    )
-    _print(metrics)
-
-
 def _kda_judge_command(task: str, summary: str):
     """The ``train TASK-judge`` command: both K/DA judges take the same options."""
 
@@ -500,7 +377,15 @@ def _kda_judge_command(task: str, summary: str):
         features_cache: Optional[Path] = CACHE,
         progress: bool = PROGRESS,
     ):
-        _train_kda_judge(task, locals())
+        from rolecall.train import jobs
+
+        data = jobs.JudgeData(data_dir, kda_holdout, seed, limit, test_limit, baseline)
+        chosen = [v.strip() for v in views.split(",") if v.strip()] if views else None
+        choice = jobs.BackboneChoice(backbone, frozen, layer)
+        config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+        _print(
+            jobs.kda_judge(task, data, out_dir, choice, chosen, config, features_cache, progress)
+        )
 
     command.__doc__ = summary
     return command
@@ -548,6 +433,7 @@ def unanswerable_command(
         validation_items,
     )
     from rolecall.train.data import read_examples, selection_pairs
+    from rolecall.train.jobs import features_cache as features_cache_dir
     from rolecall.train.reranker import Reranker
 
     wanted = [m.strip() for m in methods.split(",") if m.strip()]
@@ -566,7 +452,7 @@ def unanswerable_command(
     items = validation_items(pairs, hard_negatives, share, seed)
     detectors = []
     if "mc-dropout" in wanted:
-        reranker = Reranker.load(reranker_dir, _cache(features_cache))
+        reranker = Reranker.load(reranker_dir, features_cache_dir(features_cache))
         detectors.append(MCDropoutDetector(reranker, passes, seed))
     if "ppl" in wanted:
         scorer = LLM(load_backend(model), open_cache(settings_file.cache_path()))
@@ -616,7 +502,7 @@ def train_generator_command(
     checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""
-    from rolecall.train.generator import train_generator
+    from rolecall.train import jobs
 
     settings = validated(
         GeneratorSettings,
@@ -626,13 +512,11 @@ def train_generator_command(
         target_modules=target_modules,
         max_length=max_length,
     )
-    config = train_config(locals())
-    identity = {**settings.model_dump(), "base": base}
-    checkpoints = checkpoints_in(out_dir, checkpoint_every, identity)
-    trained = train_generator(
-        examples, out_dir, base, settings, config, test_share, progress, checkpoints
+    config = validated(
+        TrainConfig, epochs=epochs, batch_size=batch_size, lr=lr, max_steps=max_steps, seed=seed
     )
-    _print(trained)
+    job = jobs.Job(examples, out_dir, progress=progress, checkpoint_every=checkpoint_every)
+    _print(jobs.generator(job, base, settings, config, test_share))
 
 
 @train_app.command("export")

@@ -70,3 +70,16 @@ def bleu(outputs: Sequence[str], references: Sequence[str], order: int = BLEU_OR
         return 0.0
     metric = BLEU(max_ngram_order=order, tokenize=BLEU_TOKENIZER)
     return float(metric.corpus_score(list(outputs), [list(references)]).score)
+
+
+def against_copying(
+    inputs: Sequence[str], outputs: Sequence[str], references: Sequence[str]
+) -> dict[str, float]:
+    """chrF and BLEU of ``outputs`` and of the ``inputs`` copied unchanged (the baseline a
+    rewriter must beat), against ``references``, rounded to 2 places."""
+    return {
+        "chrf": round(chrf(outputs, references), 2),
+        "bleu": round(bleu(outputs, references), 2),
+        "chrf_copy_input": round(chrf(inputs, references), 2),
+        "bleu_copy_input": round(bleu(inputs, references), 2),
+    }

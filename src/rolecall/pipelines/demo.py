@@ -218,14 +218,16 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
 
 
 def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
-    from rolecall.serve.candidates import CandidateIndex, build_candidate_index
+    """The selection models by the jobs ``rolecall train`` runs (``train/jobs.py``), with
+    the demo's smaller settings, and the unanswerable threshold."""
+    from rolecall.serve.candidates import CandidateIndex, index_examples
     from rolecall.serve.unanswerable import MCDropoutDetector, calibrate_detector, validation_items
-    from rolecall.train.backbone import load_backbone
-    from rolecall.train.classifier import ClassifierSettings, train_classifier
-    from rolecall.train.data import read_examples, selection_pairs, unique_candidates
+    from rolecall.train import jobs
+    from rolecall.train.classifier import ClassifierSettings
+    from rolecall.train.data import read_examples, selection_pairs
     from rolecall.train.loop import TrainConfig
-    from rolecall.train.reranker import Reranker, RerankerSettings, train_reranker
-    from rolecall.train.retriever import Retriever, RetrieverSettings, train_retriever
+    from rolecall.train.reranker import Reranker, RerankerSettings
+    from rolecall.train.retriever import Retriever, RetrieverSettings
 
     bot = options.out / "bot"
     features = options.out / "features"
@@ -236,20 +238,21 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
         say(f"models: up to date in {bot} (examples unchanged)")
         return json.loads(metrics_path.read_text(encoding="utf-8"))
     marker.unlink(missing_ok=True)
-    backbone = load_backbone(options.backbone)
+    choice = jobs.BackboneChoice(options.backbone, frozen=True)
     progress = options.progress
+
+    def job(name: str) -> jobs.Job:
+        return jobs.Job(examples, bot / name, features, progress, checkpoint_every=None)
+
     metrics: dict = {}
     say(f"classifier ({options.backbone} backbone, frozen, + a small head)...")
     metrics["classifier"] = _short(
-        train_classifier(
-            examples,
-            bot / "classifier",
-            backbone,
+        jobs.classifier(
+            job("classifier"),
+            choice,
             ClassifierSettings(max_length=192, response_max=48, class_weights="balanced"),
             TrainConfig(epochs=6, batch_size=16, lr=2e-3, seed=options.seed),
             0.15,
-            progress,
-            features,
         )
     )
     say(f"  {json.dumps(metrics['classifier'])}")
@@ -261,34 +264,25 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     )
     say(f"retriever ({retriever_settings.kind}) and its candidate index...")
     metrics["retriever"] = _short(
-        train_retriever(
-            examples,
-            bot / "retriever",
-            backbone,
+        jobs.retriever(
+            job("retriever"),
+            choice,
             retriever_settings,
             TrainConfig(epochs=8, batch_size=32, lr=2e-3, seed=options.seed),
-            progress,
-            features,
         )
     )
-    responses = [e.response for e in read_examples(examples) if e.label == "positive"]
+    index_examples(bot / "retriever", examples, features, progress)
     retriever = Retriever.load(bot / "retriever", features)
-    build_candidate_index(
-        retriever, unique_candidates(responses), bot / "retriever" / "candidates", progress=progress
-    )
     say(f"  {json.dumps(metrics['retriever'])}")
     say("reranker (attention head over the frozen states)...")
     metrics["reranker"] = _short(
-        train_reranker(
-            examples,
-            bot / "reranker",
-            backbone,
+        jobs.reranker(
+            job("reranker"),
+            choice,
             RerankerSettings(negatives=7, context_max_tokens=128, candidate_max_tokens=48),
             TrainConfig(epochs=5, batch_size=16, lr=2e-3, seed=options.seed),
             None,
             0.15,
-            progress,
-            features,
         )
     )
     say(f"  {json.dumps(metrics['reranker'])}")

@@ -95,6 +95,33 @@ def build_candidate_index(
     return CandidateIndex(out, manifest, texts, flat, retriever)
 
 
+def index_examples(
+    retriever_dir: str | Path, examples: str | Path, cache_dir: Path | None, progress: bool = True
+) -> Path:
+    """The candidate index of a trained retriever over the unique positive responses of
+    its examples file, in ``retriever_dir/candidates`` (what ``rolecall train retriever``
+    and the demo build); its path."""
+    from rolecall.train.data import read_examples
+    from rolecall.train.retriever import Retriever
+
+    responses = [e.response for e in read_examples(examples) if e.label == "positive"]
+    out = Path(retriever_dir) / "candidates"
+    build_candidate_index(Retriever.load(retriever_dir, cache_dir), responses, out, progress)
+    return out
+
+
+def hard_negative_miner(index_dir: str | Path, progress: bool = True):
+    """A reranker's hard negatives (``train.negatives.Miner``): the nearest candidates of a
+    candidate index to each context."""
+    from rolecall.train.negatives import Miner
+
+    index = CandidateIndex.load(index_dir)
+    return Miner(
+        lambda contexts, n: [[t for _, t, _ in hits] for hits in index.search(contexts, n)],
+        progress=progress,
+    )
+
+
 class CandidateIndex:
     """A saved candidate index and the retriever that encodes its queries."""
 

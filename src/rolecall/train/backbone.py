@@ -43,6 +43,9 @@ from typing import Any, NamedTuple
 from rolecall.errors import BackendNotInstalled, ConfigError, InputFileError
 
 EMBEDDED = "embedded"
+# the source of a model built in code (a (model, tokenizer) handed over, not a name or a
+# path): nothing could load it again, so a model directory keeps its weights whole
+IN_CODE = "in-code"
 SENTENCE = "sentence"  # the bundled sentence encoder (sentence_encoder.py; its NAME)
 EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # layers kept of the embedded Gemma when none is asked for (None: all). Layer 7 is the
@@ -88,7 +91,7 @@ def _torch():
 class Backbone:
     """A transformers model and its tokenizer, with the text handling every head shares.
 
-    ``source`` names where it came from (a path, ``"embedded"`` or ``"tiny"``); a frozen
+    ``source`` names where it came from (a path, ``"embedded"`` or ``IN_CODE``); a frozen
     backbone never trains and runs under ``no_grad`` in eval mode (no dropout).
     """
 
@@ -270,7 +273,7 @@ class Backbone:
         embedded model is saved as a reference (its weights never changed); a tuned one as
         a reference and its tuned layers' weights."""
         directory.mkdir(parents=True, exist_ok=True)
-        copy = (not self.frozen and self.tuned is None) or self.source == "tiny"
+        copy = (not self.frozen and self.tuned is None) or self.source == IN_CODE
         if copy:
             self.model.save_pretrained(directory / BACKBONE_DIR)
             self.tokenizer.save_pretrained(directory / BACKBONE_DIR)

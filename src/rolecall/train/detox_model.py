@@ -112,6 +112,26 @@ class DetoxModel(Generator):
         return lambda width: torch_processor(sources, keep, stops, width)
 
 
+REWRITE_ENGINES = ("transformers", "llamacpp")
+
+
+def rewriter(model: DetoxModel | None, model_dir, engine: str, keep: KeepContent | None = None):
+    """``rewrite(texts, max_new_tokens, progress)`` -> rewrites, one at a time: ``model``
+    itself (transformers), or llama.cpp with the adapter saved in ``model_dir``; ``keep``:
+    the content-keeping decoding (default: the model's own)."""
+    from rolecall.errors import ConfigError
+
+    if engine not in REWRITE_ENGINES:
+        raise ConfigError(f"no rewriting engine {engine!r}", fix="use transformers or llamacpp")
+    if engine == "llamacpp":
+        from rolecall.train.gguf_lora import LlamaCppRewriter
+
+        return LlamaCppRewriter(model_dir, keep=keep).rewrites
+    return lambda texts, max_new_tokens, progress: model.rewrites(
+        texts, max_new_tokens, progress=progress, keep=keep
+    )
+
+
 def split_pairs(pairs: Sequence[Pair], held_out: float, seed: int) -> tuple[list[Pair], list[Pair]]:
     """(train, test) by neutral sentence: a neutral sentence's rewrites stay together."""
     from rolecall.train.data import split_by

@@ -2,7 +2,7 @@
 examples, MLE on the in-bounds responses and unlikelihood on the out-of-bounds ones.
 
 The base is the embedded Gemma 3 270M (through transformers, ``llm/hf.py``), any local
-transformers causal LM, or a (model, tokenizer) built in code (the tests' tiny model). Only
+transformers causal LM, or a (model, tokenizer) built in code (base ``IN_CODE``). Only
 LoRA adapters train (PEFT); the loss is ``losses/unlikelihood.py``. The prompt is the
 dialogue as an LM reads it (``perplexity.lm_prompt``: ``role: text`` lines, then
 ``system:``), the target the response
@@ -14,8 +14,8 @@ gigabytes, so the LM head runs only on the positions that predict a counted resp
 (``next_token_targets``), with the model's final logit soft-capping when it has one.
 
 A model directory holds ``model.json`` (kind, settings, metrics), ``adapter/`` (PEFT's
-``adapter_config.json`` + weights) and, only for a base that is no file of its own (the
-tiny test model), ``base/``. ``export`` writes merged weights (any transformers or vLLM
+``adapter_config.json`` + weights) and, only for a base that is no file of its own (built
+in code), ``base/``. ``export`` writes merged weights (any transformers or vLLM
 loader reads them) or the adapter with its base named.
 """
 
@@ -34,7 +34,7 @@ from rolecall.errors import ConfigError, InputFileError, describe_validation
 from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
 from rolecall.rundir import write_json
-from rolecall.train.backbone import EMBEDDED, _torch
+from rolecall.train.backbone import EMBEDDED, IN_CODE, _torch
 from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.loop import MODEL_FILE, TrainConfig, fit, read_info
 from rolecall.train.losses import MleUnlikelihoodLoss
@@ -45,14 +45,13 @@ from rolecall.train.settings import GeneratorSettings as GeneratorSettings  # re
 
 KIND = "generator"
 ADAPTER_DIR, BASE_DIR = "adapter", "base"
-TINY = "tiny"
 
 
 def load_base(name: str) -> tuple[Any, Any]:
     """(causal LM, tokenizer) for ``"embedded"`` or a local model directory."""
-    if name == TINY:
+    if name == IN_CODE:
         raise ConfigError(
-            "the tiny test model is made in code, not loaded by name",
+            "a model built in code is not loaded by name",
             fix="pass the (model, tokenizer) itself, or name a real base",
         )
     from rolecall.llm.hf import load_hf_model
@@ -81,8 +80,8 @@ class Generator:
         seed: int = 0,
     ) -> Generator:
         """New LoRA adapters (seeded) on ``base``: a name for ``load_base`` or a loaded
-        ``(model, tokenizer)``, which ``settings.base`` must then name (``"tiny"`` for a
-        test model: it is saved with the adapters)."""
+        ``(model, tokenizer)``, which ``settings.base`` must then name (``IN_CODE`` for a
+        model built in code: it is saved with the adapters)."""
         torch = _torch()
         from peft import LoraConfig, get_peft_model
 
@@ -345,7 +344,7 @@ class Generator:
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(directory / ADAPTER_DIR)
         self.tokenizer.save_pretrained(directory / ADAPTER_DIR)
-        if self.settings.base == TINY:  # a test base exists nowhere else
+        if self.settings.base == IN_CODE:  # a base built in code exists nowhere else
             _clone_peft(self.model).unload().save_pretrained(directory / BASE_DIR)
             self.tokenizer.save_pretrained(directory / BASE_DIR)
         info = {
@@ -374,7 +373,7 @@ class Generator:
                 fix="the model directory is incomplete: train it again",
             )
         model, tokenizer = load_base(
-            str(directory / BASE_DIR) if settings.base == TINY else settings.base
+            str(directory / BASE_DIR) if settings.base == IN_CODE else settings.base
         )
         try:
             wrapped = PeftModel.from_pretrained(model, adapter)

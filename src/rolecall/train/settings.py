@@ -52,7 +52,7 @@ def classifier_training(frozen: bool, **given) -> TrainConfig:
     fixed = {"epochs": FROZEN_CLASSIFIER_EPOCHS, "min_steps": None} if frozen else {}
     if "epochs" in given:
         fixed["min_steps"] = None
-    return CLASSIFIER_TRAINING.model_copy(update={**fixed, **given})
+    return TrainConfig(**{**CLASSIFIER_TRAINING.model_dump(), **fixed, **given})
 
 
 class Settings(BaseModel):
@@ -109,7 +109,7 @@ class RetrieverSettings(Settings):
         description="poly-encoder search: candidates of "
         "the first stage re-scored with the full attention",
     )
-    backbone: str = Field(EMBEDDED, description="'embedded', 'tiny' or a model directory")
+    backbone: str = Field(EMBEDDED, description="'embedded', 'in-code' or a model directory")
     frozen: bool = True
 
 
@@ -140,7 +140,7 @@ class RerankerSettings(PairSettings):
 class GeneratorSettings(Settings):
     """What a generator is trained with; stored in ``model.json``."""
 
-    base: str = Field(EMBEDDED, description="'embedded', a model directory, or 'tiny'")
+    base: str = Field(EMBEDDED, description="'embedded', a model directory, or 'in-code'")
     alpha: float = Field(1.0, ge=0.0, description="weight of the unlikelihood term; 0: MLE")
     lora_r: int = Field(8, ge=1)
     lora_alpha: int = Field(16, ge=1)
