@@ -47,6 +47,17 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     for part in ("classifier", "retriever", "reranker"):
         assert (out / "bot" / part / "model.json").is_file()
     assert (out / "stats.json").is_file() and "Table 2" in stdout
+    # both halves are pipeline runs with their manifests; the dialogues' judge is the rule
+    # judge on the embedded model, and the summary and the output say so
+    for run in ("dialogues", "kda"):
+        manifest = json.loads((out / run / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["command"] in ("dialogues run", "detox run")
+    assert data["judge"] == {"out_of_bounds": "rules:carecall"}
+    assert "judges: dialogues out_of_bounds rules:carecall" in stdout
+    from rolecall.serve.bot import BotSettings
+
+    bot = BotSettings.model_validate_json((out / "bot" / "bot.json").read_text(encoding="utf-8"))
+    assert bot.generator_model and bot.spec and not bot.rerank
     assert "where everything is" in stdout and "base model" in stdout
     made = [int(calls) for calls, _ in CALLS.findall(demo_run.result.stderr)]
     assert made and sum(made) > 0

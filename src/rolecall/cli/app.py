@@ -112,16 +112,26 @@ def demo(
     seconds = summary["seconds"]
     out.print("\n[bold]where everything is[/bold]")
     rows = [
-        ("dialogues (generated, judged)", summary["data"]["dialogues"].rsplit("/", 1)[0]),
+        ("dialogue run (generated, judged, manifest)", summary["data"]["run"]),
         ("training examples", summary["data"]["examples_file"]),
         ("bot (classifier, retriever, reranker, bot.json)", summary["chat"]["bot"]),
         ("chat transcript with scores", summary["chat"]["file"]),
-        ("K/DA run (candidates, verdicts, kda.csv)", summary["kda"]["run"]),
+        ("K/DA run (candidates, verdicts, kda.csv, manifest)", summary["kda"]["run"]),
         ("Table 2 statistics", summary["stats"]["file"]),
         ("this summary", str(out_dir / "summary.json")),
     ]
     for what, where in rows:
         out.print(f"  {what:<50} {where}", highlight=False, markup=False)
+    judges = {"dialogues": summary["data"]["judge"], "K/DA": summary["kda"]["judge"]}
+    out.print(
+        "judges: "
+        + "; ".join(
+            f"{run} {', '.join(f'{task} {judge}' for task, judge in tasks.items())}"
+            for run, tasks in judges.items()
+        ),
+        highlight=False,
+        markup=False,
+    )
     out.print(
         f"\nmodel {summary['model']}; {seconds['total']:.0f} s in all ("
         + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items() if k != "total")

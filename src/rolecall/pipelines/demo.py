@@ -3,18 +3,24 @@
 In one run directory (``runs/demo`` by default):
 
 1. the role spec is checked (``examples/carecall/spec.yaml``);
-2. a handful of dialogues are generated one-shot and judged turn by turn up to the first
-   out-of-bounds one; their examples join the shipped example dialogues (positives) and
-   the spec's forbidden examples placed after real contexts (negatives);
+2. ``dialogues run examples/carecall/demo.yaml``: a handful of dialogues generated
+   one-shot and judged turn by turn up to the first out-of-bounds one by the default judge
+   (``rules:carecall`` on the embedded model); their examples join the shipped example
+   dialogues (positives) and the spec's forbidden examples placed after real contexts
+   (negatives);
 3. the out-of-bounds classifier, the retriever (with its candidate index) and the reranker
-   are trained on a frozen backbone's states (``backbone``: the bundled sentence encoder
+   are trained by the jobs of ``rolecall train`` (``train/jobs.py``) on a frozen backbone's
+   states (``backbone``: the bundled sentence encoder
    and its residual retriever by default, ``RETRIEVER_KIND``); the unanswerable threshold
    is calibrated on held-out dialogues (MC dropout, max F1);
 4. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
    model prompted with the spec), each reply with its path, scores and latency;
-5. a small K/DA run (slang index, rewrites, both filters, export) on the samples in
-   ``examples/kda/sample``;
+5. ``detox run examples/kda/demo.yaml``: a small K/DA run (slang index, rewrites, both
+   filters by the default judges, export) on the samples in ``examples/kda/sample``;
 6. the paper's Table 2 statistics of the generated dialogues next to the examples.
+
+Both pipeline runs keep their manifests (``OUT/dialogues``, ``OUT/kda``) and the summary
+names each one's judges.
 
 Every stage resumes: LLM calls come from the run's cache, backbone states from its feature
 cache, and a model whose examples did not change is not trained again. The embedded model
@@ -119,12 +125,7 @@ def run_demo(
     )
     timed("chat", lambda: _chat_stage(llm, spec_path, options, say))
     timed("kda", lambda: _kda_stage(llm, root, options, say))
-    timed(
-        "stats",
-        lambda: _stats_stage(
-            Path(data["dialogues"]), root / "carecall" / "dialogues.jsonl", out, say
-        ),
-    )
+    timed("stats", lambda: _stats_stage(Path(data["run"]), out, say))
 
     summary["seconds"] = {**timings, "total": round(time.perf_counter() - started, 1)}
     summary["model"] = llm.model_id
@@ -151,40 +152,32 @@ def _spec_stage(spec, path: Path, say) -> dict:
 
 
 def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
+    """``rolecall dialogues run examples/carecall/demo.yaml`` into ``OUT/dialogues`` (its
+    manifest, the default judge), then the models' examples: the judged ones, the shipped
+    dialogues' turns (positives) and the spec's forbidden examples (negatives)."""
     from rolecall.examples import examples_from_dialogues, examples_from_forbidden, marked_in_bounds
-    from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
     from rolecall.jsonl import read_jsonl, write_jsonl
-    from rolecall.judge.dialogues import judge_dialogues
-    from rolecall.judge.out_of_bounds import make_judge
-    from rolecall.records import Dialogue
+    from rolecall.pipelines.dialogues import load_dialogue_config, run_dialogues
+    from rolecall.records import Dialogue, Example
     from rolecall.rundir import Files
     from rolecall.train.data import split_by
 
     out = options.out / "dialogues"
-    shots = list(read_jsonl(root / "carecall" / "dialogues.jsonl", Dialogue))
-    # the embedded 270M model loops without the penalties, and rarely ends a dialogue
-    config = GenerationConfig(
-        count=options.dialogues,
-        max_tokens=640,
-        seed=options.seed,
-        frequency_penalty=0.5,
-        presence_penalty=0.3,
-        require_end=False,
-        language=spec.language,
+    config = load_dialogue_config(root / "carecall" / "demo.yaml")
+    config = config.model_copy(
+        update={
+            "out": str(out),
+            "model": options.model or config.model,
+            "generate": config.generate.model_copy(
+                update={"count": options.dialogues, "seed": options.seed}
+            ),
+        }
     )
-    generated = generate_dialogues(llm, spec, shots, config, out, progress=options.progress)
-    say(f"generate: {json.dumps(generated, ensure_ascii=False)} -> {out}/dialogues.jsonl")
-    dialogues = list(read_jsonl(out / "dialogues.jsonl", Dialogue))
-    judge = make_judge(spec, llm.backend, "auto")
-    judged, judged_dialogues, generated_examples = judge_dialogues(
-        llm, judge, dialogues, out, 1, options.progress
+    results = run_dialogues(
+        config, lambda model: llm, "stats", options.progress, say=lambda line: say(f"  {line}")
     )
-    write_jsonl(out / Files.JUDGED, judged_dialogues)
-    write_jsonl(out / Files.EXAMPLES, generated_examples)
-    say(
-        f"judge ({judge.mode} mode): {json.dumps(judged, ensure_ascii=False)} -> "
-        f"{out}/judged.jsonl, {out}/examples.jsonl"
-    )
+    shots = list(read_jsonl(config.examples, Dialogue))
+    generated_examples = list(read_jsonl(out / Files.EXAMPLES, Example))
     # the shipped dialogues were written in bounds: every system turn is a positive
     # seed + 1: the models' own test split (by dialogue, options.seed) must not coincide
     train, held_out = split_by(shots, lambda d: d.id, options.held_out_share, options.seed + 1)
@@ -206,12 +199,23 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     say(f"examples: {json.dumps(counts)} -> {path}")
     return {
         **counts,
-        "dialogues": str(out / "dialogues.jsonl"),
+        "run": str(out),
+        "judge": run_judges(out),
+        "dialogues": str(out / Files.DIALOGUES),
         "examples_file": str(path),
         "held_out": str(held_path),
-        "generate": generated,
-        "judge": judged,
+        "generate": results.get("generate", {}),
+        "judged": results.get("judge", {}),
     }
+
+
+def run_judges(run: Path) -> dict[str, str]:
+    """The judge of each task of a pipeline run, from its manifest: the default it chose
+    (``rules:carecall``, ``classifier:...``) or the run's own model."""
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    chosen = manifest.get("judge_defaults") or {}
+    named = {task: entry["judge"] for task, entry in chosen.items()}
+    return named or {"all": "the run's model"}
 
 
 # ---- 3. models ------------------------------------------------------------------------------
@@ -324,7 +328,7 @@ def _short(metrics: dict) -> dict:
 def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
     from rolecall.llm.registry import default_model
     from rolecall.records import Turn
-    from rolecall.serve.bot import BOT_FILE, Bot
+    from rolecall.serve.bot import BOT_FILE, Bot, BotSettings
 
     bot_dir = options.out / "bot"
     metrics = json.loads((bot_dir / "metrics.json").read_text(encoding="utf-8"))
@@ -338,20 +342,14 @@ def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
             "used. Train on more examples, or calibrate with 'rolecall eval unanswerable'."
         )
         threshold = None
-    (bot_dir / BOT_FILE).write_text(
-        json.dumps(
-            {
-                "unanswerable_threshold": threshold,
-                "k": 10,
-                "mc_passes": 10,
-                "generator_model": options.model or default_model(),
-                "spec": str(spec_path.resolve()),
-            },
-            ensure_ascii=False,
-            indent=1,
-        ),
-        encoding="utf-8",
+    settings = BotSettings(
+        unanswerable_threshold=threshold,
+        k=10,
+        mc_passes=10,
+        generator_model=options.model or default_model(),
+        spec=str(spec_path.resolve()),
     )
+    write_json(bot_dir / BOT_FILE, settings.model_dump(mode="json"))  # every knob, shown
     bot = Bot.load(bot_dir, progress=options.progress, llm=llm)
     history: list[Turn] = []
     turns = []
@@ -416,6 +414,7 @@ def _kda_stage(llm, root: Path, options: DemoOptions, say) -> dict:
     filters = results.get("filter", {}).get("filters", [])
     return {
         "run": str(out),
+        "judge": run_judges(out),
         "candidates": results.get("generate", {}),
         "filters": [{k: f[k] for k in ("filter", "in", "kept")} for f in filters],
         "export": results.get("export", {}),
@@ -425,25 +424,17 @@ def _kda_stage(llm, root: Path, options: DemoOptions, say) -> dict:
 # ---- 6. statistics --------------------------------------------------------------------------
 
 
-def _stats_stage(generated: Path, shipped: Path, out: Path, say) -> dict:
+def _stats_stage(run: Path, out: Path, say) -> dict:
+    """Table 2 of the dialogue run (``stats`` of ``dialogues run``), shown and copied to
+    ``OUT/stats.json``."""
     from rich.console import Console
 
-    from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json
-    from rolecall.examples import examples_from_dialogues, marked_in_bounds
-    from rolecall.jsonl import read_jsonl
-    from rolecall.records import Dialogue, Example
+    from rolecall.eval.stats import format_stats_table
+    from rolecall.pipelines.dialogues import STATS
 
-    judged = generated.parent / "examples.jsonl"
-    shipped_dialogues = [marked_in_bounds(d) for d in read_jsonl(shipped, Dialogue)]
-    columns = {
-        "generated": dataset_stats(
-            read_jsonl(generated, Dialogue),
-            read_jsonl(judged, Example) if judged.exists() else None,
-        ),
-        "examples": dataset_stats(shipped_dialogues, examples_from_dialogues(shipped_dialogues)),
-    }
+    columns = json.loads((run / STATS).read_text(encoding="utf-8"))
     path = out / "stats.json"
-    path.write_text(stats_to_json(columns), encoding="utf-8")
+    write_json(path, columns)
     console = Console(record=True, width=100)
     with console.capture() as captured:
         console.print(format_stats_table(columns, "Table 2: generated vs example dialogues"))
@@ -454,8 +445,10 @@ def _stats_stage(generated: Path, shipped: Path, out: Path, say) -> dict:
 def honest_note() -> list[str]:
     return [
         "The embedded model is Gemma 3 270M, a small base model: its dialogues loop and "
-        "drift, its judge calls almost every turn in bounds, and its K/DA filters keep or "
-        "drop nearly at random. The demo shows the pipeline, not the quality.",
+        "drift, and it cannot judge: the dialogues are judged by the rule judge "
+        "rules:carecall instead, and its K/DA filters (the run's model here: the demo's "
+        "sample has no judge data) keep or drop nearly at random. The demo shows the "
+        "pipeline, not the quality.",
         "For real data point the same commands at a real model: -m openai:http://HOST:PORT/v1"
         "?model=NAME (vLLM, SGLang, llama.cpp's server, Ollama, a hosted API) or "
         "-m llamacpp:/path/to/bigger.gguf; see docs/models-and-servers.md ('Pointing "
