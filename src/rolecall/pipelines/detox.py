@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rolecall.engines import Engine
 from rolecall.errors import ConfigError, InputFileError
@@ -40,6 +40,7 @@ from rolecall.pipelines.detox_filter import (  # noqa: F401  (filter_stage: the 
     filter_stage,
     judges_relative_to,
 )
+from rolecall.pipelines.run_config import RunConfig, Section, common_paths, relative_path
 from rolecall.pipelines.steps import (
     RunModels,
     Step,
@@ -60,11 +61,7 @@ EXPORT_FORMATS = ("csv", "parquet", "hf")
 CONFIG_HELP = "see examples/kda/config.yaml for a complete pipeline config"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SlangSection(_Section):
+class SlangSection(Section):
     index: str = Field(description="slang index directory: loaded if built, else built")
     corpora: list[str] = Field(default_factory=list, description="PATH[:COLUMN] each")
     delimiter: str | None = None
@@ -74,20 +71,20 @@ class SlangSection(_Section):
     dense_model: str | None = None
 
 
-class SentencesSection(_Section):
+class SentencesSection(Section):
     path: str = Field(description="neutral sentences: PATH or PATH:COLUMN")
     delimiter: str | None = None
     limit: int | None = Field(None, ge=1)
     max_chars: int = Field(200, ge=1, description="longer sentences are skipped")
 
 
-class ExportSection(_Section):
+class ExportSection(Section):
     name: str = "rolecall K/DA pairs"
     licence: str = "research use; see the sources' licences"
     formats: list[Literal["csv", "parquet", "hf"]] = Field(default_factory=lambda: ["csv"])
 
 
-class GevalSection(_Section):
+class GevalSection(Section):
     enabled: bool = True
     model: str | None = None
     criteria: list[str] = Field(
@@ -98,18 +95,11 @@ class GevalSection(_Section):
     limit: int | None = Field(None, ge=1, description="first N pairs only")
 
 
-class DetoxRunConfig(_Section):
-    out: str = Field(description="run directory")
-    model: str | None = Field(None, description="generator model string; default embedded")
+class DetoxRunConfig(RunConfig):
+    """``out``, ``model``, cache, concurrency, retries and engine: ``RunConfig`` (the
+    engine runs the calls of generate, filter and G-Eval)."""
+
     language: Literal["ko", "en"] = "ko"
-    cache: str | None = None
-    concurrency: int = Field(8, ge=1)
-    retries: int = Field(4, ge=0, description="tries again after a transient LLM error")
-    # where the LLM calls of generate, filter and G-Eval run; like concurrency, not part of
-    # the fingerprint
-    engine: Literal["local", "ray"] = "local"
-    ray_address: str | None = Field(None, description="default: RAY_ADDRESS, else local")
-    workers: int = Field(2, ge=1, description="Ray actors, each with its own LLM client")
     slang: SlangSection | None = None
     sentences: SentencesSection
     generate: DetoxConfig = Field(default_factory=DetoxConfig)
@@ -118,16 +108,12 @@ class DetoxRunConfig(_Section):
     geval: GevalSection = Field(default_factory=GevalSection)
 
 
-def _resolve(base: Path, path: str) -> str:
-    return path if Path(path).is_absolute() else str(base / path)
-
-
 def _resolve_spec(base: Path, spec: str) -> str:
     """``PATH[:COLUMN]`` with PATH relative to the config file."""
     if Path(spec).is_absolute():
         return spec
     whole = base / spec
-    return str(whole) if whole.exists() else _resolve(base, spec)
+    return str(whole) if whole.exists() else relative_path(base, spec)
 
 
 def load_detox_config(path: str | Path) -> DetoxRunConfig:
@@ -135,9 +121,7 @@ def load_detox_config(path: str | Path) -> DetoxRunConfig:
     path = Path(path)
     config = load_yaml_model(path, DetoxRunConfig, "K/DA pipeline config", CONFIG_HELP)
     base = path.resolve().parent
-    updates: dict = {"out": _resolve(base, config.out)}
-    if config.cache:
-        updates["cache"] = _resolve(base, config.cache)
+    updates: dict = common_paths(config, base)
     updates["filter"] = judges_relative_to(base, config.filter)
     updates["sentences"] = config.sentences.model_copy(
         update={"path": _resolve_spec(base, config.sentences.path)}
@@ -145,7 +129,7 @@ def load_detox_config(path: str | Path) -> DetoxRunConfig:
     if config.slang:
         updates["slang"] = config.slang.model_copy(
             update={
-                "index": _resolve(base, config.slang.index),
+                "index": relative_path(base, config.slang.index),
                 "corpora": [_resolve_spec(base, c) for c in config.slang.corpora],
             }
         )

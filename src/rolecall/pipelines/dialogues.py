@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import Field, model_serializer
 
 from rolecall.engines import Engine
 from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
@@ -42,6 +42,7 @@ from rolecall.pipelines.default_judges import (
     warnings_of,
 )
 from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
+from rolecall.pipelines.run_config import RunConfig, Section, common_paths, relative_path
 from rolecall.pipelines.steps import (
     RunModels,
     Step,
@@ -62,11 +63,7 @@ CARECALL_EXPORT = "judged.carecall.json"
 STATS = "stats.json"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class GenerateSection(_Section):
+class GenerateSection(Section):
     count: int = Field(10, ge=1, description="dialogues to generate")
     temperature: float = Field(0.5, ge=0)
     top_p: float = Field(0.8, gt=0, le=1)
@@ -78,7 +75,7 @@ class GenerateSection(_Section):
     accept_unfinished: bool = False
 
 
-class JudgeSection(_Section):
+class JudgeSection(Section):
     model: str | list[str] | None = Field(
         None,
         description="judge (default: the run's model): a model string, classifier:PATH or "
@@ -103,22 +100,15 @@ class JudgeSection(_Section):
         return data
 
 
-class DialogueRunConfig(_Section):
+class DialogueRunConfig(RunConfig):
+    """``out``, ``model``, cache, concurrency, retries and engine: ``RunConfig`` (the
+    engine runs the calls of generate and judge)."""
+
     spec: str = Field(description="role specification (YAML)")
     examples: str = Field(description="example dialogues (JSONL or CareCall .json)")
-    out: str = Field(description="run directory (resumable)")
-    model: str | None = Field(None, description="generator model (default: embedded)")
     generate: GenerateSection = GenerateSection()
     judge: JudgeSection = JudgeSection()
     stats: bool = True
-    concurrency: int = Field(8, ge=1)
-    retries: int = Field(4, ge=0)
-    cache: str | None = None
-    # where the generate and judge stages' LLM calls run; like concurrency, not part of
-    # the fingerprint (rundir.VOLATILE)
-    engine: Literal["local", "ray"] = "local"
-    ray_address: str | None = Field(None, description="default: RAY_ADDRESS, else local")
-    workers: int = Field(2, ge=1, description="Ray actors, each with its own LLM client")
 
 
 def load_dialogue_config(path: str | Path) -> DialogueRunConfig:
@@ -126,17 +116,11 @@ def load_dialogue_config(path: str | Path) -> DialogueRunConfig:
     path = Path(path)
     config = load_yaml_model(path, DialogueRunConfig, "dialogue pipeline config", CONFIG_HELP)
     base = path.resolve().parent
-
-    def resolve(value: str) -> str:
-        return value if Path(value).is_absolute() else str(base / value)
-
     updates = {
-        "spec": resolve(config.spec),
-        "examples": resolve(config.examples),
-        "out": resolve(config.out),
+        **common_paths(config, base),
+        "spec": relative_path(base, config.spec),
+        "examples": relative_path(base, config.examples),
     }
-    if config.cache:
-        updates["cache"] = resolve(config.cache)
     judges = [relative_to(base, m) for m in judge_strings(config.judge)]
     if judges:
         model = judges if isinstance(config.judge.model, list) else judges[0]
