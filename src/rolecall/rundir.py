@@ -85,6 +85,28 @@ def fingerprint(config: dict[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key not in VOLATILE}
 
 
+def record_failures(
+    path: Path, failed: Sequence[dict[str, Any]], what: str, kept: Path, of: int | None = None
+) -> None:
+    """The one way failed LLM calls end a stage or a batch: each record (with its
+    ``error``) written to ``path`` (rewritten by every run, atomically: an empty file
+    when none failed), then ``BatchFailed`` naming the count (``of`` the calls made, when
+    given), the first error and where the finished records are kept."""
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(
+        "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in failed), encoding="utf-8"
+    )
+    os.replace(temp, path)
+    if failed:
+        count = f"{len(failed)} of {of}" if of is not None else str(len(failed))
+        raise BatchFailed(
+            f"{what}: {count} LLM calls failed after retries (first: {failed[0]['error']}); "
+            f"every finished record is kept in {kept}, the failures are listed in {path}",
+            fix="fix the cause (server down? bad key?) and run the same command again: it "
+            "asks only for what is missing",
+        )
+
+
 def _stats_since(llm, before: dict | None) -> dict:
     now = llm.stats.as_dict()
     before = before or {}
@@ -218,21 +240,7 @@ class RunDir:
             for llm, b in zip(llms, before, strict=True)
             for item in llm.stats.failed_items[len((b or {}).get("failed_items", [])) :]
         ]
-        failures = self.path / Files.failures_of(stage)
-        temp = failures.with_name(failures.name + ".tmp")
-        temp.write_text(
-            "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in failed),
-            encoding="utf-8",
-        )
-        os.replace(temp, failures)
-        if failed:
-            raise BatchFailed(
-                f"{stage}: {len(failed)} LLM calls failed after retries (first: "
-                f"{failed[0]['error']}); every finished record is kept in "
-                f"{self.path}, the failures are listed in {failures}",
-                fix="fix the cause (server down? bad key?) and run the same "
-                "command again: it asks only for what is missing",
-            )
+        record_failures(self.path / Files.failures_of(stage), failed, stage, self.path)
 
     def save(self) -> None:
         write_json(self.path / MANIFEST, self.manifest)

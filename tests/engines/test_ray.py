@@ -58,7 +58,7 @@ def test_llm_batch_failures_on_ray_are_the_local_failures(ray_cluster, tmp_path)
     assert batch(prompts, local, model, "--retries", "0").exit_code != 0
     result = batch(prompts, on_ray, model, "--retries", "0", *RAY)
     assert result.exit_code != 0
-    assert "10 of 10 samples failed" in str(result.exception)
+    assert "10 of 10 LLM calls failed" in str(result.exception)
 
     failures = [list(read_jsonl(run / "out.jsonl.failures.jsonl")) for run in (local, on_ray)]
     assert failures[1] == failures[0]

@@ -106,7 +106,7 @@ def test_failed_items_are_recorded_and_the_run_exits_non_zero(tmp_path):
         "1",
     )
     assert result.returncode == 3
-    assert "5 of 5 samples failed" in result.stderr and "fix:" in result.stderr
+    assert "5 of 5 LLM calls failed" in result.stderr and "fix:" in result.stderr
     failures = list(read_jsonl(tmp_path / "out.jsonl.failures.jsonl"))
     assert sorted(f["id"] for f in failures) == [f"p{i}" for i in range(5)]
     assert all("fake failure" in f["error"] for f in failures)
@@ -167,7 +167,7 @@ def test_a_dead_http_server_gives_failure_records_and_a_non_zero_exit(tmp_path):
         )
         assert server.calls == 4 * 3  # every item: the first try and two retries
     assert result.returncode == 3, result.stderr
-    assert "4 of 4 samples failed" in result.stderr and "4 failures" in result.stderr
+    assert "4 of 4 LLM calls failed" in result.stderr and "4 failures" in result.stderr
     failures = list(read_jsonl(tmp_path / "out.jsonl.failures.jsonl"))
     assert len(failures) == 4 and all(f["attempts"] == 3 for f in failures)
     assert all("503" in f["error"] and server.url in f["error"] for f in failures)

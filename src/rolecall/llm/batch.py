@@ -21,10 +21,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rolecall.errors import BatchFailed, InputFileError, describe_validation
-from rolecall.jsonl import ResumableJsonl, read_jsonl, write_jsonl
+from rolecall.errors import InputFileError, describe_validation
+from rolecall.jsonl import ResumableJsonl, read_jsonl
 from rolecall.llm.base import Request, SamplingParams
 from rolecall.llm.client import LLM, RunStats, Sample
+from rolecall.rundir import record_failures
 
 
 @dataclass
@@ -151,15 +152,8 @@ def run_batch(
             order = {item_id: k for k, item_id in enumerate(batch.ids)}
             failed.sort(key=lambda row: (order[row["id"]], row["sample"]))
     stats = llm.stats if engine is None else engine.stats
-    write_jsonl(failures_path, failed)
-    if failed:
-        raise BatchFailed(
-            f"{len(failed)} of {len(batch.ids) * n} samples failed after retries "
-            f"({stats.summary()}); every finished sample is in {out_path}, "
-            f"the failures are listed in {failures_path}",
-            fix="fix the cause shown there (server down? bad key?) and run the same command "
-            "again: finished samples are not asked again",
-        )
+    what = f"llm batch ({stats.summary()})"
+    record_failures(failures_path, failed, what, out_path, of=len(batch.ids) * n)
     return stats
 
 
