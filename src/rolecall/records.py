@@ -125,3 +125,71 @@ class Rejected(_Record):
     reason: str = Field(min_length=1)
     raw: str
     metadata: dict[str, Any] = {}
+
+
+class RedteamVerdict(_Record):
+    """A judge's answer on one bot reply, as a red-team record keeps it."""
+
+    label: str | None = None
+    category: str | None = None
+    kind: str | None = None
+    rule: str | None = None
+    model: str | None = None
+    parse_status: str = "parsed"
+
+
+class RedteamTurn(_Record):
+    """One turn of a red-team conversation. A bot turn keeps how it was made (``path``,
+    ``stages``, ``latency_ms``: ``serve/reply.py``); from the attack on it is judged
+    (``verdict``: the panel's majority; ``votes``: each member's) and checked for the
+    attack's content morphemes said again (``repeated``)."""
+
+    role: Literal["system", "user"]
+    text: str
+    path: str | None = None
+    stages: list[dict[str, Any]] | None = None
+    latency_ms: float | None = None
+    verdict: RedteamVerdict | None = None
+    votes: list[RedteamVerdict] | None = None
+    repeated: list[str] | None = None
+
+
+class RedteamOutcome(_Record):
+    """What the judged bot turns of one red-team conversation add up to."""
+
+    judged: int = 0
+    unjudged: int = 0
+    out_of_role: bool
+    not_safe: bool
+    repeated: bool
+    fallback: int = 0
+
+
+REDTEAM_COUNTS = ("n", "not_safe", "out_of_role", "repeated")
+
+
+def tally(outcomes: list[RedteamOutcome]) -> dict[str, int]:
+    """The conversations ``n`` and how many were not safe, out of role, or repeated the
+    attack: the one count behind the red-team report and the dashboard's rates."""
+    return {
+        "n": len(outcomes),
+        "not_safe": sum(o.not_safe for o in outcomes),
+        "out_of_role": sum(o.out_of_role for o in outcomes),
+        "repeated": sum(o.repeated for o in outcomes),
+    }
+
+
+class RedteamConversation(_Record):
+    """One line of a red-team run's ``conversations.jsonl`` (``pipelines/redteam.py``
+    writes it, the report and the web app read it). ``bot_version``: the label the web app
+    records (``serve/version.py``), None for a bot without one; ``attack``: the attack
+    turn's index, text and how it was made (its fields depend on ``kind``)."""
+
+    id: str
+    kind: str
+    seed: int
+    topic: str
+    bot_version: str | None = None
+    attack: dict[str, Any] = {}
+    turns: list[RedteamTurn]
+    outcome: RedteamOutcome

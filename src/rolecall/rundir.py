@@ -58,6 +58,8 @@ class Files:
     KDA_CSV = "kda.csv"
     GEVAL = "geval.json"
     GEVAL_VOTES = "geval_votes.jsonl"  # every G-Eval vote (item = position in pairs)
+    CONVERSATIONS = "conversations.jsonl"  # red-team conversations (records.RedteamConversation)
+    REPORT_JSON = "report.json"  # the red-team report (+ report.md, report.html)
 
     @staticmethod
     def verdicts_of(filter_name: str) -> str:

@@ -44,7 +44,7 @@ from rolecall.judge.voting import Member, judge_by_panel, majority
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.progress import progress_bar
 from rolecall.prompts import load_template
-from rolecall.records import Pair, RoleSpec, Turn, Verdict
+from rolecall.records import Pair, RedteamConversation, RoleSpec, Turn, Verdict
 from rolecall.rundir import Files, RunDir
 
 if TYPE_CHECKING:
@@ -56,7 +56,6 @@ SLANG_SETTINGS = {"slang_index", "slang_n", "attack_model"}
 # K/DA generates at n in 0, 3, 5, 7, 9 (generate/detox.py DEFAULT_NS; a test checks): one
 # attack takes the most comments, the most slang to borrow (also slang search's default k)
 DEFAULT_SLANG_N = 9
-CONVERSATIONS = "conversations.jsonl"
 OPENING = {
     "ko": "안녕하세요, 어르신. 요즘 어떻게 지내세요?",
     "en": "Hello! How have you been lately?",
@@ -400,14 +399,15 @@ def run_redteam(
         if users.slang is None:
             raise ConfigError(
                 "the slang attack has no rewriter",
-                fix="give Users(slang=SlangRewriter(llm, SlangIndex.load(settings.slang_index)))",
+                fix="give Users(slang=SlangRewriter(llm, SlangIndex.load(settings.slang_index), "
+                "settings.slang_n))",
             )
         templates.append(users.slang.template())
     for template in templates:
         run.record_prompt(template.name, template.source)
     not_safe = not_safe_categories(users.spec)
     with (
-        ResumableJsonl(run.file(CONVERSATIONS), key=lambda r: r["id"]) as conversations,
+        ResumableJsonl(run.file(Files.CONVERSATIONS), key=lambda r: r["id"]) as conversations,
         ResumableJsonl(
             run.file(Files.VERDICTS), key=lambda r: (r["item_id"], r["judge"], r.get("model"))
         ) as votes_out,
@@ -455,6 +455,7 @@ def _hold_all(
             advance()
             if record["outcome"]["unjudged"] and _failed(record):
                 continue
+            RedteamConversation.model_validate(record)  # the schema every reader reads
             conversations.append(record)
             held += 1
     return held

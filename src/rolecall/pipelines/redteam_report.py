@@ -30,9 +30,10 @@ from rolecall.eval.intervals import rate_record
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
 from rolecall.pipelines.judges import describe
 from rolecall.pipelines.redteam_html import percent, report_page, share
-from rolecall.rundir import write_json
+from rolecall.records import RedteamOutcome, tally
+from rolecall.rundir import Files, write_json
 
-REPORT_JSON, REPORT_MD, REPORT_HTML = "report.json", "report.md", "report.html"
+REPORT_JSON, REPORT_MD, REPORT_HTML = Files.REPORT_JSON, "report.md", "report.html"
 WORST = 10
 
 
@@ -42,19 +43,20 @@ def _judged(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 def summarize_kind(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The numbers of one attack kind's conversations."""
-    n = len(records)
+    counts = tally([RedteamOutcome.model_validate(r["outcome"]) for r in records])
+    n = counts["n"]
     replies = [t for r in records for t in _judged(r)]
     flagged = [t for t in replies if t["verdict"]["label"] == OUT_OF_BOUNDS]
     return {
         "n": n,
-        "not_safe": rate_record(sum(r["outcome"]["not_safe"] for r in records), n),
-        "out_of_role": rate_record(sum(r["outcome"]["out_of_role"] for r in records), n),
+        "not_safe": rate_record(counts["not_safe"], n),
+        "out_of_role": rate_record(counts["out_of_role"], n),
         "replies": len(replies),
         "unjudged_replies": sum(t["verdict"]["parse_status"] != "parsed" for t in replies),
         "fallback_share": round(sum(t.get("path") == "fallback" for t in replies) / len(replies), 4)
         if replies
         else None,
-        "repeat_share": round(sum(r["outcome"]["repeated"] for r in records) / n, 4) if n else None,
+        "repeat_share": round(counts["repeated"] / n, 4) if n else None,
         "paths": dict(Counter(t.get("path") for t in replies)),
         "flagged_paths": dict(Counter(t.get("path") for t in flagged)),
         "categories": dict(Counter(t["verdict"]["category"] for t in flagged)),

@@ -20,7 +20,6 @@ from typing import Any
 
 from rolecall.generate.detox import DetoxConfig, candidate_problem, plan_candidates
 from rolecall.llm import LLM
-from rolecall.pipelines.redteam import DEFAULT_SLANG_N
 from rolecall.prompts import Template, load_template
 from rolecall.retrieval.slang import SlangIndex
 
@@ -31,7 +30,7 @@ class SlangRewriter:
 
     llm: LLM
     index: SlangIndex
-    n: int = DEFAULT_SLANG_N
+    n: int  # comments per rewrite (RedteamSettings.slang_n)
     language: str = "ko"
     config: DetoxConfig = field(default_factory=DetoxConfig)
 

@@ -22,51 +22,23 @@ check what this module reads and name the line of a record that lacks it.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rolecall.errors import ConfigError
 from rolecall.jsonl import read_json_object, read_jsonl
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
-from rolecall.records import Dialogue, Turn
-from rolecall.rundir import MANIFEST
+from rolecall.records import Dialogue, RedteamConversation, RedteamTurn, Turn, tally
+from rolecall.rundir import MANIFEST, Files
 from rolecall.store import Item, ItemKind, RedteamRate
 from rolecall.web.items import add_items
 
-# the files ``rolecall redteam --out DIR`` writes (pipelines/redteam.py, docs/redteam.md)
-CONVERSATIONS, REPORT_JSON = "conversations.jsonl", "report.json"
+CONVERSATIONS, REPORT_JSON = Files.CONVERSATIONS, Files.REPORT_JSON  # rolecall redteam --out
 UNKNOWN_VERSION = "unknown"  # the report's and the dashboard's name for a bot without one
 RUN_FIX = "give the --out directory of a finished 'rolecall redteam' run"
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class RedteamTurn(_Open):
-    role: Literal["system", "user"]
-    text: str
-
-
-class RedteamOutcome(_Open):
-    not_safe: bool
-    out_of_role: bool
-    repeated: bool
-
-
-class RedteamConversation(_Open):
-    """One line of ``conversations.jsonl``: the fields read here; the rest is kept."""
-
-    id: str
-    kind: str
-    turns: list[RedteamTurn]
-    outcome: RedteamOutcome
-    bot_version: str | None = None
 
 
 def read_run(run_dir: str | Path) -> tuple[Path, list[RedteamConversation], dict[str, Any]]:
@@ -108,14 +80,13 @@ def failed(conversation: RedteamConversation) -> bool:
 def _judged_turn(turn: RedteamTurn) -> Turn:
     """A dialogue turn with the judges' majority as its (shown-if-allowed) judgement: out of
     bounds with its category, in bounds, or None where no judge answered."""
-    verdict = (turn.model_extra or {}).get("verdict") or {}
-    label = verdict.get("label")
+    label = turn.verdict.label if turn.verdict else None
     out = None if label is None or turn.role != "system" else label == OUT_OF_BOUNDS
     return Turn(
         role=turn.role,
         text=turn.text,
         out_of_bounds=out,
-        category=verdict.get("category") if out else None,
+        category=turn.verdict.category if out else None,
     )
 
 
@@ -123,11 +94,13 @@ def dialogue_row(path: Path, conversation: RedteamConversation) -> tuple[dict, s
     """(item payload, source) of one conversation: the whole conversation as a
     ``Dialogue``, the red-team record (attack, outcome, every judged turn's verdict and
     votes) in ``metadata["redteam"]`` for reference."""
-    extra = conversation.model_extra or {}
     judged = [
-        {"turn": index, **{k: v for k, v in (turn.model_extra or {}).items() if k != "stages"}}
+        {
+            "turn": index,
+            **turn.model_dump(mode="json", exclude={"role", "text", "stages"}, exclude_unset=True),
+        }
         for index, turn in enumerate(conversation.turns)
-        if "verdict" in (turn.model_extra or {})
+        if turn.verdict is not None
     ]
     dialogue = Dialogue(
         id=f"redteam:{path.name}:{conversation.id}",
@@ -138,9 +111,9 @@ def dialogue_row(path: Path, conversation: RedteamConversation) -> tuple[dict, s
                 "conversation": conversation.id,
                 "kind": conversation.kind,
                 "bot_version": conversation.bot_version,
-                "seed": extra.get("seed"),
-                "topic": extra.get("topic"),
-                "attack": extra.get("attack"),
+                "seed": conversation.seed,
+                "topic": conversation.topic,
+                "attack": conversation.attack,
                 "outcome": conversation.outcome.model_dump(),
                 "judged": judged,
             }
@@ -153,20 +126,13 @@ def rate_counts(conversations: list[RedteamConversation]) -> list[dict[str, Any]
     """Per (bot version, attack kind): conversations ``n`` and how many were not safe,
     out of role, repeated the attack. Grouped by version here, not per kind as in
     ``report.json``: a resumed run may hold several versions of the bot."""
-    groups: dict[tuple[str, str], Counter] = {}
+    groups: dict[tuple[str, str], list] = {}
     for conversation in conversations:
         key = (conversation.bot_version or UNKNOWN_VERSION, conversation.kind)
-        counts = groups.setdefault(key, Counter())
-        counts["n"] += 1
-        for name in ("not_safe", "out_of_role", "repeated"):
-            counts[name] += bool(getattr(conversation.outcome, name))
+        groups.setdefault(key, []).append(conversation.outcome)
     return [
-        {
-            "bot_version": version,
-            "attack": attack,
-            **{name: counts[name] for name in ("n", "not_safe", "out_of_role", "repeated")},
-        }
-        for (version, attack), counts in sorted(groups.items())
+        {"bot_version": version, "attack": attack, **tally(outcomes)}
+        for (version, attack), outcomes in sorted(groups.items())
     ]
 
 
