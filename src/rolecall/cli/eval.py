@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from rolecall import config as settings_file
 from rolecall.cli.common import (
     ENGINE_OPTION,
     MODEL_HELP,
@@ -17,12 +18,77 @@ from rolecall.cli.common import (
     llm_opener,
     out,
 )
-from rolecall.cli.train import unanswerable_command
+from rolecall.cli.train import CACHE, SEED, _print
+from rolecall.errors import ConfigError
 
 eval_app = typer.Typer(
     help="Evaluation: G-Eval, judge-human agreement, unanswerable contexts.", no_args_is_help=True
 )
-eval_app.command("unanswerable")(unanswerable_command)
+
+
+@eval_app.command("unanswerable")
+def unanswerable_command(
+    examples: Path = typer.Argument(..., help="held-out examples JSONL (positives used)"),
+    reranker_dir: Path = typer.Option(..., "--reranker", help="from 'train reranker'"),
+    index_dir: Path = typer.Option(
+        ..., "--index", help="a candidate index (from 'train retriever') for hard negatives"
+    ),
+    methods: str = typer.Option("mc-dropout,ppl", help="mc-dropout and/or ppl"),
+    model: Optional[str] = typer.Option(
+        None, "--model", "-m", help="the LM of the ppl method (default: the embedded model)"
+    ),
+    share: float = typer.Option(0.5, help="golds replaced by hard negatives (App. C)"),
+    passes: int = typer.Option(20, min=2, help="MC dropout passes"),
+    limit: Optional[int] = typer.Option(None, min=2, help="first N positives only"),
+    roc: Optional[Path] = typer.Option(None, help="save the ROC curves here (PNG)"),
+    seed: int = SEED,
+    features_cache: Optional[Path] = CACHE,
+):
+    """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
+    threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
+    from rolecall.llm import LLM, load_backend
+    from rolecall.llm.cache import open_cache
+    from rolecall.serve.candidates import CandidateIndex
+    from rolecall.serve.unanswerable import (
+        MCDropoutDetector,
+        PerplexityDetector,
+        compare_detectors,
+        validation_items,
+    )
+    from rolecall.train.data import read_examples, selection_pairs
+    from rolecall.train.jobs import features_cache as features_cache_dir
+    from rolecall.train.reranker import Reranker
+
+    wanted = [m.strip() for m in methods.split(",") if m.strip()]
+    unknown = sorted(set(wanted) - {"mc-dropout", "ppl"})
+    if unknown or not wanted:
+        raise ConfigError(
+            f"unknown method(s) {unknown or methods!r}",
+            fix="use mc-dropout, ppl or both (comma-separated)",
+        )
+    pairs = selection_pairs(read_examples(examples))[:limit]
+    index = CandidateIndex.load(index_dir)
+
+    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
+        return [text for _, text, _ in index.search([context], k + 1)[0] if text != gold][:k]
+
+    items = validation_items(pairs, hard_negatives, share, seed)
+    detectors = []
+    if "mc-dropout" in wanted:
+        reranker = Reranker.load(reranker_dir, features_cache_dir(features_cache))
+        detectors.append(MCDropoutDetector(reranker, passes, seed))
+    if "ppl" in wanted:
+        scorer = LLM(load_backend(model), open_cache(settings_file.cache_path()))
+        detectors.append(PerplexityDetector(scorer))
+    results = compare_detectors(detectors, items, roc)
+    _print(
+        {
+            "items": len(items),
+            "unanswerable": sum(i["label"] for i in items),
+            "roc_png": str(roc) if roc else None,
+            **results,
+        }
+    )
 
 
 def _geval_input(path: Path, limit: Optional[int]):

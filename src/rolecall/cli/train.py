@@ -21,7 +21,6 @@ from typing import Optional
 
 import typer
 
-from rolecall import config as settings_file
 from rolecall.cli.common import (
     CHECKPOINT_EVERY,
     RAY_ADDRESS_OPTION,
@@ -404,70 +403,6 @@ train_app.command("consistency-judge")(
 )
 
 
-def unanswerable_command(
-    examples: Path = typer.Argument(..., help="held-out examples JSONL (positives used)"),
-    reranker_dir: Path = typer.Option(..., "--reranker", help="from 'train reranker'"),
-    index_dir: Path = typer.Option(
-        ..., "--index", help="a candidate index (from 'train retriever') for hard negatives"
-    ),
-    methods: str = typer.Option("mc-dropout,ppl", help="mc-dropout and/or ppl"),
-    model: Optional[str] = typer.Option(
-        None, "--model", "-m", help="the LM of the ppl method (default: the embedded model)"
-    ),
-    share: float = typer.Option(0.5, help="golds replaced by hard negatives (App. C)"),
-    passes: int = typer.Option(20, min=2, help="MC dropout passes"),
-    limit: Optional[int] = typer.Option(None, min=2, help="first N positives only"),
-    roc: Optional[Path] = typer.Option(None, help="save the ROC curves here (PNG)"),
-    seed: int = SEED,
-    features_cache: Optional[Path] = CACHE,
-):
-    """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
-    threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
-    from rolecall.llm import LLM, load_backend
-    from rolecall.llm.cache import open_cache
-    from rolecall.serve.candidates import CandidateIndex
-    from rolecall.serve.unanswerable import (
-        MCDropoutDetector,
-        PerplexityDetector,
-        compare_detectors,
-        validation_items,
-    )
-    from rolecall.train.data import read_examples, selection_pairs
-    from rolecall.train.jobs import features_cache as features_cache_dir
-    from rolecall.train.reranker import Reranker
-
-    wanted = [m.strip() for m in methods.split(",") if m.strip()]
-    unknown = sorted(set(wanted) - {"mc-dropout", "ppl"})
-    if unknown or not wanted:
-        raise ConfigError(
-            f"unknown method(s) {unknown or methods!r}",
-            fix="use mc-dropout, ppl or both (comma-separated)",
-        )
-    pairs = selection_pairs(read_examples(examples))[:limit]
-    index = CandidateIndex.load(index_dir)
-
-    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
-        return [text for _, text, _ in index.search([context], k + 1)[0] if text != gold][:k]
-
-    items = validation_items(pairs, hard_negatives, share, seed)
-    detectors = []
-    if "mc-dropout" in wanted:
-        reranker = Reranker.load(reranker_dir, features_cache_dir(features_cache))
-        detectors.append(MCDropoutDetector(reranker, passes, seed))
-    if "ppl" in wanted:
-        scorer = LLM(load_backend(model), open_cache(settings_file.cache_path()))
-        detectors.append(PerplexityDetector(scorer))
-    results = compare_detectors(detectors, items, roc)
-    _print(
-        {
-            "items": len(items),
-            "unanswerable": sum(i["label"] for i in items),
-            "roc_png": str(roc) if roc else None,
-            **results,
-        }
-    )
-
-
 @train_app.command("generator")
 def train_generator_command(
     examples: Path = typer.Argument(
@@ -533,8 +468,9 @@ def export_command(
     model directory) or the LoRA adapter with its base model's path."""
     from rolecall.train.detox_model import DetoxModel
     from rolecall.train.generator import KIND, Generator
+    from rolecall.train.loop import exportable_kind
 
-    kind = _model_kind(model_dir)
+    kind = exportable_kind(model_dir)
     model_type = Generator if kind == KIND else DetoxModel
     model = model_type.load(model_dir)
     written = model.export(target, merged=not adapter)
@@ -546,25 +482,3 @@ def export_command(
             "base": model.base_path(),
         }
     )
-
-
-def _model_kind(model_dir: Path) -> str:
-    from rolecall.errors import InputFileError
-
-    path = model_dir / "model.json"
-    try:
-        kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
-    except (OSError, json.JSONDecodeError):
-        raise InputFileError(
-            model_dir,
-            "has no readable model.json: not a trained model",
-            fix="point at a directory from 'rolecall train generator' or 'rolecall detox train'",
-        ) from None
-    if kind not in ("generator", "detox"):
-        raise InputFileError(
-            model_dir,
-            f"holds a {kind} model: only generator and detox models are exported",
-            fix="the selection models (classifier, "
-            "retriever, reranker) are used from their directories",
-        )
-    return kind

@@ -271,3 +271,25 @@ def write_metrics(directory: Path, metrics: dict) -> None:
     info = json.loads(path.read_text(encoding="utf-8"))
     info["metrics"].update(metrics)
     write_json(path, info)
+
+
+def exportable_kind(model_dir: Path) -> str:
+    """The kind in ``model_dir``'s ``model.json`` when it is one ``rolecall train export``
+    exports (generator, detox), else an ``InputFileError`` that says what it is."""
+    path = model_dir / "model.json"
+    try:
+        kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
+    except (OSError, json.JSONDecodeError):
+        raise InputFileError(
+            model_dir,
+            "has no readable model.json: not a trained model",
+            fix="point at a directory from 'rolecall train generator' or 'rolecall detox train'",
+        ) from None
+    if kind not in ("generator", "detox"):
+        raise InputFileError(
+            model_dir,
+            f"holds a {kind} model: only generator and detox models are exported",
+            fix="the selection models (classifier, "
+            "retriever, reranker) are used from their directories",
+        )
+    return kind
