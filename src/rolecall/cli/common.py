@@ -11,7 +11,6 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from rolecall import config
 from rolecall.errors import ConfigError, describe_validation
 
 out = Console(soft_wrap=True)
@@ -38,14 +37,10 @@ WORKERS_OPTION = typer.Option(
 def load_llm(
     model: Optional[str], cache: Optional[str | Path], concurrency: int = 8, retries: int = 4
 ):
-    from rolecall.llm import LLM, load_backend
-    from rolecall.llm.cache import open_cache
+    from rolecall.llm.opening import open_llm
 
     with err.status(f"loading {model or 'the default model'}..."):
-        backend = load_backend(model)
-    return LLM(
-        backend, open_cache(cache or config.cache_path()), concurrency=concurrency, retries=retries
-    )
+        return open_llm(model, cache, concurrency, retries)
 
 
 def llm_or_engine(

@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 
-from rolecall import config as settings_file
 from rolecall.cli.common import (
     ENGINE_OPTION,
     MODEL_HELP,
@@ -46,8 +45,7 @@ def unanswerable_command(
 ):
     """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
     threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
-    from rolecall.llm import LLM, load_backend
-    from rolecall.llm.cache import open_cache
+    from rolecall.llm.opening import open_llm
     from rolecall.serve.candidates import CandidateIndex
     from rolecall.serve.unanswerable import (
         MCDropoutDetector,
@@ -78,7 +76,7 @@ def unanswerable_command(
         reranker = Reranker.load(reranker_dir, features_cache_dir(features_cache))
         detectors.append(MCDropoutDetector(reranker, passes, seed))
     if "ppl" in wanted:
-        scorer = LLM(load_backend(model), open_cache(settings_file.cache_path()))
+        scorer = open_llm(model)
         detectors.append(PerplexityDetector(scorer))
     results = compare_detectors(detectors, items, roc)
     _print(

@@ -45,15 +45,9 @@ class LLMSettings:
     retries: int = 4
 
     def open(self) -> LLM:
-        from rolecall.llm import load_backend
-        from rolecall.llm.cache import open_cache
+        from rolecall.llm.opening import open_llm
 
-        return LLM(
-            load_backend(self.model),
-            open_cache(self.cache),
-            concurrency=self.concurrency,
-            retries=self.retries,
-        )
+        return open_llm(self.model, self.cache, self.concurrency, self.retries)
 
 
 class Engine(Protocol):

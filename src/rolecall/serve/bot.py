@@ -285,9 +285,7 @@ class Bot:
 
 
 def _prompted_generator(directory: Path, settings: BotSettings, llm: Any):
-    from rolecall import config
-    from rolecall.llm import LLM, load_backend
-    from rolecall.llm.cache import open_cache
+    from rolecall.llm.opening import open_llm
     from rolecall.serve.prompted import PromptedGenerator
     from rolecall.spec import load_role_spec
 
@@ -299,7 +297,7 @@ def _prompted_generator(directory: Path, settings: BotSettings, llm: Any):
         )
     spec = load_role_spec(directory / settings.spec)  # an absolute spec path stays as is
     if llm is None:
-        llm = LLM(load_backend(settings.generator_model), open_cache(config.cache_path()))
+        llm = open_llm(settings.generator_model)
     return PromptedGenerator(llm, spec)
 
 

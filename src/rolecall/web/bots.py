@@ -31,11 +31,11 @@ def load_bot(config: BotConfig, spec: RoleSpec) -> ChatBot:
         bot = Bot.load(directory)
         bot.version = config.version or models_version(directory)
         return bot
-    from rolecall.llm import LLM, load_backend
+    from rolecall.llm.opening import open_llm
     from rolecall.serve.prompted import PromptedBot
 
     prompted = PromptedBot(
-        LLM(load_backend(config.model)),
+        open_llm(config.model),  # the configured call cache, as every other command
         spec,
         temperature=config.temperature,
         max_tokens=config.max_tokens,
