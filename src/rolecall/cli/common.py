@@ -43,7 +43,7 @@ def load_llm(
         return open_llm(model, cache, concurrency, retries)
 
 
-def llm_or_engine(
+def command_engine(
     engine_name: str,
     model: Optional[str],
     cache: Optional[str | Path],
@@ -54,15 +54,15 @@ def llm_or_engine(
     workers: int = 2,
     progress: bool = False,
 ):
-    """``(llm, None)`` for ``--engine local``: the model opened here; ``(None, engine)`` for
-    another engine (``rolecall.engines.stage_engine``), whose workers open the model."""
+    """The engine a generating command runs its calls on: ``--engine local``, the local
+    engine on the model opened here; another (``rolecall.engines.stage_engine``), whose
+    workers open the model."""
     from rolecall.engines import EngineChoice, llm_settings, stage_engine
+    from rolecall.llm.local_engine import LocalEngine
 
     choice = EngineChoice(engine_name, ray_address, workers)
     engine = stage_engine(choice, llm_settings(model, cache, concurrency, retries), progress)
-    return (
-        (load_llm(model, cache, concurrency, retries), None) if engine is None else (None, engine)
-    )
+    return engine or LocalEngine(load_llm(model, cache, concurrency, retries), progress)
 
 
 def llm_opener(

@@ -14,9 +14,9 @@ from rolecall.cli.common import (
     MODEL_HELP,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
+    command_engine,
     err,
     llm_opener,
-    llm_or_engine,
     out,
     run_pipeline,
     validated,
@@ -165,7 +165,7 @@ def detox_generate(
     if any(skipped.values()):
         err.print(f"skipped sentences: {skipped}")
     index = SlangIndex.load(index_dir) if index_dir else None
-    llm, engine = llm_or_engine(
+    engine = command_engine(
         engine_name,
         model,
         cache,
@@ -184,11 +184,10 @@ def detox_generate(
             "language": language,
         },
     )
-    caller = llm if engine is None else engine
     try:
-        counts = generate_stage(llm, run, rows, index, config, language, progress, engine)
+        counts = generate_stage(engine, run, rows, index, config, language, progress)
     finally:
-        err.print(f"{caller.model_id or model}: {caller.stats.summary()}")
+        err.print(f"{engine.model_id or model}: {engine.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
 
 

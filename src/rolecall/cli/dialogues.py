@@ -13,9 +13,9 @@ from rolecall.cli.common import (
     MODEL_HELP,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
+    command_engine,
     err,
     llm_opener,
-    llm_or_engine,
     out,
     run_pipeline,
     validated,
@@ -81,7 +81,7 @@ def dialogues_generate(
         accept_unfinished=accept_unfinished,
     )
     config = generation_config(section, spec.language)
-    llm, engine = llm_or_engine(
+    engine = command_engine(
         engine_name,
         model,
         cache,
@@ -95,11 +95,10 @@ def dialogues_generate(
         "dialogues generate",
         {"spec": str(spec_path), "examples": str(examples), **vars(config)},
     )
-    caller = llm if engine is None else engine
     try:
-        counts = generate_stage(llm, run, spec, shots, config, progress, engine)
+        counts = generate_stage(engine, run, spec, shots, config, progress)
     finally:
-        err.print(f"{caller.model_id or model}: {caller.stats.summary()}")
+        err.print(f"{engine.model_id or model}: {engine.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
 
 

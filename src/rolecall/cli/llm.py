@@ -14,8 +14,8 @@ from rolecall.cli.common import (
     MODEL_HELP,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
+    command_engine,
     err,
-    llm_or_engine,
     load_llm,
     out,
     sampling_params,
@@ -137,7 +137,7 @@ def llm_batch(
 
     params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema)
     batch = read_batch_input(input, params)
-    llm, engine = llm_or_engine(
+    engine = command_engine(
         engine_name,
         model,
         cache,
@@ -159,15 +159,15 @@ def llm_batch(
         },
         check_config=False,
     )
-    if llm is not None:
-        run.record_model("generator", llm.model_id)
-    stats = llm.stats if llm is not None else engine.stats
+    if engine.model_id:
+        run.record_model("generator", engine.model_id)
+    stats = engine.stats
     try:
-        run_batch(llm, batch, out_path, n, progress=progress, engine=engine)
+        run_batch(None, batch, out_path, n, progress=progress, engine=engine)
     finally:
         # the ray engine learns the model id from its workers' first answers
-        model_id = llm.model_id if llm is not None else engine.model_id
-        if llm is None and model_id:
+        model_id = engine.model_id
+        if model_id:
             run.record_model("generator", model_id)
         run.record_stage(
             "llm batch",

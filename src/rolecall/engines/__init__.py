@@ -5,15 +5,17 @@ a plain module-level function ``work(llm, records, **params) -> list[dict]`` tha
 an LLM for a batch of records and returns output records; the engine decides where it
 runs and with which client:
 
-- ``local``: one ``LLM`` client in this process, the whole list in one call.
+- ``local``: one ``LLM`` client in this process (``llm/local_engine.py``), the whole list
+  in one call; ``run`` hands on each output record the moment its call finishes.
 - ``ray``: ``ray.data.from_items(records).map_batches(...)`` over a pool of actors, each
   actor opening its own client from the same ``LLMSettings`` (model string, cache file,
   concurrency, retries); the driver receives the output records as batches finish.
 
 Either way the caller (the stage, on the driver) writes the records into its run
 directory, so resuming, fingerprints and manifests are the engine's business nowhere.
-A stage given no engine (``stage_engine`` returns ``None`` for ``local``) keeps its own
-path in this process, which writes each record the moment its call finishes.
+A generation stage has one path: ``engine.run(work, records, params, on_row)`` on the
+local engine or on Ray (``stage_engine`` returns ``None`` for ``local``; the caller then
+wraps its own ``LLM`` in a ``LocalEngine``).
 
 The judging stages reach an engine through their ``LLM`` instead (``engine_llm``,
 ``engines/calls.py``): its ``generate`` runs on the engine's workers, and the judge parses,
@@ -57,6 +59,13 @@ class Engine(Protocol):
 
     def map(self, work: Work, records: list[dict], params: dict[str, Any]) -> Iterator[dict]:
         """Run ``work(llm, batch, **params)`` over ``records``; yield its output records."""
+        ...
+
+    def run(
+        self, work: Work, records: list[dict], params: dict[str, Any], on_row: Callable
+    ) -> None:
+        """``work`` over ``records``, each output record given to ``on_row`` as soon as
+        this engine has it (locally: as its call finishes; on Ray: as its batch returns)."""
         ...
 
 

@@ -1,29 +1,6 @@
-"""The local engine: the work function runs in this process on one ``LLM`` client."""
+"""The local engine (``llm/local_engine.py``: it lives with the LLM client, which
+``llm batch`` runs on without an engine package): here under the engines' name."""
 
-from __future__ import annotations
+from rolecall.llm.local_engine import LocalEngine
 
-from collections.abc import Iterator
-from typing import Any
-
-from rolecall.llm.client import LLM, RunStats
-
-
-class LocalEngine:
-    """Runs ``work(llm, records, **params)`` once over every record, here and now."""
-
-    name = "local"
-
-    def __init__(self, llm: LLM):
-        self.llm = llm
-
-    @property
-    def stats(self) -> RunStats:
-        return self.llm.stats
-
-    @property
-    def model_id(self) -> str:
-        return self.llm.model_id
-
-    def map(self, work, records: list[dict], params: dict[str, Any]) -> Iterator[dict]:
-        if records:
-            yield from work(self.llm, records, **params)
+__all__ = ["LocalEngine"]

@@ -198,6 +198,11 @@ class RayEngine:
         finally:
             self.stats.seconds += time.perf_counter() - started
 
+    def run(self, work, records: list[dict], params: dict[str, Any], on_row) -> None:
+        """``map``, each output record given to ``on_row`` as its batch comes back."""
+        for row in self.map(work, records, params):
+            on_row(row)
+
     def _add(self, delta: dict) -> None:
         for name, value in delta.items():
             setattr(self.stats, name, getattr(self.stats, name) + value)

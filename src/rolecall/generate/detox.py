@@ -23,6 +23,7 @@ from rolecall.engines import Engine
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.llm.batch import complete_records_with_model
+from rolecall.llm.local_engine import LocalEngine
 from rolecall.prompts import Template, load_template
 from rolecall.records import Pair, Rejected
 from rolecall.retrieval.slang import SlangIndex
@@ -122,10 +123,10 @@ def generate_candidates(
 ) -> dict[str, int]:
     """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable.
 
-    Without ``engine`` the calls run here on ``llm``, each candidate written as its call
-    finishes; with one, ``complete_records_with_model`` runs over ``{"id": candidate id,
-    "request"}`` records wherever the engine puts it (``llm`` may be ``None``) and each
-    candidate is written as its batch comes back."""
+    One path: ``complete_records_with_model`` runs over ``{"id": candidate id,
+    "request"}`` records on ``engine`` (default: the local engine on ``llm``, each
+    candidate written as its call finishes; on Ray ``llm`` may be ``None`` and each is
+    written as its batch comes back)."""
     template = load_template(config.template, language)
     plan = plan_candidates(sentences, index, config, template)
     with (
@@ -155,28 +156,18 @@ def generate_candidates(
             else:
                 kept.append(Pair(neutral=planned.neutral, toxic=text, provenance=provenance))
 
-        if engine is None:
-            stats = llm.stats
+        engine = engine or LocalEngine(llm, progress)
+        by_id = {p.candidate_id: p for p in todo}
+        records = [
+            {"id": p.candidate_id, "request": p.request.model_dump(mode="json")} for p in todo
+        ]
 
-            def write_sample(sample) -> None:
-                if sample.ok:  # else a failure record; the next run asks again
-                    write(todo[sample.request_index], sample.completion.text, llm.model_id)
+        def on_row(row: dict) -> None:
+            if "error" not in row:  # a failure: in the engine's stats, asked again next run
+                write(by_id[row["id"]], row["text"], row["model"])
 
-            llm.generate(
-                [p.request for p in todo],
-                progress=progress,
-                description="rewriting",
-                on_sample=write_sample,
-            )
-        else:
-            stats = engine.stats
-            by_id = {p.candidate_id: p for p in todo}
-            records = [
-                {"id": p.candidate_id, "request": p.request.model_dump(mode="json")} for p in todo
-            ]
-            for row in engine.map(complete_records_with_model, records, {}):
-                if "error" not in row:  # a failure: in the engine's stats, asked again next run
-                    write(by_id[row["id"]], row["text"], row["model"])
+        engine.run(complete_records_with_model, records, {"description": "rewriting"}, on_row)
+        stats = engine.stats
         return {
             "sentences": len(sentences),
             "planned": len(plan),

@@ -25,6 +25,7 @@ from rolecall.engines import Engine
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.llm.batch import complete_records_with_model
+from rolecall.llm.local_engine import LocalEngine
 from rolecall.prompts import Template, load_template
 from rolecall.records import Dialogue, Rejected, RoleSpec, Turn
 from rolecall.rundir import Files
@@ -153,10 +154,10 @@ def generate_dialogues(
 ) -> dict[str, int]:
     """Write ``dialogues.jsonl`` and ``rejected.jsonl`` in ``out_dir``; resumable.
 
-    Without ``engine`` the calls run here on ``llm``, each dialogue written as its call
-    finishes; with one, ``complete_records_with_model`` runs over ``{"id": generation id,
-    "request"}`` records wherever the engine puts it (``llm`` may be ``None``) and each
-    dialogue is written as its batch comes back."""
+    One path: ``complete_records_with_model`` runs over ``{"id": generation id,
+    "request"}`` records on ``engine`` (default: the local engine on ``llm``, each
+    dialogue written as its call finishes; on Ray ``llm`` may be ``None`` and each is
+    written as its batch comes back)."""
     template = load_template(config.template, config.language)
     plan = build_requests(spec, examples, config, template)
     first_tag = FIRST_TAG.get(config.language, FIRST_TAG["ko"])
@@ -188,28 +189,17 @@ def generate_dialogues(
             else:
                 rejected.append(parsed.model_copy(update={"metadata": meta, "raw": raw}))
 
-        if engine is None:
-            stats = llm.stats
+        engine = engine or LocalEngine(llm, progress)
+        by_id = {p[0]: p for p in todo}
+        records = [{"id": p[0], "request": p[1].model_dump(mode="json")} for p in todo]
 
-            def write_sample(sample) -> None:
-                if sample.ok:  # else not written: a re-run tries it again (failure records)
-                    completion = sample.completion
-                    planned = todo[sample.request_index]
-                    write(planned, completion.text, completion.finish_reason, llm.model_id)
+        def on_row(row: dict) -> None:
+            if "error" not in row:  # a failure: in the engine's stats, asked again next run
+                write(by_id[row["id"]], row["text"], row["finish_reason"], row["model"])
 
-            llm.generate(
-                [p[1] for p in todo],
-                progress=progress,
-                description="generating dialogues",
-                on_sample=write_sample,
-            )
-        else:
-            stats = engine.stats
-            by_id = {p[0]: p for p in todo}
-            records = [{"id": p[0], "request": p[1].model_dump(mode="json")} for p in todo]
-            for row in engine.map(complete_records_with_model, records, {}):
-                if "error" not in row:  # a failure: in the engine's stats, asked again
-                    write(by_id[row["id"]], row["text"], row["finish_reason"], row["model"])
+        params = {"description": "generating dialogues"}
+        engine.run(complete_records_with_model, records, params, on_row)
+        stats = engine.stats
         return {
             "generations": len(plan),
             "accepted": len(accepted.records),

@@ -8,13 +8,14 @@ from the cache and writes each missing line exactly once. Failures go to
 ``<out>.failures.jsonl`` (rewritten on each run) and make the run exit non-zero.
 
 The per-item work is ``complete_records``, a plain function over ``{"id", "request"}``
-records; ``run_batch`` runs it in this process (streaming each sample to the output as it
-finishes) or, given an engine (``rolecall.engines``), wherever that engine runs it, and
-writes what comes back into the same output file.
+records; ``run_batch`` runs it on an engine (the local one, ``local_engine.py``, by
+default: each sample streamed to the output as it finishes; or ``rolecall.engines``'
+Ray engine) and writes what comes back into the same output file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,27 +93,49 @@ def _failure_row(item_id: str, sample: Sample) -> dict:
 
 
 def complete_records(
-    llm: LLM, records: list[dict], n: int = 1, progress: bool = False
+    llm: LLM,
+    records: list[dict],
+    n: int = 1,
+    progress: bool = False,
+    description: str = "generating",
+    on_row: Callable[[dict], None] | None = None,
 ) -> list[dict]:
     """The work of ``llm batch`` on ``{"id", "request"}`` records (``request`` as JSON):
-    one output row per finished sample, one failure row (with ``error``) per failed one."""
+    one output row per finished sample, one failure row (with ``error``) per failed one;
+    given ``on_row`` (the local engine's ``run``), each row goes there as its sample
+    finishes and none is returned."""
     requests = [Request.model_validate(record["request"]) for record in records]
-    results = llm.generate(requests, n, progress=progress, description="generating")
-    return [
-        _output_row(record["id"], request, s) if s.ok else _failure_row(record["id"], s)
-        for record, request, samples in zip(records, requests, results)
-        for s in samples
-    ]
+
+    def row_of(sample: Sample) -> dict:
+        record = records[sample.request_index]
+        if sample.ok:
+            return _output_row(record["id"], requests[sample.request_index], sample)
+        return _failure_row(record["id"], sample)
+
+    on_sample = None if on_row is None else (lambda sample: on_row(row_of(sample)))
+    results = llm.generate(
+        requests, n, progress=progress, description=description, on_sample=on_sample
+    )
+    return [] if on_row is not None else [row_of(s) for samples in results for s in samples]
 
 
 def complete_records_with_model(
-    llm: LLM, records: list[dict], progress: bool = False
+    llm: LLM,
+    records: list[dict],
+    progress: bool = False,
+    description: str = "generating",
+    on_row: Callable[[dict], None] | None = None,
 ) -> list[dict]:
     """``complete_records`` (one sample each), every row naming the model that wrote it:
-    the work a generation stage gives an engine (``rolecall.engines``), whose driver puts
-    the model id into each record's provenance as the local path does."""
-    rows = complete_records(llm, records, progress=progress)
-    return [row | {"model": llm.model_id} for row in rows]
+    the work a generation stage gives its engine (``rolecall.engines``), whose driver puts
+    the model id into each record's provenance."""
+
+    def named(row: dict) -> dict:
+        return row | {"model": llm.model_id}
+
+    given = None if on_row is None else (lambda row: on_row(named(row)))
+    rows = complete_records(llm, records, 1, progress, description, given)
+    return [named(row) for row in rows]
 
 
 def run_batch(
@@ -124,10 +147,12 @@ def run_batch(
     *,
     engine: Any = None,
 ) -> RunStats:
-    """Run the batch into ``out_path``; raises ``BatchFailed`` after writing all it could.
+    """Run the batch into ``out_path``, each sample written as the engine hands it on
+    (``rolecall.engines``; default: the local engine on ``llm``, as each call finishes);
+    raises ``BatchFailed`` after writing all it could."""
+    from rolecall.llm.local_engine import LocalEngine
 
-    Without ``engine`` the calls run here on ``llm``; with one (``rolecall.engines``),
-    ``complete_records`` runs wherever the engine puts it and ``llm`` may be ``None``."""
+    engine = engine or LocalEngine(llm, progress)
     out_path = Path(out_path)
     failures_path = out_path.with_name(out_path.name + ".failures.jsonl")
     with ResumableJsonl(out_path, key=lambda row: (row["id"], row["sample"])) as out:
@@ -136,47 +161,21 @@ def run_batch(
             for i, item_id in enumerate(batch.ids)
             if any((item_id, s) not in out.done for s in range(n))
         ]
-        if engine is None:
-            failed = _run_here(llm, batch, todo, out, n, progress)
-        else:
-            records = [
-                {"id": batch.ids[i], "request": batch.requests[i].model_dump(mode="json")}
-                for i in todo
-            ]
-            failed = []
-            for row in engine.map(complete_records, records, {"n": n}):
-                if "error" in row:
-                    failed.append(row)
-                else:
-                    out.append(row)
-            order = {item_id: k for k, item_id in enumerate(batch.ids)}
-            failed.sort(key=lambda row: (order[row["id"]], row["sample"]))
-    stats = llm.stats if engine is None else engine.stats
+        records = [
+            {"id": batch.ids[i], "request": batch.requests[i].model_dump(mode="json")} for i in todo
+        ]
+        failed: list[dict] = []
+
+        def on_row(row: dict) -> None:
+            if "error" in row:
+                failed.append(row)
+            else:
+                out.append(row)
+
+        engine.run(complete_records, records, {"n": n}, on_row)
+        order = {item_id: k for k, item_id in enumerate(batch.ids)}
+        failed.sort(key=lambda row: (order[row["id"]], row["sample"]))
+    stats = engine.stats
     what = f"llm batch ({stats.summary()})"
     record_failures(failures_path, failed, what, out_path, of=len(batch.ids) * n)
     return stats
-
-
-def _run_here(
-    llm: LLM, batch: BatchInput, todo: list[int], out: ResumableJsonl, n: int, progress: bool
-) -> list[dict]:
-    """In this process, each sample written to ``out`` the moment it finishes."""
-
-    def write(sample: Sample) -> None:
-        if sample.ok:
-            index = todo[sample.request_index]
-            out.append(_output_row(batch.ids[index], batch.requests[index], sample))
-
-    results = llm.generate(
-        [batch.requests[i] for i in todo],
-        n,
-        progress=progress,
-        description="generating",
-        on_sample=write,
-    )
-    return [
-        _failure_row(batch.ids[todo[s.request_index]], s)
-        for samples in results
-        for s in samples
-        if not s.ok
-    ]

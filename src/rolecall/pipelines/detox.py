@@ -44,10 +44,10 @@ from rolecall.pipelines.run_config import RunConfig, Section, common_paths, rela
 from rolecall.pipelines.steps import (
     RunModels,
     Step,
-    config_engine,
     engine_summary,
     llm_stage,
     run_steps,
+    stage_engine_or_here,
 )
 from rolecall.prompts import load_template
 from rolecall.records import Pair
@@ -245,24 +245,24 @@ def _sha256(path: Path) -> str:
 
 
 def generate_stage(
-    llm: LLM | None,
+    engine: Engine,
     run: RunDir,
     rows: Sequence[tuple[str, str]],
     index: SlangIndex | None,
     config: DetoxConfig,
     language: str,
     progress: bool = True,
-    engine: Engine | None = None,
 ) -> dict:
-    """The candidates, by ``llm`` here or, given an ``engine``, wherever it runs them."""
+    """The candidates, by ``engine`` (here or on Ray)."""
     run.record_prompt(config.template, load_template(config.template, language).source)
     return llm_stage(
         run,
         "generate",
         "generator",
-        llm,
         engine,
-        lambda: generate_candidates(llm, rows, index, config, run.path, progress, language, engine),
+        lambda: generate_candidates(
+            None, rows, index, config, run.path, progress, language, engine
+        ),
     )
 
 
@@ -416,15 +416,15 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
         config.language,
     )
     r.run.manifest["neutral_skipped"] = skipped
-    engine = config_engine(config, r.progress)
-    llm = r.llm_for(None) if engine is None else None  # on ray the driver loads no model
+    # on ray the driver loads no model
+    engine = stage_engine_or_here(config, r.progress, lambda: r.llm_for(None))
     counts = generate_stage(
-        llm, r.run, rows, r.index, config.generate, config.language, r.progress, engine
+        engine, r.run, rows, r.index, config.generate, config.language, r.progress
     )
     return counts, (
         json.dumps(counts, ensure_ascii=False)
         + (f"; skipped sentences: {skipped}" if any(skipped.values()) else "")
-        + (f"; on {engine.name}: {engine.stats.summary()}" if engine is not None else "")
+        + (f"; on {engine.name}: {engine.stats.summary()}" if engine.name != "local" else "")
     )
 
 

@@ -46,10 +46,10 @@ from rolecall.pipelines.run_config import RunConfig, Section, common_paths, rela
 from rolecall.pipelines.steps import (
     RunModels,
     Step,
-    config_engine,
     engine_summary,
     llm_stage,
     run_steps,
+    stage_engine_or_here,
 )
 from rolecall.prompts import load_template
 from rolecall.records import Dialogue, RoleSpec
@@ -163,23 +163,21 @@ def generation_config(section: GenerateSection, language: str) -> GenerationConf
 
 
 def generate_stage(
-    llm: LLM | None,
+    engine: Engine,
     run: RunDir,
     spec: RoleSpec,
     shots: Sequence[Dialogue],
     config: GenerationConfig,
     progress: bool = True,
-    engine: Engine | None = None,
 ) -> dict:
-    """The dialogues, by ``llm`` here or, given an ``engine``, wherever it runs them."""
+    """The dialogues, by ``engine`` (here or on Ray)."""
     run.record_prompt(config.template, load_template(config.template, spec.language).source)
     return llm_stage(
         run,
         "generate",
         "generator",
-        llm,
         engine,
-        lambda: generate_dialogues(llm, spec, shots, config, run.path, progress, engine),
+        lambda: generate_dialogues(None, spec, shots, config, run.path, progress, engine),
     )
 
 
@@ -275,11 +273,11 @@ class _Run(RunModels):
 def _generate_step(r: _Run) -> tuple[dict, str]:
     c = r.config
     config = generation_config(c.generate, r.spec.language)
-    engine = config_engine(c, r.progress)
-    llm = r.llm_for(None) if engine is None else None  # on ray the driver loads no model
-    counts = generate_stage(llm, r.run, r.spec, r.shots, config, r.progress, engine)
+    # on ray the driver loads no model
+    engine = stage_engine_or_here(c, r.progress, lambda: r.llm_for(None))
+    counts = generate_stage(engine, r.run, r.spec, r.shots, config, r.progress)
     return counts, json.dumps(counts, ensure_ascii=False) + (
-        f"; on {engine.name}: {engine.stats.summary()}" if engine is not None else ""
+        f"; on {engine.name}: {engine.stats.summary()}" if engine.name != "local" else ""
     )
 
 

@@ -18,24 +18,29 @@ from rolecall.rundir import RunDir
 Step = Callable[[Any], "tuple[Any, str] | None"]
 
 
-def llm_stage(
-    run: RunDir, stage: str, role: str, llm: Any, engine: Any, work: Callable[[], dict]
-) -> dict:
-    """``work()``, a stage writing its records by ``llm`` here or by ``engine``
-    (``rolecall.engines``) wherever it runs them; the model is recorded as ``role`` and the
-    calls' statistics under ``stage`` (``RunDir.finish_stage``: a failed call stops the run
-    there, every finished record kept). subtle: the ray engine learns its model id from
-    its workers' answers, so it is recorded after the work (a rerun with nothing left to
-    ask keeps the id already in the manifest)."""
-    caller = llm if engine is None else engine
-    if engine is None:
-        run.record_model(role, llm.model_id)
-    before = caller.stats.as_dict()
-    counts = work()
-    if engine is not None and engine.model_id:
+def llm_stage(run: RunDir, stage: str, role: str, engine: Any, work: Callable[[], dict]) -> dict:
+    """``work()``, a stage writing the records ``engine`` (``rolecall.engines``: here or on
+    Ray) hands it; the model is recorded as ``role`` and the calls' statistics under
+    ``stage`` (``RunDir.finish_stage``: a failed call stops the run there, every finished
+    record kept). subtle: the ray engine learns its model id from its workers' answers, so
+    it is recorded again after the work (a rerun with nothing left to ask keeps the id
+    already in the manifest)."""
+    if engine.model_id:
         run.record_model(role, engine.model_id)
-    run.finish_stage(stage, counts, [caller], [before])
+    before = engine.stats.as_dict()
+    counts = work()
+    if engine.model_id:
+        run.record_model(role, engine.model_id)
+    run.finish_stage(stage, counts, [engine], [before])
     return counts
+
+
+def stage_engine_or_here(config: Any, progress: bool, open_here: Callable[[], Any]) -> Any:
+    """The engine a run config names for its generation stage, or the local engine on
+    ``open_here()`` (the run's own LLM) for ``engine: local``."""
+    from rolecall.llm.local_engine import LocalEngine
+
+    return config_engine(config, progress) or LocalEngine(open_here(), progress)
 
 
 def config_engine(config: Any, progress: bool, model: str | None = None, opener=stage_engine):
