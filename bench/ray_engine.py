@@ -75,6 +75,14 @@ class FirstRecordClock:
                 self.first = time.perf_counter()
             yield record
 
+    def run(self, work, records, params, on_row):
+        def noted(record):
+            if self.first is None:
+                self.first = time.perf_counter()
+            on_row(record)
+
+        self.engine.run(work, records, params, noted)
+
 
 def timed_batch(
     model: str, prompts: Path, out: Path, args, engine_name: str
