@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from rolecall.llm import LLM, load_backend
-from rolecall.pipelines.redteam import RedteamSettings, Users, run_config, run_redteam
+from rolecall.pipelines.redteam.run import RedteamSettings, Users, run_config, run_redteam
 from rolecall.rundir import RunDir
 from rolecall.serve.reply import Reply
 from rolecall.spec import load_role_spec
 from tests.paths import REPO
-from tests.pipelines.redteam_echo import CurseRule
+from tests.pipelines.redteam.echo import CurseRule
 
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 CURSE = "씨발"

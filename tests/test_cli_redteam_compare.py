@@ -7,7 +7,7 @@ import json
 
 from tests.cli_runs import run_cli
 from tests.paths import REPO
-from tests.pipelines.redteam_records import runs_of, write_run
+from tests.pipelines.redteam.records import runs_of, write_run
 
 SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 SMALL = ("-a", "explicit", "-a", "neutral", "--conversations", "2", "--turns", "2")

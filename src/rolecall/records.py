@@ -180,7 +180,7 @@ def tally(outcomes: list[RedteamOutcome]) -> dict[str, int]:
 
 
 class RedteamConversation(_Record):
-    """One line of a red-team run's ``conversations.jsonl`` (``pipelines/redteam.py``
+    """One line of a red-team run's ``conversations.jsonl`` (``pipelines/redteam/run.py``
     writes it, the report and the web app read it). ``bot_version``: the label the web app
     records (``serve/version.py``), None for a bot without one; ``attack``: the attack
     turn's index, text and how it was made (its fields depend on ``kind``)."""

@@ -13,8 +13,8 @@ import pytest
 from rolecall.judge.out_of_bounds import JUDGE, make_panel
 from rolecall.llm import LLM
 from rolecall.pipelines.judges import resolve_judges
-from rolecall.pipelines.redteam import RedteamSettings, Users, run_config, run_redteam
-from rolecall.pipelines.redteam_slang import SlangRewriter
+from rolecall.pipelines.redteam.run import RedteamSettings, Users, run_config, run_redteam
+from rolecall.pipelines.redteam.slang import SlangRewriter
 from rolecall.retrieval.slang import SlangIndex, build_index
 from rolecall.rundir import RunDir
 from rolecall.serve.prompted import PromptedBot

@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from tests.pipelines.redteam_echo import CURSE, EchoBot, run
+from tests.pipelines.redteam.echo import CURSE, EchoBot, run
 from tests.web.browser import browser
 
 pytestmark = pytest.mark.browser

@@ -72,7 +72,7 @@ def detox_safety_examples(
     them to 'rolecall train classifier' and 'rolecall train generator' (UL negatives)."""
     from rolecall.errors import InputFileError
     from rolecall.jsonl import write_jsonl
-    from rolecall.pipelines.redteam import read_pairs
+    from rolecall.pipelines.redteam.run import read_pairs
     from rolecall.train.safety_examples import safety_examples, split_pairs, unique_pairs
 
     found = unique_pairs(read_pairs(pairs))

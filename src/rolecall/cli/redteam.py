@@ -1,5 +1,5 @@
 """``rolecall redteam``: red-team a role bot with simulated users who turn offensive
-(issue #19; ``pipelines/redteam.py`` does the work, docs/redteam.md tells how).
+(issue #19; ``pipelines/redteam/run.py`` does the work, docs/redteam.md tells how).
 
 The bot is a trained bot directory (``BOT_DIR``) or an LLM prompted with a role spec
 (``--model MODEL --spec SPEC``), opened as ``rolecall chat`` opens it (``cli/bots.py``).
@@ -20,7 +20,7 @@ from rolecall.errors import ConfigError
 
 
 def _default(name: str):
-    from rolecall.pipelines.redteam import RedteamSettings
+    from rolecall.pipelines.redteam.run import RedteamSettings
 
     return field_default(RedteamSettings, name)
 
@@ -83,7 +83,7 @@ def redteam_command(
     from rolecall.cli.bots import open_bot
     from rolecall.judge.out_of_bounds import JUDGE, make_panel
     from rolecall.pipelines.judges import record_judges, resolve_judges
-    from rolecall.pipelines.redteam import (
+    from rolecall.pipelines.redteam.run import (
         RedteamSettings,
         Users,
         check_language,
@@ -136,7 +136,7 @@ def redteam_command(
     panel = make_panel(role_spec, resolve_judges(settings.judges, JUDGE, open_llm, role_spec))
     users = Users(open_llm(settings.user_model), role_spec)
     if index is not None:
-        from rolecall.pipelines.redteam_slang import SlangRewriter
+        from rolecall.pipelines.redteam.slang import SlangRewriter
 
         rewriter = open_llm(settings.attack_model or settings.user_model)
         slang = SlangRewriter(rewriter, index, settings.slang_n, role_spec.language)

@@ -1,5 +1,5 @@
 """``rolecall redteam-compare``: red-team rates of bot versions side by side (issue #19;
-``pipelines/redteam_compare.py`` does the work, docs/redteam.md tells how)."""
+``pipelines/redteam/compare.py`` does the work, docs/redteam.md tells how)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def redteam_compare_command(
     """Compare red-team runs of bot versions: not-safe and out-of-role rates per attack
     kind and version, and each version's difference from the first with a 95% interval.
     Writes compare.json, compare.md and compare.html."""
-    from rolecall.pipelines.redteam_compare import write_comparison
+    from rolecall.pipelines.redteam.compare import write_comparison
 
     comparison = write_comparison(out_dir, run_dirs)
     for warning in comparison["warnings"]:

@@ -15,7 +15,7 @@ Adding a run twice adds nothing twice: an item's ``source`` is ``RUN_DIR:CONVERS
 skipped; the run's counts per (bot version, attack kind) replace the ones stored for it,
 so that a run resumed with more conversations can be added again.
 
-The run is read from its files, not through ``pipelines/redteam.py`` (the web app sits
+The run is read from its files, not through ``pipelines/redteam/run.py`` (the web app sits
 on the same floor as the pipelines and imports none of them); the record types below
 check what this module reads and name the line of a record that lacks it.
 """

@@ -12,7 +12,7 @@ from rolecall.errors import BackendError, ConfigError, InputFileError
 from rolecall.generate.detox import DEFAULT_NS
 from rolecall.llm import LLM, load_backend
 from rolecall.llm.base import Completion
-from rolecall.pipelines.redteam import (
+from rolecall.pipelines.redteam.run import (
     DEFAULT_SLANG_N,
     RedteamSettings,
     attack_lines,
@@ -21,9 +21,9 @@ from rolecall.pipelines.redteam import (
     repeated_morphemes,
     run_config,
 )
-from rolecall.pipelines.redteam_slang import SlangRewriter
+from rolecall.pipelines.redteam.slang import SlangRewriter
 from rolecall.retrieval.slang import SlangIndex, build_index
-from tests.pipelines.redteam_echo import CURSE, EchoBot, run, settings
+from tests.pipelines.redteam.echo import CURSE, EchoBot, run, settings
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rolecall.pipelines.redteam_html import (
+from rolecall.pipelines.redteam.html import (
     LABEL_W,
     MAX_LABEL,
     PLOT_W,
@@ -13,8 +13,8 @@ from rolecall.pipelines.redteam_html import (
     rate_chart,
     report_page,
 )
-from tests.pipelines.redteam_records import report_of, runs_of, write_run
-from tests.pipelines.report_html import Elements
+from tests.pipelines.redteam.records import report_of, runs_of, write_run
+from tests.pipelines.redteam.report_html import Elements
 
 HOSTILE = '<script>alert("x")</script> 씨발 & <b>'
 

@@ -1,4 +1,4 @@
-"""Hand-made red-team conversations (the records ``pipelines/redteam.py`` writes) and
+"""Hand-made red-team conversations (the records ``pipelines/redteam/run.py`` writes) and
 reports built from them, for the report, HTML and comparison tests: any counts, paths,
 bot versions and hostile text, without holding a conversation."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rolecall.pipelines.redteam import RedteamSettings
-from rolecall.pipelines.redteam_report import build_report, write_report
+from rolecall.pipelines.redteam.report import build_report, write_report
+from rolecall.pipelines.redteam.run import RedteamSettings
+from rolecall.records import RedteamConversation
 
 
 class RulePanelMember:
@@ -25,7 +26,7 @@ def conversation(
     attack: str = "공격 문장",
     reply: str = "네, 그렇군요",
     version: str = "rfg:aaaa",
-) -> dict[str, Any]:
+) -> RedteamConversation:
     """One finished conversation whose one judged reply is flagged with ``category``
     (``None``: in bounds)."""
     flagged = category is not None
@@ -37,7 +38,7 @@ def conversation(
         "model": None,
         "parse_status": "parsed",
     }
-    return {
+    record = {
         "id": f"{kind}-{seed}",
         "kind": kind,
         "seed": seed,
@@ -65,9 +66,12 @@ def conversation(
             "fallback": int(path == "fallback"),
         },
     }
+    return RedteamConversation.model_validate(record)
 
 
-def runs_of(kind: str, n: int, not_safe: int, other: int = 0, **fields) -> list[dict[str, Any]]:
+def runs_of(
+    kind: str, n: int, not_safe: int, other: int = 0, **fields
+) -> list[RedteamConversation]:
     """``n`` conversations of ``kind``: the first ``not_safe`` flagged not safe, the next
     ``other`` flagged in another category (out of role only)."""
     categories = ["not safe"] * not_safe + ["wrong persona"] * other

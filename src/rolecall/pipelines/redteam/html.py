@@ -1,5 +1,5 @@
-"""The HTML pages of red-teaming: ``report.html`` of one run (``redteam_report.py``) and
-``compare.html`` of several bot versions (``redteam_compare.py``), built from their JSON.
+"""The HTML pages of red-teaming: ``report.html`` of one run (``report.py``) and
+``compare.html`` of several bot versions (``compare.py``), built from their JSON.
 
 Why plain string building and not a Jinja template: the pages are a chart, a table and a
 list, the package ships only ``web/templates`` as data, and every value goes through one
@@ -49,7 +49,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 @dataclass(frozen=True)
 class Bar:
-    """One bar of the chart: ``rate`` as ``redteam_report`` writes it (``k``, ``rate``,
+    """One bar of the chart: ``rate`` as ``report.py`` writes it (``k``, ``rate``,
     ``ci95``) over ``n`` conversations; ``series`` is a key of ``SERIES``."""
 
     label: str

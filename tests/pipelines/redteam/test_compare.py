@@ -10,9 +10,9 @@ import pytest
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.eval.intervals import newcombe_interval
-from rolecall.pipelines.redteam_compare import compare, read_report, write_comparison
-from tests.pipelines.redteam_records import report_of, runs_of, write_run
-from tests.pipelines.report_html import Elements
+from rolecall.pipelines.redteam.compare import compare, read_report, write_comparison
+from tests.pipelines.redteam.records import report_of, runs_of, write_run
+from tests.pipelines.redteam.report_html import Elements
 
 
 def _runs(tmp_path, second_changes=None):

@@ -11,7 +11,7 @@ Why a warning and not a refusal when the runs' settings differ in anything but t
 (seeds, attacks, turns, judges, users, spec): the rates are still rates, but then the
 versions met different users or were judged differently, so a difference is no longer
 the bot's alone. With the same settings, conversation ``i`` of both runs has the same
-seed, topic and attack (``pipelines/redteam.py``); the interval still treats the runs as
+seed, topic and attack (``pipelines/redteam/run.py``); the interval still treats the runs as
 independent samples, which errs wide when the paired outcomes agree.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.eval.intervals import difference_record
 from rolecall.jsonl import read_json_object
-from rolecall.pipelines.redteam_html import compare_page, percent, signed
-from rolecall.pipelines.redteam_report import REPORT_JSON, write_text
+from rolecall.pipelines.redteam.html import compare_page, percent, signed
+from rolecall.pipelines.redteam.report import REPORT_JSON, write_text
 from rolecall.rundir import write_json
 
 COMPARE_JSON, COMPARE_MD, COMPARE_HTML = "compare.json", "compare.md", "compare.html"

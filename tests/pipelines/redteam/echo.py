@@ -5,7 +5,7 @@ settings it runs under (``settings``)."""
 from __future__ import annotations
 
 from rolecall.llm import LLM, load_backend
-from rolecall.pipelines.redteam import RedteamSettings, Users, run_config, run_redteam
+from rolecall.pipelines.redteam.run import RedteamSettings, Users, run_config, run_redteam
 from rolecall.records import Verdict
 from rolecall.rundir import RunDir
 from rolecall.serve.reply import Reply

@@ -1,5 +1,5 @@
-"""The report of a red-team run (``pipelines/redteam.py``): ``report.json``,
-``report.md`` and ``report.html`` (a chart, ``redteam_html.py``), rewritten whole from
+"""The report of a red-team run (``pipelines/redteam/run.py``): ``report.json``,
+``report.md`` and ``report.html`` (a chart, ``html.py``), rewritten whole from
 ``conversations.jsonl`` at the end of every run.
 
 Per attack kind, over its conversations (``n``):
@@ -29,86 +29,89 @@ from typing import Any
 from rolecall.eval.intervals import rate_record
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
 from rolecall.pipelines.judges import describe
-from rolecall.pipelines.redteam_html import percent, report_page, share
-from rolecall.records import RedteamOutcome, tally
+from rolecall.pipelines.redteam.html import percent, report_page, share
+from rolecall.records import RedteamConversation, RedteamTurn, tally
 from rolecall.rundir import Files, write_json
 
 REPORT_JSON, REPORT_MD, REPORT_HTML = Files.REPORT_JSON, "report.md", "report.html"
 WORST = 10
 
 
-def _judged(record: dict[str, Any]) -> list[dict[str, Any]]:
-    return [t for t in record["turns"] if "verdict" in t]
+def _judged(record: RedteamConversation) -> list[RedteamTurn]:
+    return [t for t in record.turns if t.verdict is not None]
 
 
-def summarize_kind(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _flagged(turns: Sequence[RedteamTurn]) -> list[RedteamTurn]:
+    return [t for t in turns if t.verdict.label == OUT_OF_BOUNDS]
+
+
+def summarize_kind(records: Sequence[RedteamConversation]) -> dict[str, Any]:
     """The numbers of one attack kind's conversations."""
-    counts = tally([RedteamOutcome.model_validate(r["outcome"]) for r in records])
+    counts = tally([r.outcome for r in records])
     n = counts["n"]
     replies = [t for r in records for t in _judged(r)]
-    flagged = [t for t in replies if t["verdict"]["label"] == OUT_OF_BOUNDS]
+    flagged = _flagged(replies)
     return {
         "n": n,
         "not_safe": rate_record(counts["not_safe"], n),
         "out_of_role": rate_record(counts["out_of_role"], n),
         "replies": len(replies),
-        "unjudged_replies": sum(t["verdict"]["parse_status"] != "parsed" for t in replies),
-        "fallback_share": round(sum(t.get("path") == "fallback" for t in replies) / len(replies), 4)
+        "unjudged_replies": sum(t.verdict.parse_status != "parsed" for t in replies),
+        "fallback_share": round(sum(t.path == "fallback" for t in replies) / len(replies), 4)
         if replies
         else None,
         "repeat_share": round(counts["repeated"] / n, 4) if n else None,
-        "paths": dict(Counter(t.get("path") for t in replies)),
-        "flagged_paths": dict(Counter(t.get("path") for t in flagged)),
-        "categories": dict(Counter(t["verdict"]["category"] for t in flagged)),
+        "paths": dict(Counter(t.path for t in replies)),
+        "flagged_paths": dict(Counter(t.path for t in flagged)),
+        "categories": dict(Counter(t.verdict.category for t in flagged)),
     }
 
 
-def _badness(record: dict[str, Any]) -> tuple[int, int, int]:
+def _badness(record: RedteamConversation) -> tuple[int, int, int]:
     judged = _judged(record)
-    flagged = [t for t in judged if t["verdict"]["label"] == OUT_OF_BOUNDS]
+    flagged = _flagged(judged)
     return (
-        int(record["outcome"]["not_safe"]) * len(flagged),
+        int(record.outcome.not_safe) * len(flagged),
         len(flagged),
-        sum(bool(t["repeated"]) for t in judged),
+        sum(bool(t.repeated) for t in judged),
     )
 
 
-def worst_cases(records: Sequence[dict[str, Any]], limit: int = WORST) -> list[dict[str, Any]]:
+def worst_cases(records: Sequence[RedteamConversation], limit: int = WORST) -> list[dict[str, Any]]:
     """The worst conversations (see the module docstring), each shown by its first
     flagged or repeating reply."""
     bad = [r for r in records if any(_badness(r))]
-    bad.sort(key=lambda r: (*(-x for x in _badness(r)), r["kind"], r["seed"]))
+    bad.sort(key=lambda r: (*(-x for x in _badness(r)), r.kind, r.seed))
     out = []
     for record in bad[:limit]:
         judged = _judged(record)
         shown = next(
-            (t for t in judged if t["verdict"]["label"] == OUT_OF_BOUNDS or t["repeated"]),
-            judged[0],
+            (t for t in judged if t.verdict.label == OUT_OF_BOUNDS or t.repeated), judged[0]
         )
         out.append(
             {
-                "id": record["id"],
-                "kind": record["kind"],
-                "seed": record["seed"],
-                "attack": record["attack"].get("text"),
-                "reply": shown["text"],
-                "path": shown.get("path"),
-                "verdict": shown["verdict"],
-                "repeated": shown["repeated"],
-                "outcome": record["outcome"],
+                "id": record.id,
+                "kind": record.kind,
+                "seed": record.seed,
+                "attack": record.attack.get("text"),
+                "reply": shown.text,
+                "path": shown.path,
+                "verdict": shown.verdict.model_dump(mode="json"),
+                "repeated": shown.repeated,
+                "outcome": record.outcome.model_dump(mode="json"),
             }
         )
     return out
 
 
-def build_report(records: Sequence[dict[str, Any]], settings, panel) -> dict[str, Any]:
-    kinds = {kind: [r for r in records if r["kind"] == kind] for kind in settings.attacks}
+def build_report(records: Sequence[RedteamConversation], settings, panel) -> dict[str, Any]:
+    kinds = {kind: [r for r in records if r.kind == kind] for kind in settings.attacks}
     return {
         "settings": settings.model_dump(mode="json"),
         "judges": [describe(member) for member in panel],
         "conversations": len(records),
         # more than one when the bot directory changed between resumed runs
-        "bot_versions": dict(Counter(r.get("bot_version") or "unknown" for r in records)),
+        "bot_versions": dict(Counter(r.bot_version or "unknown" for r in records)),
         "kinds": {kind: summarize_kind(rs) for kind, rs in kinds.items()},
         "worst": worst_cases(records),
     }
