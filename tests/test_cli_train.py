@@ -350,11 +350,10 @@ def test_the_sentence_encoder_backbone_from_the_command_line(setup):
             str(root / "examples.jsonl"),
             "--out",
             str(root / "sr"),
-            "--kind",
-            "residual",
             *common,
         )
     )
+    # no --kind: the sentence encoder's retriever is the residual head (settings.retriever_kind)
     assert metrics["kind"] == "residual" and metrics["steps"] > 0
     saved = json.loads((root / "sr" / "model.json").read_text())
     assert saved["settings"]["dim"] == 512 and saved["settings"]["backbone"] == "sentence"

@@ -65,3 +65,11 @@ def test_the_classifier_trains_one_pass_or_400_steps_and_frozen_three_passes():
     assert (frozen.epochs, frozen.min_steps) == (3, None)
     given = classifier_training(False, epochs=2, seed=3)
     assert (given.epochs, given.min_steps, given.seed) == (2, None, 3)
+
+
+def test_the_retriever_kind_follows_the_backbone_unless_given():
+    from rolecall.train.settings import retriever_kind
+
+    assert retriever_kind("sentence") == "residual"
+    assert retriever_kind("embedded") == retriever_kind("/models/klue-roberta") == "poly"
+    assert retriever_kind("sentence", "poly") == "poly"

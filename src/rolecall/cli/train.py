@@ -38,6 +38,7 @@ from rolecall.train.settings import (
     RerankerSettings,
     RetrieverSettings,
     TrainConfig,
+    retriever_kind,
 )
 
 train_app = typer.Typer(
@@ -181,10 +182,11 @@ def train_classifier_command(
 def train_retriever_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
     out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
-    kind: str = typer.Option(
-        field_default(RetrieverSettings, "kind"),
+    kind: Optional[str] = typer.Option(
+        None,
         help="poly (poly-encoder), bi (bi-encoder) or residual (the sentence encoder's "
-        "cosine with trained residual maps: --backbone sentence)",
+        "cosine with trained residual maps) [default: residual for --backbone sentence, "
+        "else poly]",
     ),
     codes: int = typer.Option(
         field_default(RetrieverSettings, "codes"), min=1, help="poly-encoder codes"
@@ -215,7 +217,7 @@ def train_retriever_command(
     from rolecall.serve.candidates import index_examples
     from rolecall.train import jobs
 
-    settings = validated(RetrieverSettings, kind=kind, codes=codes)
+    settings = validated(RetrieverSettings, kind=retriever_kind(backbone, kind), codes=codes)
     choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
     config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,

@@ -9,10 +9,10 @@ In one run directory (``runs/demo`` by default):
    dialogues (positives) and the spec's forbidden examples placed after real contexts
    (negatives);
 3. the out-of-bounds classifier, the retriever (with its candidate index) and the reranker
-   are trained by the jobs of ``rolecall train`` (``train/jobs.py``) on a frozen backbone's
-   states (``backbone``: the bundled sentence encoder
-   and its residual retriever by default, ``RETRIEVER_KIND``); the unanswerable threshold
-   is calibrated on held-out dialogues (MC dropout, max F1);
+   are trained by the jobs of ``rolecall train`` (``train/jobs.py``) with its defaults
+   (``train/settings.py``) on a frozen backbone's states (``backbone``: the bundled
+   sentence encoder by default, hence the residual retriever, ``retriever_kind``); the
+   unanswerable threshold is calibrated on held-out dialogues (MC dropout, max F1);
 4. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
    model prompted with the spec), each reply with its path, scores and latency;
 5. ``detox run examples/kda/demo.yaml``: a small K/DA run (slang index, rewrites, both
@@ -42,7 +42,6 @@ from rolecall.rundir import write_json
 # the retriever head per backbone (bench/retrieval_quality.py, docs/models.md): over the
 # sentence encoder the residual head keeps its zero-shot geometry (care-call Hits@1/20
 # 0.280, fused with BM25 0.533, against 0.120 / 0.507 for a poly-encoder on it)
-RETRIEVER_KIND = {"sentence": "residual"}
 MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
 DEMO_SCRIPT = [
     "여보세요? 누구세요?",
@@ -86,6 +85,10 @@ def _digest(*paths: Path) -> str:
     for path in paths:
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _done(marker: Path, key: str) -> bool:
@@ -223,7 +226,7 @@ def run_judges(run: Path) -> dict[str, str]:
 
 def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
     """The selection models by the jobs ``rolecall train`` runs (``train/jobs.py``), with
-    the demo's smaller settings, and the unanswerable threshold."""
+    its defaults, and the unanswerable threshold."""
     from rolecall.serve.candidates import CandidateIndex, index_examples
     from rolecall.serve.unanswerable import MCDropoutDetector, calibrate_detector, validation_items
     from rolecall.train import jobs
@@ -232,17 +235,28 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     from rolecall.train.loop import TrainConfig
     from rolecall.train.reranker import Reranker, RerankerSettings
     from rolecall.train.retriever import Retriever, RetrieverSettings
+    from rolecall.train.settings import retriever_kind
 
     bot = options.out / "bot"
     features = options.out / "features"
-    key = f"{_digest(examples, held_out)}|{options.backbone}"
+    choice = jobs.BackboneChoice(options.backbone, frozen=True)
+    trainings = {
+        "classifier": (ClassifierSettings(), jobs.classifier_config(choice, seed=options.seed)),
+        "retriever": (
+            RetrieverSettings(kind=retriever_kind(options.backbone)),
+            TrainConfig(seed=options.seed),
+        ),
+        "reranker": (RerankerSettings(), TrainConfig(seed=options.seed)),
+    }
+    # a change of the library's defaults trains again, as changed examples do
+    defaults = json.dumps({k: [m.model_dump() for m in v] for k, v in trainings.items()})
+    key = f"{_digest(examples, held_out)}|{options.backbone}|{_text_digest(defaults)}"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():
         say(f"models: up to date in {bot} (examples unchanged)")
         return json.loads(metrics_path.read_text(encoding="utf-8"))
     marker.unlink(missing_ok=True)
-    choice = jobs.BackboneChoice(options.backbone, frozen=True)
     progress = options.progress
 
     def job(name: str) -> jobs.Job:
@@ -251,44 +265,16 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     metrics: dict = {}
     say(f"classifier ({options.backbone} backbone, frozen, + a small head)...")
     metrics["classifier"] = _short(
-        jobs.classifier(
-            job("classifier"),
-            choice,
-            ClassifierSettings(max_length=192, response_max=48, class_weights="balanced"),
-            TrainConfig(epochs=6, batch_size=16, lr=2e-3, seed=options.seed),
-            0.15,
-        )
+        jobs.classifier(job("classifier"), choice, *trainings["classifier"])
     )
     say(f"  {json.dumps(metrics['classifier'])}")
-    retriever_settings = RetrieverSettings(
-        kind=RETRIEVER_KIND.get(options.backbone, "poly"),
-        codes=8,
-        context_max_tokens=128,
-        candidate_max_tokens=48,
-    )
-    say(f"retriever ({retriever_settings.kind}) and its candidate index...")
-    metrics["retriever"] = _short(
-        jobs.retriever(
-            job("retriever"),
-            choice,
-            retriever_settings,
-            TrainConfig(epochs=8, batch_size=32, lr=2e-3, seed=options.seed),
-        )
-    )
+    say(f"retriever ({trainings['retriever'][0].kind}) and its candidate index...")
+    metrics["retriever"] = _short(jobs.retriever(job("retriever"), choice, *trainings["retriever"]))
     index_examples(bot / "retriever", examples, features, progress)
     retriever = Retriever.load(bot / "retriever", features)
     say(f"  {json.dumps(metrics['retriever'])}")
     say("reranker (attention head over the frozen states)...")
-    metrics["reranker"] = _short(
-        jobs.reranker(
-            job("reranker"),
-            choice,
-            RerankerSettings(negatives=7, context_max_tokens=128, candidate_max_tokens=48),
-            TrainConfig(epochs=5, batch_size=16, lr=2e-3, seed=options.seed),
-            None,
-            0.15,
-        )
-    )
+    metrics["reranker"] = _short(jobs.reranker(job("reranker"), choice, *trainings["reranker"]))
     say(f"  {json.dumps(metrics['reranker'])}")
     # Appendix C: held-out golds, half swapped for the index's best other candidate
     index = CandidateIndex.load(bot / "retriever" / "candidates", retriever)

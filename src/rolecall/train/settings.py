@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rolecall.train.backbone import EMBEDDED
+from rolecall.train.backbone import EMBEDDED, SENTENCE
 from rolecall.train.data import MAX_TURNS
 
 Pool = Literal["auto", "mean", "mean+first", "mean+last", "pair"]
@@ -111,6 +111,17 @@ class RetrieverSettings(Settings):
     )
     backbone: str = Field(EMBEDDED, description="'embedded', 'in-code' or a model directory")
     frozen: bool = True
+
+
+# the sentence encoder's cosine already ranks (bench/retrieval_quality.py, care-call
+# Hits@1/20 fused with BM25: residual 0.533, poly on the same vectors 0.507)
+RETRIEVER_KIND_OF_BACKBONE = {SENTENCE: "residual"}
+
+
+def retriever_kind(backbone: str, given: str | None = None) -> str:
+    """``given``, or the retriever kind that suits ``backbone``: residual on the sentence
+    encoder, the poly-encoder on every other backbone."""
+    return given or RETRIEVER_KIND_OF_BACKBONE.get(backbone, "poly")
 
 
 class RerankerSettings(PairSettings):
