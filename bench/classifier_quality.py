@@ -42,12 +42,12 @@ import torch
 from rolecall.eval.offensiveness import beep_examples, offensiveness_examples
 from rolecall.formats.kda import read_kda_csv
 from rolecall.records import Example
-from rolecall.train.backbone import EMBEDDED, EMBEDDED_DEFAULTS, load_backbone
+from rolecall.train.backbone import EMBEDDED, EMBEDDED_DEFAULTS, SENTENCE
 from rolecall.train.baselines import TfidfModel, TfidfSettings
 from rolecall.train.classifier import OUT_OF_BOUNDS, Classifier
 from rolecall.train.detox_model import split_pairs
 from rolecall.train.features import Features
-from rolecall.train.settings import classifier_training
+from rolecall.train.jobs import BackboneChoice, classifier_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -149,23 +149,25 @@ def main() -> None:
     }
     print(f"tfidf: {results['tfidf']}", flush=True)
 
-    config = classifier_training(False, seed=args.seed)
+    choice = BackboneChoice(EMBEDDED)  # the policy's default: layer 7, its top 4 tuned
+    config = classifier_config(choice, seed=args.seed)
     default = EMBEDDED_DEFAULTS["classifier"]
-    backbone = load_backbone(EMBEDDED, True, default.layer).tune_top(default.tune)
-    model = Classifier.for_training(backbone, None, config, None)
+    model = Classifier.for_training(choice.load("classifier"), None, config, None)
     results[DEFAULT] = classifier_row(model, examples, dev_texts, dev_y, config)
     print(f"{DEFAULT} (layer {default.layer}, top {default.tune} tuned): {results[DEFAULT]}")
     for layer in (int(n) for n in args.frozen_layers.split(",") if n.strip()):
-        backbone = load_backbone(EMBEDDED, True, layer)
+        frozen_choice = BackboneChoice(EMBEDDED, frozen=True, layer=layer)
+        backbone = frozen_choice.load("classifier")
         name = f"classifier, frozen layer {layer}"
-        frozen = classifier_training(True, seed=args.seed)
+        frozen = classifier_config(frozen_choice, seed=args.seed)
         model = Classifier.for_training(backbone, None, frozen, args.cache_dir)
         results[name] = classifier_row(model, examples, dev_texts, dev_y, frozen)
         print(f"{name}: {results[name]}", flush=True)
 
     if args.sentence:
-        name, frozen = "classifier, sentence encoder", classifier_training(True, seed=args.seed)
-        model = Classifier.for_training(load_backbone("sentence"), None, frozen, args.cache_dir)
+        sentence = BackboneChoice(SENTENCE)
+        name, frozen = "classifier, sentence encoder", classifier_config(sentence, seed=args.seed)
+        model = Classifier.for_training(sentence.load("classifier"), None, frozen, args.cache_dir)
         results[name] = classifier_row(model, examples, dev_texts, dev_y, frozen)
         print(f"{name}: {results[name]}", flush=True)
     print(f"\n{'model':36s}{'macro-F1':>10s}{'texts/s':>10s}")

@@ -13,13 +13,15 @@ Models, all trained on the same half:
 - **tfidf**: character n-gram TF-IDF + logistic regression over (the turn before, the
   turn), the classic baseline (``train/baselines.py``, as ``bench/judges.py``);
 - **sentence**: the out-of-bounds classifier (``train/classifier.py``) over the sentence
-  encoder's states (one per turn, the ``pair`` pool), frozen, as the demo trains it;
+  encoder's states (one per turn, the ``pair`` pool), frozen, with ``rolecall train
+  classifier``'s settings and passes (``ClassifierSettings()``, ``jobs.classifier_config``),
+  as the demo trains it;
 - **tfidf + morphemes + sentence**: the same TF-IDF model reading (the turn before, the
   turn) through three views: characters, Kiwi morphemes and the sentence encoder's
   vectors (``TfidfModel``'s ``sentence`` view: the turn's vector and the two turns'
   cosine beside the n-grams, one logistic regression over all);
-- **gemma**: the same classifier over the frozen embedded Gemma's states (every layer:
-  what the demo trained before; ``--skip-gemma`` leaves it out, its states take minutes).
+- **gemma**: the same classifier over the frozen embedded Gemma's states (every layer;
+  ``--skip-gemma`` leaves it out, its states take minutes).
 
 Metric: macro-F1 of in/out over all items (both halves' predictions), per seed, then the
 mean and the spread (min-max) over ``--seeds``. Target: the default (the sentence encoder)
@@ -27,7 +29,7 @@ mean and the spread (min-max) over ``--seeds``. Target: the default (the sentenc
 model that reads the sentence encoder against TF-IDF (``best_sentence_vs_tfidf``).
 
 Usage: python bench/out_of_bounds_classifier.py [--seeds 0,1,2] [--skip-gemma]
-       [--epochs 6] [--cache-dir runs/bench-features/oob]
+       [--epochs N] [--cache-dir runs/bench-features/oob]
 The last line printed is a JSON object with every number and the targets.
 """
 
@@ -48,17 +50,16 @@ from rolecall.jsonl import read_jsonl
 from rolecall.judge.written_out_of_bounds import examples_from_out_of_bounds, read_out_of_bounds
 from rolecall.records import Dialogue, Example
 from rolecall.spec import load_role_spec
-from rolecall.train.backbone import load_backbone
+from rolecall.train.backbone import EMBEDDED, SENTENCE
 from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
 from rolecall.train.classifier import Classifier, ClassifierSettings
 from rolecall.train.features import Features
-from rolecall.train.loop import TrainConfig
+from rolecall.train.jobs import BackboneChoice, classifier_config
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "carecall"
 TARGET = 0.03
 STACKED_VIEWS = ["chars", "morphemes", "sentence"]
-SETTINGS = ClassifierSettings(max_length=192, response_max=48, class_weights="balanced")
 
 
 def examples(folder: Path) -> list[Example]:
@@ -105,9 +106,13 @@ def pair(example: Example) -> tuple[str, str]:
     return (example.history[-1].text if example.history else "", example.response)
 
 
-def classifier(backbone, cache: Path, items: list[Example], args, seed: int) -> Classifier:
-    model = Classifier.create(backbone, SETTINGS, Features(backbone, cache, batch_size=16))
-    config = TrainConfig(epochs=args.epochs, batch_size=16, lr=2e-3, seed=seed)
+def classifier(choice, backbone, cache: Path, items: list[Example], args, seed: int):
+    """The out-of-bounds classifier as ``rolecall train classifier`` trains it on
+    ``choice``'s backbone (its settings' and passes' defaults), on ``items``."""
+    config = classifier_config(choice, args.epochs, seed=seed)
+    model = Classifier.create(
+        backbone, ClassifierSettings(), Features(backbone, cache, batch_size=config.batch_size)
+    )
     model.fit(items, config, progress=False)
     return model
 
@@ -121,8 +126,8 @@ def run_seed(items: list[Example], backbones: dict, args, seed: int) -> dict[str
         for name, views in TFIDF_MODELS.items():
             guess = tfidf_model(train_items, seed, views).predict([pair(e) for e in test_items])
             predicted[name][test] = [label == "negative" for label in guess]
-        for name, (backbone, cache) in backbones.items():
-            model = classifier(backbone, cache, train_items, args, seed)
+        for name, (choice, backbone, cache) in backbones.items():
+            model = classifier(choice, backbone, cache, train_items, args, seed)
             contexts = [e.history for e in test_items]
             predicted[name][test] = model.predict(contexts, [e.response for e in test_items])
     return {
@@ -133,7 +138,7 @@ def run_seed(items: list[Example], backbones: dict, args, seed: int) -> dict[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--epochs", type=int, default=None, help="default: the CLI's")
     parser.add_argument("--skip-gemma", action="store_true")
     parser.add_argument("--examples", type=Path, default=EXAMPLES)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "runs" / "bench-features" / "oob")
@@ -147,9 +152,13 @@ def main() -> None:
         f"{len({e.dialogue_id for e in items})} dialogues",
         flush=True,
     )
-    backbones = {"sentence": (load_backbone("sentence"), args.cache_dir / "sentence")}
+    chosen = {"sentence": BackboneChoice(SENTENCE)}
     if not args.skip_gemma:
-        backbones["gemma"] = (load_backbone("embedded"), args.cache_dir / "gemma")
+        chosen["gemma"] = BackboneChoice(EMBEDDED, frozen=True)
+    backbones = {
+        name: (choice, choice.load("classifier"), args.cache_dir / name)
+        for name, choice in chosen.items()
+    }
     seeds = [int(s) for s in args.seeds.split(",")]
     per_seed = {}
     for seed in seeds:

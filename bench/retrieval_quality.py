@@ -78,12 +78,14 @@ from rolecall.records import Dialogue, Example, Turn
 from rolecall.retrieval.fusion import RRF_K
 from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.lexical import LexicalScorer, fuse
-from rolecall.train.backbone import EMBEDDED, load_backbone
+from rolecall.train.backbone import EMBEDDED
 from rolecall.train.data import context_text, split_by, unique_candidates
+from rolecall.train.jobs import BackboneChoice
 from rolecall.train.loop import TrainConfig
 from rolecall.train.negatives import Miner
 from rolecall.train.reranker import Reranker, RerankerSettings
 from rolecall.train.retriever import RetrieverSettings, fit_retriever
+from rolecall.train.settings import RERANKER_TRAINING, RETRIEVER_TRAINING, retriever_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 CHATBOT = ROOT.parent / "shared" / "data" / "neutral" / "chatbot_data.csv"
@@ -333,12 +335,14 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--data", default="chatbot,carecall")
     parser.add_argument("--backbone", default=EMBEDDED)
     parser.add_argument("--layer", type=int, default=None, help="cut the backbone after N")
-    parser.add_argument("--kind", default="poly", help="the retriever: poly, bi or residual")
+    parser.add_argument(
+        "--kind", default=None, help="the retriever: poly, bi or residual (default: the CLI's)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="use only N chatbot pairs")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--reranker-epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--epochs", type=int, default=RETRIEVER_TRAINING.epochs)
+    parser.add_argument("--reranker-epochs", type=int, default=RERANKER_TRAINING.epochs)
+    parser.add_argument("--batch-size", type=int, default=RETRIEVER_TRAINING.batch_size)
+    parser.add_argument("--lr", type=float, default=RETRIEVER_TRAINING.lr)
     parser.add_argument("--top", type=int, default=10, help="candidates reranked (bot: k)")
     parser.add_argument("--negatives", type=int, default=7)
     parser.add_argument("--hard", type=int, default=0, help="of them mined from the retriever")
@@ -363,7 +367,8 @@ def main() -> None:
     args = arguments()
     torch.set_num_threads(2)
     started = time.perf_counter()
-    backbone = load_backbone(args.backbone, frozen=True, layer=args.layer)
+    args.kind = retriever_kind(args.backbone, args.kind)
+    backbone = BackboneChoice(args.backbone, frozen=True, layer=args.layer).load("retriever")
     print(f"backbone: {args.backbone} layer {args.layer or 'all'} (frozen)", flush=True)
     chatbot = chatbot_task(args)
     tasks = {"chatbot": chatbot, "carecall": carecall_task(args, chatbot.train)}

@@ -33,6 +33,8 @@ from rolecall.train.settings import (
     CLASSIFIER_TRAINING,
     FROZEN_CLASSIFIER_EPOCHS,
     GENERATOR_TRAINING,
+    RERANKER_TRAINING,
+    RETRIEVER_TRAINING,
     ClassifierSettings,
     GeneratorSettings,
     RerankerSettings,
@@ -83,7 +85,6 @@ def _job(examples, out_dir, cache, progress, engine, ray_address, workers, check
 
 
 # typer options shared by every command, with TrainConfig's defaults
-EPOCHS = typer.Option(field_default(TrainConfig, "epochs"), min=1)
 BATCH = typer.Option(field_default(TrainConfig, "batch_size"), min=1)
 LR = typer.Option(field_default(TrainConfig, "lr"), help="the head's learning rate")
 BACKBONE_LR = typer.Option(
@@ -200,7 +201,7 @@ def train_retriever_command(
         help="also build the candidate index (FAISS) of "
         "the unique positive responses in OUT/candidates",
     ),
-    epochs: int = EPOCHS,
+    epochs: int = typer.Option(RETRIEVER_TRAINING.epochs, min=1),
     batch_size: int = BATCH,
     lr: float = LR,
     backbone_lr: float = BACKBONE_LR,
@@ -250,7 +251,7 @@ def train_reranker_command(
     layer: Optional[int] = LAYER,
     tune_layers: Optional[int] = TUNE_LAYERS,
     test_share: float = typer.Option(0.1, help="dialogues held out for Hits@1/K"),
-    epochs: int = EPOCHS,
+    epochs: int = typer.Option(RERANKER_TRAINING.epochs, min=1),
     batch_size: int = BATCH,
     lr: float = LR,
     backbone_lr: float = BACKBONE_LR,

@@ -232,10 +232,9 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     from rolecall.train import jobs
     from rolecall.train.classifier import ClassifierSettings
     from rolecall.train.data import read_examples, selection_pairs
-    from rolecall.train.loop import TrainConfig
     from rolecall.train.reranker import Reranker, RerankerSettings
     from rolecall.train.retriever import Retriever, RetrieverSettings
-    from rolecall.train.settings import retriever_kind
+    from rolecall.train.settings import RERANKER_TRAINING, RETRIEVER_TRAINING, retriever_kind
 
     bot = options.out / "bot"
     features = options.out / "features"
@@ -244,9 +243,12 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
         "classifier": (ClassifierSettings(), jobs.classifier_config(choice, seed=options.seed)),
         "retriever": (
             RetrieverSettings(kind=retriever_kind(options.backbone)),
-            TrainConfig(seed=options.seed),
+            RETRIEVER_TRAINING.model_copy(update={"seed": options.seed}),
         ),
-        "reranker": (RerankerSettings(), TrainConfig(seed=options.seed)),
+        "reranker": (
+            RerankerSettings(),
+            RERANKER_TRAINING.model_copy(update={"seed": options.seed}),
+        ),
     }
     # a change of the library's defaults trains again, as changed examples do
     defaults = json.dumps({k: [m.model_dump() for m in v] for k, v in trainings.items()})

@@ -43,6 +43,9 @@ DETOX_TRAINING = TrainConfig(epochs=1, batch_size=4, lr=2e-4)  # the K/DA paper'
 # (bench/classifier_quality.py)
 CLASSIFIER_TRAINING = TrainConfig(epochs=1, min_steps=400, batch_size=16, backbone_lr=3e-5)
 FROZEN_CLASSIFIER_EPOCHS = 3  # a head alone on cached states: passes cost next to nothing
+# the retriever and the reranker: the passes bench/retrieval_quality.py measures them at
+RETRIEVER_TRAINING = TrainConfig(epochs=5)
+RERANKER_TRAINING = TrainConfig(epochs=5)
 
 
 def classifier_training(frozen: bool, **given) -> TrainConfig:
