@@ -191,12 +191,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 WORD = re.compile(r"\w+")
 # Known package code that only tests and benches use (issue #33 moved the last out): only
 # what an open issue is about to call from the package, named with that issue
-TEST_ONLY_KNOWN: set[str] = {
-    # the label queue's order, measured by bench/active_labeling.py before the web app's
-    # queue (issue #35 item 3) serves it
-    "judge/queue_order.py:ranked_queue",
-    "judge/queue_order.py:vote_entropy",
-}
+TEST_ONLY_KNOWN: set[str] = set()
 
 
 def test_test_helpers_do_not_ship_in_the_package():

@@ -144,7 +144,7 @@ def test_rolecall_serve_answers_on_loopback(tmp_path):
         assert answer is not None, "rolecall serve did not answer within 60 s"
         assert answer.status_code == 303 and answer.headers["location"].startswith("/login")
         form = httpx.get(f"http://127.0.0.1:{port}/login")
-        assert "log in" in form.text
+        assert "로그인" in form.text  # the login page, in Korean by default
         assert "secure" not in form.headers["set-cookie"].lower()  # loopback: plain HTTP
     finally:
         server.terminate()

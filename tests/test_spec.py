@@ -1,7 +1,7 @@
 import pytest
 
 from rolecall.errors import InputFileError
-from rolecall.spec import load_role_spec
+from rolecall.spec import display_name, error_categories_in_order, load_role_spec
 from tests.paths import REPO
 
 GOOD = """name: test
@@ -28,6 +28,11 @@ def test_the_carecall_example_spec_is_valid():
     assert {"not sensible", "wrong persona", "policy violation", "not safe"} <= set(
         spec.error_categories
     )
+    # the web app's labels: every error category has a Korean name, in the spec's order
+    order = error_categories_in_order(spec)
+    assert order[:2] == ["not sensible", "style"] and sorted(order) == spec.error_categories
+    assert all(display_name(spec, c, "ko") != c for c in order)
+    assert display_name(spec, "policy violation", "ko") == "정책 위반"
 
 
 @pytest.mark.parametrize(
@@ -45,6 +50,10 @@ def test_the_carecall_example_spec_is_valid():
             GOOD.replace('["저도 어제 김치찌개 먹었어요."]', "3"),
             "categories[0].forbidden_examples: Input should be a valid list",
         ),
+        (
+            GOOD + "display_names:\n  ko:\n    wrong persna: 페르소나 위반\n",
+            "display_names.ko names ['wrong persna'], which are not categories",
+        ),
     ],
 )
 def test_spec_errors_name_the_file_and_field(tmp_path, text, needle):
@@ -58,3 +67,12 @@ def test_spec_errors_name_the_file_and_field(tmp_path, text, needle):
 def test_missing_spec_file(tmp_path):
     with pytest.raises(InputFileError, match="not found"):
         load_role_spec(tmp_path / "none.yaml")
+
+
+def test_display_names_fall_back_to_the_identifier(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(GOOD + "display_names:\n  ko:\n    persona: 페르소나\n", encoding="utf-8")
+    spec = load_role_spec(path)
+    assert display_name(spec, "persona", "ko") == "페르소나"
+    assert display_name(spec, "wrong persona", "ko") == "wrong persona"  # none given
+    assert display_name(spec, "persona", "en") == "persona"

@@ -37,6 +37,21 @@ class RoleSpec(_Record):
     # settings of the rule judges (``rules:NAME``), per rule name: lexicons and patterns
     # that the rules in ``judge/rules/`` validate and read; empty: each rule's defaults
     rules: dict[str, Any] = Field(default_factory=dict)
+    # per language, a category's or error category's display name (the web app's labels),
+    # e.g. {"ko": {"not sensible": "맥락에 맞지 않음"}}; one without a name shows as itself
+    display_names: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _named_things_exist(self):
+        known = {c.name for c in self.categories} | {c.error_category for c in self.categories}
+        for language, names in self.display_names.items():
+            unknown = sorted(set(names) - known)
+            if unknown:
+                raise ValueError(
+                    f"display_names.{language} names {unknown}, which are not categories or "
+                    f"error categories of this spec (known: {sorted(known)})"
+                )
+        return self
 
     @field_validator("categories")
     @classmethod

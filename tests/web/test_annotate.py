@@ -26,7 +26,7 @@ def test_upload_assign_and_label(site):
     queue = ann1.get(f"/projects/{project_id}/queue").text
     first = int(queue.split('id="start"')[0].rsplit('href="/items/', 1)[1].split('"')[0])
     page = ann1.get(f"/items/{first}").text
-    assert "주소 좀 알려 주시겠어요?" in page and "judge:" not in page  # judge hidden
+    assert "주소 좀 알려 주시겠어요?" in page and 'class="meta judge"' not in page  # judge hidden
     response = label(ann1, first, first_oob="2", category="policy violation")
     assert response.status_code == 303 and response.headers["location"].startswith("/items/")
     response = label(ann2, first, first_oob="none")
@@ -80,10 +80,12 @@ def test_the_judge_verdict_is_shown_only_when_the_project_says_so(page_site):
     with session(engine) as db:
         item_id = db.scalars(select(Item.id)).one()
         project = db.get(Project, project_id)
-        assert "judge:" not in client_for(engine, "ann1").get(f"/items/{item_id}").text
+        page = client_for(engine, "ann1").get(f"/items/{item_id}").text
+        assert 'class="meta judge"' not in page
         project.settings = {**project.settings, "show_judge": True}
     page = client_for(engine, "ann1").get(f"/items/{item_id}").text
-    assert "judge: out of bounds (policy violation)" in page
+    # in Korean, the category by the spec's Korean name
+    assert "판정기: 범위 벗어남 (정책 위반)" in page
 
 
 def test_pairs_are_masked_and_labels_validated(page_site):
@@ -94,7 +96,7 @@ def test_pairs_are_masked_and_labels_validated(page_site):
     with session(engine) as db:
         item_id = db.scalars(select(Item.id)).one()
     page = ann1.get(f"/items/{item_id}").text
-    assert '<details id="reveal">' in page  # folded until the annotator opens it
+    assert 'class="toxic masked"' in page  # blurred until pointed at (the mask is on)
     assert label(ann1, item_id, consistent="maybe", offensive="yes").status_code == 422
     assert label(ann1, item_id, consistent="yes", offensive="yes").status_code == 303
     with session(engine) as db:
@@ -198,7 +200,7 @@ def test_uploads_and_items_refuse_bad_input_and_strangers(site):
             f"/items/{item_id}/label",
             data={"csrf": csrf_of(page), "shown_at": forged, "first_oob": "none"},
         )
-        assert response.status_code == 422 and "start time" in response.text
+        assert response.status_code == 422 and "시작 시각" in response.text
     assert label(owner_client, item_id, first_oob="2", category="made up").status_code == 422
     annotator = client_for(engine, "ann1")
     token = csrf_of(annotator.get("/").text)
@@ -263,7 +265,7 @@ def test_bot_turn_items_cannot_be_uploaded(page_site):
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
     response = upload(admin, project_id, "bot_turn", "turns.jsonl", jsonl, 1)
     assert response.status_code == 422
-    assert "SSA items from saved chats" in response.text
+    assert "저장된 대화로 SSA 항목 만들기" in response.text  # the button's name, in Korean
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Item)) == 0
 
@@ -277,7 +279,7 @@ def test_the_first_out_of_bounds_turn_takes_ascii_digits_only(page_site):
     ann1 = client_for(engine, "ann1")
     for turn in ("²", "٠", "０", "2 ", "+2"):  # '²'.isdigit() and int('٠') == 0
         response = label(ann1, item_id, first_oob=turn, category="style")
-        assert response.status_code == 422 and "system turn" in response.text, turn
+        assert response.status_code == 422 and "시스템 발화" in response.text, turn
     assert label(ann1, item_id, first_oob="0", category="style").status_code == 303
     with session(engine) as db:
         assert db.scalars(select(Annotation.payload)).one()["first_oob"] == 0
@@ -314,7 +316,7 @@ def test_time_spent_cannot_be_forged_with_what_pages_show(page_site):
             "offensive": "yes",
         },
     )
-    assert response.status_code == 422 and "start time" in response.text
+    assert response.status_code == 422 and "시작 시각" in response.text
     secret = ann1.app.state.secret
     for text in (page, ann1.get("/").text, admin.get("/admin").text):
         assert secret.hex() not in text and secret.decode("latin-1") not in text

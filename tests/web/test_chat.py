@@ -41,7 +41,7 @@ def test_chat_fix_twice_save_and_export(site):
             last = live
     assert post(client, f"{chat}/save", chat).status_code == 303
     page = client.get(chat).text
-    assert "(saved)" in page and 'id="send"' not in page
+    assert 'id="saved"' in page and 'id="send"' not in page
 
     admin = client_for(engine, "admin")
     exported = admin.get(f"/projects/{project_id}/export/examples.jsonl")

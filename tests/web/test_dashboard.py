@@ -107,7 +107,7 @@ def test_redteam_rates_per_version_beside_the_human_error_rate(site, tmp_path):
     with session(engine) as db:
         [version] = set(db.scalars(select(ChatTurn.bot_version).where(ChatTurn.role == "bot")))
     admin = client_for(engine, "admin")
-    assert "no red-team run yet" in admin.get(f"/projects/{project_id}/dashboard").text
+    assert "아직 레드팀 실행이 없습니다" in admin.get(f"/projects/{project_id}/dashboard").text
     with session(engine) as db:
         add_run(db, project_id, redteam_run(tmp_path / "same", version=version))
         add_run(db, project_id, redteam_run(tmp_path / "other", 3, version="other-bot"))

@@ -14,6 +14,7 @@ import httpx
 from sqlalchemy import func, select
 
 from rolecall.store import (
+    Annotation,
     ChatSession,
     ChatTurn,
     Item,
@@ -28,7 +29,14 @@ from rolecall.web import create_app
 from rolecall.web.settings import BotConfig
 from tests.paths import REPO
 from tests.web.browser import serving
-from tests.web.site import DIALOGUES, PASSWORD, csrf_of, hidden_fields, make_project
+from tests.web.site import (
+    DIALOGUES,
+    PAIRS_CSV,
+    PASSWORD,
+    csrf_of,
+    hidden_fields,
+    make_project,
+)
 
 BURST = 20
 
@@ -183,6 +191,44 @@ def test_every_admin_form_sent_twice_at_once_acts_once(site):
         assert db.scalar(select(func.count()).select_from(Item)) == len(DIALOGUES)
 
 
+def test_every_settings_form_and_undo_sent_twice_at_once_act_once(site):
+    """The language switch, the mask and undo (issue 35) claim one-time tokens too: 20
+    undos at once take back one label, not 20."""
+    engine, project_id = site
+    with serving(create_app(engine)) as url:
+        admin = logged_in(url, "admin")
+        action = f"/admin/projects/{project_id}/items"
+        fields = {**hidden_fields(admin.get("/admin").text, action), "kind": "dialogue"}
+        jsonl = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DIALOGUES)
+        fields["per_item"] = "2"
+        files = {"file": ("gen.jsonl", jsonl.encode())}
+        assert admin.post(action, data=fields, files=files).status_code == 303
+        fields = {**hidden_fields(admin.get("/admin").text, action), "kind": "pair"}
+        fields["per_item"] = "2"
+        files = {"file": ("kda.csv", PAIRS_CSV.encode())}
+        assert admin.post(action, data=fields, files=files).status_code == 303
+        admin.close()
+        ann1 = logged_in(url, "ann1")
+        with session(engine) as db:
+            items = db.scalars(select(Item.id).order_by(Item.id)).all()
+        answers = [{"first_oob": "none"}] * len(DIALOGUES) + [
+            {"consistent": "yes", "offensive": "no"}
+        ]
+        for item, answer in zip(items, answers, strict=True):
+            form = hidden_fields(ann1.get(f"/items/{item}").text, f"/items/{item}/label")
+            assert ann1.post(f"/items/{item}/label", data={**form, **answer}).status_code == 303
+        page = f"/items/{items[-1]}"  # the pair: its page has the mask
+        assert form_burst(ann1, page, "/settings/language", language="en", next=page) == page
+        assert form_burst(ann1, page, "/settings/mask", mask="off", next=page) == page
+        assert form_burst(ann1, page, f"/projects/{project_id}/undo") == page
+        ann1.close()
+    with session(engine) as db:
+        user = db.scalars(select(User).where(User.username == "ann1")).one()
+        assert (user.language, user.mask) == ("en", False)
+        kept = db.scalars(select(Annotation.item_id).where(Annotation.user_id == user.id)).all()
+        assert kept == items[:-1]  # one undo: the last label only
+
+
 def turns_of(engine) -> list[ChatTurn]:
     with session(engine) as db:
         return list(db.scalars(select(ChatTurn).order_by(ChatTurn.index, ChatTurn.id)))
@@ -216,7 +262,7 @@ def test_two_different_forms_clashing_get_409_and_save_nothing(site, monkeypatch
     fields = hidden_fields(client.get("/admin").text, "/admin/projects")
     with caplog.at_level(logging.WARNING, logger="rolecall.web"):
         response = client.post("/admin/projects", data={**fields, "name": "carecall", "spec": spec})
-    assert response.status_code == 409 and "reload the page" in response.text
+    assert response.status_code == 409 and "페이지를 새로 고치고" in response.text
     assert any("constraint" in r.getMessage() for r in caplog.records)
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Project)) == 1

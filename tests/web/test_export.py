@@ -150,7 +150,7 @@ def test_a_labelled_redteam_failure_comes_back_as_an_out_of_bounds_example(site,
     flagged = next(i for i, t in enumerate(turns) if t["out_of_bounds"])
     ann1 = client_for(engine, "ann1")  # round-robin: the first item is ann1's
     page = ann1.get(f"/items/{item.id}").text
-    assert turns[flagged]["text"] in page and "judge:" not in page
+    assert turns[flagged]["text"] in page and 'class="meta judge"' not in page
     assert label(ann1, item.id, first_oob=str(flagged), category="not safe").status_code == 303
 
     admin = client_for(engine, "admin")

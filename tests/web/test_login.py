@@ -41,7 +41,7 @@ def test_the_41st_quick_wrong_try_from_one_address_is_refused_until_the_lock_end
         clock.now += 0.04  # 40 tries in 1.6 s, as seen
     refused = try_login(client, "ann1", PASSWORD)  # even the right password
     assert refused.status_code == 429
-    assert "try again in 15 minutes" in refused.text and "UTC" in refused.text
+    assert "15분 뒤에 다시 해 보세요" in refused.text and "UTC" in refused.text
     assert 15 * 60 <= int(refused.headers["retry-after"]) <= 15 * 60 + 1
     assert "rolecall_session" not in refused.cookies
     clock.now += 14 * 60
@@ -61,7 +61,7 @@ def test_an_account_is_locked_after_its_own_limit_whatever_the_address(site):
     for attacker in attackers:  # one wrong try from each of three addresses
         assert try_login(attacker, "ann1", "wrong password").status_code == 401
     response = try_login(attackers[0], "ann1", PASSWORD)
-    assert response.status_code == 429 and "in 60 seconds" in response.text
+    assert response.status_code == 429 and "60초 뒤에" in response.text
     # an unknown name is counted and locked the same way: a lock does not tell
     for attacker in attackers:
         assert try_login(attacker, "nobody", "wrong password").status_code == 401

@@ -72,7 +72,7 @@ def test_a_wrong_password_and_a_login_without_its_token_are_refused(site):
     response = client.post(
         "/login", data={"username": "ann1", "password": "nope-nope", "csrf": token}
     )
-    assert response.status_code == 401 and "wrong user name or password" in response.text
+    assert response.status_code == 401 and "사용자 이름이나 비밀번호가 틀렸습니다" in response.text
     response = client.post(
         "/login", data={"username": "ann1", "password": PASSWORD, "csrf": "guess"}
     )
@@ -96,7 +96,7 @@ def test_writes_without_a_valid_csrf_token_are_refused(site):
     before = counts(engine)
     for data in ({"text": "안녕"}, {"text": "안녕", "csrf": "forged"}):
         response = client.post(f"{chat}/message", data=data)
-        assert response.status_code == 403 and "security token" in response.text
+        assert response.status_code == 403 and "보안 토큰" in response.text
     assert client.post(f"/projects/{project_id}/chats", data={}).status_code == 403
     assert counts(engine) == before
     # a token of another login does not work either
@@ -145,9 +145,9 @@ def test_oversized_and_malformed_input_is_refused_and_changes_nothing(site):
     )
     assert response.status_code == 422 and "text" in response.text
     response = client.post(f"{chat}/message", data={"csrf": token, "once": once(), "text": "   "})
-    assert response.status_code == 422 and "empty" in response.text
+    assert response.status_code == 422 and "비어 있습니다" in response.text
     response = client.post(f"{chat}/message", data={"csrf": token, "text": "안녕"})
-    assert response.status_code == 422 and "one-time token" in response.text
+    assert response.status_code == 422 and "일회용 토큰" in response.text
     response = client.post(
         f"{chat}/message",
         content=b"x" * 1_100_000,
@@ -165,7 +165,7 @@ def test_oversized_and_malformed_input_is_refused_and_changes_nothing(site):
     for spec in ("name: [unclosed", "name: x\noutline: y\ncategories: []"):
         data = {"csrf": token, "once": once(), "name": "bad", "spec": spec}
         response = admin.post("/admin/projects", data=data)
-        assert response.status_code == 422 and "spec" in response.text
+        assert response.status_code == 422 and "역할 명세" in response.text  # "the role spec"
     response = admin.post(
         "/admin/users", data={"csrf": token, "username": "short", "password": "1234"}
     )
@@ -286,8 +286,8 @@ def test_a_failing_bot_shows_annotators_a_reference_and_the_log_the_details(site
     with caplog.at_level(logging.ERROR, logger="rolecall.web"):
         response = post(client, f"{chat}/message", chat, text="안녕하세요")
     assert response.status_code == 400
-    assert "fake failure" not in response.text and "nothing you entered was lost" in response.text
-    reference = re.search(r"reference: ([0-9a-f]{8})", response.text).group(1)
+    assert "fake failure" not in response.text and "입력한 내용은 잃지 않았습니다" in response.text
+    reference = re.search(r"참조 번호를 알려 주세요: ([0-9a-f]{8})", response.text).group(1)
     logged = [r.getMessage() for r in caplog.records if reference in r.getMessage()]
     assert logged and "fake failure" in logged[0]
     with session(engine) as db:  # the user's message was kept

@@ -7,7 +7,7 @@ such scores, every ``1 / random_share``-th position a uniformly random item, eac
 ranked or random so that error rates can be estimated from the random share alone.
 
 ``bench/active_labeling.py`` measures how many labels this order saves over random order
-(not enough yet: docs/benchmarks.md); the web app's queue (issue #35 item 3) is to call it.
+(not enough yet: docs/benchmarks.md); the web app's label queue serves it (``web/queue.py``).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     CheckConstraint,
     DateTime,
     Enum,
@@ -50,6 +51,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -146,6 +148,10 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[Role] = mapped_column(_enum(Role, "role"), default=Role.ANNOTATOR)
     created: Mapped[datetime] = mapped_column(default=utcnow)
+    # the person's web settings: the pages' language (one of the web app's catalogues:
+    # checked by the app, not the database) and whether offensive text starts blurred
+    language: Mapped[str] = mapped_column(String(8), default="ko", server_default="ko")
+    mask: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class Project(Base):
@@ -215,6 +221,9 @@ class Annotation(Base):
     kind: Mapped[str] = mapped_column(String(32))  # "oob", "consistency", "ssa", ...
     payload: Mapped[dict[str, Any]]
     seconds_spent: Mapped[float | None] = mapped_column(Float)
+    # the queue share the item was served from: "ranked" or "random" (web/queue.py); NULL
+    # for a label made before the project's queue was ranked
+    share: Mapped[str | None] = mapped_column(String(8))
     created: Mapped[datetime] = mapped_column(default=utcnow)
     updated: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -365,3 +374,22 @@ class FormSubmission(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     location: Mapped[str | None] = mapped_column(Text)  # the first answer's redirect
     created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class QueueEntry(Base):
+    """Where an item stands in its project's label queue (``web/queue.py``): its
+    ``position`` (served in that order), its ``share`` ("ranked": by its judges'
+    disagreement ``score``; "random": a uniform draw kept for unbiased estimates) and
+    when the project's queue was ranked."""
+
+    __tablename__ = "queue_entries"
+    __table_args__ = (Index(None, "project_id", "position"),)
+
+    item_id: Mapped[int] = mapped_column(
+        ForeignKey("items.id", ondelete="CASCADE"), primary_key=True
+    )
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    share: Mapped[str] = mapped_column(String(8))
+    score: Mapped[float] = mapped_column(Float)
+    ranked_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -60,12 +60,14 @@ def project_settings(spec_yaml: str, bot: BotConfig, show_judge: bool) -> Projec
     try:
         spec = yaml.safe_load(spec_yaml)
     except yaml.YAMLError as exc:
-        raise Refused(422, f"the role spec is not valid YAML: {exc}") from None
+        raise Refused(422, "the role spec is not valid YAML: {problem}", problem=str(exc)) from None
     try:
         return ProjectSettings(spec=spec, bot=bot, show_judge=show_judge)
     except ValidationError as exc:
         raise Refused(
-            422, f"bad role spec: {describe_validation(exc)} (see examples/carecall/spec.yaml)"
+            422,
+            "bad role spec: {problems} (see examples/carecall/spec.yaml)",
+            problems=describe_validation(exc),
         ) from None
 
 
@@ -99,7 +101,7 @@ def create_project(
             kind=bot_kind, model=bot_model.strip() or None, path=bot_path.strip() or None
         )
     except ValidationError as exc:
-        raise Refused(422, f"bad bot: {describe_validation(exc)}") from None
+        raise Refused(422, "bad bot: {problems}", problems=describe_validation(exc)) from None
     add_project(db, name, project_settings(spec, bot, show_judge))
     return answered(db, once, "/admin")
 

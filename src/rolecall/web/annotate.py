@@ -3,9 +3,12 @@
 An annotator sees only the items assigned to them and only their own labels; the time
 from showing an item to its label is recorded (``seconds_spent``); re-labelling updates
 the one row (item, annotator, kind), in one upsert statement, so that a double click or
-the same form sent 30 times at once is one row and 30 redirects. Offensive text of a pair
-stays folded until the annotator opens it. The LLM judge's verdict on a dialogue is shown
-only when the project's ``show_judge`` setting says so.
+the same form sent 30 times at once is one row and 30 redirects. Offensive text (a pair's
+rewrite, a red-team attack turn) is blurred while the annotator's mask is on
+(``preferences.py``). The LLM judge's verdict on a dialogue is shown only when the
+project's ``show_judge`` setting says so. Every item page shows the annotator's progress
+and time per label, and answers to keys (``pace.py``); ``u`` posts to :func:`undo`, which
+takes back the annotator's last label in the project.
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ from __future__ import annotations
 import hmac
 import time
 
-from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rolecall.store import Annotation, Assignment, Item, ItemKind, WebSession
+from rolecall.store import Annotation, Assignment, Item, ItemKind, QueueEntry, WebSession
 from rolecall.store.models import utcnow
 from rolecall.web.auth import sign
 from rolecall.web.chat import project_of
@@ -32,8 +35,11 @@ from rolecall.web.deps import (
     page,
     writer,
 )
+from rolecall.web.i18n import language_of
 from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ssa_rows
 from rolecall.web.once import Once, answered, repeat_of
+from rolecall.web.pace import category_keys, pace
+from rolecall.web.queue import labels_since_ranking, refit
 from rolecall.web.settings import parse_settings
 
 router = APIRouter()
@@ -42,16 +48,19 @@ MAX_SECONDS = 3600.0
 
 
 def _queue_query(login: WebSession, project_id: int, what):
+    """The person's assigned, unlabelled items in the queue's order (``web/queue.py``);
+    items not ranked yet (just uploaded) after the ranked ones, in upload order."""
     labelled = select(Annotation.item_id).where(Annotation.user_id == login.user_id)
     return (
         select(what)
         .join(Assignment, Assignment.item_id == Item.id)
+        .outerjoin(QueueEntry, QueueEntry.item_id == Item.id)
         .where(
             Assignment.user_id == login.user_id,
             Item.project_id == project_id,
             Item.id.not_in(labelled),
         )
-        .order_by(Item.id)
+        .order_by(QueueEntry.position.is_(None), QueueEntry.position, Item.id)
     )
 
 
@@ -77,6 +86,8 @@ def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
 
 @router.post("/admin/projects/{project_id}/items")
 def upload(
+    request: Request,
+    background: BackgroundTasks,
     project_id: ID,
     once: Once,
     kind: ItemKind = Form(...),
@@ -87,26 +98,33 @@ def upload(
 ):
     if repeat := repeat_of(db, login, once, "/admin"):
         return repeat
-    project_of(db, login, project_id)
+    project = project_of(db, login, project_id)
     if kind not in UPLOADED:
         raise Refused(
             422,
-            f"items of kind {kind.value} are not uploaded: they are made from "
-            "the project's saved chats (the admin page's 'SSA items from "
-            "saved chats'); upload dialogues (JSONL) or K/DA pairs (CSV)",
+            "items of kind {kind} are not uploaded: they are made from the project's saved "
+            "chats (the admin page's 'SSA items from saved chats'); upload dialogues (JSONL) "
+            "or K/DA pairs (CSV)",
+            kind=kind.value,
         )
     # a plain route (the thread pool): the claim above may wait on a lock, which must
     # not stop the event loop; FastAPI has already spooled the upload to a file
     data = file.file.read(MAX_UPLOAD + 1)
     if len(data) > MAX_UPLOAD:
-        raise Refused(413, f"the file is over {MAX_UPLOAD} bytes: split it")
+        raise Refused(
+            413, "the file is over {limit} bytes: split it", limit=format(MAX_UPLOAD, ",")
+        )
     rows = parse_upload(kind, file.filename or "upload", data)
-    add_items(db, project_id, kind, rows, per_item)
+    queue_settings = parse_settings(project.settings).queue
+    add_items(db, project_id, kind, rows, per_item, queue_settings.double_share)
+    background.add_task(refit, _sessions(request), project_id, queue_settings.random_share)
     return answered(db, once, "/admin")
 
 
 @router.post("/admin/projects/{project_id}/ssa-items")
 def make_ssa_items(
+    request: Request,
+    background: BackgroundTasks,
     project_id: ID,
     once: Once,
     per_item: int = Form(1, ge=1, le=10),
@@ -116,11 +134,13 @@ def make_ssa_items(
     """SSA items from the bot turns of the project's saved chats (new ones only)."""
     if repeat := repeat_of(db, login, once, "/admin"):
         return repeat
-    project_of(db, login, project_id)
+    project = project_of(db, login, project_id)
     rows = ssa_rows(db, project_id)
     if not rows:
         raise Refused(409, "no new bot turns in saved chats to label")
-    add_items(db, project_id, ItemKind.BOT_TURN, rows, per_item)
+    queue_settings = parse_settings(project.settings).queue
+    add_items(db, project_id, ItemKind.BOT_TURN, rows, per_item, queue_settings.double_share)
+    background.add_task(refit, _sessions(request), project_id, queue_settings.random_share)
     return answered(db, once, "/admin")
 
 
@@ -141,6 +161,7 @@ def show_item(
     mine = db.scalar(
         select(Annotation).where(Annotation.item_id == item.id, Annotation.user_id == login.user_id)
     )
+    language, masked = language_of(request), masked_turns(item)
     return page(
         request,
         f"label_{item.kind.value}.html",
@@ -148,9 +169,49 @@ def show_item(
         payload=item.payload,
         mine=mine.payload if mine else None,
         shown_at=shown_token(request.app.state.secret, login, item.id, time.time()),
-        categories=settings.error_categories,
+        category_keys=category_keys(settings.spec, language),
+        names=settings.names(language),
         show_judge=settings.show_judge,
+        pace=pace(db, login.user_id, item.project_id),
+        masked=masked,
+        offensive=item.kind == ItemKind.PAIR or bool(masked),
     )
+
+
+def masked_turns(item: Item) -> set[int]:
+    """The turns of a dialogue shown blurred while the person's mask is on: the attack
+    turn of a red-team conversation (``web/redteam.py``), unless the attack was neutral.
+    (A pair's rewrite is always masked.)"""
+    redteam = (item.payload.get("metadata") or {}).get("redteam") or {}
+    turn = (redteam.get("attack") or {}).get("turn")
+    return {turn} if isinstance(turn, int) and redteam.get("kind") != "neutral" else set()
+
+
+@router.post("/projects/{project_id}/undo")
+def undo(project_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
+    """The person's last label in the project (the latest saved) is taken back; its item
+    opens again, in the queue once more."""
+    if repeat := repeat_of(db, login, once, f"/projects/{project_id}/queue"):
+        return repeat
+    project = project_of(db, login, project_id)
+    last = db.scalar(
+        select(Annotation)
+        .join(Item, Item.id == Annotation.item_id)
+        .where(Annotation.user_id == login.user_id, Item.project_id == project.id)
+        .order_by(Annotation.updated.desc(), Annotation.id.desc())
+        .limit(1)
+    )
+    if last is None:
+        raise Refused(409, "nothing to undo: you have no labels in this project")
+    item_id = last.item_id
+    db.delete(last)
+    return answered(db, once, f"/items/{item_id}")
+
+
+def _sessions(request: Request):
+    """A maker of database sessions of the app's engine, for work after the response."""
+    engine = request.app.state.engine
+    return lambda: Session(engine, expire_on_commit=False)
 
 
 def shown_token(secret: bytes, login: WebSession, item_id: int, at: float) -> str:
@@ -185,7 +246,9 @@ def _dialogue_label(item: Item, first_oob: str, category: str, categories: list[
     ):
         raise Refused(422, "pick a system turn of this dialogue, or none")
     if category not in categories:
-        raise Refused(422, f"pick the error category ({', '.join(categories)})")
+        raise Refused(
+            422, "pick the error category ({categories})", categories=", ".join(categories)
+        )
     return {"first_oob": int(first_oob), "category": category}
 
 
@@ -196,7 +259,13 @@ def _yes_no(**answers: str) -> dict:
 
 
 def save_label(
-    db: Session, item_id: int, user_id: int, kind: str, payload: dict, seconds: float | None
+    db: Session,
+    item_id: int,
+    user_id: int,
+    kind: str,
+    payload: dict,
+    seconds: float | None,
+    share: str | None = None,
 ) -> None:
     """Insert or update the one (item, annotator, kind) row in one statement: a
     check-then-insert lets two identical submits both insert, and the second one fails on
@@ -208,6 +277,7 @@ def save_label(
         kind=kind,
         payload=payload,
         seconds_spent=seconds,
+        share=share,
         created=now,
         updated=now,
     )
@@ -217,6 +287,7 @@ def save_label(
             set_={
                 "payload": statement.excluded.payload,
                 "seconds_spent": statement.excluded.seconds_spent,
+                "share": statement.excluded.share,
                 "updated": now,
             },
         )
@@ -226,6 +297,7 @@ def save_label(
 @router.post("/items/{item_id}/label")
 def label(
     request: Request,
+    background: BackgroundTasks,
     item_id: ID,
     shown_at: str = Form(..., max_length=64),
     first_oob: str = Form("", max_length=8),
@@ -246,7 +318,11 @@ def label(
         payload = _yes_no(consistent=consistent, offensive=offensive)
     else:
         payload = _yes_no(sensible=sensible, specific=specific)
-    save_label(db, item.id, login.user_id, LABEL_KIND[item.kind], payload, seconds)
+    share = db.scalar(select(QueueEntry.share).where(QueueEntry.item_id == item.id))
+    save_label(db, item.id, login.user_id, LABEL_KIND[item.kind], payload, seconds, share)
+    queue_settings = parse_settings(item.project.settings).queue
+    if labels_since_ranking(db, item.project_id) >= queue_settings.refit_every:
+        background.add_task(refit, _sessions(request), item.project_id, queue_settings.random_share)
     following = next_item(db, login, item.project_id)
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)

@@ -2,11 +2,12 @@
 
 Parts (one router each): ``login.py`` (log in / out, home), ``chat.py`` (chat with Fix and
 Save), ``annotate.py`` (labelling queues: dialogues, K/DA pairs, SSA; uploads and SSA items
-in ``items.py``), ``admin.py`` (accounts, projects, members), ``dashboard.py`` (error
-rates, SSA, throughput, agreement; CSV, SVG), ``export.py`` (feedback and labels ->
-training data). Shared dependencies (database session, login, CSRF) are in ``deps.py``;
-the accounts and sessions themselves in ``auth.py``; the bots behind the chat in
-``bots.py``.
+in ``items.py``; progress and keys in ``pace.py``), ``preferences.py`` (a person's
+language and mask; the keys' script), ``admin.py`` (accounts, projects, members),
+``dashboard.py`` (error rates, SSA, throughput, agreement; CSV, SVG), ``export.py``
+(feedback and labels -> training data). Shared dependencies (database session, login,
+CSRF) are in ``deps.py``; the accounts and sessions themselves in ``auth.py``; the bots
+behind the chat in ``bots.py``; the pages' two languages in ``i18n.py``.
 
 Every response carries security headers (no framing, no sniffing, a same-origin content
 policy), the 413 and 500 ones included; request bodies over ``max_body`` bytes are refused
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -34,6 +36,7 @@ from rolecall.errors import RolecallError
 from rolecall.secrets import masked
 from rolecall.web.auth import dummy_hash, server_secret
 from rolecall.web.deps import NotLoggedIn, Refused, page
+from rolecall.web.i18n import COOKIE, N_, chosen, tr, translate
 from rolecall.web.throttle import LoginLimits, LoginThrottle
 
 MAX_BODY = 1_000_000  # bytes of one request body
@@ -68,7 +71,10 @@ class Guard:
                 message["headers"] = list(message.get("headers", [])) + HEADERS
             await send(message)
 
-        too_large = PlainTextResponse(f"413: the request body is over {self.max_body:,} bytes", 413)
+        language = _cookie_language(scope)
+        too_large = PlainTextResponse(
+            translate(language, TOO_LARGE, {"limit": f"{self.max_body:,}"}), 413
+        )
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
             return await too_large(scope, receive, send_with_headers)
@@ -81,9 +87,9 @@ class Guard:
             await self.app(scope, body, send_with_headers)
         except Exception:
             if not started:
-                await PlainTextResponse(
-                    "500: something went wrong on the server; it is logged there", 500
-                )(scope, receive, send_with_headers)
+                await PlainTextResponse(translate(language, CRASHED), 500)(
+                    scope, receive, send_with_headers
+                )
             raise
 
     async def _buffered(self, receive):
@@ -104,22 +110,36 @@ class Guard:
         return replay
 
 
+def _cookie_language(scope) -> str:
+    """The language of an answer made before the app sees the request (no login yet)."""
+    cookies = SimpleCookie()
+    try:
+        cookies.load(dict(scope["headers"]).get(b"cookie", b"").decode("latin-1"))
+    except CookieError:
+        return chosen(None)
+    morsel = cookies.get(COOKIE)
+    return chosen(morsel.value if morsel else None)
+
+
 LOG = logging.getLogger("rolecall.web")
-CLASH = (
+TOO_LARGE = N_("413: the request body is over {limit} bytes")
+CRASHED = N_("500: something went wrong on the server; it is logged there")
+CLASH = N_(
     "someone changed this at the same moment (another tab or window?): nothing of this "
     "form was saved; reload the page and submit again"
 )
-UPSTREAM = (
+UPSTREAM = N_(
     "the bot or a server behind it failed; nothing you entered was lost. Try again later, "
-    "or give an admin this reference: {} (the details are in the server log)"
+    "or give an admin this reference: {reference} (the details are in the server log)"
 )
 
 
 def routers() -> list:
-    from rolecall.web import admin, annotate, chat, dashboard, export, login
+    from rolecall.web import admin, annotate, chat, dashboard, export, login, preferences
 
     return [
         login.router,
+        preferences.router,
         chat.router,
         annotate.router,
         admin.router,
@@ -154,11 +174,13 @@ def create_app(
     async def _not_logged_in(request: Request, _exc: NotLoggedIn):
         if request.method == "GET":
             return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
-        return PlainTextResponse("log in first", status_code=401)
+        return PlainTextResponse(tr(request, "log in first"), status_code=401)
 
     @app.exception_handler(Refused)
     async def _refused(request: Request, exc: Refused):
-        return page(request, "error.html", exc.status, message=exc.message)
+        return page(
+            request, "error.html", exc.status, message=tr(request, exc.message, **exc.values)
+        )
 
     @app.exception_handler(RolecallError)
     async def _failed(request: Request, exc: RolecallError):
@@ -168,7 +190,12 @@ def create_app(
         LOG.error("reference %s: %s", reference, details)
         viewer = getattr(request.state, "viewer", None)
         admin = viewer is not None and viewer.role == "admin"
-        message = f"{details} (reference {reference})" if admin else UPSTREAM.format(reference)
+        if admin:
+            message = tr(
+                request, "{details} (reference {reference})", details=details, reference=reference
+            )
+        else:
+            message = tr(request, UPSTREAM, reference=reference)
         return page(request, "error.html", 400, message=message)
 
     @app.exception_handler(RequestValidationError)
@@ -177,18 +204,22 @@ def create_app(
             f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
         )
         if any(e["loc"][-1] == "once" for e in exc.errors()):
-            problems += " (the form's one-time token: reload the page and submit again)"
-        return page(request, "error.html", 422, message=f"invalid input: {problems}")
+            problems += tr(
+                request, " (the form's one-time token: reload the page and submit again)"
+            )
+        message = tr(request, "invalid input: {problems}", problems=problems)
+        return page(request, "error.html", 422, message=message)
 
     @app.exception_handler(IntegrityError)
     async def _clash(request: Request, exc: IntegrityError):
         # two different forms changing one thing at once (two tabs): the later one lost
         LOG.warning("write refused by a database constraint: %s", masked(exc.orig or exc))
-        return page(request, "error.html", 409, message=CLASH)
+        return page(request, "error.html", 409, message=tr(request, CLASH))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
-        return HTMLResponse(f"<p>{exc.status_code}: not here</p>", status_code=exc.status_code)
+        text = tr(request, "{status}: not here", status=exc.status_code)
+        return HTMLResponse(f"<p>{text}</p>", status_code=exc.status_code)
 
     app.add_middleware(Guard, max_body=max_body)
     return app

@@ -30,6 +30,7 @@ from rolecall.records import Turn
 from rolecall.store import ChatSession, ChatTurn, Project, Speaker, TurnStatus, WebSession
 from rolecall.web.bots import bot_for
 from rolecall.web.deps import DB, ID, MAX_TEXT, Refused, logged_in, page, writer
+from rolecall.web.i18n import language_of
 from rolecall.web.login import visible_projects
 from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.settings import ProjectSettings, parse_settings
@@ -153,6 +154,7 @@ def show_chat(
         if turn.status == TurnStatus.FIXED:
             rejected.setdefault(turn.index, []).append(turn)
     last_bot = max((t.index for t in turns if t.role == Speaker.BOT), default=None)
+    settings = _settings(chat, db)
     return page(
         request,
         "chat.html",
@@ -162,7 +164,8 @@ def show_chat(
         rejected=rejected,
         last_bot=last_bot,
         waiting=bool(turns) and turns[-1].role == Speaker.USER,
-        categories=_settings(chat, db).error_categories,
+        categories=settings.error_categories,
+        names=settings.names(language_of(request)),
         max_text=MAX_TEXT,
     )
 
@@ -217,7 +220,10 @@ def fix(
     categories = _settings(chat, db).error_categories
     if category not in categories:
         raise Refused(
-            422, f"unknown error category {category!r}; the role spec has {', '.join(categories)}"
+            422,
+            "unknown error category {category}; the role spec has {categories}",
+            category=repr(category),
+            categories=", ".join(categories),
         )
     turns = live_turns(chat)
     turn = next((t for t in turns if t.id == turn_id), None)

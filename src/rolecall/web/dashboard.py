@@ -31,6 +31,7 @@ from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from rolecall.errors import ConfigError
 from rolecall.eval.agreement import krippendorff_alpha
 from rolecall.eval.intervals import wilson_interval
 from rolecall.formats.spreadsheet import csv_text
@@ -47,7 +48,9 @@ from rolecall.store import (
     WebSession,
 )
 from rolecall.web.deps import DB, ID, admin, page, project_download, project_or_404
+from rolecall.web.i18n import language_of
 from rolecall.web.items import labels_by_item, majority_yes
+from rolecall.web.settings import parse_settings
 
 router = APIRouter()
 QUESTIONS = {
@@ -286,7 +289,13 @@ def tables_csv(everything: dict[str, list[dict]]) -> str:
 @router.get("/projects/{project_id}/dashboard")
 def show(request: Request, project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
-    return page(request, "dashboard.html", project=project, tables=tables(db, project.id))
+    try:
+        names = parse_settings(project.settings).names(language_of(request))
+    except ConfigError:  # the tables still show, with the identifiers
+        names = {}
+    return page(
+        request, "dashboard.html", project=project, tables=tables(db, project.id), names=names
+    )
 
 
 @router.get("/projects/{project_id}/dashboard.csv")

@@ -8,21 +8,22 @@ without a valid login, except the login page itself.
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, Form, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, Response
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment
 from sqlalchemy.orm import Session
 
 from rolecall.store import Project, Role, WebSession
 from rolecall.web.auth import SESSION_COOKIE, csrf_matches, find_session
+from rolecall.web.i18n import environment, language_of
 
 _INTERNAL = re.compile(
     r"\b[a-z][a-z0-9+.-]*://[^\s'\")<>#]+|(?<![\w.~])/(?:[\w.-]+/)+[\w.@-]*", re.I
@@ -44,15 +45,16 @@ def dialect_insert(db: Session, table: Any):
     return insert(table)
 
 
-TEMPLATES = Environment(
-    loader=FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=select_autoescape(["html"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-TEMPLATES.filters["public"] = public
-# a fresh one-time token for each rendered form that claims one (web/once.py)
-TEMPLATES.globals["once"] = lambda: secrets.token_urlsafe(18)
+@functools.cache
+def templates(language: str) -> Environment:
+    """The page templates in ``language`` (``i18n.environment``) with the app's filters."""
+    env = environment(language)
+    env.filters["public"] = public
+    # a fresh one-time token for each rendered form that claims one (web/once.py)
+    env.globals["once"] = lambda: secrets.token_urlsafe(18)
+    return env
+
+
 MAX_TEXT = 2000  # characters of one chat message or free-text field
 # ids are INTEGER columns, 32-bit on PostgreSQL: a larger id (2^63 and past included) is
 # invalid input (422), not a database error (500)
@@ -65,6 +67,8 @@ class Viewer:
     username: str
     role: str
     csrf: str
+    language: str  # the person's settings (users.language, users.mask)
+    mask: bool
 
 
 class NotLoggedIn(Exception):
@@ -72,11 +76,13 @@ class NotLoggedIn(Exception):
 
 
 class Refused(Exception):
-    """A request that must not change anything: status code and a message for the user."""
+    """A request that must not change anything: status code and a message for the user,
+    in the catalogue's words (``i18n``): ``message`` is translated when the page is shown,
+    then its ``{name}`` fields are filled from ``values``."""
 
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
+    def __init__(self, status: int, message: str, **values: Any):
+        super().__init__(message.format(**values) if values else message)
+        self.status, self.message, self.values = status, message, values
 
 
 def database(request: Request) -> Iterator[Session]:
@@ -102,7 +108,10 @@ def logged_in(request: Request, db: Session = DB) -> WebSession:
         raise NotLoggedIn()
     # plain values for the page header: error pages render after a rollback has expired
     # the ORM objects
-    request.state.viewer = Viewer(login.user.username, login.user.role.value, login.csrf_token)
+    user = login.user
+    request.state.viewer = Viewer(
+        user.username, user.role.value, login.csrf_token, user.language, user.mask
+    )
     return login
 
 
@@ -135,10 +144,13 @@ def project_or_404(db: Session, project_id: int) -> Project:
 
 
 def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
-    """A rendered page; the template sees the login (``me``) and its CSRF token."""
+    """A rendered page in the request's language; the template sees the login (``me``),
+    its CSRF token and the page's own path (``here``: where a settings form returns)."""
     viewer = getattr(request.state, "viewer", None)
-    html = TEMPLATES.get_template(template).render(
-        me=viewer, csrf=viewer.csrf if viewer else "", **values
+    html = (
+        templates(language_of(request))
+        .get_template(template)
+        .render(me=viewer, csrf=viewer.csrf if viewer else "", here=request.url.path, **values)
     )
     return HTMLResponse(html, status_code=status)
 

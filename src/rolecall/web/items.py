@@ -129,9 +129,16 @@ def _depth(value) -> int:
 
 
 def add_items(
-    db: Session, project_id: int, kind: ItemKind, rows: list[tuple[dict, str]], per_item: int
+    db: Session,
+    project_id: int,
+    kind: ItemKind,
+    rows: list[tuple[dict, str]],
+    per_item: int,
+    double_share: float = 0.0,
 ) -> int:
-    """Store the items and assign each to ``per_item`` annotators of the project."""
+    """Store the items and assign each to ``per_item`` annotators of the project, and a
+    ``double_share`` of them (every k-th item, spread evenly) to one more, so that
+    agreement can be measured where people overlap."""
     members = list(
         db.scalars(
             select(User.id)
@@ -145,13 +152,21 @@ def add_items(
             f"the project has {len(members)} annotators, fewer than the {per_item} asked per item",
             fix="add members first",
         )
+    doubled = per_item + 1 <= len(members)
     for number, (payload, source) in enumerate(rows):
         item = Item(project_id=project_id, kind=kind, payload=payload, source=source)
         db.add(item)
         db.flush()
-        for j in range(per_item):
+        extra = doubled and _doubled(number, double_share)
+        for j in range(per_item + extra):
             db.add(Assignment(item_id=item.id, user_id=members[(number + j) % len(members)]))
     return len(rows)
+
+
+def _doubled(number: int, share: float) -> bool:
+    """Whether item ``number`` (from 0) is one of the ``share`` given one more annotator:
+    where ``floor(n * share)`` of the first ``n`` items goes up."""
+    return int((number + 1) * share + 1e-9) > int(number * share + 1e-9)
 
 
 def ssa_rows(db: Session, project_id: int) -> list[tuple[dict, str]]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import secrets
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -28,12 +29,12 @@ from rolecall.web.auth import (
     open_session,
 )
 from rolecall.web.deps import DB, Refused, logged_in, page, writer
-from rolecall.web.throttle import when
+from rolecall.web.i18n import chosen, remember, tr
 
 router = APIRouter()
 
 
-def _safe_next(target: str) -> str:
+def safe_next(target: str) -> str:
     """Only a local path: never redirect a login to another site."""
     return target if target.startswith("/") and not target.startswith("//") else "/"
 
@@ -43,7 +44,7 @@ def _login_page(
 ) -> Response:
     token = secrets.token_urlsafe(24)
     response = page(
-        request, "login.html", status, login_csrf=token, next=_safe_next(next), error=error
+        request, "login.html", status, login_csrf=token, next=safe_next(next), error=error
     )
     response.set_cookie(
         LOGIN_COOKIE,
@@ -57,8 +58,21 @@ def _login_page(
 
 
 @router.get("/login")
-def login_form(request: Request, next: str = "/"):
+def login_form(request: Request, next: str = "/", lang: str | None = Query(None, max_length=8)):
+    if lang is not None:  # the page's language links: the choice is kept in a cookie
+        target = "/login?" + urlencode({"next": safe_next(next)})
+        response = RedirectResponse(target, status_code=303)
+        remember(response, chosen(lang), request.app.state.secure_cookies)
+        return response
     return _login_page(request, next)
+
+
+def _wait_words(request: Request, wait: float) -> str:
+    """'in 14 minutes' / 'in 40 seconds' for the refusal message."""
+    seconds = max(1, round(wait))
+    if seconds < 120:
+        return tr(request, "in {n} seconds", n=seconds)
+    return tr(request, "in {n} minutes", n=round(seconds / 60))
 
 
 @router.post("/login")
@@ -81,9 +95,12 @@ def login(
             request,
             next,
             429,
-            error=(
-                f"too many wrong passwords for this user name or from this address: try again "
-                f"{when(wait)} (at {until:%H:%M} UTC)"
+            error=tr(
+                request,
+                "too many wrong passwords for this user name or from this address: try again "
+                "{wait} (at {until} UTC)",
+                wait=_wait_words(request, wait),
+                until=until.strftime("%H:%M"),
             ),
         )
         response.headers["retry-after"] = str(math.ceil(wait))
@@ -95,9 +112,9 @@ def login(
         raise
     throttle.end(keys, user is not None)
     if user is None:
-        return _login_page(request, next, 401, error="wrong user name or password")
+        return _login_page(request, next, 401, error=tr(request, "wrong user name or password"))
     close_session(db, request.cookies.get(SESSION_COOKIE))  # this browser's earlier login
-    response = RedirectResponse(_safe_next(next), status_code=303)
+    response = RedirectResponse(safe_next(next), status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
         open_session(db, user),
@@ -109,6 +126,8 @@ def login(
     response.delete_cookie(
         LOGIN_COOKIE, secure=request.app.state.secure_cookies, httponly=True, samesite="strict"
     )
+    # the pages before the next login (this one, after logging out) in the person's language
+    remember(response, chosen(user.language), request.app.state.secure_cookies)
     return response
 
 

@@ -1,7 +1,8 @@
 """A form sent twice has one effect: one-time form tokens (issue 34).
 
 Every state-changing form that has no natural key (a chat message, Fix, "ask again",
-Save, a new chat, a project, an upload, SSA items) carries a hidden ``once`` field, a
+Save, a new chat, a project, an upload, SSA items, undo, the language and the mask)
+carries a hidden ``once`` field, a
 fresh random token per rendered form. The route claims the token first, in its own
 transaction (:func:`repeat_of`); a second submit of the same rendered form (a double
 click, a browser or proxy retrying) finds it claimed and gets the first submit's
@@ -35,7 +36,7 @@ KEEP = timedelta(days=7)  # a form resubmitted later than this acts again
 WAIT_S = 120.0  # a repeat waits this long for the first submit's answer (a bot's reply)
 POLL_S = 0.1
 # the form field ``once`` of every claiming route: the token the page rendered with the
-# templates' ``once()`` (``deps.TEMPLATES``)
+# templates' ``once()`` (``deps.templates``)
 Once = Annotated[str, Form(min_length=16, max_length=64, pattern=r"^[\w-]+$")]
 
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rolecall.errors import ConfigError, describe_validation
 from rolecall.records import RoleSpec
+from rolecall.spec import display_name, error_categories_in_order
 
 
 class BotConfig(BaseModel):
@@ -36,15 +37,43 @@ class BotConfig(BaseModel):
         return self
 
 
+class QueueSettings(BaseModel):
+    """How the label queue serves items (``web/queue.py``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    random_share: float = Field(
+        0.2, ge=0.0, le=1.0, description="items served in random order, for unbiased rates"
+    )
+    refit_every: int = Field(
+        25, ge=1, description="new labels before the judges are refit and the queue re-ranked"
+    )
+    double_share: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="of an upload's items, the share given to one more annotator than asked "
+        "(for agreement)",
+    )
+
+
 class ProjectSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     spec: RoleSpec
     bot: BotConfig = BotConfig()
     show_judge: bool = Field(False, description="show annotators the LLM judge's verdict")
+    queue: QueueSettings = QueueSettings()
 
     @property
     def error_categories(self) -> list[str]:
-        return self.spec.error_categories
+        """In the spec's order: the order of the labelling keys and of every list."""
+        return error_categories_in_order(self.spec)
+
+    def names(self, language: str) -> dict[str, str]:
+        """Each category's and error category's name in ``language`` (the spec's
+        ``display_names``; the identifier where it gives none)."""
+        spec = self.spec
+        every = [c.name for c in spec.categories] + self.error_categories
+        return {name: display_name(spec, name, language) for name in every}
 
 
 def parse_settings(raw: dict) -> ProjectSettings:

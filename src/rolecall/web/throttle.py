@@ -148,11 +148,3 @@ class LoginThrottle:
             and not any(now - t < self.limits.window_s for t in c.failures)
         ]:
             del self._counts[key]
-
-
-def when(seconds: float) -> str:
-    """'in 14 minutes' / 'in 40 seconds' for the refusal message."""
-    seconds = max(1, round(seconds))
-    if seconds < 120:
-        return f"in {seconds} seconds"
-    return f"in {round(seconds / 60)} minutes"

@@ -1,0 +1,63 @@
+// The keys of an item page (docs/web.md, "Keys"). The page names each answer's keys in
+// its data-keys attribute; this file knows only the page's own keys: Enter (save, then
+// the next item), u (undo), m (mask), ? and Esc (this list). No text of its own: every
+// word on the page comes from the message catalogue.
+(function () {
+  "use strict";
+  var form = document.getElementById("label-form");
+  if (!form) return;
+  var help = document.getElementById("keys-help");
+  var typing = "input[type=text], input[type=password], input[type=number], textarea, select";
+
+  function showHelp(show) {
+    help.hidden = !show;
+  }
+
+  function send(id) {
+    var other = document.getElementById(id);
+    if (other) other.requestSubmit();
+  }
+
+  // the key as typed on a Latin layout: with a Korean (Hangul) layout on, the "a" key
+  // types "ㅁ", and the physical key ("KeyA") is what the annotator meant
+  function keyOf(event) {
+    if (/^[a-z0-9]$/i.test(event.key)) return event.key.toLowerCase();
+    var code = /^(?:Key|Digit|Numpad)([A-Z0-9])$/.exec(event.code || "");
+    return code ? code[1].toLowerCase() : event.key;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var target = event.target;
+    if (target.matches && target.matches(typing)) return;
+    if (event.key === "Escape") return showHelp(false);
+    if (event.key === "?") {
+      showHelp(help.hidden);
+    } else if (event.key === "Enter") {
+      if (target.matches && target.matches("button, a, summary")) return; // its own action
+      form.requestSubmit();
+    } else {
+      var key = keyOf(event);
+      if (key === "u") {
+        send("undo-form");
+      } else if (key === "m") {
+        send("mask-form");
+      } else {
+        var choice = form.querySelector('input[data-keys~="' + CSS.escape(key) + '"]');
+        if (!choice) return;
+        choice.checked = true;
+      }
+    }
+    event.preventDefault();
+  });
+
+  document.getElementById("show-keys").addEventListener("click", function () {
+    showHelp(help.hidden);
+  });
+
+  var timer = document.getElementById("timer");
+  var start = Date.now();
+  setInterval(function () {
+    timer.textContent = String(Math.floor((Date.now() - start) / 1000));
+  }, 1000);
+})();

@@ -1,0 +1,124 @@
+"""Issue 35 in a real headless Chromium, on SQLite and PostgreSQL: a Korean annotator
+labels a dialogue item and a K/DA pair item with the keyboard only (numbers, letters,
+Enter, u, m, ?), in Korean, the pair's rewrite blurred until it has the focus; the mask
+and the language stay switched for the person. Screenshots: runs/screenshots/keys-*/
+(docs/images/label-dialogue-ko.png is a copy of the first)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from rolecall.store import Annotation, Item, User, session
+from rolecall.web import create_app
+from tests.web.browser import Shots, browser, log_in, serving
+from tests.web.site import DIALOGUES, PAIRS_CSV, PASSWORD, client_for, upload
+
+pytestmark = pytest.mark.browser
+expect = pytest.importorskip("playwright.sync_api").expect
+BLUR = "getComputedStyle(document.querySelector('.toxic')).filter"
+
+
+def press(page, key: str) -> None:
+    """A key that saves or switches something: the page the server answers with."""
+    with page.expect_navigation():
+        page.keyboard.press(key)
+    assert page.locator("#error").count() == 0, page.inner_text("#error")
+
+
+def checked(page, name: str) -> list[str]:
+    return page.eval_on_selector_all(
+        f"input[name={name}]:checked", "inputs => inputs.map(i => i.value)"
+    )
+
+
+def test_a_korean_annotator_labels_with_keys_only(site, request):
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    dialogue = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", dialogue, 2).status_code == 303
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
+    with session(engine) as db:
+        dialogue_id, pair_id = db.scalars(select(Item.id).order_by(Item.id)).all()
+    shots = Shots(f"keys-{request.node.callspec.id}")
+    # a Chromium per test, as the other browser tests: a session-long Playwright keeps an
+    # event loop running in the main thread, and later tests' asyncio.run() fail on it
+    with serving(create_app(engine)) as base, browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1100, "height": 800})
+        log_in(page, base, "ann1", PASSWORD)
+        page.goto(f"{base}/items/{dialogue_id}")
+        # the Korean screen: pages, the spec's categories by their Korean names, progress
+        assert page.get_attribute("html", "lang") == "ko"
+        assert "처음으로 범위를 벗어난 시스템 발화" in page.inner_text("h2")
+        assert page.inner_text("#progress") == "라벨링 0 / 2"
+        assert page.inner_text("#logout") == "로그아웃"
+        assert "e 정책 위반" in page.inner_text("#categories")
+        expect(page.locator("#timer")).not_to_have_text("0")  # the item's clock runs
+        shots.take(page, "label-dialogue-ko")
+        page.keyboard.press("?")
+        assert page.is_visible("#keys-help") and "단축키" in page.inner_text("#keys-help")
+        page.keyboard.press("Escape")
+        assert not page.is_visible("#keys-help")
+        # a Korean keyboard layout types "ㅇ" on the d key: still the d category
+        page.evaluate(
+            "document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ㅇ', code: 'KeyD'}))"
+        )
+        assert checked(page, "category") == ["wrong persona"]
+        page.keyboard.press("2")  # the second system turn (turn 2 of the dialogue)
+        page.keyboard.press("e")
+        assert checked(page, "first_oob") == ["2"] and checked(page, "category") == [
+            "policy violation"
+        ]
+        press(page, "Enter")  # saved; the next item: the pair
+
+        assert page.url == f"{base}/items/{pair_id}"
+        assert page.inner_text("#progress") == "라벨링 1 / 2"
+        assert page.inner_text("#pace").startswith("라벨당 시간(중앙값):")
+        assert "blur" in page.evaluate(BLUR)  # masked ...
+        page.keyboard.press("Tab")  # ... until it has the focus (or the pointer)
+        while page.evaluate("document.activeElement.className") != "toxic masked":
+            page.keyboard.press("Tab")
+        assert page.evaluate(BLUR) == "none"
+        shots.take(page, "label-pair-focused")
+        press(page, "u")  # undo: the dialogue's label is gone, its page open again
+        assert page.url == f"{base}/items/{dialogue_id}"
+        assert page.inner_text("#progress") == "라벨링 0 / 2"
+        assert checked(page, "first_oob") == []
+        page.keyboard.press("n")  # every system turn in bounds
+        press(page, "Enter")
+        assert page.url == f"{base}/items/{pair_id}"
+        press(page, "m")  # the mask off, for this person
+        assert page.evaluate(BLUR) == "none"
+        assert page.get_attribute("#mask-toggle", "aria-pressed") == "false"
+        page.keyboard.press("1")
+        page.keyboard.press("3")
+        press(page, "Enter")
+        assert page.locator("#done").count() == 1  # the queue: nothing left
+
+        # the language switch: the account's, and the mask stays off
+        with page.expect_navigation():
+            page.click("button.language[value=en]")
+        assert page.get_attribute("html", "lang") == "en"
+        assert page.inner_text("#done") == "nothing left to label here."
+        page.goto(f"{base}/items/{pair_id}")
+        assert page.inner_text("h2") == f"pair {pair_id}"
+        assert page.inner_text("#progress") == "labelled 2 / 2"
+        assert page.evaluate(BLUR) == "none"
+        shots.take(page, "label-pair-en")
+        with page.expect_navigation():
+            page.click("button.language[value=ko]")
+        assert page.get_attribute("html", "lang") == "ko"
+        assert page.inner_text("h2") == f"쌍 {pair_id}"
+    with session(engine) as db:
+        user = db.scalars(select(User).where(User.username == "ann1")).one()
+        assert (user.language, user.mask) == ("ko", False)
+        labels = db.execute(
+            select(Annotation.item_id, Annotation.payload).where(Annotation.user_id == user.id)
+        ).all()
+    assert sorted(labels) == [
+        (dialogue_id, {"first_oob": None, "category": None}),
+        (pair_id, {"consistent": True, "offensive": True}),
+    ]
+    assert shots.count == 3
