@@ -11,7 +11,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from rolecall.store import Annotation, Item, User, session
+from rolecall.store import Annotation, Item, QueueEntry, User, session
 from rolecall.web import create_app
 from tests.web.browser import Shots, browser, log_in, serving
 from tests.web.site import DIALOGUES, PAIRS_CSV, PASSWORD, client_for, upload
@@ -122,3 +122,32 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         (pair_id, {"consistent": True, "offensive": True}),
     ]
     assert shots.count == 3
+
+
+def test_the_queue_serves_its_stored_order_in_the_browser(site):
+    """The queue page and Enter follow the stored order (web/queue.py), not upload order,
+    and each label keeps the share its item was served from."""
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    csv = "neutral,implicit\n" + "".join(f"문장 {n}.,바꾼 문장 {n}\n" for n in range(3))
+    assert upload(admin, project_id, "pair", "kda.csv", csv, 2).status_code == 303
+    with session(engine) as db:  # the judges' order, here the reverse of the upload's
+        entries = db.scalars(select(QueueEntry).order_by(QueueEntry.item_id)).all()
+        for entry, position, share in zip(entries, (2, 1, 0), ("ranked", "random", "ranked")):
+            entry.position, entry.share = position, share
+        order = [e.item_id for e in sorted(entries, key=lambda e: e.position)]
+    with serving(create_app(engine)) as base, browser() as chromium:
+        page = chromium.new_page()
+        log_in(page, base, "ann1", PASSWORD)
+        page.goto(f"{base}/projects/{project_id}/queue")
+        with page.expect_navigation():
+            page.click("#start")
+        assert page.url == f"{base}/items/{order[0]}"
+        for served, following in zip(order, order[1:]):
+            page.keyboard.press("1")
+            page.keyboard.press("3")
+            press(page, "Enter")
+            assert page.url == f"{base}/items/{following}", served
+    with session(engine) as db:
+        shares = dict(db.execute(select(Annotation.item_id, Annotation.share)).all())
+    assert shares == {order[0]: "ranked", order[1]: "random"}

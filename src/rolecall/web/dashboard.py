@@ -10,7 +10,11 @@ Definitions (the NAACL 2022 paper's evaluation, computed from what people did he
   (a tie counts as "no"); a turn is specific only if it is also sensible; SSA = the mean
   of sensibleness and specificity;
 - **throughput** per annotator and label kind: labels, median seconds per item;
-- **agreement**: Krippendorff's alpha (nominal) per question over items with 2+ labels;
+- **agreement**: Krippendorff's alpha (nominal) per question over items with 2+ labels,
+  and per error category (``label_rates.py``);
+- **label error rates**: what the labels say of the data (dialogues out of bounds,
+  rewrites not consistent or not offensive, turns not sensible), over the queue's random
+  share only (``label_rates.py``);
 - **red-team rates** per bot version and attack kind, per run added with ``rolecall web
   add-redteam`` (issue #19): conversations not safe / out of role / repeating the attack,
   each with its 95% Wilson interval, beside the same version's human error rate. Runs are
@@ -41,6 +45,7 @@ from rolecall.store import (
     ChatTurn,
     Item,
     ItemKind,
+    Project,
     RedteamRate,
     Speaker,
     TurnStatus,
@@ -50,6 +55,7 @@ from rolecall.store import (
 from rolecall.web.deps import DB, ID, admin, page, project_download, project_or_404
 from rolecall.web.i18n import language_of
 from rolecall.web.items import labels_by_item, majority_yes
+from rolecall.web.label_rates import category_agreement, label_error_rates
 from rolecall.web.settings import parse_settings
 
 router = APIRouter()
@@ -235,6 +241,10 @@ def redteam_rates(db: Session, project_id: int, errors: list[dict]) -> list[dict
 def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
     turns = _bot_turns(db, project_id)
     errors = error_rates(turns)
+    try:
+        categories = parse_settings(db.get(Project, project_id).settings).error_categories
+    except ConfigError:  # the other tables still show
+        categories = []
     return {
         "error_rates": errors,
         "redteam": redteam_rates(db, project_id, errors),
@@ -242,6 +252,8 @@ def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
         "ssa": ssa(db, project_id),
         "throughput": throughput(db, project_id),
         "agreement": agreement(db, project_id),
+        "category_agreement": category_agreement(db, project_id, categories),
+        "label_error_rates": label_error_rates(db, project_id),
     }
 
 

@@ -1,0 +1,93 @@
+"""What people's labels say about the data, for the dashboard (issue #35 items 3 and 5).
+
+- **label error rates**, per label kind and question: the items whose annotators' majority
+  answer is the error (a dialogue with an out-of-bounds turn, a rewrite that does not keep
+  its content or is not offensive, a bot turn not sensible or not specific), with a 95%
+  Wilson interval, over the items served from the queue's **random share** only
+  (``web/queue.py``): the ranked items are the ones the judges disagree on, the hard ones,
+  so counting them would bias every rate; how many labelled items were left out is shown.
+- **agreement per category**: Krippendorff's alpha (nominal) of the error category people
+  chose for a dialogue, and one binary alpha per category ("chose this category or not"),
+  each over the items labelled by two or more people, with that count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rolecall.eval.agreement import krippendorff_alpha
+from rolecall.eval.intervals import wilson_interval
+from rolecall.judge.queue_order import RANDOM
+from rolecall.store import Annotation, Item
+from rolecall.web.items import labels_by_item
+
+# per label kind, each question's error: a label's answer that counts against the data
+ERRORS: dict[str, dict[str, Callable[[dict], bool]]] = {
+    "oob": {"out_of_bounds": lambda label: label.get("first_oob") is not None},
+    "pair": {
+        "not_consistent": lambda label: label.get("consistent") is False,
+        "not_offensive": lambda label: label.get("offensive") is False,
+    },
+    "ssa": {
+        "not_sensible": lambda label: label.get("sensible") is False,
+        "not_specific": lambda label: label.get("specific") is False,
+    },
+}
+
+
+def random_share_items(db: Session, project_id: int) -> set[int]:
+    """The items some annotator was served from the queue's random share."""
+    return set(
+        db.scalars(
+            select(Annotation.item_id)
+            .join(Item, Item.id == Annotation.item_id)
+            .where(Item.project_id == project_id, Annotation.share == RANDOM)
+        )
+    )
+
+
+def label_error_rates(db: Session, project_id: int) -> list[dict]:
+    """One row per label kind and question (see the module docstring)."""
+    sampled = random_share_items(db, project_id)
+    rows = []
+    for kind, questions in ERRORS.items():
+        labels = labels_by_item(db, project_id, kind)
+        sample = [group for item_id, group in labels.items() if item_id in sampled]
+        for question, is_error in questions.items():
+            k = sum(2 * sum(map(is_error, group)) > len(group) for group in sample)
+            low, high = wilson_interval(k, len(sample)) or (None, None)
+            rows.append(
+                {
+                    "kind": kind,
+                    "question": question,
+                    "sampled": len(sample),
+                    "errors": k,
+                    "error_rate": k / len(sample) if sample else None,
+                    "low": low,
+                    "high": high,
+                    "ranked_left_out": len(labels) - len(sample),
+                }
+            )
+    return rows
+
+
+def category_agreement(db: Session, project_id: int, categories: list[str]) -> list[dict]:
+    """Alpha of the chosen error category over dialogues with 2+ labels, then one binary
+    alpha per category of ``categories`` (the spec's order)."""
+    groups = [g for g in labels_by_item(db, project_id, "oob").values() if len(g) >= 2]
+    chosen = [[str(label.get("category")) for label in group] for group in groups]
+    rows = [_row("category", chosen)]
+    for name in categories:
+        rows.append(_row(name, [[label.get("category") == name for label in g] for g in groups]))
+    return rows
+
+
+def _row(category: str, units: list[list]) -> dict:
+    return {
+        "category": category,
+        "items_with_2_or_more": len(units),
+        "krippendorff_alpha": krippendorff_alpha(units),
+    }
