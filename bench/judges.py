@@ -15,8 +15,9 @@ Four sets, each a table of accuracy, macro-F1 and seconds per 1,000 items per ju
    explicit sentences, and a three-label F1 would reward nothing the set can measure).
 3. **kda_consistency**: the held-out true K/DA pairs vs mismatched pairs (the ``kda`` test
    set of ``kda_judges.consistency_data``), maintained vs shifted. The trained judge reads
-   characters, morphemes and the sentence encoder's vectors (the consistency judge's
-   views); for information, the same without the sentence view (``n-grams only``).
+   characters, morphemes, the sentence encoder's vectors and the content morphemes added
+   and dropped (the consistency judge's views); for information, the same without the
+   content view (the judge before #32) and with the n-grams only.
 3b. **kda_consistency_hard**: the same judges on the recipe's ``hard`` set: the held-out
    true pairs with their rewrite respaced (maintained) and near-copies of the held-out
    neutral sentences, respaced, repunctuated and reworded (shifted; ``train/near_copies``).
@@ -75,27 +76,25 @@ from rolecall.judge.written_out_of_bounds import out_of_bounds_items, read_out_o
 from rolecall.llm import LLM, Cache, load_backend
 from rolecall.records import Dialogue
 from rolecall.spec import load_role_spec
-from rolecall.train.baselines import BASELINE_VIEWS, SENTENCE, TfidfModel, TfidfSettings
+from rolecall.train.baselines import (
+    BASELINE_VIEWS,
+    CONTENT,
+    NOT_NGRAMS,
+    SENTENCE,
+    TfidfModel,
+    TfidfSettings,
+)
 from rolecall.train.kda_judges import JUDGE_VIEWS, consistency_data, implicit_data, label_metrics
 from rolecall.train.near_copies import CLOSING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 from judges_llm import Row, out_of_bounds_rows, pair_filter_rows  # noqa: E402
+from judges_tables import print_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 MIN_GAIN_OVER_LLM, MIN_ITEMS_PER_MIN = 0.15, 10_000
 MIN_GAIN_OVER_TFIDF = {"kda_consistency_hard": 0.05}  # the others: > 0
-NAMES = {
-    "trained": "trained judge (its default views)",
-    "tfidf": "baseline (tfidf chars)",
-    "kda_implicit": "K/DA implicit judge (info)",
-    "sentence": "trained judge + sentence (info)",
-    "ngrams": "trained judge, n-grams only (info)",
-    "rules": "rules:carecall",
-    "llm": "LLM score",
-    "llm_calibrated": "LLM score, calibrated",
-}
 # the judges whose speed has a target, by the set whose items time them
 SPEED_TARGETS = {
     "beep_judge": ("beep", "trained"),
@@ -239,8 +238,14 @@ def kda_consistency_sets(data_dir: Path, seed: int) -> dict[str, JudgeSet]:
         for (a, b), y in data.test["hard"]
     ]
     views = JUDGE_VIEWS["consistency"]
-    ngrams = [v for v in views if v != SENTENCE]
-    for key, views in (("trained", views), ("tfidf", BASELINE_VIEWS), ("ngrams", ngrams)):
+    ngrams = [v for v in views if v not in NOT_NGRAMS]
+    before = [v for v in views if v != CONTENT]
+    for key, views in (
+        ("trained", views),
+        ("tfidf", BASELINE_VIEWS),
+        ("ngrams", ngrams),
+        ("no_content", before),
+    ):
         model = fit_tfidf("consistency", data.labels, data.train, views, seed, pair=True)
         for judge_set in out.values():
             judge_set.rows[key] = Row(*timed(model.predict, judge_set.inputs))
@@ -396,61 +401,6 @@ def results(judge_set: JudgeSet) -> dict:
             "judges": {key: measured(judge_set, row, subset) for key, row in rows.items()},
         }
     return out
-
-
-LINE = "{:40s}{:>7}{:>10}{:>10}{:>12}{:>12}  {}"
-
-
-def print_table(judge_set: JudgeSet, result: dict) -> None:
-    print(f"\n== {judge_set.name}: {judge_set.title}")
-    print(LINE.format("judge", "items", "accuracy", "macro-F1", "s/1k items", "items/min", ""))
-    parts = [("all items", result["judges"])]
-    if "llm_subset" in result:
-        subset = result["llm_subset"]
-        parts.append((f"the LLM's {subset['items']} items", subset["judges"]))
-    for where, judges in parts:
-        print(f"-- {where}")
-        for key, m in judges.items():
-            fast = "items_per_min" in m
-            print(
-                LINE.format(
-                    NAMES[key],
-                    m["items"],
-                    f"{m['accuracy']:.3f}",
-                    f"{m['macro_f1']:.3f}",
-                    f"{m['seconds_per_1000']:.2f}" if fast else "cached",
-                    f"{m['items_per_min']:,}" if fast else "",
-                    m.get("note", ""),
-                )
-            )
-    if judge_set.categories is not None:
-        print_recall(parts)
-    if judge_set.kinds is not None:
-        print("accuracy per kind of edit (n)")
-        for name, judges in parts[:1]:
-            for key, found in judges.items():
-                cells = [
-                    f"{k} {v['accuracy']:.3f} ({v['n']})" for k, v in found["kind_accuracy"].items()
-                ]
-                print(f"  {NAMES.get(key, key):40s}" + "  ".join(cells))
-
-
-def print_recall(parts: list[tuple[str, dict]]) -> None:
-    rows = [
-        (f"{NAMES[key]}{'' if where == 'all items' else ' (LLM items)'}", m["category_recall"])
-        for where, judges in parts
-        for key, m in judges.items()
-    ]
-    categories = sorted({c for _, recall in rows for c in recall})
-    print("recall of the out-of-bounds turns, per spec category: share flagged (n)")
-    widths = [max(len(c), 11) + 2 for c in categories]
-    print(f"{'judge':44s}" + "".join(f"{c:>{w}s}" for c, w in zip(categories, widths)))
-    for name, recall in rows:
-        cells = [
-            f"{recall[c]['recall']:.2f} ({recall[c]['n']})" if c in recall else ""
-            for c in categories
-        ]
-        print(f"{name:44s}" + "".join(f"{cell:>{w}s}" for cell, w in zip(cells, widths)))
 
 
 def goal(value: Any, target: str, met: bool, note: str | None = None) -> dict:

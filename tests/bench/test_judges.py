@@ -94,7 +94,12 @@ def test_without_the_llm_every_target_is_reported(data_dir, capsys):
         "kda_implicit",
         "sentence",
     }
-    assert set(summary["sets"]["kda_consistency_hard"]["judges"]) == {"trained", "tfidf", "ngrams"}
+    assert set(summary["sets"]["kda_consistency_hard"]["judges"]) == {
+        "trained",
+        "tfidf",
+        "ngrams",
+        "no_content",
+    }
     for found in summary["sets"].values():
         for judge in found["judges"].values():
             assert 0 <= judge["macro_f1"] <= 1 and judge["items_per_min"] > 0

@@ -1,14 +1,22 @@
-"""The TF-IDF + logistic regression baseline: texts, pairs, saving and loading."""
+"""The TF-IDF + logistic regression baseline: texts, pairs, saving and loading; the content
+view's two shares on hand-made Korean pairs."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
 
 from rolecall.errors import InputFileError
-from rolecall.train.baselines import TfidfModel, TfidfSettings
+from rolecall.train.baselines import (
+    TfidfModel,
+    TfidfSettings,
+    added_and_dropped,
+    content_changes,
+    content_morphemes,
+)
 
 TEXTS = ["시발 진짜 짜증나", "개새끼 꺼져", "오늘 날씨 좋네요", "점심 맛있게 드세요"] * 3
 LABELS = ["explicit", "explicit", "none", "none"] * 3
@@ -121,6 +129,69 @@ def test_the_sentence_view_reads_meaning_beside_the_ngrams(tmp_path):
     assert info["sentence_encoder"]["version"] == PACKAGE_VERSION
     again = TfidfModel.load(tmp_path / "s")
     assert np.allclose(again.predict_proba(pairs), model.predict_proba(pairs))
+
+
+def test_the_content_view_reads_what_a_pair_added_and_dropped(tmp_path):
+    """Two shares of a pair, each a column and one-hot bins: a respaced copy and a change
+    of speech level add nothing, a rewrite adds words; only pair models read it."""
+    from rolecall.train.baselines import BINS
+
+    pairs = [
+        ("밥 먹었어요", "밥 처먹었냐 꼰대야"),
+        ("3박 4일 놀러가고 싶다", "3박4일 놀러가고 싶다"),
+        ("날씨 좋네요", "날씨 좋아서 방구석 여포들 신났네"),
+        ("정말 맛있었습니다", "맛있었다"),
+    ]
+    gold = ["maintained", "shifted"] * 2
+    settings = TfidfSettings(labels=gold[:2], pair=True, views=["chars", "content"], c=50)
+    model = TfidfModel(settings)
+    model.fit(pairs * 3, gold * 3)
+    chars = TfidfModel(settings.model_copy(update={"views": ["chars"]}))
+    chars.fit(pairs * 3, gold * 3)
+    assert model._matrix(pairs).shape[1] == chars._matrix(pairs).shape[1] + 2 * (1 + BINS)
+    content = TfidfModel(settings.model_copy(update={"views": ["content"]}))
+    content.fit(pairs * 3, gold * 3)
+    assert content._matrix(pairs).shape == (4, 2 * (1 + BINS))  # no vocabulary
+    probe = [("커피 마셨어요", "커피 마셨어"), ("커피 마셨어요", "커피나 처마시는 한심한 놈")]
+    assert content.predict(probe) == ["shifted", "maintained"]  # words it never saw
+    model.save(tmp_path / "c")
+    again = TfidfModel.load(tmp_path / "c")
+    assert again.settings.views == ["chars", "content"]
+    assert np.array_equal(again.predict_proba(pairs), model.predict_proba(pairs))
+    with pytest.raises(ValueError, match="pair"):
+        TfidfSettings(labels=gold[:2], views=["chars", "content"])
+
+
+def test_only_content_morphemes_are_counted():
+    (found,) = content_morphemes(["정말 맛있었습니다."])
+    assert found == Counter({"정말/MAG": 1, "맛있/VA": 1})  # no 었/EP, 습니다/EF, ./SF
+    (slang,) = content_morphemes(["ㅅㅂ 물가 미쳤네"])
+    assert "ㅅㅂ/SW" in slang and "물가/NNG" in slang  # a disguised swear word is content
+
+
+def test_shares_count_repeats_and_survive_empty_sides():
+    first, second = Counter({"밥/NNG": 1}), Counter({"밥/NNG": 2, "꼰대/NNG": 1})
+    assert added_and_dropped(first, second) == pytest.approx((2 / 3, 0.0))
+    assert added_and_dropped(Counter(), Counter()) == (0.0, 0.0)
+    assert added_and_dropped(first, Counter()) == (0.0, 1.0)
+
+
+def test_copies_and_rewordings_add_nothing_a_rewrite_adds_words():
+    pairs = [
+        ("3박 4일 놀러가고 싶다", "3박4일 놀러 가고 싶다"),  # respaced
+        ("밥 먹었어요?", "밥 먹었어요"),  # repunctuated
+        ("밥 먹었어요", "밥 먹었어"),  # another speech level
+        ("정말 맛있었습니다", "맛있었다"),  # the intensifier dropped
+        ("밥 먹었어요", "밥은 처먹었냐 꼰대야"),  # a rewrite
+        ("밥 먹었어요", "내일 비가 온대"),  # another sentence
+    ]
+    changes = content_changes([a for a, _ in pairs], [b for _, b in pairs])
+    assert changes.shape == (6, 2)
+    added, dropped = changes[:, 0], changes[:, 1]
+    assert list(added[:4]) == [0, 0, 0, 0]
+    assert list(dropped[:3]) == [0, 0, 0] and dropped[3] == pytest.approx(0.5)  # 정말 of 2
+    assert added[4] > 0.5 and added[5] == 1 and dropped[5] == 1
+    assert content_changes([], []).shape == (0, 2)
 
 
 def test_bad_inputs_are_clear_errors(tmp_path):

@@ -100,6 +100,14 @@ def test_a_tfidf_judge_trains_measures_and_records_its_split(data_dir, tmp_path)
     assert saved["metrics"]["data"]["seed"] == 3
 
 
+def test_the_consistency_judge_reads_what_a_rewrite_added_by_default(data_dir, tmp_path):
+    metrics = train_judge("consistency", data_dir, tmp_path / "c", holdout=0.2, seed=3)
+    saved = json.loads((tmp_path / "c" / "model.json").read_text())
+    assert saved["settings"]["views"] == ["chars", "morphemes", "sentence", "content"]
+    assert saved["settings"]["pair"] and metrics["hard_examples"] > 0
+    assert {"hard_macro_f1", "baseline_hard_macro_f1"} <= set(metrics)
+
+
 def test_a_head_on_a_frozen_tiny_backbone_trains_only_the_head_and_the_loss_falls():
     torch = pytest.importorskip("torch")
     from rolecall.train.label_model import LabelModel, LabelSettings

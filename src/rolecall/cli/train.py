@@ -337,8 +337,9 @@ JUDGE_BACKBONE_HELP = (
 )
 JUDGE_VIEWS_HELP = (
     "the tfidf judge's views, comma-separated: chars (character n-grams; alone, the classic "
-    "baseline), morphemes (Kiwi), words, sentence (the bundled sentence encoder); default: "
-    "chars,morphemes for the implicit judge, chars,morphemes,sentence for consistency"
+    "baseline), morphemes (Kiwi), words, sentence (the bundled sentence encoder), content "
+    "(pairs: the content morphemes the rewrite adds and drops); default: chars,morphemes "
+    "for the implicit judge, chars,morphemes,sentence,content for consistency"
 )
 DATA_DIR = typer.Argument(
     ...,

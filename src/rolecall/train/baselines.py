@@ -18,6 +18,10 @@ Texts are read in one or more *views*, each its own TF-IDF vocabulary, side by s
   (``retrieval/sentence_vectors.py``; needs ``rolecall[models]``): what the text means,
   whatever its words. Measured per judge in ``bench/judges.py``; the K/DA consistency judge
   takes it by default (``kda_judges.JUDGE_VIEWS``).
+- ``content`` (pairs only): not n-grams but two shares, the content morphemes the second
+  text added and those it dropped (``content_changes`` below: Kiwi, spacing ignored): a
+  copy, a respaced copy or a change of speech level adds none, a rewrite adds words. The
+  K/DA consistency judge takes it by default.
 
 A *pair* (first, second) is read as the second text's n-grams, the element-wise product
 of both texts' vectors (which n-grams they share: a linear model cannot see that from the
@@ -25,7 +29,8 @@ two vectors side by side), their cosine similarity (the mean over the n-gram vie
 with ``added``, the second text's n-grams that the first lacks (what a rewrite put in: a
 swear word, or only a space). With the ``sentence`` view, the second text's sentence
 vector and the two vectors' cosine beside (meaning kept: a near-copy lies near 1, a
-rewrite that adds an insult lower, an unrelated text near 0).
+rewrite that adds an insult lower, an unrelated text near 0). With ``content``, its two
+shares, each as a column and one-hot bins as the cosine.
 
 A model directory holds ``model.json`` (kind ``tfidf``, settings, metrics) and
 ``tfidf.npz`` (the vocabulary, IDF weights and the regression's coefficients): arrays, not
@@ -34,12 +39,13 @@ a pickle, so opening a model directory never runs code from it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rolecall.errors import InputFileError
 from rolecall.rundir import write_json
@@ -47,11 +53,13 @@ from rolecall.train.loop import MODEL_FILE, Settings, read_info
 
 KIND = "tfidf"
 ARRAYS = "tfidf.npz"
-BINS = 10  # of the pair cosine
+BINS = 10  # of the pair cosine and of the content shares
 TextOrPair = str | tuple[str, str]
-View = Literal["chars", "morphemes", "words", "sentence"]
+View = Literal["chars", "morphemes", "words", "sentence", "content"]
 BASELINE_VIEWS: list[View] = ["chars"]
-SENTENCE = "sentence"  # the one view that is not n-grams (retrieval.sentence_vectors.NAME)
+SENTENCE = "sentence"  # a view that is not n-grams (retrieval.sentence_vectors.NAME)
+CONTENT = "content"  # pairs only: content morphemes added and dropped (content_changes)
+NOT_NGRAMS = (SENTENCE, CONTENT)
 
 
 class TfidfSettings(Settings):
@@ -67,7 +75,8 @@ class TfidfSettings(Settings):
         default_factory=lambda: list(BASELINE_VIEWS),
         min_length=1,
         description="chars (the classic baseline), morphemes (Kiwi), words, sentence (the "
-        "bundled sentence encoder); side by side",
+        "bundled sentence encoder), content (pairs: content morphemes added and dropped); "
+        "side by side",
     )
     ngram_min: int = Field(1, ge=1, description="character n-grams of the chars view")
     ngram_max: int = Field(4, ge=1)
@@ -75,6 +84,12 @@ class TfidfSettings(Settings):
     c: float = Field(4.0, gt=0, description="inverse regularisation strength")
     class_weight: Literal["none", "balanced"] = "balanced"
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _content_reads_pairs(self) -> TfidfSettings:
+        if CONTENT in self.views and not self.pair:
+            raise ValueError("the content view compares the two texts of a pair (pair=True)")
+        return self
 
 
 class TfidfModel:
@@ -252,16 +267,19 @@ class TfidfModel:
             both = self._sentences(firsts + seconds)  # a sentence on both sides: encoded once
             u, v = both[: len(firsts)], both[len(firsts) :]
             parts += [sparse.csr_matrix(v), *_binned((u * v).sum(axis=1))]
+        if CONTENT in self.views:
+            changes = content_changes(firsts, seconds)
+            parts += [*_binned(changes[:, 0]), *_binned(changes[:, 1])]
         return sparse.hstack(parts).tocsr()
 
 
 def _lexical(settings: TfidfSettings) -> list[str]:
     """The n-gram views (each its own TF-IDF vocabulary), without repeats."""
-    return [view for view in dict.fromkeys(settings.views) if view != SENTENCE]
+    return [view for view in dict.fromkeys(settings.views) if view not in NOT_NGRAMS]
 
 
 def _binned(cosine: np.ndarray) -> list[Any]:
-    """The cosine as a column and as one-hot bins of ``BINS``."""
+    """A value in [0, 1] (a cosine, a share) as a column and as one-hot bins of ``BINS``."""
     from scipy import sparse
 
     bins = np.clip((cosine * BINS).astype(int), 0, BINS - 1)
@@ -293,9 +311,61 @@ def _vectorizer(settings: TfidfSettings, view: str) -> Any:
 
 
 def _read(view: str, texts: list[str]) -> list[str]:
-    """The texts as the view's vectorizer reads them."""
+    """The texts as the view's vectorizer reads them (Kiwi analyses each distinct text
+    once: the sentences of pairs repeat)."""
     if view != "morphemes":
         return texts
     from rolecall.korean import kiwi
 
-    return [" ".join(f"{t.form}/{t.tag}" for t in tokens) for tokens in kiwi().tokenize(texts)]
+    unique = list(dict.fromkeys(texts))
+    analysed = kiwi().tokenize(unique) if unique else []
+    read = {u: " ".join(f"{t.form}/{t.tag}" for t in tokens) for u, tokens in zip(unique, analysed)}
+    return [read[t] for t in texts]
+
+
+# ---- the content view: what a rewrite added and dropped ----------------------------
+
+# Kiwi tag prefixes that carry grammar, not content: particles, endings, suffixes and the
+# punctuation marks (SW, symbols such as ㅋㅋ or ㅅㅂ, and SL/SH/SN stay content)
+FUNCTION_TAGS = ("J", "E", "XS", "SF", "SP", "SS", "SE", "SO")
+
+
+def content_morphemes(texts: Sequence[str]) -> list[Counter]:
+    """Each text's content morphemes (``form/TAG``, counted), analysed without spaces;
+    each distinct text analysed once."""
+    from rolecall.korean import kiwi
+
+    unique = list(dict.fromkeys(texts))
+    found = {}
+    analysed = kiwi().tokenize([t.replace(" ", "") for t in unique]) if unique else []
+    for text, tokens in zip(unique, analysed):
+        found[text] = Counter(
+            f"{t.form}/{t.tag}" for t in tokens if not t.tag.startswith(FUNCTION_TAGS)
+        )
+    return [found[t] for t in texts]
+
+
+def added_and_dropped(first: Counter, second: Counter) -> tuple[float, float]:
+    """(share of ``second``'s morphemes not in ``first``, share of ``first``'s not in
+    ``second``), counting repeats; 0 for an empty side."""
+    added = sum((second - first).values()) / max(sum(second.values()), 1)
+    dropped = sum((first - second).values()) / max(sum(first.values()), 1)
+    return added, dropped
+
+
+def content_changes(firsts: Sequence[str], seconds: Sequence[str]) -> np.ndarray:
+    """[n, 2]: (added, dropped) of each pair: the share of the second text's content
+    morphemes the first lacks, and of the first's the second lacks.
+
+    K/DA's consistency filter fails a candidate that only paraphrases its sentence (a copy,
+    a respaced or repunctuated copy, another speech level); a real rewrite puts words in
+    (an insult, community slang, ``ㅅㅂ``). Both texts are analysed with their spaces taken
+    out, so loose spacing (``3박 4일`` / ``3박4일``) is no change; an ending or a particle
+    (``먹었어요`` -> ``먹었어``) is not content; a dropped intensifier (``정말``) is a
+    dropped morpheme. A plain "same letters" flag instead taught the consistency judge
+    that only exact near-copies fail, and it let the rewordings through
+    (docs/trained-judges.md, issue #32)."""
+    both = content_morphemes(list(firsts) + list(seconds))
+    n = len(firsts)
+    rows = [added_and_dropped(both[i], both[n + i]) for i in range(n)]
+    return np.array(rows, dtype=float).reshape(n, 2)

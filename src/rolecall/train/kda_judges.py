@@ -52,11 +52,12 @@ TASKS = tuple(LABELS)
 TFIDF = "tfidf"
 # the judges' TF-IDF views: Kiwi morphemes beside the baseline's characters measured above
 # characters alone on BEEP! dev and the K/DA sets; the sentence encoder's vectors lift the
-# consistency judge (most on the hard set) and lower the one-sentence judges
-# (docs/trained-judges.md, bench/judges.py)
+# consistency judge (most on the hard set) and lower the one-sentence judges; the content
+# morphemes a rewrite added and dropped lift the consistency judge again, most on the
+# rewordings it never trains on (#32) (docs/trained-judges.md, bench/judges.py)
 JUDGE_VIEWS = {
     "implicit": ["chars", "morphemes"],
-    "consistency": ["chars", "morphemes", "sentence"],
+    "consistency": ["chars", "morphemes", "sentence", "content"],
 }
 PARAPHRASE_SCORE = 4.0  # KorSTS 0-5: 4 and up is "mostly equivalent"
 Item = tuple[TextOrPair, str]
