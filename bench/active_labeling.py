@@ -24,14 +24,25 @@ labels (both classes present), adds ``--step`` labels at a time up to ``--max-la
 macro-F1 on the held-out part after every refit. Orders:
 
 1. **random**: uniformly random unlabelled items (the baseline);
-2. **queue**: the disagreement queue of ``judge/queue_order``: a panel votes on every
-   unlabelled pool item: the judge, and two more refitted TF-IDF judges that see one view
-   each (characters only, morphemes only: a committee), and one fixed judge: for BEEP!
-   the profanity lexicon (``lexicon/korean_bad_words.txt`` through
-   ``kda_judges.read_lexicon``, offensive when a word of it appears, as the implicit
-   recipe matches it), for care-call ``rules:carecall``. Score: ``vote_entropy`` of the
-   four votes, ties by the judge's ``uncertainty``; served by ``ranked_queue`` with the
-   issue's random share of 0.2;
+2. **queue**: the disagreement queue of ``judge/queue_order``, built as ``--queue`` says:
+
+   - ``panel`` (the default: the best measured, docs/benchmarks.md): a panel votes on
+     every unlabelled pool item: the judge, and two more refitted TF-IDF judges that see
+     one view each (characters only, morphemes only), and one fixed judge: for BEEP! the
+     profanity lexicon (``lexicon/korean_bad_words.txt`` through
+     ``kda_judges.read_lexicon``, offensive when a word of it appears, as the implicit
+     recipe matches it), for care-call ``rules:carecall``. Score: ``vote_entropy`` of the
+     four votes, ties by the judge's ``uncertainty``;
+   - ``committee``: query by committee the classic way: ``COMMITTEE_SIZE`` copies of the
+     judge refitted on bootstrap resamples of the labels so far (the same features),
+     ``vote_entropy`` of their votes, ties by the ``uncertainty`` of their mean
+     probability;
+   - ``panel-spread``: ``panel``, then each batch spread out (``spread_batch``): a ranked
+     place skips an item whose cosine (the judge's features) to an item already in the
+     batch exceeds ``SPREAD``, against near-duplicates in one batch;
+
+   served by ``ranked_queue`` with the issue's random share of 0.2 (``panel-spread``
+   keeps its random items and their places);
 3. **uncertainty**: the judge's ``uncertainty`` alone, through ``ranked_queue`` with the
    same random share of 0.2, so that it differs from the queue by its score only.
 
@@ -43,10 +54,16 @@ order the labels needed to first reach 95% of it (an order that never does count
 last label count it reached, ``reached: false``). Targets (#35): the queue needs at most
 2/3 of the labels random order needs, on both sets (mean labels over seeds, queue /
 random). The plot (``--plot``, PNG) shows macro-F1 against labels, the mean over seeds.
+The first label count to reach 95% moves by hundreds of labels between seeds on BEEP!
+(its curves are flat there), hence 10 seeds and a cap of 3,000 by default.
 
-Usage: python bench/active_labeling.py [--seeds 0,1,2] [--max-labels 1500] [--step 25]
-       [--start 20] [--plot runs/active_labeling.png] [--data ../shared/data]
-       [--examples-dir examples/carecall] [--held-out 0.3]
+The regressions run on one thread (``threadpool_limits``): on a shared machine BLAS's
+threads made a refit tens of times slower.
+
+Usage: python bench/active_labeling.py [--seeds 0,1,...,9] [--max-labels 3000]
+       [--step 25] [--start 20] [--queue panel|committee|panel-spread]
+       [--plot runs/active_labeling.png] [--data ../shared/data]
+       [--examples-dir examples/carecall] [--held-out 0.3] [--sets beep,carecall]
 The last line printed is a JSON object with every number and the ``targets``.
 """
 
@@ -64,13 +81,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 from scipy.special import expit
 from sklearn.base import clone
+from threadpoolctl import threadpool_limits
 
 from rolecall.eval.offensiveness import beep_examples
 from rolecall.jsonl import read_jsonl
 from rolecall.judge.out_of_bounds import IN_BOUNDS, OUT_OF_BOUNDS, Item
-from rolecall.judge.queue_order import RANDOM_SHARE, ranked_queue, uncertainty, vote_entropy
+from rolecall.judge.queue_order import (
+    RANDOM,
+    RANDOM_SHARE,
+    RANKED,
+    ranked_queue,
+    uncertainty,
+    vote_entropy,
+)
 from rolecall.judge.rules import load_rule_judge
 from rolecall.judge.written_out_of_bounds import out_of_bounds_items, read_out_of_bounds
 from rolecall.records import Dialogue
@@ -85,6 +111,9 @@ REACH = 0.95  # of the all-labels macro-F1
 MAX_RATIO = 0.667  # the queue's labels / random's (2/3)
 VIEWS = JUDGE_VIEWS["implicit"]
 COMMITTEE = (["chars"], ["morphemes"])  # the panel's other refitted judges, one view each
+QUEUES = ("panel", "committee", "panel-spread")  # how the queue order is built; first: default
+COMMITTEE_SIZE = 5  # --queue committee: bootstrap copies of the judge
+SPREAD = 0.4  # --queue panel-spread: the most cosine between two items of one batch
 
 
 @dataclass
@@ -106,8 +135,8 @@ class LabelSet:
 
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated")
-    parser.add_argument("--max-labels", type=int, default=1500, help="the most labels per run")
+    parser.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9", help="comma-separated")
+    parser.add_argument("--max-labels", type=int, default=3000, help="the most labels per run")
     parser.add_argument("--step", type=int, default=25, help="labels between refits")
     parser.add_argument("--start", type=int, default=20, help="random labels to begin with")
     parser.add_argument("--plot", type=Path, default=ROOT / "runs" / "active_labeling.png")
@@ -115,6 +144,7 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--examples-dir", type=Path, default=ROOT / "examples" / "carecall")
     parser.add_argument("--held-out", type=float, default=0.3, help="care-call dialogues")
     parser.add_argument("--sets", default="beep,carecall", help="comma-separated")
+    parser.add_argument("--queue", choices=QUEUES, default=QUEUES[0], help="the queue's order")
     args = parser.parse_args(argv)
     args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
@@ -241,36 +271,100 @@ class Refit:
         return 1.0 - expit(matrix @ self.weights + self.intercept)
 
 
-def refit(label_set: LabelSet, key: str, labelled: list[int]) -> Refit:
-    """The package's regression on the labelled rows. Fitted on the columns those rows use:
-    under L2 the others keep weight 0 (their gradient is 0 from the start), so the model is
-    the same and the fit several times faster."""
+def refit(
+    label_set: LabelSet, key: str, labelled: list[int], sample_weight: np.ndarray | None = None
+) -> Refit:
+    """The package's regression on the labelled rows (``sample_weight``: one per row, as
+    sklearn's). Fitted on the columns those rows use: under L2 the others keep
+    weight 0 (their gradient is 0 from the start), so the model is the same and the fit
+    several times faster."""
     rows = label_set.pool[key][np.array(labelled)]
     gold = label_set.pool_gold[np.array(labelled)]
     if set(gold.tolist()) != {0, 1}:
         raise ValueError("a refit needs labels of both classes")
     columns = np.unique(rows.indices)
-    regression = clone(label_set.regression).fit(rows[:, columns], gold)
+    regression = clone(label_set.regression).fit(
+        rows[:, columns], gold, sample_weight=sample_weight
+    )
     weights = np.zeros(rows.shape[1])
     weights[columns] = regression.coef_[0]
     return Refit(weights, float(regression.intercept_[0]))
 
 
+def bootstrap_judges(
+    label_set: LabelSet, labelled: list[int], seed: int, size: int = COMMITTEE_SIZE
+) -> list[Refit]:
+    """``size`` copies of the judge, each refitted on a bootstrap resample of the labelled
+    items (as many draws as labels, with replacement; a draw that misses a class is drawn
+    again), an item drawn k times weighing k."""
+    rng = np.random.default_rng(seed)
+    chosen = np.array(labelled)
+    gold = label_set.pool_gold[chosen]
+    members = []
+    while len(members) < size:
+        draw = rng.integers(0, len(chosen), len(chosen))
+        if len(set(gold[draw].tolist())) < 2:
+            continue
+        times = np.bincount(draw, minlength=len(chosen))
+        kept = np.flatnonzero(times)
+        members.append(refit(label_set, "judge", chosen[kept].tolist(), times[kept]))
+    return members
+
+
+def spread_batch(
+    queue: list[tuple[int, str]], rows, take: int, threshold: float = SPREAD
+) -> list[tuple[int, str]]:
+    """The first ``take`` entries of ``queue`` (``ranked_queue``'s, over ``rows``' items)
+    with near-duplicates spread out: a random entry keeps its place and item; a ranked
+    place takes the best-ranked item left whose cosine (of ``rows``) to every item already
+    in the batch is at most ``threshold``, or the best-ranked left where none is."""
+    norms = np.sqrt(np.asarray(rows.multiply(rows).sum(axis=1)).ravel())
+    unit = sparse.csr_matrix(sparse.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ rows)
+    left = [item for item, tag in queue if tag == RANKED]  # best first
+    batch: list[tuple[int, str]] = []
+    for item, tag in queue[:take]:
+        if tag == RANDOM:
+            batch.append((item, tag))
+            continue
+        taken = [i for i, _ in batch]
+        apart = (
+            n
+            for n, candidate in enumerate(left)
+            if not taken or (unit[taken] @ unit[candidate].T).max() <= threshold
+        )
+        batch.append((left.pop(next(apart, 0)), RANKED))
+    return batch
+
+
 def next_labels(
-    label_set: LabelSet, order: str, judge: Refit, labelled: list[int], take: int, seed: int
+    label_set: LabelSet,
+    order: str,
+    judge: Refit,
+    labelled: list[int],
+    take: int,
+    seed: int,
+    queue: str = QUEUES[0],
 ) -> list[int]:
-    """The ``take`` items the order serves next, from the unlabelled pool."""
+    """The ``take`` items the order serves next, from the unlabelled pool (``queue``: how
+    the queue order is built, one of ``QUEUES``)."""
     seen = set(labelled)
     left = [i for i in range(len(label_set.pool_gold)) if i not in seen]
     if order == "random":
-        queue = ranked_queue([0.0] * len(left), random_share=1.0, seed=seed)
-        return [left[i] for i, _ in queue[:take]]
-    p = judge.first_share(label_set.pool["judge"][left])
+        served = ranked_queue([0.0] * len(left), random_share=1.0, seed=seed)
+        return [left[i] for i, _ in served[:take]]
+    rows = label_set.pool["judge"][left]
+    p = judge.first_share(rows)
     doubt = uncertainty(p.tolist())
     if order == "uncertainty":
-        queue = ranked_queue(doubt, random_share=RANDOM_SHARE, seed=seed)
-        return [left[i] for i, _ in queue[:take]]
+        served = ranked_queue(doubt, random_share=RANDOM_SHARE, seed=seed)
+        return [left[i] for i, _ in served[:take]]
     names = label_set.labels
+    if queue == "committee":
+        shares = [m.first_share(rows) for m in bootstrap_judges(label_set, labelled, seed)]
+        votes = [[names[0] if q >= 0.5 else names[1] for q in item] for item in zip(*shares)]
+        mean = np.clip(np.mean(shares, axis=0), 0.0, 1.0)
+        served = ranked_queue(vote_entropy(votes), RANDOM_SHARE, seed, uncertainty(mean.tolist()))
+        return [left[i] for i, _ in served[:take]]
     votes = [[names[0] if q >= 0.5 else names[1]] for q in p]
     for views in COMMITTEE:
         member = refit(label_set, views[0], labelled)
@@ -278,11 +372,15 @@ def next_labels(
             vote.append(names[0] if q >= 0.5 else names[1])
     for vote, i in zip(votes, left):
         vote.append(label_set.fixed[i])
-    queue = ranked_queue(vote_entropy(votes), RANDOM_SHARE, seed=seed, tiebreak=doubt)
-    return [left[i] for i, _ in queue[:take]]
+    served = ranked_queue(vote_entropy(votes), RANDOM_SHARE, seed=seed, tiebreak=doubt)
+    if queue == "panel-spread":
+        served = spread_batch(served, rows, take)
+    return [left[i] for i, _ in served[:take]]
 
 
-def run_order(label_set: LabelSet, order: str, counts: list[int], seed: int) -> list[float]:
+def run_order(
+    label_set: LabelSet, order: str, counts: list[int], seed: int, queue: str = QUEUES[0]
+) -> list[float]:
     """Macro-F1 on the held-out part after the refit at each label count."""
     labelled = start_labels(label_set.pool_gold, counts[0], seed)
     curve = []
@@ -293,7 +391,8 @@ def run_order(label_set: LabelSet, order: str, counts: list[int], seed: int) -> 
         curve.append(label_metrics(label_set.held_gold, predicted)["macro_f1"])
         if step + 1 < len(counts):
             take = counts[step + 1] - count
-            labelled += next_labels(label_set, order, judge, labelled, take, seed * 10_000 + step)
+            draw = seed * 10_000 + step
+            labelled += next_labels(label_set, order, judge, labelled, take, draw, queue)
     return curve
 
 
@@ -320,7 +419,7 @@ def measure_set(name: str, args: argparse.Namespace) -> dict:
             found = carecall_set(args.examples_dir, args.held_out, seed)
         counts = label_counts(len(found.pool_gold), args)
         goal = REACH * found.all_labels_f1
-        curves = {order: run_order(found, order, counts, seed) for order in ORDERS}
+        curves = {order: run_order(found, order, counts, seed, args.queue) for order in ORDERS}
         needed = {order: labels_needed(counts, curves[order], goal) for order in ORDERS}
         print(
             f"{name} seed {seed}: all labels {found.all_labels_f1:.3f}; labels to "
@@ -376,13 +475,13 @@ def print_table(name: str, result: dict, marks: Sequence[int] = (20, 95, 195, 49
     )
     counts = result["curve_label_counts"]
     shown = sorted({c for c in counts if c in marks} | {counts[-1]})
-    header = f"{'order':14s}{'labels needed':>16s}{'per seed':>22s}"
-    print(header + "".join(f"{'F1@' + str(c):>10s}" for c in shown))
+    header = f"{'order':14s}{'labels needed':>16s}"
+    print(header + "".join(f"{'F1@' + str(c):>10s}" for c in shown) + "  labels needed per seed")
     for order, found in result["orders"].items():
         needed = f"{found['labels_needed']:.1f}{'' if found['reached'] else '*'}"
         seeds = ",".join(str(n) for n in found["labels_needed_per_seed"])
         cells = "".join(f"{found['macro_f1'][counts.index(c)]:>10.3f}" for c in shown)
-        print(f"{order:14s}{needed:>16s}{seeds:>22s}{cells}")
+        print(f"{order:14s}{needed:>16s}{cells}  {seeds}")
     if not all(found["reached"] for found in result["orders"].values()):
         print("* not reached within the cap in every seed: counted as the last label count")
 
@@ -421,8 +520,13 @@ def targets(results: dict[str, dict]) -> dict:
 def main(argv: Sequence[str] | None = None) -> dict:
     args = arguments(argv)
     began = time.perf_counter()
-    print(f"data: {args.data}; examples: {args.examples_dir}; seeds {args.seeds}", flush=True)
-    results = {name: measure_set(name, args) for name in args.sets}
+    print(
+        f"data: {args.data}; examples: {args.examples_dir}; seeds {args.seeds}; "
+        f"queue: {args.queue}",
+        flush=True,
+    )
+    with threadpool_limits(1):
+        results = {name: measure_set(name, args) for name in args.sets}
     for name, result in results.items():
         print_table(name, result)
     plot = save_plot(results, args.plot)
@@ -436,6 +540,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "step": args.step,
         "max_labels": args.max_labels,
         "random_share": RANDOM_SHARE,
+        "queue": args.queue,
         "judge_views": VIEWS,
         "plot": str(plot),
         "seconds": seconds,

@@ -68,7 +68,9 @@ def test_scores_wait_for_labels_of_both_answers_then_rank_what_the_judges_split_
     labels[4] = [{"first_oob": None}]
     scores = item_scores(items, labels)
     split, agree = scores[4], scores[5]
-    assert split[0] == pytest.approx(math.log(2)) and agree[0] == 0.0
+    # the stored "out" against the panel's three "in" votes: 1 of 4; item 6 all agree
+    assert split[0] == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
+    assert agree[0] == 0.0
     assert all(0.0 < s[1] <= 1.0 for s in scores)  # the trained judge's uncertainty
 
 

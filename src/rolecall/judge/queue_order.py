@@ -7,7 +7,9 @@ such scores, every ``1 / random_share``-th position a uniformly random item, eac
 ranked or random so that error rates can be estimated from the random share alone.
 
 ``bench/active_labeling.py`` measures how many labels this order saves over random order
-(not enough yet: docs/benchmarks.md); the web app's label queue serves it (``web/queue.py``).
+(some on care-call turns, none beyond chance on BEEP!: short of the issue's third,
+docs/benchmarks.md; a bootstrap committee of the judge and spreading near-duplicates out
+of a batch measured no better); the web app's label queue serves it (``web/queue.py``).
 """
 
 from __future__ import annotations

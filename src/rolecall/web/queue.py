@@ -3,13 +3,14 @@ on first, with a random share kept for unbiased estimates.
 
 Per item, a panel of verdicts: what the item carries (a judged dialogue's
 ``out_of_bounds`` per system turn, from the pipeline's judge) and, once the project has
-labels of both answers, its *trained judge*: character TF-IDF + logistic regression
-(``train/baselines.py``) fit on the project's labels so far, per label kind (dialogues:
-each system turn up to the first out-of-bounds one, in its context; pairs: consistency of
-(sentence, rewrite) and offensiveness of the rewrite). An item's score is the vote entropy
-of its panel (``judge/queue_order.vote_entropy``; a dialogue's most split turn), ties
-broken by the trained judge's uncertainty (a probability near 0.5); with one judge the
-uncertainty alone decides.
+labels of both answers, its *trained panel*: TF-IDF + logistic regression judges
+(``train/baselines.py``: over characters and Kiwi morphemes, the *judge*, and over each
+alone, as ``bench/active_labeling.py`` measures the queue) fit on the project's labels so
+far, per label kind (dialogues: each system turn up to the first out-of-bounds one, in its
+context; pairs: consistency of (sentence, rewrite) and offensiveness of the rewrite). An
+item's score is the vote entropy of its panel (``judge/queue_order.vote_entropy``; a
+dialogue's most split turn), ties broken by the judge's uncertainty (a probability near
+0.5).
 
 ``ranked_queue`` then lays the items out with the project's ``random_share`` (default
 20%): every fifth position a uniformly random item, tagged ``random``, the others the
@@ -40,6 +41,10 @@ from rolecall.store.models import utcnow
 log = logging.getLogger(__name__)
 IN, OUT = "in", "out"
 MIN_PER_LABEL = 2  # labelled units of each answer before a judge is fit
+# the trained panel, as bench/active_labeling.py measures it: a judge over characters and
+# morphemes, and one over each alone (with only the judge beside an item's stored verdict,
+# every score is 0 or ln 2, and that order did worse than random there on BEEP!)
+PANEL_VIEWS = (["chars", "morphemes"], ["chars"], ["morphemes"])
 # one background refit per project at a time: a burst of labels asks for one, not many
 _RUNNING: set[int] = set()
 _LOCK = threading.Lock()
@@ -88,61 +93,73 @@ def pair_inputs(item: Item) -> tuple[str, str]:
     return (item.payload.get("neutral", ""), item.payload.get("toxic", ""))
 
 
-def fit_judge(inputs: Sequence[tuple[str, str]], answers: Sequence[str], task: str, pair=True):
-    """A TF-IDF judge of ``answers`` (IN / OUT), or None while either answer has fewer
-    than ``MIN_PER_LABEL`` examples."""
+def fit_panel(inputs: Sequence[tuple[str, str]], answers: Sequence[str], task: str, pair=True):
+    """TF-IDF judges of ``answers`` (IN / OUT), one per view set of ``PANEL_VIEWS`` (the
+    first, characters and morphemes, is *the* judge whose uncertainty breaks ties); none
+    while either answer has fewer than ``MIN_PER_LABEL`` examples."""
     from rolecall.train.baselines import TfidfModel, TfidfSettings
 
     if min(answers.count(IN), answers.count(OUT)) < MIN_PER_LABEL:
-        return None
-    model = TfidfModel(TfidfSettings(task=task, labels=[IN, OUT], pair=pair, views=["chars"]))
-    model.fit(list(inputs) if pair else [b for _, b in inputs], list(answers))
-    return model
-
-
-def _p_out(model, inputs: Sequence[tuple[str, str]], pair: bool = True) -> list[float]:
-    if model is None or not inputs:
         return []
-    proba = model.predict_proba(list(inputs) if pair else [b for _, b in inputs])
-    return [float(p) for p in proba[:, 1]]
+    texts = list(inputs) if pair else [b for _, b in inputs]
+    panel = []
+    for views in PANEL_VIEWS:
+        model = TfidfModel(TfidfSettings(task=task, labels=[IN, OUT], pair=pair, views=views))
+        model.fit(texts, list(answers))
+        panel.append(model)
+    return panel
+
+
+def _p_out(panel, inputs: Sequence[tuple[str, str]], pair: bool = True) -> list[list[float]]:
+    """Each judge's P(out) per input (one list per judge)."""
+    if not panel or not inputs:
+        return []
+    texts = list(inputs) if pair else [b for _, b in inputs]
+    return [[float(p) for p in judge.predict_proba(texts)[:, 1]] for judge in panel]
+
+
+def _score(stored: str | None, probabilities: Sequence[float]) -> tuple[float, float]:
+    """(vote entropy of the stored verdict and each judge's vote, the first judge's
+    uncertainty) of one unit."""
+    votes = [stored] if stored is not None else []
+    votes += [OUT if p >= 0.5 else IN for p in probabilities]
+    split = vote_entropy([votes])[0] if votes else 0.0
+    sure = uncertainty([probabilities[0]])[0] if probabilities else 0.0
+    return split, sure
 
 
 def item_scores(items: Sequence[Item], labels: dict[int, list[dict]]) -> list[tuple[float, float]]:
     """(disagreement, uncertainty) per item: the vote entropy of its panel and the
-    trained judge's uncertainty (each a dialogue's highest over its turns; 0 without)."""
+    trained judge's uncertainty (each an item's highest over its turns and questions; 0
+    without)."""
     by_kind = {kind: [i for i in items if i.kind == kind] for kind in ItemKind}
     scores = {item.id: (0.0, 0.0) for item in items}
 
-    dialogue_training = [
+    def keep(item_id: int, score: tuple[float, float]) -> None:
+        old = scores[item_id]
+        scores[item_id] = (max(old[0], score[0]), max(old[1], score[1]))
+
+    training = [
         example
         for item in by_kind[ItemKind.DIALOGUE]
         for label in labels.get(item.id, [])
         for example in dialogue_examples(item, label)
     ]
-    judge = fit_judge(
-        [x for x, _ in dialogue_training], [y for _, y in dialogue_training], "out_of_bounds"
-    )
+    panel = fit_panel([x for x, _ in training], [y for _, y in training], "out_of_bounds")
     units = [u for item in by_kind[ItemKind.DIALOGUE] for u in dialogue_units(item)]
-    p_out = _p_out(judge, [u.inputs for u in units])
+    per_judge = _p_out(panel, [u.inputs for u in units])
     for position, unit in enumerate(units):
-        votes = [v for v in (unit.stored,) if v is not None]
-        sure = 0.0
-        if p_out:
-            p = p_out[position]
-            votes.append(OUT if p >= 0.5 else IN)
-            sure = uncertainty([p])[0]
-        split = vote_entropy([votes])[0] if votes else 0.0
-        old = scores[unit.item_id]
-        scores[unit.item_id] = (max(old[0], split), max(old[1], sure))
+        keep(unit.item_id, _score(unit.stored, [p[position] for p in per_judge]))
 
     pairs = by_kind[ItemKind.PAIR]
     pair_labels = [(item, label) for item in pairs for label in labels.get(item.id, [])]
     for question, pair in (("consistent", True), ("offensive", False)):
         answers = [IN if label.get(question) else OUT for _, label in pair_labels]
-        judge = fit_judge([pair_inputs(i) for i, _ in pair_labels], answers, question, pair)
-        for item, p in zip(pairs, _p_out(judge, [pair_inputs(i) for i in pairs], pair)):
-            old = scores[item.id]
-            scores[item.id] = (old[0], max(old[1], uncertainty([p])[0]))
+        panel = fit_panel([pair_inputs(i) for i, _ in pair_labels], answers, question, pair)
+        per_judge = _p_out(panel, [pair_inputs(i) for i in pairs], pair)
+        for position, item in enumerate(pairs):
+            if per_judge:
+                keep(item.id, _score(None, [p[position] for p in per_judge]))
     return [scores[item.id] for item in items]
 
 
