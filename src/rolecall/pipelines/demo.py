@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rolecall.errors import InputFileError
-from rolecall.rundir import write_json
+from rolecall.rundir import text_hash, write_json
 
 # the retriever head per backbone (bench/retrieval_quality.py, docs/models.md): over the
 # sentence encoder the residual head keeps its zero-shot geometry (care-call Hits@1/20
@@ -85,10 +85,6 @@ def _digest(*paths: Path) -> str:
     for path in paths:
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
-
-
-def _text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _done(marker: Path, key: str) -> bool:
@@ -252,7 +248,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     }
     # a change of the library's defaults trains again, as changed examples do
     defaults = json.dumps({k: [m.model_dump() for m in v] for k, v in trainings.items()})
-    key = f"{_digest(examples, held_out)}|{options.backbone}|{_text_digest(defaults)}"
+    key = f"{_digest(examples, held_out)}|{options.backbone}|{text_hash(defaults)}"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():

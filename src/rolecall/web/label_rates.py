@@ -1,11 +1,12 @@
 """What people's labels say about the data, for the dashboard (issue #35 items 3 and 5).
 
 - **label error rates**, per label kind and question: the items whose annotators' majority
-  answer is the error (a dialogue with an out-of-bounds turn, a rewrite that does not keep
-  its content or is not offensive, a bot turn not sensible or not specific), with a 95%
-  Wilson interval, over the items served from the queue's **random share** only
-  (``web/queue.py``): the ranked items are the ones the judges disagree on, the hard ones,
-  so counting them would bias every rate; how many labelled items were left out is shown.
+  answer (as the exports read it: ``ERRORS``) is the error (a dialogue with an
+  out-of-bounds turn, a rewrite that does not keep its content or is not offensive, a bot
+  turn not sensible or not specific), with a 95% Wilson interval, over the items served
+  from the queue's **random share** only (``web/queue.py``): the ranked items are the ones
+  the judges disagree on, the hard ones, so counting them would bias every rate; how many
+  labelled items were left out is shown.
 - **agreement per category**: Krippendorff's alpha (nominal) of the error category people
   chose for a dialogue, and one binary alpha per category ("chose this category or not"),
   each over the items labelled by two or more people, with that count.
@@ -22,18 +23,21 @@ from rolecall.eval.agreement import krippendorff_alpha
 from rolecall.eval.intervals import wilson_interval
 from rolecall.judge.queue_order import RANDOM
 from rolecall.store import Annotation, Item
-from rolecall.web.items import labels_by_item
+from rolecall.web.export import majority_first_oob
+from rolecall.web.items import labels_by_item, majority_yes
 
-# per label kind, each question's error: a label's answer that counts against the data
-ERRORS: dict[str, dict[str, Callable[[dict], bool]]] = {
-    "oob": {"out_of_bounds": lambda label: label.get("first_oob") is not None},
+# per label kind, each question's error, read from an item's labels by the rules the
+# exports use: the majority first out-of-bounds turn (a tie goes to the turn), the
+# majority yes/no answer (a tie is "no")
+ERRORS: dict[str, dict[str, Callable[[list[dict]], bool]]] = {
+    "oob": {"out_of_bounds": lambda labels: majority_first_oob(labels)[0] is not None},
     "pair": {
-        "not_consistent": lambda label: label.get("consistent") is False,
-        "not_offensive": lambda label: label.get("offensive") is False,
+        "not_consistent": lambda labels: not majority_yes(labels, "consistent"),
+        "not_offensive": lambda labels: not majority_yes(labels, "offensive"),
     },
     "ssa": {
-        "not_sensible": lambda label: label.get("sensible") is False,
-        "not_specific": lambda label: label.get("specific") is False,
+        "not_sensible": lambda labels: not majority_yes(labels, "sensible"),
+        "not_specific": lambda labels: not majority_yes(labels, "specific"),
     },
 }
 
@@ -57,7 +61,7 @@ def label_error_rates(db: Session, project_id: int) -> list[dict]:
         labels = labels_by_item(db, project_id, kind)
         sample = [group for item_id, group in labels.items() if item_id in sampled]
         for question, is_error in questions.items():
-            k = sum(2 * sum(map(is_error, group)) > len(group) for group in sample)
+            k = sum(map(is_error, sample))
             low, high = wilson_interval(k, len(sample)) or (None, None)
             rows.append(
                 {

@@ -166,7 +166,7 @@ def item_scores(items: Sequence[Item], labels: dict[int, list[dict]]) -> list[tu
 def rank(db: Session, project_id: int, random_share: float, seed: int = 0) -> int:
     """Score the project's items, lay them out (``ranked_queue``) and store the order;
     returns how many items it holds. One transaction: the old order stays until then."""
-    from rolecall.web.items import LABEL_KIND
+    from rolecall.web.items import LABEL_KIND, labels_by_item
 
     items = list(
         db.scalars(
@@ -175,13 +175,11 @@ def rank(db: Session, project_id: int, random_share: float, seed: int = 0) -> in
             .order_by(Item.id)
         )
     )
-    labels: dict[int, list[dict]] = {}
-    for item_id, payload in db.execute(
-        select(Annotation.item_id, Annotation.payload)
-        .join(Item, Item.id == Annotation.item_id)
-        .where(Item.project_id == project_id)
-    ):
-        labels.setdefault(item_id, []).append(payload)
+    labels = {
+        item_id: group
+        for kind in LABEL_KIND.values()
+        for item_id, group in labels_by_item(db, project_id, kind).items()
+    }
     scores = item_scores(items, labels)
     order = ranked_queue(
         [s for s, _ in scores], random_share, seed, tiebreak=[t for _, t in scores]
