@@ -53,7 +53,7 @@ Usage: python bench/retrieval_quality.py [--data chatbot,carecall] [--limit N]
        [--epochs 5] [--reranker-epochs 5] [--batch-size 32] [--lr 1e-3] [--top 10]
        [--negatives 7] [--hard 0] [--carecall-train carecall+chatbot] [--seed 0]
        [--max-turns 10] [--bm25-turns 1]
-       [--layer N] [--cache-dir runs/bench-features]
+       [--layer N] [--tune-layers N --backbone-lr 1e-3] [--cache-dir runs/bench-features]
 The last line printed is a JSON object with every number and the targets.
 """
 
@@ -184,7 +184,9 @@ def rrf(scores: np.ndarray, k: int = RRF_K) -> np.ndarray:
 
 
 def run_task(task: Task, backbone, args) -> dict:
-    """Every model on one task's held-out rows; returns their metrics."""
+    """Every model on one task's held-out rows; returns their metrics. The retriever trains
+    on a copy of ``backbone`` with its top tuned when ``--tune-layers`` says so, the
+    reranker always on the frozen one."""
     pool = unique_candidates(p.response for p in task.test)
     position = {text: number for number, text in enumerate(pool)}
     gold = [position[p.response] for p in task.test]
@@ -237,11 +239,17 @@ def run_task(task: Task, backbone, args) -> dict:
                 f"hits@1/{k}": hits_at(fuse(seen[name][k], seen["bm25"][k], 1.0)) for k in ks
             }
 
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    config = TrainConfig(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        backbone_lr=args.backbone_lr,
+        seed=args.seed,
+    )
     started = time.perf_counter()
     retriever, history = fit_retriever(
         [(p.context, p.response) for p in task.train],
-        backbone,
+        retriever_backbone(args) or backbone,
         RetrieverSettings(kind=args.kind),
         config,
         progress=True,
@@ -330,6 +338,15 @@ def run_task(task: Task, backbone, args) -> dict:
     }
 
 
+def retriever_backbone(args):
+    """A fresh backbone with its top ``--tune-layers`` tuned; None when frozen."""
+    if not args.tune_layers:
+        return None
+    return BackboneChoice(args.backbone, layer=args.layer, tune_layers=args.tune_layers).load(
+        "retriever"
+    )
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="chatbot,carecall")
@@ -343,6 +360,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--reranker-epochs", type=int, default=RERANKER_TRAINING.epochs)
     parser.add_argument("--batch-size", type=int, default=RETRIEVER_TRAINING.batch_size)
     parser.add_argument("--lr", type=float, default=RETRIEVER_TRAINING.lr)
+    parser.add_argument(
+        "--tune-layers", type=int, default=0, help="the retriever tunes the backbone's top N"
+    )
+    parser.add_argument("--backbone-lr", type=float, default=RETRIEVER_TRAINING.backbone_lr)
     parser.add_argument("--top", type=int, default=10, help="candidates reranked (bot: k)")
     parser.add_argument("--negatives", type=int, default=7)
     parser.add_argument("--hard", type=int, default=0, help="of them mined from the retriever")
@@ -369,7 +390,8 @@ def main() -> None:
     started = time.perf_counter()
     args.kind = retriever_kind(args.backbone, args.kind)
     backbone = BackboneChoice(args.backbone, frozen=True, layer=args.layer).load("retriever")
-    print(f"backbone: {args.backbone} layer {args.layer or 'all'} (frozen)", flush=True)
+    tuned = f", the retriever's top {args.tune_layers} tuned" if args.tune_layers else ""
+    print(f"backbone: {args.backbone} layer {args.layer or 'all'} (frozen{tuned})", flush=True)
     chatbot = chatbot_task(args)
     tasks = {"chatbot": chatbot, "carecall": carecall_task(args, chatbot.train)}
     out = {name: run_task(tasks[name], backbone, args) for name in args.data.split(",")}
@@ -400,6 +422,7 @@ def main() -> None:
                 "bench": "retrieval_quality",
                 "backbone": args.backbone,
                 "layer": args.layer,
+                "tune_layers": args.tune_layers,
                 "kind": args.kind,
                 "settings": {k: str(v) for k, v in vars(args).items()},
                 "seconds": round(time.perf_counter() - started, 1),

@@ -357,6 +357,9 @@ def test_the_sentence_encoder_backbone_from_the_command_line(setup):
     assert metrics["kind"] == "residual" and metrics["steps"] > 0
     saved = json.loads((root / "sr" / "model.json").read_text())
     assert saved["settings"]["dim"] == 512 and saved["settings"]["backbone"] == "sentence"
+    # the policy's default: the retriever tunes the encoder's dense top, saved beside it
+    assert json.loads((root / "sr" / "backbone.json").read_text())["tuned"] == 5
+    assert (root / "sr" / "tuned.safetensors").is_file() and not saved["settings"]["frozen"]
     refused = run_cli(
         "train",
         "classifier",
@@ -368,4 +371,4 @@ def test_the_sentence_encoder_backbone_from_the_command_line(setup):
         "--trainable",
         "--no-progress",
     )
-    assert refused.returncode != 0 and "frozen and whole" in refused.stderr
+    assert refused.returncode != 0 and "--tune-layers 1-5" in refused.stderr

@@ -1,8 +1,8 @@
-"""The dialogue models on the demo's backbone (the bundled sentence encoder, frozen) and
-real Korean data, as the session's demo trained them (``demo_run``, tests/integration/
-conftest.py): the out-of-bounds classifier, the poly-encoder retriever with its candidate
-index, and the cross-attention reranker, trained on the shipped care-call dialogues, the
-generated ones and the spec's forbidden examples. Here each is loaded back from the run
+"""The dialogue models on the demo's backbone (the bundled sentence encoder; the retriever
+tunes its dense top) and real Korean data, as the session's demo trained them
+(``demo_run``, tests/integration/conftest.py): the out-of-bounds classifier, the residual
+retriever with its candidate index, and the cross-attention reranker, trained on the
+shipped care-call dialogues, the generated ones and the spec's forbidden examples. Here each is loaded back from the run
 directory and used as the bot uses it: the real backbone, tokenizer and feature cache
 through every model. Their quality is bench/'s business; that they learned is read from
 what training recorded. The same heads on the embedded Gemma: test_gemma_heads.py.
@@ -60,6 +60,8 @@ def test_retriever_index_and_reranker_with_mc_dropout(demo_run, held_out):
     bot, features = demo_run.out / "bot", demo_run.out / "features"
     # over the sentence encoder: its cosine plus trained residual maps, one vector a side
     assert trained(demo_run, "retriever")["settings"]["kind"] == "residual"
+    # with the encoder's dense top tuned (the policy's default for a retriever on it)
+    assert json.loads((bot / "retriever" / "backbone.json").read_text())["tuned"] == 5
     saved = trained(demo_run, "reranker")
     # the default for a frozen backbone: a cross-attention head over separate states, cut
     # like the retriever's so that a live turn runs the context through the backbone once

@@ -6,11 +6,21 @@ from __future__ import annotations
 import pytest
 
 from rolecall.errors import ConfigError
-from rolecall.train.jobs import BackboneChoice, Job, classifier_config, features_cache
-from rolecall.train.settings import CLASSIFIER_TRAINING, FROZEN_CLASSIFIER_EPOCHS
+from rolecall.train.jobs import (
+    BackboneChoice,
+    Job,
+    classifier_config,
+    features_cache,
+    retriever_config,
+)
+from rolecall.train.settings import (
+    CLASSIFIER_TRAINING,
+    FROZEN_CLASSIFIER_EPOCHS,
+    RETRIEVER_TRAINING,
+)
 
 
-def test_the_embedded_defaults_follow_the_kind_of_model():
+def test_the_bundled_backbones_defaults_follow_the_kind_of_model():
     def resolved(kind, name="embedded", **given):
         return BackboneChoice(name, **given).resolved(kind)
 
@@ -19,7 +29,9 @@ def test_the_embedded_defaults_follow_the_kind_of_model():
     assert resolved("classifier", layer=1) == (1, True, 1)
     assert resolved("classifier", tune_layers=0, layer=18) == (18, True, 0)
     assert resolved("retriever") == (None, True, None)
-    assert resolved("classifier", "sentence") == (None, True, None)  # frozen: its only mode
+    assert resolved("classifier", "sentence") == (None, True, None)  # frozen
+    assert resolved("retriever", "sentence") == (None, True, 5)  # its dense top tuned
+    assert resolved("retriever", "sentence", frozen=True) == (None, True, None)
     assert resolved("classifier", "/models/klue") == (None, False, None)  # trained whole
     assert resolved("retriever", "/models/klue", frozen=True) == (None, True, None)
     assert BackboneChoice().load_options("classifier") == {"layer": 7}
@@ -41,6 +53,19 @@ def test_the_classifier_passes_follow_what_trains():
     assert (given.epochs, given.min_steps) == (2, None)
     with pytest.raises(ValueError):
         classifier_config(BackboneChoice(), lr=-1.0)
+
+
+def test_a_tuned_sentence_top_learns_at_its_measured_rate():
+    default = retriever_config(BackboneChoice("sentence"), seed=3)
+    assert (default.backbone_lr, default.epochs, default.seed) == (
+        3e-4,
+        RETRIEVER_TRAINING.epochs,
+        3,
+    )
+    assert retriever_config(BackboneChoice("sentence", tune_layers=2)).backbone_lr == 3e-4
+    assert retriever_config(BackboneChoice("sentence"), backbone_lr=1e-5).backbone_lr == 1e-5
+    for untuned in (BackboneChoice("sentence", frozen=True), BackboneChoice("/models/klue")):
+        assert retriever_config(untuned, backbone_lr=None) == RETRIEVER_TRAINING
 
 
 def test_a_job_places_its_cache_and_checkpoints(tmp_path, monkeypatch):

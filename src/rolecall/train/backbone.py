@@ -59,15 +59,20 @@ EMBEDDED_LAYER: int | None = None
 
 
 class HeadDefaults(NamedTuple):
-    """What ``rolecall train KIND`` does with the embedded Gemma when not told otherwise."""
+    """What ``rolecall train KIND`` does with a bundled backbone when not told otherwise."""
 
     layer: int | None  # layers kept (None: all)
     tune: int  # top layers of those trained (0: frozen, states cached)
+    backbone_lr: float | None = None  # the tuned layers' learning rate (None: TrainConfig's)
 
 
 # measured per head (bench/classifier_quality.py, docs/models.md#the-classifiers-default-
 # the-top-layers-tuned); a kind not listed: EMBEDDED_LAYER, frozen
 EMBEDDED_DEFAULTS = {"classifier": HeadDefaults(layer=7, tune=4)}
+# the retriever tunes the sentence encoder's whole dense top (bench/retrieval_quality.py:
+# chosen on a dev split of chatbot_data's training questions, docs/models.md)
+SENTENCE_DEFAULTS = {"retriever": HeadDefaults(layer=None, tune=5, backbone_lr=3e-4)}
+HEAD_DEFAULTS = {EMBEDDED: EMBEDDED_DEFAULTS, SENTENCE: SENTENCE_DEFAULTS}
 # where a transformers model keeps its list of transformer layers
 LAYER_LISTS = ("layers", "encoder.layer", "h", "model.layers", "decoder.layers", "transformer.h")
 BACKBONE_DIR = "backbone"
@@ -403,8 +408,9 @@ def _load_source(name: str, frozen: bool, layer: int | None) -> Backbone:
     if name == SENTENCE:
         if not frozen or layer is not None:
             raise ConfigError(
-                "the sentence encoder is used frozen and whole",
-                fix="leave --trainable, --layer and --tune-layers out for --backbone sentence",
+                "the sentence encoder is used whole, frozen or with its dense top tuned",
+                fix="leave --trainable and --layer out for --backbone sentence; "
+                "--tune-layers 1-5 trains the last layers of its top",
             )
         from rolecall.train.sentence_encoder import SentenceEncoder
 

@@ -7,8 +7,9 @@ Each job takes typed settings: the model's own (``ClassifierSettings`` ...), a
 layer it is cut after, frozen, trained whole or its top layers tuned) and a ``Job`` (the
 examples, the model directory, the features cache, where frozen features are extracted,
 checkpoints, progress bars). The backbone policy is ``BackboneChoice.resolved``: what the
-caller gives, else the embedded Gemma's measured default for the kind of model
-(``EMBEDDED_DEFAULTS``: the classifier tunes its top 4 of 7 layers), else frozen for the
+caller gives, else the bundled backbone's measured default for the kind of model
+(``backbone.HEAD_DEFAULTS``: on the embedded Gemma the classifier tunes its top 4 of 7
+layers, on the sentence encoder the retriever tunes its dense top), else frozen for the
 embedded model and the sentence encoder and trained whole for a model directory.
 
 The candidate index of a retriever and the hard negatives of a reranker come from
@@ -23,8 +24,9 @@ from typing import Any
 
 from rolecall import config as settings_file
 from rolecall.errors import ConfigError
-from rolecall.train.backbone import EMBEDDED, EMBEDDED_DEFAULTS, SENTENCE
+from rolecall.train.backbone import EMBEDDED, HEAD_DEFAULTS, SENTENCE, HeadDefaults
 from rolecall.train.settings import (
+    RETRIEVER_TRAINING,
     ClassifierSettings,
     DetoxSettings,
     GeneratorSettings,
@@ -61,7 +63,7 @@ class BackboneChoice:
                 fix="give one of them (--tune-layers 0 is frozen)",
             )
         layer, tune = self.layer, self.tune_layers
-        default = EMBEDDED_DEFAULTS.get(kind or "") if self.name == EMBEDDED else None
+        default = self.default(kind)
         if default is not None:
             layer = default.layer if layer is None else layer
             if tune is None and self.frozen is None:
@@ -70,6 +72,16 @@ class BackboneChoice:
             return layer, True, tune
         frozen = self.name in FROZEN_BY_DEFAULT if self.frozen is None else self.frozen
         return layer, frozen, None
+
+    def default(self, kind: str | None) -> HeadDefaults | None:
+        """The bundled backbone's measured default for a model of ``kind``, if any."""
+        return HEAD_DEFAULTS.get(self.name, {}).get(kind or "")
+
+    def backbone_lr(self, kind: str | None) -> float | None:
+        """The learning rate the policy's default gives tuned layers (None: no default
+        here, or nothing tuned)."""
+        default = self.default(kind)
+        return default.backbone_lr if default is not None and self.resolved(kind)[2] else None
 
     def load_options(self, kind: str | None) -> dict[str, Any]:
         """``load_backbone``'s options beyond ``frozen``: what every Ray actor loads too."""
@@ -120,6 +132,15 @@ def classifier_config(choice: BackboneChoice, epochs: int | None = None, **given
     if epochs is not None:
         given["epochs"] = epochs
     return classifier_training(frozen and not tune, **given)
+
+
+def retriever_config(choice: BackboneChoice, **given) -> TrainConfig:
+    """The retriever's ``TrainConfig``: ``RETRIEVER_TRAINING`` and the ``given`` fields; a
+    ``backbone_lr`` not given (or None) is the policy's for a default that tunes (the
+    sentence encoder's top: 3e-4)."""
+    if given.get("backbone_lr") is None:
+        given["backbone_lr"] = choice.backbone_lr("retriever") or RETRIEVER_TRAINING.backbone_lr
+    return TrainConfig(**{**RETRIEVER_TRAINING.model_dump(), **given})
 
 
 def classifier(

@@ -10,23 +10,25 @@ one state; a pair gives the context's states and the response's last. Every head
 ``rolecall.train`` runs on these unchanged (the poly-encoder's codes attend over turns);
 pair heads pool them with ``pair`` (``pairs.pool_states``: context mean, last turn,
 response, their product and difference); the retriever's ``residual`` head keeps the
-encoder's own cosine. Frozen always: the states are cached like the Gemma's
+encoder's own cosine. Frozen by default: the states are cached like the Gemma's
 (``features.py``), and cost 13-19x less to compute (bench/sentence_encoder_speed.py).
+``tune_top(n)`` (``--tune-layers n``, 1-5) trains the last n layers of its dense top with
+the head (``sentence_top.py``): each text's token sums are computed once and kept in
+memory, the top runs at every step; a saved model keeps those layers' weights.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rolecall.errors import ConfigError
 from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, shared_vectors
-from rolecall.train.backbone import SENTENCE, SOURCE_FILE, Backbone, _torch
+from rolecall.train.backbone import SENTENCE, Backbone, _torch
 from rolecall.train.data import LAST
+from rolecall.train.sentence_top import LAYERS, sentence_top
 
 ROLE_PREFIXES = ("user: ", "system: ")
 
@@ -49,7 +51,8 @@ def turn_texts(text: str) -> list[str]:
 
 
 class SentenceEncoder(Backbone):
-    """USE multilingual v3 with the ``Backbone`` interface every head uses; frozen."""
+    """USE multilingual v3 with the ``Backbone`` interface every head uses; frozen unless
+    ``tune_top`` trains its dense top."""
 
     def __init__(self):  # subtle: no transformers model, so Backbone.__init__ is not run
         self.encoder = shared_vectors()  # one copy of the weights per process
@@ -58,6 +61,7 @@ class SentenceEncoder(Backbone):
         self.source, self.frozen, self.layer, self.tuned = SENTENCE, True, None, None
         self.hidden_size, self.has_segments = DIM, False
         self._device = "cpu"
+        self._sums: dict[tuple[int, ...], np.ndarray] = {}  # token ids -> token sums
 
     @property
     def identity(self) -> str:
@@ -72,21 +76,33 @@ class SentenceEncoder(Backbone):
         return "pair"
 
     def parameters(self):
-        return iter(())
+        return self.model.parameters() if self.model is not None else iter(())
 
     def tune_top(self, layers: int) -> Backbone:
-        if layers:
+        """Train the last ``layers`` layers of the dense top (1-5; 0: frozen, the
+        package's own weights)."""
+        if layers == 0:
+            self.model, self.frozen, self.tuned = None, True, None
+            return self
+        if not 1 <= layers <= len(LAYERS):
             raise ConfigError(
-                "the sentence encoder's weights are numpy arrays and do not train here",
-                fix="leave --tune-layers out (its vectors are used frozen, with a trained head)",
+                f"cannot tune the top {layers} layers: the sentence encoder's dense top has "
+                f"{len(LAYERS)} (its embeddings and n-gram CNN stay as packaged)",
+                fix=f"give --tune-layers from 0 (frozen) to {len(LAYERS)}",
             )
+        if self.model is None:
+            self.model = sentence_top(self.encoder._network).to(self._device)
+        self.model.tune(layers)
+        self.frozen, self.tuned = False, layers
         return self
 
     def train(self, mode: bool = True) -> None:
-        pass
+        pass  # no dropout, no batch norm: the same in both modes
 
     def to(self, device: str) -> Backbone:
         self._device = device
+        if self.model is not None:
+            self.model.to(device)
         return self
 
     # ---- vectors -----------------------------------------------------------------------
@@ -145,19 +161,29 @@ class SentenceEncoder(Backbone):
     def states(self, batch: dict[str, Any]) -> tuple[Any, Any]:
         torch = _torch()
         rows = batch["rows"]
-        flat = self.encoder.vectors_of_ids([ids for row in rows for ids in row])
+        flat = self._vectors([ids for row in rows for ids in row])
         width = max(1, max(len(row) for row in rows)) if rows else 1
-        hidden = torch.zeros((len(rows), width, DIM))
-        mask = torch.zeros((len(rows), width), dtype=torch.bool)
+        # one gather (a row of zeros past the end pads): a copy per row into a zero
+        # tensor would make the backward pass copy the whole batch once per row
+        index = torch.full((len(rows), width), len(flat), dtype=torch.long)
         at = 0
         for number, row in enumerate(rows):
-            hidden[number, : len(row)] = torch.from_numpy(flat[at : at + len(row)])
-            mask[number, : len(row)] = True
+            index[number, : len(row)] = torch.arange(at, at + len(row))
             at += len(row)
-        return hidden.to(self._device), mask.to(self._device)
+        padded = torch.cat([flat, flat.new_zeros((1, DIM))])
+        index = index.to(flat.device)
+        return padded[index], index < len(flat)
 
-    def save(self, directory: Path) -> None:
-        """A reference: the weights are the package's."""
-        directory.mkdir(parents=True, exist_ok=True)
-        info = {"source": SENTENCE, "frozen": True, "copied": False, "layer": None}
-        (directory / SOURCE_FILE).write_text(json.dumps(info), encoding="utf-8")
+    def _vectors(self, ids: list[list[int]]) -> Any:
+        """[n, 512] torch: the package's vectors (frozen), or its token sums through the
+        tuned top (with gradients while training)."""
+        torch = _torch()
+        if self.model is None:
+            return torch.from_numpy(self.encoder.vectors_of_ids(ids)).to(self._device)
+        keys = [tuple(row) for row in ids]
+        missing = [list(k) for k in dict.fromkeys(keys) if k not in self._sums]
+        if missing:
+            found = self.encoder.token_sums_of_ids(missing)
+            self._sums.update(zip(map(tuple, missing), found))
+        sums = torch.from_numpy(np.stack([self._sums[k] for k in keys])).to(self._device)
+        return self.model(sums)
