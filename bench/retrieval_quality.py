@@ -22,7 +22,9 @@ Models, scored on the very same candidate rows:
   tokens), the text of the context's last ``--bm25-turns`` turns against the responses;
   IDF over the pool;
 - **retriever**: the poly-encoder (``train/retriever.py``, the bot's retriever) trained
-  with in-batch negatives over the frozen backbone's cached states;
+  with in-batch negatives over the frozen backbone's cached states; on the sentence
+  encoder the residual head with the encoder's dense top tuned (``rolecall train``'s
+  default; ``--tune-layers 0`` keeps it frozen);
 - **retrieve + rerank**, evaluated the way the bot uses it: the retriever ranks the K
   candidates, the reranker reorders its top ``--top`` (the bot's ``k``, 10), the rest keep
   the retriever's order. The reranker (``train/reranker.py``, attention interaction over
@@ -80,7 +82,7 @@ from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.lexical import LexicalScorer, fuse
 from rolecall.train.backbone import EMBEDDED
 from rolecall.train.data import context_text, split_by, unique_candidates
-from rolecall.train.jobs import BackboneChoice
+from rolecall.train.jobs import BackboneChoice, retriever_config
 from rolecall.train.loop import TrainConfig
 from rolecall.train.negatives import Miner
 from rolecall.train.reranker import Reranker, RerankerSettings
@@ -361,9 +363,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=RETRIEVER_TRAINING.batch_size)
     parser.add_argument("--lr", type=float, default=RETRIEVER_TRAINING.lr)
     parser.add_argument(
-        "--tune-layers", type=int, default=0, help="the retriever tunes the backbone's top N"
+        "--tune-layers",
+        type=int,
+        default=None,
+        help="the retriever tunes the backbone's top N (default: rolecall train's policy)",
     )
-    parser.add_argument("--backbone-lr", type=float, default=RETRIEVER_TRAINING.backbone_lr)
+    parser.add_argument("--backbone-lr", type=float, default=None, help="default: the policy's")
     parser.add_argument("--top", type=int, default=10, help="candidates reranked (bot: k)")
     parser.add_argument("--negatives", type=int, default=7)
     parser.add_argument("--hard", type=int, default=0, help="of them mined from the retriever")
@@ -389,6 +394,9 @@ def main() -> None:
     torch.set_num_threads(2)
     started = time.perf_counter()
     args.kind = retriever_kind(args.backbone, args.kind)
+    policy = BackboneChoice(args.backbone, layer=args.layer, tune_layers=args.tune_layers)
+    args.tune_layers = policy.resolved("retriever")[2] or 0  # rolecall train's default
+    args.backbone_lr = retriever_config(policy, backbone_lr=args.backbone_lr).backbone_lr
     backbone = BackboneChoice(args.backbone, frozen=True, layer=args.layer).load("retriever")
     tuned = f", the retriever's top {args.tune_layers} tuned" if args.tune_layers else ""
     print(f"backbone: {args.backbone} layer {args.layer or 'all'} (frozen{tuned})", flush=True)
