@@ -2,10 +2,11 @@
 tunes its dense top) and real Korean data, as the session's demo trained them
 (``demo_run``, tests/integration/conftest.py): the out-of-bounds classifier, the residual
 retriever with its candidate index, and the cross-attention reranker, trained on the
-shipped care-call dialogues, the generated ones and the spec's forbidden examples. Here each is loaded back from the run
-directory and used as the bot uses it: the real backbone, tokenizer and feature cache
-through every model. Their quality is bench/'s business; that they learned is read from
-what training recorded. The same heads on the embedded Gemma: test_gemma_heads.py.
+shipped care-call dialogues, the generated ones and the spec's forbidden examples. Here
+each is loaded back from the run directory and used as the bot uses it: the real backbone,
+tokenizer and feature cache through every model. Their quality is bench/'s business; that
+they learned is read from what training recorded. The same heads on the embedded Gemma:
+test_gemma_heads.py.
 """
 
 from __future__ import annotations
