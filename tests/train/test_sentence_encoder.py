@@ -169,6 +169,7 @@ def test_its_dense_top_in_torch_gives_the_packages_vectors(encoder, korean):
     with torch.no_grad():
         ours = tuned._vectors(ids).numpy()
     assert np.abs(ours - encoder.encoder.vectors_of_ids(ids)).max() < 1e-5
+    assert tuned._sums == {}  # read without gradients (a served model): nothing kept
     trained = {n for n, p in tuned.model.named_parameters() if p.requires_grad}
     assert trained == {"cnn_W", "cnn_b", "d0", "d1", "p1", "d2", "d3", "p3"}
     tuned.tune_top(2)
@@ -186,6 +187,7 @@ def test_a_head_trains_its_top_layers_and_loads_them_back(tmp_path):
     after = dict(backbone.model.named_parameters())
     moved = {n for n in before if not torch.equal(before[n], after[n])}
     assert moved == {"d2", "d3", "p3"}  # the tuned layers, and only they
+    assert backbone._sums  # training kept each text's token sums
     model.save(tmp_path / "classifier")
     again = Classifier.load(tmp_path / "classifier")
     assert isinstance(again.backbone, SentenceEncoder) and again.backbone.tuned == 2

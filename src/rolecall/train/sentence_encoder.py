@@ -176,10 +176,15 @@ class SentenceEncoder(Backbone):
 
     def _vectors(self, ids: list[list[int]]) -> Any:
         """[n, 512] torch: the package's vectors (frozen), or its token sums through the
-        tuned top (with gradients while training)."""
+        tuned top (with gradients while training). The sums are kept while gradients are
+        on (training sees each text many times); a served model keeps none, so memory does
+        not grow with the turns it reads."""
         torch = _torch()
         if self.model is None:
             return torch.from_numpy(self.encoder.vectors_of_ids(ids)).to(self._device)
+        if not torch.is_grad_enabled():
+            sums = self.encoder.token_sums_of_ids(ids)
+            return self.model(torch.from_numpy(sums).to(self._device))
         keys = [tuple(row) for row in ids]
         missing = [list(k) for k in dict.fromkeys(keys) if k not in self._sums]
         if missing:
