@@ -79,39 +79,35 @@ class SentenceVectors:
 
     def vectors_of_ids(self, ids: list[list[int]]) -> np.ndarray:
         """``vectors`` of texts already tokenized (``token_ids``, perhaps cut)."""
-        bos, eos = self.tokenizer.bos_id(), self.tokenizer.eos_id()
         out = np.empty((len(ids), DIM), dtype=np.float32)
-        group: list[list[int]] = []
-        first = tokens = 0
-        for i, row in enumerate(ids):
-            row = [bos, *row, eos]
-            if group and tokens + len(row) > TOKEN_BUDGET:
-                self._network._encode_batch(group, tokens, out[first:i])
-                group, tokens, first = [], 0, i
-            group.append(row)
-            tokens += len(row)
-        if group:
-            self._network._encode_batch(group, tokens, out[first:])
+        for first, end, group in self._micro_batches(ids):
+            self._network._encode_batch(group, sum(map(len, group)), out[first:end])
         return out
 
     def token_sums_of_ids(self, ids: list[list[int]]) -> np.ndarray:
         """[n, SUMMED + 1] float32: per text (token ids, ``token_ids``), its tokens'
         normalised features summed and divided by the root of its length, then that root;
         ``train/sentence_top.py`` maps them to the vectors ``vectors_of_ids`` gives."""
-        bos, eos = self.tokenizer.bos_id(), self.tokenizer.eos_id()
         out = np.empty((len(ids), SUMMED + 1), dtype=np.float32)
+        for first, end, group in self._micro_batches(ids):
+            out[first:end] = _token_sums(self._network, group)
+        return out
+
+    def _micro_batches(self, ids: list[list[int]]):
+        """(first, end, rows): consecutive texts, BOS and EOS added, of at most
+        ``TOKEN_BUDGET`` tokens together (a longer text alone)."""
+        bos, eos = self.tokenizer.bos_id(), self.tokenizer.eos_id()
         group: list[list[int]] = []
         first = tokens = 0
         for i, row in enumerate(ids):
             row = [bos, *row, eos]
             if group and tokens + len(row) > TOKEN_BUDGET:
-                out[first:i] = _token_sums(self._network, group)
+                yield first, i, group
                 group, tokens, first = [], 0, i
             group.append(row)
             tokens += len(row)
         if group:
-            out[first:] = _token_sums(self._network, group)
-        return out
+            yield first, len(ids), group
 
 
 def _token_sums(network: Any, group: list[list[int]]) -> np.ndarray:

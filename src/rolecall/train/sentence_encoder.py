@@ -13,8 +13,8 @@ response, their product and difference); the retriever's ``residual`` head keeps
 encoder's own cosine. Frozen by default: the states are cached like the Gemma's
 (``features.py``), and cost 13-19x less to compute (bench/sentence_encoder_speed.py).
 ``tune_top(n)`` (``--tune-layers n``, 1-5) trains the last n layers of its dense top with
-the head (``sentence_top.py``): each text's token sums are computed once and kept in
-memory, the top runs at every step; a saved model keeps those layers' weights.
+the head (``sentence_top.py``): in training each text's token sums are computed once and
+kept in memory, the top runs at every step; a saved model keeps those layers' weights.
 """
 
 from __future__ import annotations
