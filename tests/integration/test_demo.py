@@ -58,6 +58,16 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
 
     bot = BotSettings.model_validate_json((out / "bot" / "bot.json").read_text(encoding="utf-8"))
     assert bot.generator_model and bot.spec and not bot.rerank
+    # three detectors calibrated on the held-out contexts; the bot serves the best one
+    unanswerable = summary["models"]["unanswerable"]
+    by_method = unanswerable["roc_auc_by_method"]
+    assert set(by_method) == {"mc_dropout", "cosine", "cosine+reranker"}
+    assert unanswerable["method"] == bot.unanswerable_method == max(by_method, key=by_method.get)
+    # ... but not with the embedded model as the generator it would fall back to
+    assert bot.unanswerable_threshold is None
+    assert all(t["stages"][0]["answerable"] for t in turns)
+    if unanswerable["roc_auc"] >= 0.6:  # the demo's MIN_AUC
+        assert "which answers worse than a retrieved candidate" in stdout
     assert "where everything is" in stdout and "base model" in stdout
     made = [int(calls) for calls, _ in CALLS.findall(demo_run.result.stderr)]
     assert made and sum(made) > 0

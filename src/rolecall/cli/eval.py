@@ -32,7 +32,11 @@ def unanswerable_command(
     index_dir: Path = typer.Option(
         ..., "--index", help="a candidate index (from 'train retriever') for hard negatives"
     ),
-    methods: str = typer.Option("mc-dropout,ppl", help="mc-dropout and/or ppl"),
+    methods: str = typer.Option(
+        "mc-dropout,ppl",
+        help="comma-separated: mc-dropout, ppl, cosine (the sentence encoder's, untrained), "
+        "cosine+reranker (both standardised and summed; reports the scales a bot needs)",
+    ),
     model: Optional[str] = typer.Option(
         None, "--model", "-m", help="the LM of the ppl method (default: the embedded model)"
     ),
@@ -48,8 +52,11 @@ def unanswerable_command(
     from rolecall.llm.opening import open_llm
     from rolecall.serve.candidates import CandidateIndex
     from rolecall.serve.unanswerable import (
+        CosineDetector,
         MCDropoutDetector,
         PerplexityDetector,
+        RerankerDetector,
+        SummedDetector,
         compare_detectors,
         validation_items,
     )
@@ -58,11 +65,12 @@ def unanswerable_command(
     from rolecall.train.reranker import Reranker
 
     wanted = [m.strip() for m in methods.split(",") if m.strip()]
-    unknown = sorted(set(wanted) - {"mc-dropout", "ppl"})
+    known = ("mc-dropout", "ppl", "cosine", "cosine+reranker")
+    unknown = sorted(set(wanted) - set(known))
     if unknown or not wanted:
         raise ConfigError(
             f"unknown method(s) {unknown or methods!r}",
-            fix="use mc-dropout, ppl or both (comma-separated)",
+            fix=f"use one or more of {', '.join(known)} (comma-separated)",
         )
     pairs = selection_pairs(read_examples(examples))[:limit]
     index = CandidateIndex.load(index_dir)
@@ -72,12 +80,17 @@ def unanswerable_command(
 
     items = validation_items(pairs, hard_negatives, share, seed)
     detectors = []
-    if "mc-dropout" in wanted:
+    if {"mc-dropout", "cosine+reranker"} & set(wanted):
         reranker = Reranker.load(reranker_dir, features_cache_dir(features_cache))
+    if "mc-dropout" in wanted:
         detectors.append(MCDropoutDetector(reranker, passes, seed))
     if "ppl" in wanted:
         scorer = open_llm(model)
         detectors.append(PerplexityDetector(scorer))
+    if "cosine" in wanted:
+        detectors.append(CosineDetector())
+    if "cosine+reranker" in wanted:
+        detectors.append(SummedDetector([CosineDetector(), RerankerDetector(reranker)]))
     results = compare_detectors(detectors, items, roc)
     _print(
         {

@@ -11,8 +11,11 @@ In one run directory (``runs/demo`` by default):
 3. the out-of-bounds classifier, the retriever (with its candidate index) and the reranker
    are trained by the jobs of ``rolecall train`` (``train/jobs.py``) with its defaults
    (``train/settings.py``) on a frozen backbone's states (``backbone``: the bundled
-   sentence encoder by default, hence the residual retriever, ``retriever_kind``); the
-   unanswerable threshold is calibrated on held-out dialogues (MC dropout, max F1);
+   sentence encoder by default, hence the residual retriever, ``retriever_kind``), the
+   reranker on hard negatives the retriever's index mines (as the paper trains it); the
+   unanswerable threshold is calibrated on held-out dialogues (max F1) for each detector
+   (MC dropout, the sentence encoder's cosine, cosine + reranker), and the bot serves the
+   one with the highest ROC AUC;
 4. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
    model prompted with the spec), each reply with its path, scores and latency;
 5. ``detox run examples/kda/demo.yaml``: a small K/DA run (slang index, rewrites, both
@@ -220,8 +223,13 @@ def run_judges(run: Path) -> dict[str, str]:
 def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
     """The selection models by the jobs ``rolecall train`` runs (``train/jobs.py``), with
     its defaults, and the unanswerable threshold."""
-    from rolecall.serve.candidates import CandidateIndex, index_examples
-    from rolecall.serve.unanswerable import MCDropoutDetector, calibrate_detector, validation_items
+    from rolecall.serve.candidates import CandidateIndex, hard_negative_miner, index_examples
+    from rolecall.serve.unanswerable import (
+        METHODS,
+        compare_detectors,
+        detector_named,
+        validation_items,
+    )
     from rolecall.train import jobs
     from rolecall.train.classifier import ClassifierSettings
     from rolecall.train.data import read_examples, selection_pairs
@@ -249,6 +257,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     defaults = json.dumps({k: [m.model_dump() for m in v] for k, v in trainings.items()})
     policy = retriever_choice.resolved("retriever")
     key = f"{_digest(examples, held_out)}|{options.backbone}|{policy}|{text_hash(defaults)}"
+    key += f"|hard negatives|{'/'.join(METHODS)}"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():
@@ -273,8 +282,11 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     index_examples(bot / "retriever", examples, features, progress)
     retriever = Retriever.load(bot / "retriever", features)
     say(f"  {json.dumps(metrics['retriever'])}")
-    say("reranker (attention head over the frozen states)...")
-    metrics["reranker"] = _short(jobs.reranker(job("reranker"), choice, *trainings["reranker"]))
+    say("reranker (attention head over the frozen states, hard negatives from the index)...")
+    mined = hard_negative_miner(bot / "retriever" / "candidates", progress)
+    metrics["reranker"] = _short(
+        jobs.reranker(job("reranker"), choice, *trainings["reranker"], hard_negatives=mined)
+    )
     say(f"  {json.dumps(metrics['reranker'])}")
     # Appendix C: held-out golds, half swapped for the index's best other candidate
     index = CandidateIndex.load(bot / "retriever" / "candidates", retriever)
@@ -286,14 +298,18 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     items = validation_items(
         selection_pairs(read_examples(held_out)), hard_negatives, 0.5, options.seed
     )
-    calibration = calibrate_detector(MCDropoutDetector(reranker, passes=10, seed=0), items)
+    detectors = [detector_named(method, reranker, passes=10) for method in METHODS]
+    results = compare_detectors(detectors, items)
+    best = max(results, key=lambda name: results[name]["roc_auc"])  # first of equals
     metrics["unanswerable"] = {
-        k: v for k, v in calibration.items() if isinstance(v, (int, float, str))
+        k: v for k, v in results[best].items() if isinstance(v, (int, float, str, list))
     }
-    metrics["unanswerable"]["items"] = len(items)
+    metrics["unanswerable"]["roc_auc_by_method"] = {
+        name: round(result["roc_auc"], 4) for name, result in results.items()
+    }
     say(
-        f"unanswerable threshold (MC dropout, max F1 on {len(items)} held-out items): "
-        f"{json.dumps(metrics['unanswerable'])}"
+        f"unanswerable threshold ({best}, the best ROC AUC of {len(detectors)} detectors; "
+        f"max F1 on {len(items)} held-out items): {json.dumps(metrics['unanswerable'])}"
     )
     write_json(metrics_path, metrics)
     marker.write_text(key, encoding="utf-8")
@@ -312,7 +328,7 @@ def _short(metrics: dict) -> dict:
 
 
 def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
-    from rolecall.llm.registry import default_model
+    from rolecall.llm.registry import DEFAULT_MODEL, default_model
     from rolecall.records import Turn
     from rolecall.serve.bot import BOT_FILE, Bot, BotSettings
 
@@ -320,19 +336,33 @@ def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
     metrics = json.loads((bot_dir / "metrics.json").read_text(encoding="utf-8"))
     calibration = metrics.get("unanswerable", {})
     threshold = calibration.get("threshold")
-    if calibration.get("roc_auc", 0.0) < MIN_AUC:
+    method, auc = calibration.get("method", "mc_dropout"), calibration.get("roc_auc", 0.0)
+    generator = options.model or default_model()
+    if auc < MIN_AUC:
         say(
-            f"  the reranker's MC-dropout confidence does not separate answerable from "
-            f"unanswerable held-out contexts (ROC AUC {calibration.get('roc_auc', 0):.2f} "
-            f"< {MIN_AUC}): retrieval is never judged to fail, and the generator is not "
-            "used. Train on more examples, or calibrate with 'rolecall eval unanswerable'."
+            f"  no unanswerable detector separates answerable from unanswerable held-out "
+            f"contexts (best: {method}, ROC AUC {auc:.2f} < {MIN_AUC}): retrieval is never "
+            "judged to fail, and the generator is not used. Train on more examples, or "
+            "calibrate with 'rolecall eval unanswerable'."
+        )
+        threshold = None
+    elif generator == DEFAULT_MODEL:
+        # the fallback would be worse than the candidate it replaces: the embedded base
+        # model, prompted, echoes the user or says one word (docs/models.md)
+        say(
+            f"  unanswerable contexts: {method} separates them (ROC AUC {auc:.2f}), but the "
+            "generator it would fall back to is the embedded 270M base model, which answers "
+            "worse than a retrieved candidate: retrieval is never judged to fail. With -m "
+            f"MODEL (a real LLM) the bot falls back to it at {method} <= {threshold:.3f}."
         )
         threshold = None
     settings = BotSettings(
         unanswerable_threshold=threshold,
+        unanswerable_method=method,
+        unanswerable_scales=calibration.get("scales") if threshold is not None else None,
         k=10,
         mc_passes=10,
-        generator_model=options.model or default_model(),
+        generator_model=generator,
         spec=str(spec_path.resolve()),
     )
     write_json(bot_dir / BOT_FILE, settings.model_dump(mode="json"))  # every knob, shown
@@ -366,7 +396,8 @@ def describe(reply) -> str:
                 parts.append(f"rerank {best['rerank_score']:.2f}")
             if stage["confidence"] is not None:
                 parts.append(
-                    f"confidence {stage['confidence']:.3f} vs threshold {stage['threshold']:.3f}"
+                    f"{stage.get('method') or 'confidence'} {stage['confidence']:.3f} "
+                    f"vs threshold {stage['threshold']:.3f}"
                 )
         elif stage["stage"] == "generate":
             parts.append(f"generated in {stage['ms']:.0f} ms")

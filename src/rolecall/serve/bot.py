@@ -7,9 +7,11 @@ Per user turn:
    ``lexical_weight``), reordered by the reranker only with ``rerank`` in
    ``bot.json``: off by default, since on frozen features the reranker orders them worse
    than the retriever (``bench/retrieval_quality.py``);
-2. **fail?**: the best candidate's MC-dropout confidence (mean - variance of the reranker's
-   sigmoid scores over ``mc_passes`` passes) at or below ``unanswerable_threshold`` means
-   no candidate fits: the context is unanswerable by retrieval;
+2. **fail?**: the best candidate's confidence at or below ``unanswerable_threshold`` means
+   no candidate fits: the context is unanswerable by retrieval. ``unanswerable_method``
+   says what gives it (``serve/unanswerable.py``): the reranker's MC dropout (mean -
+   variance of its sigmoid scores over ``mc_passes`` passes), the sentence encoder's
+   cosine of context and reply, or both standardised (``unanswerable_scales``) and summed;
 3. **generate**: then the generator (LoRA, MLE + unlikelihood) writes the reply;
 4. **guard**: the out-of-bounds classifier reads the reply; when it flags it, the bot says
    the pre-defined question on another topic the LM finds most natural after the context
@@ -34,9 +36,9 @@ import json
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rolecall.errors import ConfigError, InputFileError, describe_validation
 from rolecall.records import Turn
@@ -70,10 +72,36 @@ class BotSettings(BaseModel):
     )
     unanswerable_threshold: float | None = Field(
         None,
-        description="MC-dropout confidence at or below which retrieval fails (from "
-        "'rolecall eval unanswerable'); None: retrieval never fails",
+        description="confidence (by unanswerable_method) at or below which retrieval "
+        "fails (from 'rolecall eval unanswerable'); None: retrieval never fails",
+    )
+    unanswerable_method: Literal["mc_dropout", "cosine", "cosine+reranker"] = Field(
+        "mc_dropout",
+        description="what gives the confidence (serve/unanswerable.py): the reranker's MC "
+        "dropout, the sentence encoder's cosine of context and reply, or both standardised "
+        "and summed",
+    )
+    unanswerable_scales: list[tuple[float, float]] | None = Field(
+        None,
+        description="cosine+reranker: each part's mean and standard deviation on the "
+        "calibration items (the 'scales' its calibration reports)",
     )
     mc_passes: int = Field(10, ge=2, description="MC dropout passes")
+
+    @model_validator(mode="after")
+    def _summed_needs_scales(self) -> BotSettings:
+        if (
+            self.unanswerable_method == "cosine+reranker"
+            and self.unanswerable_threshold is not None
+        ):
+            if not self.unanswerable_scales or len(self.unanswerable_scales) != 2:
+                raise ValueError(
+                    "unanswerable_method 'cosine+reranker' needs unanswerable_scales: two "
+                    "[mean, std] pairs, the 'scales' that 'rolecall eval unanswerable "
+                    "--methods cosine+reranker' reports"
+                )
+        return self
+
     guard: bool = Field(True, description="let the classifier guard every reply")
     fallback_questions: list[str] = Field(
         default_factory=lambda: list(FALLBACK_QUESTIONS), min_length=1
@@ -196,9 +224,17 @@ class Bot:
     def _retrieve(self, history: list[Turn], stages: list[dict], exclude: set[str]) -> str | None:
         """The best candidate, or None when retrieval fails and a generator can answer."""
         started = time.perf_counter()
-        threshold = self.settings.unanswerable_threshold
-        check = threshold is not None and self.selector.reranker is not None
-        turn = self.selector.select(history, mc_passes=self.settings.mc_passes if check else 0)
+        threshold, method = self.settings.unanswerable_threshold, self.settings.unanswerable_method
+        detector = None
+        if threshold is not None and method != "mc_dropout":
+            from rolecall.serve.unanswerable import detector_named
+
+            reranker, scales = self.selector.reranker, self.settings.unanswerable_scales
+            detector = detector_named(method, reranker, scales=scales)
+        mc = threshold is not None and method == "mc_dropout" and self.selector.reranker is not None
+        check = mc or detector is not None
+        passes = self.settings.mc_passes if mc else 0
+        turn = self.selector.select(history, mc_passes=passes, detector=detector)
         answerable = not check or turn.confidence > threshold
         allowed = [s for s in turn.ranked if s.text not in exclude]
         best = allowed[0] if allowed else turn.best
@@ -218,6 +254,7 @@ class Bot:
             ],
             "confidence": None if turn.confidence is None else round(turn.confidence, 4),
             "threshold": threshold,
+            "method": method if check else None,
             "answerable": answerable,
         }
         if not answerable and self.generator is None:

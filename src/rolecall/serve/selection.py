@@ -45,8 +45,9 @@ class Selection:
 
 @dataclass(frozen=True)
 class Turnout:
-    """The ranked candidates of one turn, best first, and the best one's MC-dropout
-    confidence (mean - variance of its sigmoid scores; None when not asked for)."""
+    """The ranked candidates of one turn, best first, and the best one's confidence (MC
+    dropout's mean - variance of its sigmoid scores, or a detector's score; None when not
+    asked for)."""
 
     ranked: list[Selection]
     confidence: float | None = None
@@ -133,17 +134,25 @@ class ResponseSelector:
         order = np.lexsort((np.arange(len(ids)), -fused))[:k]
         return [Selection(ids[i], self.index.texts[ids[i]], float(fused[i])) for i in order]
 
-    def select(self, context: str | Sequence[Turn], mc_passes: int = 0, seed: int = 0) -> Turnout:
+    def select(
+        self,
+        context: str | Sequence[Turn],
+        mc_passes: int = 0,
+        seed: int = 0,
+        detector: Any = None,
+    ) -> Turnout:
         """Retrieve ``k``, rerank them (when there is a reranker and ``rerank``), best
-        first; with ``mc_passes`` (>= 2) also the best one's MC-dropout confidence."""
+        first; with ``mc_passes`` (>= 2) also the best one's MC-dropout confidence, or with
+        ``detector`` (``serve/unanswerable.py``) the best one's score by it."""
         text = as_context(context, self.retriever.settings.max_turns)
         states = self.retriever.context_states([text])
         encoded = self.retriever.contexts_from_states(*states)
-        found = self._first_stage(encoded, context, self.k)
-        if self.reranker is None:
-            return Turnout(found)
-        ranked = self._reranked(found, text, states) if self.rerank else found
-        if mc_passes < 2:
+        ranked = self._first_stage(encoded, context, self.k)
+        if self.reranker is not None and self.rerank:
+            ranked = self._reranked(ranked, text, states)
+        if detector is not None:
+            return Turnout(ranked, float(detector.scores([text], [ranked[0].text])[0]))
+        if self.reranker is None or mc_passes < 2:
             return Turnout(ranked)
         best = [ranked[0].text]
         if self.shared:

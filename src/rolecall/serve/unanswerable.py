@@ -16,6 +16,18 @@ not fit the context; then it falls back to the generator. Two ways to tell:
 - **LM perplexity** (``PerplexityDetector``) of the retrieved response given the context
   (``classifier.lm_perplexities``, the same prompt as the fallback question): high
   perplexity means unanswerable.
+- **Cosine** (``CosineDetector``, issue #32): the bundled sentence encoder's cosine between
+  the context text and the response, untrained: low means unanswerable. It reads meaning
+  the retriever was not tuned on, so it does not share the validation set's bias (the
+  hard negatives are the retriever's own best guesses, which it scores high).
+- **Summed** (``SummedDetector``): several detectors' scores, each standardised over the
+  validation items (``fit_scores``: mean and standard deviation kept in ``scales``) and
+  turned so that high means answerable, summed. ``cosine+reranker`` (the cosine and the
+  reranker's plain score, dropout off) is the demo's choice when it separates best:
+  measured on the demo's held-out contexts (``bench/unanswerable_detectors.py``).
+
+``detector_named`` builds any of them by name from a bot's settings, so a bot serves the
+detector its threshold was calibrated for.
 
 The threshold is chosen where F1 is highest on a validation set in which a share of the
 gold responses are replaced by hard negatives, the retriever's best non-gold candidates
@@ -42,7 +54,8 @@ from rolecall.eval.thresholds import (
     save_roc_png,
 )
 from rolecall.eval.validation_set import build_unanswerable_set
-from rolecall.train.pairs import Context
+from rolecall.train.data import MAX_TURNS
+from rolecall.train.pairs import Context, as_context
 from rolecall.train.perplexity import lm_perplexities, lm_prompt
 from rolecall.train.reranker import HardNegatives, Reranker
 
@@ -119,6 +132,107 @@ class PerplexityDetector:
         return response_perplexity(self.scorer, contexts, responses, self.progress)
 
 
+@dataclass
+class CosineDetector:
+    """The sentence encoder's cosine between context text and response; low = unanswerable.
+    Untrained: the bundled encoder (``retrieval/sentence_vectors.py``) as it ships."""
+
+    name: ClassVar[str] = "cosine"
+    higher_is_unanswerable: ClassVar[bool] = False
+
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        from rolecall.retrieval.sentence_vectors import vectors_of_unique
+
+        texts = [as_context(c, MAX_TURNS) for c in contexts]
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        both = vectors_of_unique([*texts, *responses])
+        return (both[: len(texts)] * both[len(texts) :]).sum(axis=1)
+
+
+@dataclass
+class RerankerDetector:
+    """The reranker's plain score (a logit, dropout off); low = unanswerable."""
+
+    reranker: Reranker
+    name: ClassVar[str] = "reranker"
+    higher_is_unanswerable: ClassVar[bool] = False
+
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        return self.reranker.score_pairs(contexts, responses)
+
+
+@dataclass
+class SummedDetector:
+    """Its parts' scores, each standardised with ``scales`` (mean, standard deviation: from
+    ``fit_scores`` on the validation items) and turned so that high = answerable, summed;
+    low = unanswerable."""
+
+    parts: list[Any]
+    scales: list[tuple[float, float]] | None = None
+    higher_is_unanswerable: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        return "+".join(part.name for part in self.parts)
+
+    def _oriented(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        """[parts, N] scores, each turned so that high = answerable."""
+        return np.stack(
+            [
+                (-1.0 if part.higher_is_unanswerable else 1.0)
+                * np.asarray(part.scores(contexts, responses), dtype=float)
+                for part in self.parts
+            ]
+        )
+
+    def fit_scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        """Scales from these items (each part's mean and standard deviation), then their
+        scores: what calibration calls, once."""
+        oriented = self._oriented(contexts, responses)
+        self.scales = [(float(row.mean()), float(row.std()) or 1.0) for row in oriented]
+        return self._summed(oriented)
+
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        if self.scales is None or len(self.scales) != len(self.parts):
+            raise ConfigError(
+                f"the summed detector {self.name!r} has no scales for its {len(self.parts)} parts",
+                fix="calibrate it first (rolecall eval unanswerable), and keep its "
+                "'scales' in bot.json as unanswerable_scales",
+            )
+        return self._summed(self._oriented(contexts, responses))
+
+    def _summed(self, oriented: np.ndarray) -> np.ndarray:
+        means, stds = np.array(self.scales).T
+        return ((oriented - means[:, None]) / stds[:, None]).sum(axis=0)
+
+
+METHODS = ("mc_dropout", "cosine", "cosine+reranker")  # what a bot can serve
+
+
+def detector_named(
+    method: str,
+    reranker: Reranker | None,
+    passes: int = 10,
+    scales: Sequence[Sequence[float]] | None = None,
+    seed: int = 0,
+) -> Any:
+    """The detector a bot's settings name (``METHODS``), or None when it needs a reranker
+    the bot lacks."""
+    if method == "cosine":
+        return CosineDetector()
+    if method not in METHODS:
+        raise ConfigError(
+            f"unknown unanswerable method {method!r}", fix=f"use one of {', '.join(METHODS)}"
+        )
+    if reranker is None:
+        return None
+    if method == "mc_dropout":
+        return MCDropoutDetector(reranker, passes, seed)
+    given = [(float(m), float(s)) for m, s in scales] if scales is not None else None
+    return SummedDetector([CosineDetector(), RerankerDetector(reranker)], given)
+
+
 def validation_items(
     pairs: Sequence[tuple[str, str]],
     hard_negatives: HardNegatives,
@@ -154,10 +268,11 @@ def _calibrate(
             f"(1) items; it has {len(labels)} items, labels {sorted(set(labels))}",
             fix="build it with validation_items and a share strictly between 0 and 1",
         )
-    scores = np.asarray(
-        detector.scores([item["context"] for item in items], [item["response"] for item in items]),
-        dtype=float,
-    )
+    contexts = [item["context"] for item in items]
+    responses = [item["response"] for item in items]
+    fit = getattr(detector, "fit_scores", None)  # a summed detector takes its scales here
+    scores = fit(contexts, responses) if fit else detector.scores(contexts, responses)
+    scores = np.asarray(scores, dtype=float)
     higher = detector.higher_is_unanswerable
     result = UnanswerableEvaluator(name=detector.name, higher_is_unanswerable=higher)(
         labels, scores
@@ -172,6 +287,8 @@ def _calibrate(
             "unanswerable": int(sum(labels)),
         }
     )
+    if getattr(detector, "scales", None) is not None:
+        result["scales"] = [list(scale) for scale in detector.scales]
     return result, (fpr, tpr)
 
 
