@@ -163,15 +163,11 @@ def test_bad_validation_sets_are_clear_errors():
 
 
 @dataclass
-class Upward:
+class Upward(Table):
     """A table scored the other way round: high = unanswerable (like perplexity)."""
 
-    scores_of: dict[str, float]
     name: ClassVar[str] = "upward"
     higher_is_unanswerable: ClassVar[bool] = True
-
-    def scores(self, contexts, responses):
-        return np.array([self.scores_of[r] for r in responses])
 
 
 def test_a_summed_detector_standardises_turns_and_adds_its_parts():
