@@ -28,7 +28,8 @@ def summary(reply) -> str:
     parts = [reply.path]
     for stage in reply.stages:
         if stage["stage"] == "retrieve" and stage["confidence"] is not None:
-            parts.append(f"confidence {stage['confidence']} vs {stage['threshold']}")
+            name = stage.get("method") or "confidence"  # the detector that gave it
+            parts.append(f"{name} {stage['confidence']} vs {stage['threshold']}")
         if stage["stage"] == "guard":
             parts.append(
                 f"P(out of bounds) {stage['p_out_of_bounds']}"
