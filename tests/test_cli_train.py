@@ -38,11 +38,13 @@ def test_train_classifier_and_reranker(setup):
             "48",
             "--checkpoint-every",
             "0",
+            "--lexical",
             *common,
         )
     )
     saved = json.loads((root / "clf" / "model.json").read_text())
-    assert saved["kind"] == "classifier"
+    assert saved["kind"] == "classifier" and saved["settings"]["lexical"]
+    assert json.loads((root / "clf" / "lexical" / "model.json").read_text())["kind"] == "tfidf"
     assert not (root / "clf" / ".checkpoint").exists()  # written at every step, then removed
     # what the command printed is what the model directory keeps, and it is a real score
     assert all(saved["metrics"][key] == metrics[key] for key in ("accuracy", "f1"))

@@ -101,6 +101,38 @@ def test_the_model_in_memory_and_the_saved_one_agree(tmp_path):
     assert loaded.settings == model.settings
 
 
+def test_a_lexical_classifier_averages_the_head_and_tfidf_and_keeps_both(tmp_path):
+    """settings.lexical: P = the mean of the head's and the TF-IDF model's over the
+    response, fitted on the same examples; saved in lexical/ and read back."""
+    from rolecall.train.classifier import lexical_model
+
+    backbone = tiny(frozen=True)
+    settings = SETTINGS.model_copy(update={"lexical": True})
+    model = Classifier.create(backbone, settings, Features(backbone))
+    examples = make_examples(12)
+    model.fit(examples, TrainConfig(epochs=2, batch_size=4, seed=3), progress=False)
+    contexts, responses = ["user: 밥 먹었어요"] * 3, ["푹 쉬세요", "바보 같은 소리 마세요", "네"]
+    lexical = model.lexical.predict_proba(responses)
+    again = lexical_model(examples, seed=3).predict_proba(responses)
+    assert np.allclose(lexical, again) and not np.allclose(lexical, 0.5)
+    model.lexical = None
+    head = model.predict_proba(contexts, responses)
+    model.lexical = lexical_model(examples, seed=3)
+    fused = model.predict_proba(contexts, responses)
+    assert np.allclose(fused, (head + lexical) / 2) and np.allclose(fused.sum(1), 1.0)
+    model.save(tmp_path / "m")
+    assert (tmp_path / "m" / "lexical" / "model.json").is_file()
+    loaded = Classifier.load(tmp_path / "m")
+    assert loaded.settings.lexical and loaded.lexical is not None
+    assert np.allclose(loaded.predict_proba(contexts, responses), fused, atol=1e-6)
+    # a model directory without its lexical half is a clear error, not a silent head alone
+    import shutil
+
+    shutil.rmtree(tmp_path / "m" / "lexical")
+    with pytest.raises(InputFileError, match="lexical"):
+        Classifier.load(tmp_path / "m")
+
+
 def test_pooling_picks_the_last_real_token():
     hidden = torch.arange(2 * 3 * 2, dtype=torch.float).view(2, 3, 2)
     mask = torch.tensor([[True, True, False], [True, True, True]])

@@ -146,6 +146,12 @@ def train_classifier_command(
     class_weights: str = typer.Option(
         field_default(ClassifierSettings, "class_weights"), help="none or balanced"
     ),
+    lexical: bool = typer.Option(
+        field_default(ClassifierSettings, "lexical"),
+        "--lexical/--no-lexical",
+        help="also character TF-IDF + LR over the response; P(out) is the mean of both "
+        "(measured in docs/models.md)",
+    ),
     test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
     epochs: Optional[int] = typer.Option(
         None,
@@ -171,7 +177,9 @@ def train_classifier_command(
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
     from rolecall.train import jobs
 
-    settings = validated(ClassifierSettings, max_length=max_length, class_weights=class_weights)
+    settings = validated(
+        ClassifierSettings, max_length=max_length, class_weights=class_weights, lexical=lexical
+    )
     choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
     make = functools.partial(jobs.classifier_config, choice)  # its passes follow the choice
     config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)

@@ -8,6 +8,12 @@ the response keeps up to ``response_max`` tokens. A small head pools the token s
 maps them to two classes, 0 = in bounds, 1 = out of bounds (the positive class of the
 metrics). Trained on the judged examples: positives are in bounds, negatives out of bounds.
 
+With ``settings.lexical`` the classifier also fits character TF-IDF + logistic regression
+over the response on the same examples (``baselines.TfidfModel``, seconds) and its P(out)
+is the mean of the head's and that model's: the learned features and the character
+n-grams, each good where the other is weak (measured on the README's offensiveness mixture:
+``docs/models.md``). The lexical model is saved in the model directory's ``lexical/``.
+
 When a response is flagged, the bot says one of a few pre-defined questions on another
 topic instead: ``pick_fallback`` picks the one an LM finds most natural after the context
 (lowest perplexity).
@@ -51,6 +57,8 @@ from rolecall.train.settings import ClassifierSettings as ClassifierSettings  # 
 
 KIND = "classifier"
 IN_BOUNDS, OUT_OF_BOUNDS = 0, 1
+LEXICAL_DIR = "lexical"  # the TF-IDF model of settings.lexical, in the model directory
+LEXICAL_LABELS = ["in", "out"]  # its columns: IN_BOUNDS, OUT_OF_BOUNDS
 
 
 class Classifier(PairModel):
@@ -59,11 +67,13 @@ class Classifier(PairModel):
     KIND = KIND
     SETTINGS = ClassifierSettings
     OUTPUTS = 2
+    lexical: Any = None  # the TF-IDF model of settings.lexical, once fitted or loaded
 
     def predict_proba(
         self, contexts: Sequence[Context], responses: Sequence[str], batch_size: int = 32
     ) -> np.ndarray:
-        """[N, 2] probabilities: column 0 in bounds, column 1 out of bounds."""
+        """[N, 2] probabilities: column 0 in bounds, column 1 out of bounds (with a
+        lexical model, the mean of the head's and its)."""
         torch = _torch()
         texts = [as_context(c, self.settings.max_turns) for c in contexts]
         vectors = encode_pairs(
@@ -71,7 +81,10 @@ class Classifier(PairModel):
         )
         self.head.eval()
         with torch.no_grad():
-            return torch.softmax(self.head(vectors), dim=-1).cpu().numpy()
+            proba = torch.softmax(self.head(vectors), dim=-1).cpu().numpy()
+        if self.lexical is not None:
+            proba = (proba + self.lexical.predict_proba([r.strip() for r in responses])) / 2
+        return proba
 
     def predict(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
         """Booleans, True = out of bounds (P(out) >= the settings' threshold)."""
@@ -95,7 +108,7 @@ class Classifier(PairModel):
         groups = [
             [(as_context(e.history, self.settings.max_turns), e.response.strip())] for e in examples
         ]
-        return train_head(
+        history = train_head(
             self.head,
             self.backbone,
             self.features,
@@ -108,6 +121,32 @@ class Classifier(PairModel):
             "training classifier",
             checkpoints,
         )
+        if self.settings.lexical:
+            self.lexical = lexical_model(examples, config.seed)
+        return history
+
+    @classmethod
+    def load(cls, directory: str | Path, cache_dir: Path | None = None) -> Classifier:
+        model = super().load(directory, cache_dir)
+        if model.settings.lexical:
+            path = Path(directory) / LEXICAL_DIR
+            if not path.is_dir():
+                raise InputFileError(
+                    path,
+                    "is missing: the classifier was saved with a lexical model "
+                    "(settings.lexical) and reads its probabilities",
+                    fix="copy the whole model directory, or train the classifier again",
+                )
+            from rolecall.train.baselines import TfidfModel
+
+            model.lexical = TfidfModel.load(path)
+        return model
+
+    def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
+        out = super().save(directory, metrics)
+        if self.lexical is not None:
+            self.lexical.save(Path(directory) / LEXICAL_DIR)
+        return out
 
     def evaluate(self, examples: Sequence[Example]) -> dict[str, float]:
         """Accuracy, precision, recall and F1 of out-of-bounds; ROC AUC with both labels."""
@@ -131,6 +170,17 @@ class Classifier(PairModel):
         if len(set(labels)) == 2:
             metrics["roc_auc"] = roc_auc(labels, proba)
         return metrics
+
+
+def lexical_model(examples: Sequence[Example], seed: int = 0) -> Any:
+    """Character TF-IDF + logistic regression over the responses of ``examples`` (the
+    classic baseline, ``baselines.TfidfModel`` at its defaults), columns in / out."""
+    from rolecall.train.baselines import TfidfModel, TfidfSettings
+
+    model = TfidfModel(TfidfSettings(task="out_of_bounds", labels=LEXICAL_LABELS, seed=seed))
+    names = [LEXICAL_LABELS[e.label == "negative"] for e in examples]
+    model.fit([e.response.strip() for e in examples], names)
+    return model
 
 
 def _class_weights(option: str | tuple[float, float], labels: Sequence[int]) -> list[float] | None:

@@ -85,6 +85,12 @@ class ClassifierSettings(PairSettings):
         "none", description="cross-entropy weights (in, out); balanced: n / (2 * n_class)"
     )
     threshold: float = Field(0.5, gt=0.0, lt=1.0, description="P(out) that flags")
+    lexical: bool = Field(
+        False,
+        description="also character TF-IDF + logistic regression over the response, fitted "
+        "on the same examples; P(out) is the mean of both (a late fusion: "
+        "bench/classifier_quality.py's 'default + tfidf (mean P)' row)",
+    )
 
 
 # retriever kinds that give one vector per context: the candidate index searches them
