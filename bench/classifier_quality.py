@@ -196,7 +196,7 @@ def one_seed(args, seed: int, dev) -> tuple[dict[str, dict], int]:
         + ", ".join(f"{d} {len(g)} ({sum(g)} offensive)" for d, (_, g) in domains.items()),
         flush=True,
     )
-    rows, lexical = {}, None
+    rows = {}
     rows["tfidf"], lexical = tfidf_row(examples, domains, seed)
     print(f"tfidf: {rows['tfidf']}", flush=True)
     choice = BackboneChoice(EMBEDDED)  # the policy's default: layer 7, its top 4 tuned

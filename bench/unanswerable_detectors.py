@@ -35,11 +35,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rolecall.eval.thresholds import roc_auc
 from rolecall.serve.candidates import CandidateIndex
 from rolecall.serve.lexical import LexicalScorer
 from rolecall.serve.selection import last_user_text
-from rolecall.serve.unanswerable import METHODS, detector_named, validation_items
+from rolecall.serve.unanswerable import (
+    METHODS,
+    compare_detectors,
+    detector_named,
+    index_hard_negatives,
+    validation_items,
+)
 from rolecall.train.data import read_examples, selection_pairs
 from rolecall.train.reranker import Reranker
 from rolecall.train.retriever import Retriever
@@ -48,26 +53,24 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.7
 
 
-def bm25_scores(items: list[dict]) -> np.ndarray:
-    """BM25 of each item's last user turn against its reply; high = answerable."""
-    replies = list(dict.fromkeys(item["response"] for item in items))
-    row = {text: i for i, text in enumerate(replies)}
-    scorer = LexicalScorer(replies)
-    queries = scorer.scores_many([last_user_text(item["context"]) for item in items])
-    return np.array([q[row[item["response"]]] for q, item in zip(queries, items)])
+class Bm25Detector:
+    """BM25 of each context's last user turn against its reply (the replies scored are the
+    documents); low = unanswerable."""
+
+    name = "bm25"
+    higher_is_unanswerable = False
+
+    def scores(self, contexts: list[str], replies: list[str]) -> np.ndarray:
+        documents = list(dict.fromkeys(replies))
+        row = {text: i for i, text in enumerate(documents)}
+        queries = LexicalScorer(documents).scores_many([last_user_text(c) for c in contexts])
+        return np.array([q[row[reply]] for q, reply in zip(queries, replies)])
 
 
-def aucs(items: list[dict], detectors: dict) -> dict[str, float]:
-    labels = [item["label"] for item in items]
-    contexts = [item["context"] for item in items]
-    replies = [item["response"] for item in items]
-    found = {"bm25": roc_auc(labels, -bm25_scores(items))}
-    for name, detector in detectors.items():
-        fit = getattr(detector, "fit_scores", None)
-        scores = fit(contexts, replies) if fit else detector.scores(contexts, replies)
-        sign = 1.0 if detector.higher_is_unanswerable else -1.0
-        found[name] = roc_auc(labels, sign * np.asarray(scores, dtype=float))
-    return found
+def aucs(items: list[dict], detectors: list) -> dict[str, float]:
+    """Each detector's ROC AUC on ``items``, as calibration computes it (a summed detector
+    takes its scales from them)."""
+    return {name: r["roc_auc"] for name, r in compare_detectors(detectors, items).items()}
 
 
 def main() -> None:
@@ -89,14 +92,11 @@ def main() -> None:
     served = json.loads((bot / "metrics.json").read_text(encoding="utf-8"))["unanswerable"]
     pairs = selection_pairs(read_examples(args.demo / "held_out_examples.jsonl"))
 
-    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
-        return [t for _, t, _ in index.search([context], k + 1)[0] if t != gold][:k]
-
     seeds = [int(s) for s in args.seeds.split(",")]
     per_seed = {}
     for seed in seeds:
-        items = validation_items(pairs, hard_negatives, 0.5, seed)
-        detectors = {m: detector_named(m, reranker, passes=10) for m in METHODS}
+        items = validation_items(pairs, index_hard_negatives(index), 0.5, seed)
+        detectors = [Bm25Detector(), *(detector_named(m, reranker, passes=10) for m in METHODS)]
         per_seed[seed] = aucs(items, detectors)
         print(f"seed {seed}: " + "  ".join(f"{k} {v:.3f}" for k, v in per_seed[seed].items()))
     summary = {

@@ -52,12 +52,10 @@ def unanswerable_command(
     from rolecall.llm.opening import open_llm
     from rolecall.serve.candidates import CandidateIndex
     from rolecall.serve.unanswerable import (
-        CosineDetector,
-        MCDropoutDetector,
         PerplexityDetector,
-        RerankerDetector,
-        SummedDetector,
         compare_detectors,
+        detector_named,
+        index_hard_negatives,
         validation_items,
     )
     from rolecall.train.data import read_examples, selection_pairs
@@ -75,22 +73,17 @@ def unanswerable_command(
     pairs = selection_pairs(read_examples(examples))[:limit]
     index = CandidateIndex.load(index_dir)
 
-    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
-        return [text for _, text, _ in index.search([context], k + 1)[0] if text != gold][:k]
-
-    items = validation_items(pairs, hard_negatives, share, seed)
-    detectors = []
+    items = validation_items(pairs, index_hard_negatives(index), share, seed)
+    reranker = None
     if {"mc-dropout", "cosine+reranker"} & set(wanted):
         reranker = Reranker.load(reranker_dir, features_cache_dir(features_cache))
-    if "mc-dropout" in wanted:
-        detectors.append(MCDropoutDetector(reranker, passes, seed))
-    if "ppl" in wanted:
-        scorer = open_llm(model)
-        detectors.append(PerplexityDetector(scorer))
-    if "cosine" in wanted:
-        detectors.append(CosineDetector())
-    if "cosine+reranker" in wanted:
-        detectors.append(SummedDetector([CosineDetector(), RerankerDetector(reranker)]))
+    detectors = [
+        PerplexityDetector(open_llm(model))
+        if method == "ppl"
+        else detector_named(method.replace("-", "_"), reranker, passes, seed=seed)
+        for method in known
+        if method in wanted
+    ]
     results = compare_detectors(detectors, items, roc)
     _print(
         {

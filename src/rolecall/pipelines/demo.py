@@ -228,6 +228,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
         METHODS,
         compare_detectors,
         detector_named,
+        index_hard_negatives,
         validation_items,
     )
     from rolecall.train import jobs
@@ -292,11 +293,8 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     index = CandidateIndex.load(bot / "retriever" / "candidates", retriever)
     reranker = Reranker.load(bot / "reranker", features)
 
-    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
-        return [t for _, t, _ in index.search([context], k + 1)[0] if t != gold][:k]
-
     items = validation_items(
-        selection_pairs(read_examples(held_out)), hard_negatives, 0.5, options.seed
+        selection_pairs(read_examples(held_out)), index_hard_negatives(index), 0.5, options.seed
     )
     detectors = [detector_named(method, reranker, passes=10) for method in METHODS]
     results = compare_detectors(detectors, items)

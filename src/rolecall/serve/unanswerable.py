@@ -233,6 +233,16 @@ def detector_named(
     return SummedDetector([CosineDetector(), RerankerDetector(reranker)], given)
 
 
+def index_hard_negatives(index: Any) -> HardNegatives:
+    """``validation_items``' hard negatives from a candidate index (``serve/candidates.py``):
+    its best candidates for the context, the gold left out."""
+
+    def hard_negatives(context: str, gold: str, k: int) -> list[str]:
+        return [text for _, text, _ in index.search([context], k + 1)[0] if text != gold][:k]
+
+    return hard_negatives
+
+
 def validation_items(
     pairs: Sequence[tuple[str, str]],
     hard_negatives: HardNegatives,
