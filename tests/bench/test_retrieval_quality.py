@@ -50,3 +50,20 @@ def test_care_call_pairs_split_by_dialogue_and_skip_the_opening():
     train = {p.context for p in task.train}
     assert not train & {p.context for p in task.test}
     assert all(len(p.context.splitlines()) <= 2 for p in task.test)
+
+
+def test_targets_hold_on_the_mean_over_seeds_not_the_best_seed():
+    def run(bm25, fused, retriever, rerank):
+        hits = {"bm25": bm25, "retriever + bm25 (fused)": fused, "retriever": retriever}
+        hits["retrieve + rerank top 10"] = rerank
+        return {"carecall": {"results": {m: {"hits@1/20": v} for m, v in hits.items()}}}
+
+    seeds = [run(0.40, 0.52, 0.30, 0.28), run(0.44, 0.49, 0.25, 0.26)]
+    values = [bench.seed_targets(out, "retrieve + rerank top 10") for out in seeds]
+    first_stage = [v["bot_first_stage_vs_bm25_carecall"] for v in values]
+    assert first_stage == pytest.approx([0.12, 0.05])
+    measured = bench.target(first_stage, 0.10)
+    assert measured["value"] == pytest.approx(0.085) and not measured["met"]
+    assert measured["per_seed"] == [0.12, 0.05]
+    assert bench.target([0.5, 0.46], 0.475, relative=False)["met"]
+    assert bench.target([0.5, 0.46], 0.475, relative=False)["target"] == ">= 0.475"

@@ -28,3 +28,24 @@ def test_a_reply_without_its_text_is_its_provenance():
         "stages": [{"stage": "retrieve", "confidence": 0.9}],
     }
     assert reply.to_dict() == {"text": "네", **reply.provenance()}
+
+
+def test_a_reply_describes_itself_on_one_line():
+    stages = [
+        {
+            "stage": "retrieve",
+            "candidates": [{"text": "네", "retrieval_score": 1.0, "rerank_score": 0.25}],
+            "confidence": 0.1234,
+            "threshold": 0.5,
+            "method": "cosine",
+        },
+        {"stage": "generate", "ms": 40.2},
+        {"stage": "guard", "text": "나쁜 말", "p_out_of_bounds": 0.91, "flagged": True},
+    ]
+    line = Reply("다른 말", "fallback", stages, 51.4).describe()
+    assert line == (
+        "fallback · rerank 0.25 · cosine 0.123 vs threshold 0.500 · generated in 40 ms · "
+        "P(out of bounds) 0.91 -> flagged '나쁜 말' · 51 ms"
+    )
+    bare = Reply("네", "retrieved", [{"stage": "retrieve", "confidence": 0.9}], 3.0)
+    assert bare.describe() == "retrieved · confidence 0.900 · 3 ms"

@@ -23,22 +23,6 @@ from rolecall.cli.common import load_llm, out
 from rolecall.records import Turn
 
 
-def summary(reply) -> str:
-    """One line of provenance for a human."""
-    parts = [reply.path]
-    for stage in reply.stages:
-        if stage["stage"] == "retrieve" and stage["confidence"] is not None:
-            name = stage.get("method") or "confidence"  # the detector that gave it
-            parts.append(f"{name} {stage['confidence']} vs {stage['threshold']}")
-        if stage["stage"] == "guard":
-            parts.append(
-                f"P(out of bounds) {stage['p_out_of_bounds']}"
-                + (" flagged" if stage["flagged"] else "")
-            )
-    parts.append(f"{reply.latency_ms:.0f} ms")
-    return " · ".join(parts)
-
-
 def chat_command(
     models_dir: Optional[Path] = typer.Argument(
         None,
@@ -87,4 +71,4 @@ def chat_command(
         reply = bot.reply(history)
         history.append(Turn(role="system", text=reply.text))
         out.print(f"bot> {escape(reply.text)}", highlight=False)
-        out.print(f"[dim]     {escape(summary(reply))}[/dim]", highlight=False)
+        out.print(f"[dim]     {escape(reply.describe())}[/dim]", highlight=False)

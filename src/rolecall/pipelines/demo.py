@@ -376,36 +376,12 @@ def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
         paths[reply.path] = paths.get(reply.path, 0) + 1
         say(f"  user> {line}")
         say(f"  bot>  {reply.text}")
-        say(f"        [{describe(reply)}]")
+        say(f"        [{reply.describe()}]")
     path = options.out / "chat.jsonl"
     path.write_text(
         "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in turns), encoding="utf-8"
     )
     return {"turns": len(turns), "paths": paths, "file": str(path), "bot": str(bot_dir)}
-
-
-def describe(reply) -> str:
-    """The path, the scores that decided it and the latency, on one line."""
-    parts = [reply.path]
-    for stage in reply.stages:
-        if stage["stage"] == "retrieve":
-            best = stage["candidates"][0] if stage["candidates"] else {}
-            if best.get("rerank_score") is not None:
-                parts.append(f"rerank {best['rerank_score']:.2f}")
-            if stage["confidence"] is not None:
-                parts.append(
-                    f"{stage.get('method') or 'confidence'} {stage['confidence']:.3f} "
-                    f"vs threshold {stage['threshold']:.3f}"
-                )
-        elif stage["stage"] == "generate":
-            parts.append(f"generated in {stage['ms']:.0f} ms")
-        elif stage["stage"] == "guard":
-            parts.append(
-                f"P(out of bounds) {stage['p_out_of_bounds']:.2f}"
-                + (f" -> flagged {stage['text']!r}" if stage["flagged"] else "")
-            )
-    parts.append(f"{reply.latency_ms:.0f} ms")
-    return " · ".join(parts)
 
 
 # ---- 5. K/DA --------------------------------------------------------------------------------

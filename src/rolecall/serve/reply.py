@@ -50,6 +50,30 @@ class Reply:
         """How the reply was made: everything but its text."""
         return {"path": self.path, "stages": self.stages, "latency_ms": self.latency_ms}
 
+    def describe(self) -> str:
+        """The path, the scores that decided it and the latency, on one line (what
+        ``rolecall chat`` and the demo print under each reply)."""
+        parts: list[str] = [self.path]
+        for stage in self.stages:
+            if stage["stage"] == "retrieve":
+                best = stage["candidates"][0] if stage.get("candidates") else {}
+                if best.get("rerank_score") is not None:
+                    parts.append(f"rerank {best['rerank_score']:.2f}")
+                if stage.get("confidence") is not None:
+                    name = stage.get("method") or "confidence"  # the detector that gave it
+                    parts.append(f"{name} {stage['confidence']:.3f}")
+                    if stage.get("threshold") is not None:
+                        parts[-1] += f" vs threshold {stage['threshold']:.3f}"
+            elif stage["stage"] == "generate" and "ms" in stage:
+                parts.append(f"generated in {stage['ms']:.0f} ms")
+            elif stage["stage"] == "guard":
+                parts.append(
+                    f"P(out of bounds) {stage['p_out_of_bounds']:.2f}"
+                    + (f" -> flagged {stage['text']!r}" if stage["flagged"] else "")
+                )
+        parts.append(f"{self.latency_ms:.0f} ms")
+        return " · ".join(parts)
+
 
 class ChatBot(Protocol):
     version: str
