@@ -360,7 +360,7 @@ def test_the_sentence_encoder_backbone_from_the_command_line(setup):
             str(root / "examples.jsonl"),
             "--out",
             str(root / "sr"),
-            *common,
+            *common[2:],  # no --backbone: the retriever's default is the sentence encoder
         )
     )
     # no --kind: the sentence encoder's retriever is the residual head (settings.retriever_kind)
