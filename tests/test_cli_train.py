@@ -382,3 +382,9 @@ def test_the_sentence_encoder_backbone_from_the_command_line(setup):
         "--no-progress",
     )
     assert refused.returncode != 0 and "--tune-layers 1-5" in refused.stderr
+    # a Gemma option on the retriever's default backbone: the fix names the Gemma
+    refused = run_cli(
+        "train", "retriever", str(root / "examples.jsonl"), "--out", str(root / "y"), "--layer", "7"
+    )
+    assert refused.returncode != 0 and "--backbone embedded --layer N" in refused.stderr
+    assert not (root / "y" / "model.json").exists()

@@ -409,8 +409,9 @@ def _load_source(name: str, frozen: bool, layer: int | None) -> Backbone:
         if not frozen or layer is not None:
             raise ConfigError(
                 "the sentence encoder is used whole, frozen or with its dense top tuned",
-                fix="leave --trainable and --layer out for --backbone sentence; "
-                "--tune-layers 1-5 trains the last layers of its top",
+                fix="leave --trainable and --layer out for --backbone sentence (the "
+                "retriever's default); --tune-layers 1-5 trains the last layers of its top; "
+                "--backbone embedded --layer N cuts the embedded Gemma after layer N",
             )
         from rolecall.train.sentence_encoder import SentenceEncoder
 
