@@ -20,6 +20,9 @@ Models, all trained on the same half:
   turn) through three views: characters, Kiwi morphemes and the sentence encoder's
   vectors (``TfidfModel``'s ``sentence`` view: the turn's vector and the two turns'
   cosine beside the n-grams, one logistic regression over all);
+- **sentence --lexical**: the same, trained with ``--lexical`` (``ClassifierSettings.
+  lexical``): its P(out) the mean of the head's and character TF-IDF + LR's over the
+  response, what ``rolecall train classifier --lexical`` makes;
 - **gemma**: the same classifier over the frozen embedded Gemma's states (every layer;
   ``--skip-gemma`` leaves it out, its states take minutes);
 - **sentence, top N tuned** (``--tune-layers N``): the sentence classifier with the
@@ -49,10 +52,8 @@ import numpy as np
 import torch
 from sklearn.metrics import f1_score
 
-from rolecall.jsonl import read_jsonl
-from rolecall.judge.written_out_of_bounds import examples_from_out_of_bounds, read_out_of_bounds
-from rolecall.records import Dialogue, Example
-from rolecall.spec import load_role_spec
+from rolecall.judge.written_out_of_bounds import gold_examples
+from rolecall.records import Example
 from rolecall.train.backbone import EMBEDDED, SENTENCE
 from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
 from rolecall.train.classifier import Classifier, ClassifierSettings
@@ -63,20 +64,12 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "carecall"
 TARGET = 0.03
 STACKED_VIEWS = ["chars", "morphemes", "sentence"]
+LEXICAL = " --lexical"  # a row's name ending: the classifier trained with --lexical
 
 
 def examples(folder: Path) -> list[Example]:
     """Gold examples: in-bounds system turns (positive) and written ones (negative)."""
-    spec = load_role_spec(folder / "spec.yaml")
-    dialogues = list(read_jsonl(folder / "dialogues.jsonl", Dialogue))
-    found = [
-        Example(history=list(d.turns[:i]), response=t.text, label="positive", dialogue_id=d.id)
-        for d in dialogues
-        for i, t in enumerate(d.turns)
-        if t.role == "system" and i > 0
-    ]
-    written = read_out_of_bounds(folder / "out_of_bounds.jsonl", dialogues, spec)
-    return found + examples_from_out_of_bounds(written, spec)
+    return gold_examples(folder)
 
 
 def halves(items: list[Example], seed: int) -> list[tuple[list[int], list[int]]]:
@@ -109,15 +102,20 @@ def pair(example: Example) -> tuple[str, str]:
     return (example.history[-1].text if example.history else "", example.response)
 
 
-def classifier(choice, backbone, cache: Path, items: list[Example], args, seed: int):
+def classifier(
+    choice, backbone, cache: Path, items: list[Example], args, seed: int, lexical: bool = False
+):
     """The out-of-bounds classifier as ``rolecall train classifier`` trains it on
-    ``choice``'s backbone (its settings' and passes' defaults), on ``items``."""
+    ``choice``'s backbone (its settings' and passes' defaults), on ``items``; ``lexical``:
+    as ``--lexical`` makes it (the mean with TF-IDF over the response)."""
     config = classifier_config(choice, args.epochs, seed=seed)
     if choice.resolved("classifier")[2]:  # tuned layers: fresh weights for every fit
         backbone = choice.load("classifier")
         config = config.model_copy(update={"backbone_lr": args.backbone_lr})
     model = Classifier.create(
-        backbone, ClassifierSettings(), Features(backbone, cache, batch_size=config.batch_size)
+        backbone,
+        ClassifierSettings(lexical=lexical),
+        Features(backbone, cache, batch_size=config.batch_size),
     )
     model.fit(items, config, progress=False)
     return model
@@ -133,7 +131,8 @@ def run_seed(items: list[Example], backbones: dict, args, seed: int) -> dict[str
             guess = tfidf_model(train_items, seed, views).predict([pair(e) for e in test_items])
             predicted[name][test] = [label == "negative" for label in guess]
         for name, (choice, backbone, cache) in backbones.items():
-            model = classifier(choice, backbone, cache, train_items, args, seed)
+            lexical = name.endswith(LEXICAL)
+            model = classifier(choice, backbone, cache, train_items, args, seed, lexical)
             contexts = [e.history for e in test_items]
             predicted[name][test] = model.predict(contexts, [e.response for e in test_items])
     return {
@@ -163,13 +162,14 @@ def main() -> None:
         flush=True,
     )
     chosen = {"sentence": BackboneChoice(SENTENCE)}
+    chosen["sentence" + LEXICAL] = chosen["sentence"]
     if args.tune_layers:
         tuned = f"sentence, top {args.tune_layers} tuned"
         chosen[tuned] = BackboneChoice(SENTENCE, tune_layers=args.tune_layers)
     if not args.skip_gemma:
         chosen["gemma"] = BackboneChoice(EMBEDDED, frozen=True)
     backbones = {
-        name: (choice, choice.load("classifier"), args.cache_dir / name)
+        name: (choice, choice.load("classifier"), args.cache_dir / name.removesuffix(LEXICAL))
         for name, choice in chosen.items()
     }
     seeds = [int(s) for s in args.seeds.split(",")]

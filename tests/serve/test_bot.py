@@ -260,3 +260,27 @@ def test_the_guard_does_not_ask_the_same_question_twice(bot_dir):
     assert first.path == second.path == "fallback"
     assert second.text != first.text and second.text in bot.settings.fallback_questions
     assert second.stages[-1]["text"]  # the flagged reply is kept in the provenance
+
+
+def test_a_tfidf_classifier_guards_the_bot_as_the_trained_one_does(bot_dir, tmp_path):
+    """`rolecall train classifier --backbone tfidf` in classifier/: the bot loads it and its
+    guard reads it (the same stage, its P(out), its threshold)."""
+    import shutil
+
+    from rolecall.jsonl import write_jsonl
+    from rolecall.train.lexical_classifier import LexicalClassifier, train_lexical_classifier
+
+    bot = tmp_path / "bot"
+    shutil.copytree(bot_dir, bot, ignore=shutil.ignore_patterns("classifier"))
+    write_jsonl(tmp_path / "examples.jsonl", examples())
+    train_lexical_classifier(tmp_path / "examples.jsonl", bot / "classifier", test_share=0)
+    loaded = Bot.load(bot)
+    assert isinstance(loaded.classifier, LexicalClassifier)
+    history = [Turn(role="user", text=USER_LINES[1])]
+    reply = loaded.reply(history)
+    guard = reply.stages[-1]
+    expected = loaded.classifier.predict_proba([history], [guard["text"]])[0, 1]
+    assert guard["stage"] == "guard" and guard["p_out_of_bounds"] == round(float(expected), 4)
+    assert guard["threshold"] == 0.5 and guard["flagged"] == (expected >= 0.5)
+    loaded.classifier.settings = loaded.classifier.settings.model_copy(update={"threshold": 1e-6})
+    assert loaded.reply(history).path == "fallback"

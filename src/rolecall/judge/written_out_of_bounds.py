@@ -11,7 +11,8 @@ One JSON object per line::
 its context is every turn before it. ``read_out_of_bounds`` checks each record against
 the dialogues (and the role spec, when given) and names the file and line of the first
 bad one. ``out_of_bounds_items`` gives judge items with their category;
-``examples_from_out_of_bounds`` gives negative training examples.
+``examples_from_out_of_bounds`` gives negative training examples, and ``gold_examples``
+a folder's whole labelled set (its dialogues' system turns and the written ones).
 """
 
 from __future__ import annotations
@@ -175,3 +176,23 @@ def examples_from_out_of_bounds(turns: Sequence[WrittenTurn], spec: RoleSpec) ->
         )
         for turn in turns
     ]
+
+
+def gold_examples(folder: str | Path) -> list[Example]:
+    """The labelled turns of an example folder (``spec.yaml``, ``dialogues.jsonl``,
+    ``out_of_bounds.jsonl``, as ``examples/carecall``): every system turn after a
+    dialogue's opening one as in bounds (positive), and every written turn in the context
+    it replaces as out of bounds (negative)."""
+    from rolecall.spec import load_role_spec
+
+    folder = Path(folder)
+    spec = load_role_spec(folder / "spec.yaml")
+    dialogues = list(read_jsonl(folder / "dialogues.jsonl", Dialogue))
+    found = [
+        Example(history=list(d.turns[:i]), response=t.text, label="positive", dialogue_id=d.id)
+        for d in dialogues
+        for i, t in enumerate(d.turns)
+        if t.role == "system" and i > 0
+    ]
+    written = read_out_of_bounds(folder / "out_of_bounds.jsonl", dialogues, spec)
+    return found + examples_from_out_of_bounds(written, spec)

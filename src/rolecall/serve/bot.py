@@ -187,9 +187,9 @@ class Bot:
         elif settings.generator_model:
             generator = _prompted_generator(directory, settings, llm)
         if (directory / "classifier").exists():
-            from rolecall.train.classifier import Classifier
+            from rolecall.train.classifier import load_classifier
 
-            classifier = Classifier.load(directory / "classifier")
+            classifier = load_classifier(directory / "classifier")
         if selector is None and generator is None:
             raise InputFileError(
                 directory,

@@ -24,6 +24,7 @@ The pieces every pair model shares are in ``pairs.py``; LM perplexities in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from rolecall.train.backbone import Backbone, _torch
 from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.data import read_examples
 from rolecall.train.features import Features
-from rolecall.train.loop import TrainConfig
+from rolecall.train.loop import MODEL_FILE, TrainConfig
 from rolecall.train.pairs import (
     Context,
     PairModel,
@@ -149,27 +150,50 @@ class Classifier(PairModel):
         return out
 
     def evaluate(self, examples: Sequence[Example]) -> dict[str, float]:
-        """Accuracy, precision, recall and F1 of out-of-bounds; ROC AUC with both labels."""
-        from rolecall.eval.classification import accuracy, precision_recall_f1
-        from rolecall.eval.thresholds import roc_auc
+        return out_of_bounds_metrics(self, examples)
 
-        if not examples:
-            return {}
-        labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in examples]
-        proba = self.predict_proba(
-            [e.history for e in examples], [e.response.strip() for e in examples]
-        )[:, OUT_OF_BOUNDS]
-        predicted = (proba >= self.settings.threshold).astype(int)
-        precision, recall, f1 = precision_recall_f1(labels, predicted, OUT_OF_BOUNDS)
-        metrics = {
-            "accuracy": accuracy(labels, predicted),
-            "precision": precision,
-            "recall": recall,
-            "f1": f1,
-        }
-        if len(set(labels)) == 2:
-            metrics["roc_auc"] = roc_auc(labels, proba)
-        return metrics
+
+def out_of_bounds_metrics(model: Any, examples: Sequence[Example]) -> dict[str, float]:
+    """Accuracy, precision, recall and F1 of out-of-bounds; ROC AUC with both labels: of
+    any model with ``predict_proba(contexts, responses)`` and ``settings.threshold``."""
+    from rolecall.eval.classification import accuracy, precision_recall_f1
+    from rolecall.eval.thresholds import roc_auc
+
+    if not examples:
+        return {}
+    labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in examples]
+    proba = model.predict_proba(
+        [e.history for e in examples], [e.response.strip() for e in examples]
+    )[:, OUT_OF_BOUNDS]
+    predicted = (proba >= model.settings.threshold).astype(int)
+    precision, recall, f1 = precision_recall_f1(labels, predicted, OUT_OF_BOUNDS)
+    metrics = {
+        "accuracy": accuracy(labels, predicted),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+    }
+    if len(set(labels)) == 2:
+        metrics["roc_auc"] = roc_auc(labels, proba)
+    return metrics
+
+
+def load_classifier(directory: str | Path, cache_dir: Path | None = None) -> Any:
+    """The out-of-bounds classifier in ``directory``, of either kind: a head over a
+    backbone (``Classifier``) or TF-IDF (``lexical_classifier.LexicalClassifier``, model
+    kind ``tfidf``)."""
+    from rolecall.train.baselines import KIND as TFIDF
+
+    path = Path(directory) / MODEL_FILE
+    try:
+        kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None  # Classifier.load says what is wrong
+    if kind == TFIDF:
+        from rolecall.train.lexical_classifier import LexicalClassifier
+
+        return LexicalClassifier.load(directory)
+    return Classifier.load(directory, cache_dir)
 
 
 def lexical_model(examples: Sequence[Example], seed: int = 0) -> Any:
@@ -212,15 +236,8 @@ def train_classifier(
     on the same data the same folder. With ``checkpoints`` a killed run goes on from the
     last one; they are removed once the model is saved.
     """
-    examples = read_examples(examples_path, need_negatives=True)
     seed = config.seed if config is not None else CLASSIFIER_TRAINING.seed
-    train, test = held_out(examples, test_share, seed, examples_path)
-    if not any(e.label == "negative" for e in train):
-        raise InputFileError(
-            examples_path,
-            "every negative example fell into the held-out share",
-            fix="add negatives or lower the test share",
-        )
+    train, test = training_split(examples_path, test_share, seed)
     backbone = resolve_backbone(backbone)
     config = config or classifier_training(backbone.frozen)
     model = Classifier.for_training(backbone, settings, config, cache_dir)
@@ -234,6 +251,22 @@ def train_classifier(
     if checkpoints is not None:
         checkpoints.clear()
     return metrics
+
+
+def training_split(
+    examples_path: str | Path, test_share: float, seed: int
+) -> tuple[list[Example], list[Example]]:
+    """An out-of-bounds classifier's (train, test) examples: the file's, with negatives,
+    dialogues held out by ``test_share``; the training part must keep a negative."""
+    examples = read_examples(examples_path, need_negatives=True)
+    train, test = held_out(examples, test_share, seed, examples_path)
+    if not any(e.label == "negative" for e in train):
+        raise InputFileError(
+            examples_path,
+            "every negative example fell into the held-out share",
+            fix="add negatives or lower the test share",
+        )
+    return train, test
 
 
 # ---- the fallback question --------------------------------------------------------------

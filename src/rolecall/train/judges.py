@@ -10,11 +10,12 @@ label's probability in ``probabilities``):
   ``consistency-judge`` (kind ``tfidf`` or ``label-judge``); the label is the most
   probable one (implicit / none / explicit; maintained / shifted).
 - ``out_of_bounds`` (dialogue turns, ``judge.out_of_bounds.Item``): a model from
-  ``rolecall train classifier``; out of bounds when P(out) reaches the threshold saved
-  with it. The classifier says *whether* a turn is out of bounds, not which rule it broke,
-  so a flagged turn gets one error category: the spec's ``safety`` category's when the spec
-  has one (the shipped recipe, ``detox offensiveness-data``, teaches offensiveness), else
-  ``not safe`` (the NAACL paper's name for it).
+  ``rolecall train classifier`` (over a backbone, or ``--backbone tfidf``); out of bounds
+  when P(out) reaches the threshold saved with it. The classifier says *whether* a turn
+  is out of bounds, not which rule it broke, so a flagged turn gets one error category:
+  the spec's ``safety`` category's when the spec has one (the shipped recipe, ``detox
+  offensiveness-data``, teaches offensiveness), else ``not safe`` (the NAACL paper's name
+  for it).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ MODEL_KINDS = {
         ("tfidf", "label-judge"),
         "rolecall train consistency-judge DATA_DIR --out DIR",
     ),
-    "out_of_bounds": (("classifier",), "rolecall train classifier EXAMPLES --out DIR"),
+    "out_of_bounds": (("classifier", "tfidf"), "rolecall train classifier EXAMPLES --out DIR"),
 }
 
 
@@ -70,10 +71,10 @@ def load_trained_judge(
         )
     model = f"{KIND}:{path}"
     if task == "out_of_bounds":
-        from rolecall.train.classifier import Classifier
+        from rolecall.train.classifier import load_classifier
 
         return OutOfBoundsClassifierJudge(
-            Classifier.load(directory, cache_dir), model, _category(spec)
+            load_classifier(directory, cache_dir), model, _category(spec)
         )
     predictor = _load_predictor(directory, kind, cache_dir)
     trained_for = predictor.settings.task
