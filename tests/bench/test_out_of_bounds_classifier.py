@@ -51,7 +51,12 @@ def test_one_seed_prints_every_model_and_the_target(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     line = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(line["summary"]) == {"tfidf", "sentence", "tfidf + morphemes + sentence"}
+    assert set(line["summary"]) == {
+        "tfidf",
+        "sentence",
+        "sentence --lexical",
+        "tfidf + morphemes + sentence",
+    }
     assert all(0 < row["mean"] <= 1 for row in line["summary"].values())
     check_targets(line["targets"], {"sentence_vs_tfidf", "best_sentence_vs_tfidf"})
     value = line["summary"]["sentence"]["mean"] - line["summary"]["tfidf"]["mean"]
