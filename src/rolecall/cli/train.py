@@ -56,7 +56,6 @@ BACKBONE_HELP = (
     "whole unless --frozen)"
 )
 
-LEXICAL_BACKBONE = "tfidf"  # train classifier: TF-IDF + LR, no backbone
 CLASSIFIER_BACKBONE_HELP = (
     BACKBONE_HELP + ", or 'tfidf': character TF-IDF + LR over (the turn before, the "
     "response), no backbone (on care-call out-of-bounds turns macro-F1 0.861 vs 0.669 on "
@@ -190,6 +189,7 @@ def train_classifier_command(
 ):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
     from rolecall.train import jobs
+    from rolecall.train.lexical_classifier import BACKBONE as LEXICAL_BACKBONE
 
     if backbone == LEXICAL_BACKBONE:  # no backbone: seconds, and no training options apply
         from rolecall.train.lexical_classifier import train_lexical_classifier

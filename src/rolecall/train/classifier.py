@@ -59,7 +59,7 @@ from rolecall.train.settings import ClassifierSettings as ClassifierSettings  # 
 KIND = "classifier"
 IN_BOUNDS, OUT_OF_BOUNDS = 0, 1
 LEXICAL_DIR = "lexical"  # the TF-IDF model of settings.lexical, in the model directory
-LEXICAL_LABELS = ["in", "out"]  # its columns: IN_BOUNDS, OUT_OF_BOUNDS
+LEXICAL_TASK, LEXICAL_LABELS = "out_of_bounds", ["in", "out"]  # columns: IN_BOUNDS, OUT_OF_BOUNDS
 
 
 class Classifier(PairModel):
@@ -201,7 +201,7 @@ def lexical_model(examples: Sequence[Example], seed: int = 0) -> Any:
     classic baseline, ``baselines.TfidfModel`` at its defaults), columns in / out."""
     from rolecall.train.baselines import TfidfModel, TfidfSettings
 
-    model = TfidfModel(TfidfSettings(task="out_of_bounds", labels=LEXICAL_LABELS, seed=seed))
+    model = TfidfModel(TfidfSettings(task=LEXICAL_TASK, labels=LEXICAL_LABELS, seed=seed))
     names = [LEXICAL_LABELS[e.label == "negative"] for e in examples]
     model.fit([e.response.strip() for e in examples], names)
     return model

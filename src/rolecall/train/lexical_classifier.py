@@ -25,10 +25,13 @@ from pydantic import BaseModel, Field
 
 from rolecall.errors import InputFileError
 from rolecall.records import Example
+from rolecall.train.classifier import LEXICAL_LABELS as LABELS
+from rolecall.train.classifier import LEXICAL_TASK as TASK
+from rolecall.train.classifier import out_of_bounds_metrics, training_split
 from rolecall.train.data import LAST
 from rolecall.train.pairs import Context
 
-TASK, LABELS = "out_of_bounds", ["in", "out"]  # columns: in bounds, out of bounds
+# TASK and LABELS (columns in, out) are --lexical's TF-IDF half's: one reading of the task
 BACKBONE = "tfidf"  # what --backbone calls it
 COMMAND = "rolecall train classifier EXAMPLES --backbone tfidf --out DIR"
 
@@ -40,8 +43,8 @@ class GuardSettings(BaseModel):
 class LexicalClassifier:
     """A trained TF-IDF out-of-bounds classifier (see the module docstring)."""
 
-    def __init__(self, model: Any, path: Path | None = None):
-        self.model, self.path, self.settings = model, path, GuardSettings()
+    def __init__(self, model: Any):
+        self.model, self.settings = model, GuardSettings()
 
     def predict_proba(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
         """[N, 2] probabilities: column 0 in bounds, column 1 out of bounds."""
@@ -53,8 +56,6 @@ class LexicalClassifier:
         return self.predict_proba(contexts, responses)[:, 1] >= self.settings.threshold
 
     def evaluate(self, examples: Sequence[Example]) -> dict[str, float]:
-        from rolecall.train.classifier import out_of_bounds_metrics
-
         return out_of_bounds_metrics(self, examples)
 
     @classmethod
@@ -69,7 +70,7 @@ class LexicalClassifier:
                 "not an out-of-bounds classifier",
                 fix=f"train one with '{COMMAND}'",
             )
-        return cls(model, Path(directory))
+        return cls(model)
 
 
 def train_lexical_classifier(
@@ -78,7 +79,6 @@ def train_lexical_classifier(
     """Train on an example file, evaluate on the dialogues held out (as ``train_classifier``
     splits them), save to ``out_dir``; the held-out metrics (also in ``model.json``)."""
     from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
-    from rolecall.train.classifier import training_split
 
     train, test = training_split(examples_path, test_share, seed)
     settings = TfidfSettings(
