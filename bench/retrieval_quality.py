@@ -36,8 +36,9 @@ Models, scored on the very same candidate rows:
   ``--hard 0`` trains on random negatives only (the old default). Also printed: the
   reranker alone on all K (its own ranking power) and the sum of the two models' scores
   over the top ``--top`` (``fused``), for information; and the retriever's and BM25's
-  standardised scores summed over all K (``retriever + bm25``, a hybrid), and with
-  ``--lexical-weights`` the same sum at other weights of BM25's (the bot's
+  standardised scores summed over all K (``retriever + bm25``, a hybrid, BM25's z capped
+  at ``serve/lexical.LEXICAL_CAP`` as the bot caps it; ``(fused, uncapped)`` without the
+  cap), and with ``--lexical-weights`` the same sum at other weights of BM25's (the bot's
   ``lexical_weight``).
 
 Targets (issue 17 item 2):
@@ -283,6 +284,10 @@ def run_task(task: Task, backbone, args) -> dict:
         results[f"retriever + bm25 (fused, w {weight:g})"] = {
             f"hits@1/{k}": hits_at(fuse(seen["retriever"][k], seen["bm25"][k], weight)) for k in ks
         }
+    results["retriever + bm25 (fused, uncapped)"] = {  # the bot's fusion before LEXICAL_CAP
+        f"hits@1/{k}": hits_at(fuse(seen["retriever"][k], seen["bm25"][k], 1.0, cap=None))
+        for k in ks
+    }
     results["retriever + bm25 (RRF)"] = {
         f"hits@1/{k}": hits_at(rrf(seen["retriever"][k]) + rrf(seen["bm25"][k])) for k in ks
     }

@@ -46,6 +46,14 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     assert summary["models"]["unanswerable"]["threshold"] is not None
     for part in ("classifier", "retriever", "reranker"):
         assert (out / "bot" / part / "model.json").is_file()
+    # the held-out dialogues were kept from training and calibration only: the served
+    # pool holds their replies too
+    served = {
+        c["text"] for c in read_jsonl(out / "bot" / "retriever" / "candidates" / "candidates.jsonl")
+    }
+    held = {e["response"] for e in read_jsonl(out / "held_out_examples.jsonl")}
+    assert held and held <= served and summary["models"]["served_candidates"] == len(served)
+    assert f"served pool: {len(served)} replies" in stdout
     assert (out / "stats.json").is_file() and "Table 2" in stdout
     # both halves are pipeline runs with their manifests; the dialogues' judge is the rule
     # judge on the embedded model, and the summary and the output say so

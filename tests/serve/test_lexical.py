@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rolecall.records import Turn
-from rolecall.serve.lexical import LexicalScorer, fuse, standardised
+from rolecall.serve.lexical import LEXICAL_CAP, LexicalScorer, fuse, standardised
 from rolecall.serve.selection import last_user_text
 from rolecall.train.data import context_text
 
@@ -26,6 +26,18 @@ def test_fusion_standardises_each_score_set():
     assert fuse(dense, lexical, 2.0).argmax() == 2  # the lexical match outweighs
     assert not standardised(np.zeros(4)).any()
     assert np.allclose(standardised(np.array([1.0, 3.0])), [-1.0, 1.0])
+
+
+def test_one_rare_shared_word_cannot_outvote_the_retriever():
+    """BM25 is 0 for most candidates, so the one sharing a rare word gets a z of ~4 here;
+    capped at LEXICAL_CAP it adds 2 at most, and the retriever's clear best stays best."""
+    dense = np.array([5.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    lexical = np.zeros_like(dense)
+    lexical[1] = 9.0
+    assert standardised(lexical)[1] > 3.5
+    assert fuse(dense, lexical, 1.0, cap=None).argmax() == 1
+    assert fuse(dense, lexical, 1.0).argmax() == 0
+    assert LEXICAL_CAP == 2.0 and fuse(dense, lexical, 1.0)[1] == standardised(dense)[1] + 2.0
 
 
 def test_the_last_user_turn_is_what_bm25_matches():

@@ -15,7 +15,8 @@ In one run directory (``runs/demo`` by default):
    reranker on hard negatives the retriever's index mines (as the paper trains it); the
    unanswerable threshold is calibrated on held-out dialogues (max F1) for each detector
    (MC dropout, the sentence encoder's cosine, cosine + reranker), and the bot serves the
-   one with the highest ROC AUC;
+   one with the highest ROC AUC; then the held-out dialogues' replies join the served
+   candidate index (they were kept from training and calibration only);
 4. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
    model prompted with the spec), each reply with its path, scores and latency;
 5. ``detox run examples/kda/demo.yaml``: a small K/DA run (slang index, rewrites, both
@@ -258,7 +259,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     defaults = json.dumps({k: [m.model_dump() for m in v] for k, v in trainings.items()})
     policy = retriever_choice.resolved("retriever")
     key = f"{_digest(examples, held_out)}|{options.backbone}|{policy}|{text_hash(defaults)}"
-    key += f"|hard negatives|{'/'.join(METHODS)}"
+    key += f"|hard negatives|{'/'.join(METHODS)}|served with held-out"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():
@@ -309,6 +310,11 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
         f"unanswerable threshold ({best}, the best ROC AUC of {len(detectors)} detectors; "
         f"max F1 on {len(items)} held-out items): {json.dumps(metrics['unanswerable'])}"
     )
+    # held out from training and calibration only: the served pool holds every example
+    # dialogue's replies, as a bot built for use would
+    served = index_examples(bot / "retriever", [examples, held_out], features, progress)
+    metrics["served_candidates"] = len(CandidateIndex.load(served, retriever))
+    say(f"served pool: {metrics['served_candidates']} replies (the held-out dialogues' too)")
     write_json(metrics_path, metrics)
     marker.write_text(key, encoding="utf-8")
     return metrics

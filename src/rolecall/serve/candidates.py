@@ -96,15 +96,19 @@ def build_candidate_index(
 
 
 def index_examples(
-    retriever_dir: str | Path, examples: str | Path, cache_dir: Path | None, progress: bool = True
+    retriever_dir: str | Path,
+    examples: str | Path | Sequence[str | Path],
+    cache_dir: Path | None,
+    progress: bool = True,
 ) -> Path:
     """The candidate index of a trained retriever over the unique positive responses of
-    its examples file, in ``retriever_dir/candidates`` (what ``rolecall train retriever``
-    and the demo build); its path."""
+    its examples file (or files, in order), in ``retriever_dir/candidates`` (what
+    ``rolecall train retriever`` and the demo build); its path."""
     from rolecall.train.data import read_examples
     from rolecall.train.retriever import Retriever
 
-    responses = [e.response for e in read_examples(examples) if e.label == "positive"]
+    files = [examples] if isinstance(examples, (str, Path)) else list(examples)
+    responses = [e.response for path in files for e in read_examples(path) if e.label == "positive"]
     out = Path(retriever_dir) / "candidates"
     build_candidate_index(Retriever.load(retriever_dir, cache_dir), responses, out, progress)
     return out
