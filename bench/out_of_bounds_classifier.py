@@ -15,14 +15,14 @@ Models, all trained on the same half:
 - **sentence**: the out-of-bounds classifier (``train/classifier.py``) over the sentence
   encoder's states (one per turn, the ``pair`` pool), frozen, with ``rolecall train
   classifier``'s settings and passes (``ClassifierSettings()``, ``jobs.classifier_config``),
-  as the demo trains it;
+  as the demo trains it: its P(out) the mean of the head's and character TF-IDF + LR's over
+  the response (``ClassifierSettings.lexical``, on by default since 2026-11-28);
 - **tfidf + morphemes + sentence**: the same TF-IDF model reading (the turn before, the
   turn) through three views: characters, Kiwi morphemes and the sentence encoder's
   vectors (``TfidfModel``'s ``sentence`` view: the turn's vector and the two turns'
   cosine beside the n-grams, one logistic regression over all);
-- **sentence --lexical**: the same, trained with ``--lexical`` (``ClassifierSettings.
-  lexical``): its P(out) the mean of the head's and character TF-IDF + LR's over the
-  response, what ``rolecall train classifier --lexical`` makes;
+- **sentence --no-lexical**: the same, the head alone (what ``--no-lexical`` makes, and
+  the default before 2026-11-28);
 - **gemma**: the same classifier over the frozen embedded Gemma's states (every layer;
   ``--skip-gemma`` leaves it out, its states take minutes);
 - **sentence, top N tuned** (``--tune-layers N``): the sentence classifier with the
@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "carecall"
 TARGET = 0.03
 STACKED_VIEWS = ["chars", "morphemes", "sentence"]
-LEXICAL = " --lexical"  # a row's name ending: the classifier trained with --lexical
+HEAD_ALONE = " --no-lexical"  # a row's name ending: the head alone, without TF-IDF
 
 
 def examples(folder: Path) -> list[Example]:
@@ -103,11 +103,12 @@ def pair(example: Example) -> tuple[str, str]:
 
 
 def classifier(
-    choice, backbone, cache: Path, items: list[Example], args, seed: int, lexical: bool = False
+    choice, backbone, cache: Path, items: list[Example], args, seed: int, lexical: bool = True
 ):
     """The out-of-bounds classifier as ``rolecall train classifier`` trains it on
-    ``choice``'s backbone (its settings' and passes' defaults), on ``items``; ``lexical``:
-    as ``--lexical`` makes it (the mean with TF-IDF over the response)."""
+    ``choice``'s backbone (its settings' and passes' defaults: the mean with TF-IDF over the
+    response), on ``items``; ``lexical`` False: as ``--no-lexical`` makes it, the head
+    alone."""
     config = classifier_config(choice, args.epochs, seed=seed)
     if choice.resolved("classifier")[2]:  # tuned layers: fresh weights for every fit
         backbone = choice.load("classifier")
@@ -131,7 +132,7 @@ def run_seed(items: list[Example], backbones: dict, args, seed: int) -> dict[str
             guess = tfidf_model(train_items, seed, views).predict([pair(e) for e in test_items])
             predicted[name][test] = [label == "negative" for label in guess]
         for name, (choice, backbone, cache) in backbones.items():
-            lexical = name.endswith(LEXICAL)
+            lexical = not name.endswith(HEAD_ALONE)
             model = classifier(choice, backbone, cache, train_items, args, seed, lexical)
             contexts = [e.history for e in test_items]
             predicted[name][test] = model.predict(contexts, [e.response for e in test_items])
@@ -162,14 +163,14 @@ def main() -> None:
         flush=True,
     )
     chosen = {"sentence": BackboneChoice(SENTENCE)}
-    chosen["sentence" + LEXICAL] = chosen["sentence"]
+    chosen["sentence" + HEAD_ALONE] = chosen["sentence"]
     if args.tune_layers:
         tuned = f"sentence, top {args.tune_layers} tuned"
         chosen[tuned] = BackboneChoice(SENTENCE, tune_layers=args.tune_layers)
     if not args.skip_gemma:
         chosen["gemma"] = BackboneChoice(EMBEDDED, frozen=True)
     backbones = {
-        name: (choice, choice.load("classifier"), args.cache_dir / name.removesuffix(LEXICAL))
+        name: (choice, choice.load("classifier"), args.cache_dir / name.removesuffix(HEAD_ALONE))
         for name, choice in chosen.items()
     }
     seeds = [int(s) for s in args.seeds.split(",")]

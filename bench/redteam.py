@@ -149,7 +149,9 @@ def train_classifiers(args, base_train, safety_train, work: Path) -> dict[str, A
     from rolecall.train.pairs import resolve_backbone
 
     backbone = resolve_backbone(args.backbone)
-    settings = ClassifierSettings(max_length=args.max_length, response_max=64)
+    # the head alone, as measured before the TF-IDF half became the default (2026-11-28):
+    # the bench asks what the K/DA safety examples add to the learned classifier
+    settings = ClassifierSettings(max_length=args.max_length, response_max=64, lexical=False)
     config = TrainConfig(epochs=args.epochs, batch_size=16, lr=1e-3, seed=args.seed)
     models = {}
     for name, examples in (("without", base_train), ("with", base_train + safety_train)):

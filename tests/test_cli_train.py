@@ -38,11 +38,11 @@ def test_train_classifier_and_reranker(setup):
             "48",
             "--checkpoint-every",
             "0",
-            "--lexical",
             *common,
         )
     )
     saved = json.loads((root / "clf" / "model.json").read_text())
+    # the TF-IDF half is on by default (no --lexical given)
     assert saved["kind"] == "classifier" and saved["settings"]["lexical"]
     assert json.loads((root / "clf" / "lexical" / "model.json").read_text())["kind"] == "tfidf"
     assert not (root / "clf" / ".checkpoint").exists()  # written at every step, then removed

@@ -31,6 +31,7 @@ def test_train_classifier_keeps_the_layer_asked_for(tmp_path):
         "--max-length",
         "48",
         "--no-progress",
+        "--no-lexical",
     ]
     result = run_cli(*common, "--out", str(tmp_path / "cut"), "--layer", "1")
     assert result.returncode == 0, result.stderr
@@ -40,6 +41,9 @@ def test_train_classifier_keeps_the_layer_asked_for(tmp_path):
 
     model = Classifier.load(tmp_path / "cut")
     assert model.backbone.layer == 1 and len(model.backbone.model.encoder.layer) == 1
+    # --no-lexical: the head alone, and no TF-IDF half on disk
+    assert not model.settings.lexical and model.lexical is None
+    assert not (tmp_path / "cut" / "lexical").exists()
     result = run_cli(*common, "--out", str(tmp_path / "bad"), "--layer", "9")
     assert result.returncode != 0 and "out of range" in result.stderr
     assert not (tmp_path / "bad" / "model.json").exists()

@@ -54,7 +54,7 @@ def test_one_seed_prints_every_model_and_the_target(tmp_path):
     assert set(line["summary"]) == {
         "tfidf",
         "sentence",
-        "sentence --lexical",
+        "sentence --no-lexical",
         "tfidf + morphemes + sentence",
     }
     assert all(0 < row["mean"] <= 1 for row in line["summary"].values())

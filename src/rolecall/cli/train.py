@@ -159,11 +159,13 @@ def train_classifier_command(
     class_weights: str = typer.Option(
         field_default(ClassifierSettings, "class_weights"), help="none or balanced"
     ),
-    lexical: bool = typer.Option(
-        field_default(ClassifierSettings, "lexical"),
+    lexical: Optional[bool] = typer.Option(
+        None,
         "--lexical/--no-lexical",
         help="also character TF-IDF + LR over the response; P(out) is the mean of both "
-        "(measured in docs/models.md)",
+        "(default: on for a backbone; measured in docs/models.md); --no-lexical: the head "
+        "alone",
+        show_default=False,
     ),
     test_share: float = typer.Option(0.1, help="dialogues held out for the metrics"),
     epochs: Optional[int] = typer.Option(
@@ -194,14 +196,16 @@ def train_classifier_command(
     if backbone == LEXICAL_BACKBONE:  # no backbone: seconds, and no training options apply
         from rolecall.train.lexical_classifier import train_lexical_classifier
 
-        if lexical:
+        if lexical is not None:
             raise ConfigError(
-                "--lexical adds TF-IDF to a classifier over a backbone; --backbone tfidf "
-                "is TF-IDF already",
-                fix="leave --lexical out, or name a backbone",
+                "--lexical/--no-lexical say whether a classifier over a backbone adds "
+                "TF-IDF; --backbone tfidf is TF-IDF already",
+                fix="leave --lexical/--no-lexical out, or name a backbone",
             )
         _print(train_lexical_classifier(examples, out_dir, test_share, seed))
         return
+    if lexical is None:
+        lexical = field_default(ClassifierSettings, "lexical")
     settings = validated(
         ClassifierSettings, max_length=max_length, class_weights=class_weights, lexical=lexical
     )
