@@ -58,12 +58,12 @@ BACKBONE_HELP = (
 
 CLASSIFIER_BACKBONE_HELP = (
     BACKBONE_HELP + ", or 'tfidf': character TF-IDF + LR over (the turn before, the "
-    "response), no backbone (on care-call out-of-bounds turns macro-F1 0.861 vs 0.669 on "
-    "'sentence', docs/models.md)"
+    "response), no backbone (on care-call out-of-bounds turns macro-F1 0.861 vs 0.781 on "
+    "'sentence' with its TF-IDF half, docs/models.md)"
 )
 # the retriever's default follows bench/retrieval_quality.py (docs/models.md): Hits@1/20 on
 # chatbot_data 0.530 on the sentence encoder vs 0.425 on the embedded Gemma; on care-call
-# fused with BM25 0.522 vs BM25's 0.420
+# fused with BM25 0.533 vs BM25's 0.420
 RETRIEVER_BACKBONE_HELP = (
     BACKBONE_HELP + "; the retriever defaults to 'sentence' (measured: chatbot_data Hits@1/20 "
     "0.530 vs 0.425 on 'embedded')"

@@ -3,10 +3,11 @@ before, the response): ``rolecall train classifier --backbone tfidf``.
 
 On the care-call turns in their contexts (``bench/out_of_bounds_classifier.py``: 244 in
 bounds, 183 written out of bounds, halves by dialogue, 3 seeds) this reading scored macro-F1
-0.861 against 0.669 for the classifier on the sentence encoder's states and 0.780 for that
-one with ``--lexical``: where real labelled out-of-bounds turns exist, it is the guard to
-train. It reads what the classic baseline reads (``train/baselines.py``'s ``TfidfModel``,
-character n-grams, a pair), trains in seconds and needs no backbone.
+0.861 against 0.666 for the head on the sentence encoder's states and 0.781 for that head
+averaged with TF-IDF over the response (``--lexical``, the default since 2026-11-28): where
+real labelled out-of-bounds turns exist, it is the guard to train. It reads what the
+classic baseline reads (``train/baselines.py``'s ``TfidfModel``, character n-grams, a
+pair), trains in seconds and needs no backbone.
 
 It answers like a ``Classifier`` where the bot's guard and the ``classifier:PATH`` judge
 use one (``predict_proba(contexts, responses)``, ``predict``, ``settings.threshold``,
