@@ -216,7 +216,7 @@ def one_seed(args, seed: int, dev) -> tuple[dict[str, dict], int]:
             frozen_choice.load("classifier"), HEAD_SETTINGS, frozen, args.cache_dir
         )
         name = f"classifier, frozen layer {layer}"
-        rows[name] = classifier_row(model, examples, domains, frozen)[0]
+        rows[name] = classifier_row(model, examples, domains, frozen)
         print(f"{name}: {rows[name]}", flush=True)
     if args.sentence:
         sentence = BackboneChoice(SENTENCE)
@@ -225,7 +225,7 @@ def one_seed(args, seed: int, dev) -> tuple[dict[str, dict], int]:
             sentence.load("classifier"), HEAD_SETTINGS, frozen, args.cache_dir
         )
         name = "classifier, sentence encoder"
-        rows[name] = classifier_row(model, examples, domains, frozen)[0]
+        rows[name] = classifier_row(model, examples, domains, frozen)
         print(f"{name}: {rows[name]}", flush=True)
     return rows, len(examples)
 

@@ -30,3 +30,42 @@ def test_the_examples_are_a_seeded_beep_sample_or_the_readme_mixture():
     assert len(mixed) == 60  # 20 from each of the three corpora
     with pytest.raises(SystemExit, match="beep or mixed"):
         bench.training_examples(DATA, "other", None, 20, 0)
+
+
+def test_one_seed_gives_every_row_as_numbers_per_domain(monkeypatch):
+    """``one_seed`` with every row asked for (the default with its TF-IDF half, the head
+    alone, a frozen layer, the sentence encoder), each model on a tiny backbone and a tiny
+    examples file so that it runs in seconds: one dict of numbers per row."""
+    import argparse
+
+    from tests.dialogue_data import make_examples, tiny
+
+    class TinyChoice:  # BackboneChoice's interface, any backbone a tiny frozen one
+        def __init__(self, source, frozen=None, layer=None, tune_layers=None):
+            self.layer = layer
+
+        def resolved(self, model):
+            return self.layer, True, None
+
+        def load(self, model):
+            return tiny(frozen=True)
+
+    examples = make_examples(24)
+    monkeypatch.setattr(bench, "BackboneChoice", TinyChoice)
+    monkeypatch.setattr(bench, "training_examples", lambda *args: examples)
+    args = argparse.Namespace(
+        data_dir=DATA, examples="beep", limit=None, per_source=10, curse=0,
+        frozen_layers="1", sentence=True, epochs=1, cache_dir=None,
+    )  # fmt: skip
+    rows, size = bench.one_seed(args, 0, make_examples(16))
+    assert size == len(examples)
+    assert set(rows) == {
+        "tfidf",
+        bench.DEFAULT,
+        bench.HEAD_ALONE,
+        "classifier, frozen layer 1",
+        "classifier, sentence encoder",
+    }
+    for name, row in rows.items():
+        assert isinstance(row, dict) and {"beep_dev_macro_f1", "texts_per_second"} <= set(row)
+        assert all(isinstance(v, float) for v in row.values()), name
