@@ -51,7 +51,8 @@ def test_the_tokenizer_is_the_packages_but_for_runs_of_unknown_characters(encode
         [encoder.tokenizer.bos_id(), *ids, encoder.tokenizer.eos_id()]
         for ids in encoder.token_ids(korean)
     ]
-    unk = encoder.tokenizer.unk_id()
+    unk, size = encoder.tokenizer.unk_id(), encoder.tokenizer.get_piece_size()
+    ours = [[unk if i >= size else i for i in row] for row in ours]  # own ids: <unk> to it
     differ = [(a, b) for a, b in zip(pure, ours, strict=True) if a != b]
     assert len(differ) < 0.1 * len(korean)  # ~3%: a row of unknown syllables
     for theirs, mine in differ:
@@ -171,9 +172,10 @@ def test_its_dense_top_in_torch_gives_the_packages_vectors(encoder, korean):
     assert np.abs(ours - encoder.encoder.vectors_of_ids(ids)).max() < 1e-5
     assert tuned._sums == {}  # read without gradients (a served model): nothing kept
     trained = {n for n, p in tuned.model.named_parameters() if p.requires_grad}
-    assert trained == {"cnn_W", "cnn_b", "d0", "d1", "p1", "d2", "d3", "p3"}
+    assert trained == {"cnn_W", "cnn_b", "d0", "d1", "p1", "d2", "d3", "p3", "unknown"}
     tuned.tune_top(2)
-    assert {n for n, p in tuned.model.named_parameters() if p.requires_grad} == {"d2", "d3", "p3"}
+    trained = {n for n, p in tuned.model.named_parameters() if p.requires_grad}
+    assert trained == {"d2", "d3", "p3", "unknown"}
 
 
 def test_a_head_trains_its_top_layers_and_loads_them_back(tmp_path):
@@ -186,7 +188,7 @@ def test_a_head_trains_its_top_layers_and_loads_them_back(tmp_path):
     assert history["last_loss"] < history["first_loss"]
     after = dict(backbone.model.named_parameters())
     moved = {n for n in before if not torch.equal(before[n], after[n])}
-    assert moved == {"d2", "d3", "p3"}  # the tuned layers, and only they
+    assert moved == {"d2", "d3", "p3", "unknown"}  # the tuned layers, and only they
     assert backbone._sums  # training kept each text's token sums
     model.save(tmp_path / "classifier")
     again = Classifier.load(tmp_path / "classifier")
@@ -225,3 +227,48 @@ def test_the_residual_retriever_starts_at_the_encoders_cosine_and_learns(encoder
     exact = trained.encode_contexts(contexts).numpy() @ trained.encode_candidates(candidates).T
     for row, best in zip(found, exact.argmax(1), strict=True):
         assert row[0][1] == candidates[best]
+
+
+def test_unknown_pieces_get_their_own_ids_and_a_tuned_top_learns_their_rows(encoder, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from rolecall.retrieval.sentence_vectors import UNKNOWN_BUCKETS
+    from rolecall.train.backbone import TUNED_FILE
+    from rolecall.train.sentence_encoder import UNKNOWN_ROWS
+
+    size = encoder.tokenizer.get_piece_size()
+    knee, rice = encoder.token_ids(["무릎이 아파요", "밥은 드셨어요?"])
+    plain = encoder.tokenizer.encode(["무릎이 아파요", "밥은 드셨어요?"], out_type=int)
+    # 릎, 밥 and 셨 are <unk> to the package: here each has its own id past the vocabulary
+    assert [i >= size for i in knee] == [i == encoder.tokenizer.unk_id() for i in plain[0]]
+    assert sum(i >= size for i in rice) == 2 and len(set(rice) - set(plain[1])) == 2
+    assert all(size <= i < size + UNKNOWN_BUCKETS for i in knee + rice if i >= size)
+    assert encoder.token_ids(["릎"])[0][-1] in knee  # the same piece, the same id
+    # the package's forward pass reads them as <unk>: its vectors do not change
+    assert np.array_equal(
+        encoder.encoder.vectors_of_ids([knee]), encoder.vectors(["무릎이 아파요"])
+    )
+
+    examples = make_examples()
+    backbone = SentenceEncoder().tune_top(1)
+    model = Classifier.create(backbone, ClassifierSettings(width=16), Features(backbone))
+    model.fit(examples, TrainConfig(epochs=5, batch_size=8, lr=1e-2, backbone_lr=1e-3), False)
+    texts = [t.text for e in examples for t in e.history] + [e.response for e in examples]
+    seen = {b for row in encoder.encoder.unknown_buckets(encoder.token_ids(texts)) for b in row}
+    assert seen  # the toy dialogues hold unknown pieces (셨, 좀 ...)
+    learned = set(backbone.model.unknown.abs().sum(1).nonzero().flatten().tolist())
+    assert learned == seen  # a row moves only where training read its piece
+    model.save(tmp_path / "new")
+    saved = load_file(str(tmp_path / "new" / TUNED_FILE))
+    assert sorted(saved[UNKNOWN_ROWS].tolist()) == sorted(seen)  # only those rows are kept
+    contexts, responses = [e.history for e in examples], [e.response for e in examples]
+    again = Classifier.load(tmp_path / "new")
+    assert np.allclose(
+        again.predict_proba(contexts, responses), model.predict_proba(contexts, responses), 1e-5
+    )
+    # a model saved before the table (no unknown rows) loads with the table at zero
+    del saved[UNKNOWN_ROWS], saved["unknown"]
+    save_file(saved, str(tmp_path / "new" / TUNED_FILE))
+    old = Classifier.load(tmp_path / "new").backbone
+    assert old.tuned == 1 and not old.model.unknown.any()
+    assert torch.equal(old.model.d3, backbone.model.d3)

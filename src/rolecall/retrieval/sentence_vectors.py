@@ -8,7 +8,9 @@ downloaded. The forward pass is the package's numpy one; token ids come from
 ``sentencepiece`` on the package's own ``resources/sp.model``: the package's pure-Python
 tokenizer is 10-20x slower and, where a text has several unknown characters in a row, gives
 one ``<unk>`` per character where the original tokenizer (and this one) gives one for the
-run (tests/train/test_sentence_encoder.py; about 3% of chatbot_data texts).
+run (tests/train/test_sentence_encoder.py; about 3% of chatbot_data texts). A piece the
+vocabulary lacks keeps an id of its own (``token_ids``): the package reads it as <unk>, a
+tuned top learns a vector for it.
 
 The forward pass splits in two where the tokens are summed: ``token_sums_of_ids`` gives,
 per text, the sum of its tokens' normalised n-gram features over the square root of its
@@ -22,6 +24,7 @@ half of the slang index (``dense.py``, ``--dense-model sentence``).
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,11 @@ GAP = 2  # zero rows between texts in one array: the widest n-gram window's reac
 # tokens of one forward micro-batch (the package's own budget): weights are streamed once
 # per micro-batch, and the working set stays cache-sized
 TOKEN_BUDGET = 384
+# a piece the 128k vocabulary lacks (4.7% of the care-call pieces: 셨 녕 좀 밥 릎 ...) is
+# <unk> to the package; ``token_ids`` gives it an id of its own past the vocabulary,
+# VOCABULARY + a stable hash of its text into this many buckets, which the package's
+# forward pass reads as <unk> again and a tuned top learns a vector for (sentence_top.py)
+UNKNOWN_BUCKETS = 2048
 
 
 def _package() -> tuple[Any, Any]:
@@ -70,8 +78,24 @@ class SentenceVectors:
         self._network = NumpyBackend(str(resources / "weights.npz"), self.tokenizer)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """sentencepiece ids of each text, without BOS/EOS."""
-        return self.tokenizer.encode(list(texts), out_type=int)
+        """sentencepiece ids of each text, without BOS/EOS; an unknown piece's id is its
+        own, ``VOCABULARY`` + its bucket (``unknown_buckets``), not <unk>'s."""
+        ids = self.tokenizer.encode(list(texts), out_type=int)
+        unk, size = self.tokenizer.unk_id(), self.tokenizer.get_piece_size()
+        holed = [i for i, row in enumerate(ids) if unk in row]
+        if holed:
+            protos = self.tokenizer.encode([texts[i] for i in holed], out_type="proto")
+            for i, proto in zip(holed, protos):
+                ids[i] = [
+                    size + _bucket(piece.surface) if piece.id == unk else piece.id
+                    for piece in proto.pieces
+                ]
+        return ids
+
+    def unknown_buckets(self, ids: list[list[int]]) -> list[list[int]]:
+        """Per text (``token_ids``), the buckets of its unknown pieces, in order."""
+        size = self.tokenizer.get_piece_size()
+        return [[i - size for i in row if i >= size] for row in ids]
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """[n, 512] float32, L2-normalised: one vector per text."""
@@ -97,10 +121,11 @@ class SentenceVectors:
         """(first, end, rows): consecutive texts, BOS and EOS added, of at most
         ``TOKEN_BUDGET`` tokens together (a longer text alone)."""
         bos, eos = self.tokenizer.bos_id(), self.tokenizer.eos_id()
+        unk, size = self.tokenizer.unk_id(), self.tokenizer.get_piece_size()
         group: list[list[int]] = []
         first = tokens = 0
         for i, row in enumerate(ids):
-            row = [bos, *row, eos]
+            row = [bos, *(unk if t >= size else t for t in row), eos]
             if group and tokens + len(row) > TOKEN_BUDGET:
                 yield first, i, group
                 group, tokens, first = [], 0, i
@@ -108,6 +133,11 @@ class SentenceVectors:
             tokens += len(row)
         if group:
             yield first, len(ids), group
+
+
+def _bucket(surface: str) -> int:
+    """An unknown piece's bucket: a hash of its text that every process agrees on."""
+    return zlib.crc32(surface.strip().encode("utf-8")) % UNKNOWN_BUCKETS
 
 
 def _token_sums(network: Any, group: list[list[int]]) -> np.ndarray:

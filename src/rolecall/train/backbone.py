@@ -162,6 +162,16 @@ class Backbone:
             if parameter.requires_grad
         }
 
+    def put_tuned_weights(self, weights: dict[str, Any]) -> bool:
+        """Put back saved ``tuned_weights``; False (nothing changed) if they do not fit."""
+        expected = self.tuned_weights()
+        if set(weights) != set(expected) or any(
+            weights[n].shape != expected[n].shape for n in weights
+        ):
+            return False
+        self.model.load_state_dict(weights, strict=False)
+        return True
+
     @property
     def identity(self) -> str:
         """What the cached features of this backbone are keyed by (a cut one: its layer)."""
@@ -324,16 +334,13 @@ def _load_tuned(directory: Path, info: dict, layer: int | None) -> Backbone:
             fix="copy the whole model directory that 'rolecall train' wrote, or train again",
         )
     backbone = _load_source(info["source"], True, layer).tune_top(int(info["tuned"]))
-    weights = load_file(str(path))
-    expected = backbone.tuned_weights()
-    if set(weights) != set(expected) or any(weights[n].shape != expected[n].shape for n in weights):
+    if not backbone.put_tuned_weights(load_file(str(path))):
         raise InputFileError(
             path,
             f"does not fit the top {info['tuned']} layers of {info['source']} (the source "
             "model changed since training?)",
             fix="train the model again on the backbone it names",
         )
-    backbone.model.load_state_dict(weights, strict=False)
     return backbone
 
 

@@ -28,9 +28,10 @@ from rolecall.errors import ConfigError
 from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, shared_vectors
 from rolecall.train.backbone import SENTENCE, Backbone, _torch
 from rolecall.train.data import LAST
-from rolecall.train.sentence_top import LAYERS, sentence_top
+from rolecall.train.sentence_top import LAYERS, UNKNOWN, sentence_top
 
 ROLE_PREFIXES = ("user: ", "system: ")
+UNKNOWN_ROWS = "unknown_rows"  # a saved model's buckets of the unknown pieces' rows it holds
 
 
 def turn_texts(text: str) -> list[str]:
@@ -95,6 +96,37 @@ class SentenceEncoder(Backbone):
         self.model.tune(layers)
         self.frozen, self.tuned = False, layers
         return self
+
+    def tuned_weights(self) -> dict[str, Any]:
+        """The tuned layers' weights; of the unknown pieces' table only the rows training
+        reached (``UNKNOWN_ROWS``: their buckets), not 2,048 rows of zeros."""
+        weights = super().tuned_weights()
+        table = weights.pop(UNKNOWN, None)
+        if table is not None:
+            rows = table.abs().sum(dim=1).nonzero().flatten()
+            weights[UNKNOWN_ROWS], weights[UNKNOWN] = rows, table[rows].contiguous()
+        return weights
+
+    def put_tuned_weights(self, weights: dict[str, Any]) -> bool:
+        """``Backbone.put_tuned_weights``; a model saved before the unknown pieces' table
+        (2026-11-28) loads with it at zero, as it was trained."""
+        weights = dict(weights)
+        rows, values = weights.pop(UNKNOWN_ROWS, None), weights.pop(UNKNOWN, None)
+        layers = {n: w for n, w in super().tuned_weights().items() if n != UNKNOWN}
+        if set(weights) != set(layers) or any(weights[n].shape != layers[n].shape for n in weights):
+            return False
+        table = self.model.unknown
+        if rows is not None or values is not None:
+            if rows is None or values is None or values.shape != (len(rows), table.shape[1]):
+                return False
+            if len(rows) and not 0 <= int(rows.min()) <= int(rows.max()) < len(table):
+                return False
+        self.model.load_state_dict(weights, strict=False)
+        with _torch().no_grad():
+            table.zero_()
+            if rows is not None:
+                table[rows] = values
+        return True
 
     def train(self, mode: bool = True) -> None:
         pass  # no dropout, no batch norm: the same in both modes
@@ -182,13 +214,14 @@ class SentenceEncoder(Backbone):
         torch = _torch()
         if self.model is None:
             return torch.from_numpy(self.encoder.vectors_of_ids(ids)).to(self._device)
+        unknown = self.encoder.unknown_buckets(ids)
         if not torch.is_grad_enabled():
             sums = self.encoder.token_sums_of_ids(ids)
-            return self.model(torch.from_numpy(sums).to(self._device))
+            return self.model(torch.from_numpy(sums).to(self._device), unknown)
         keys = [tuple(row) for row in ids]
         missing = [list(k) for k in dict.fromkeys(keys) if k not in self._sums]
         if missing:
             found = self.encoder.token_sums_of_ids(missing)
             self._sums.update(zip(map(tuple, missing), found))
         sums = torch.from_numpy(np.stack([self._sums[k] for k in keys])).to(self._device)
-        return self.model(sums)
+        return self.model(sums, unknown)
