@@ -204,6 +204,7 @@ def main() -> None:
         # default (2026-11-28), so that its numbers stay comparable
         ClassifierSettings(max_length=128, response_max=120, lexical=False),
         Features(backbone, args.cache_dir),
+        seed=args.seed,
     )
     classifier.fit(examples, TrainConfig(epochs=5, batch_size=32, lr=1e-3, seed=args.seed))
     dev = beep_examples(DATA / "eval" / "beep_labeled_dev.tsv")

@@ -117,6 +117,7 @@ def classifier(
         backbone,
         ClassifierSettings(lexical=lexical),
         Features(backbone, cache, batch_size=config.batch_size),
+        seed=seed,
     )
     model.fit(items, config, progress=False)
     return model

@@ -45,6 +45,24 @@ def test_a_frozen_backbone_trains_only_the_head_and_the_loss_falls(tmp_path):
     assert list((tmp_path / "cache").glob("shard-*.npz"))  # states kept on disk
 
 
+def test_a_new_heads_weights_come_from_its_seed_not_from_what_the_process_drew():
+    backbone = tiny(frozen=True)
+
+    def head(seed: int, draws: int) -> list:
+        torch.rand(draws)  # what earlier models of a bench drew
+        model = Classifier.create(backbone, SETTINGS, seed=seed)
+        return [p.detach().clone() for p in model.head.parameters()]
+
+    first = head(0, 1)
+    assert all(torch.equal(a, b) for a, b in zip(first, head(0, 1000), strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(first, head(1, 1), strict=True))
+    torch.manual_seed(5)
+    Classifier.create(backbone, SETTINGS, seed=0)
+    after = torch.rand(1)
+    torch.manual_seed(5)
+    assert torch.equal(torch.rand(1), after)  # the caller's draws are left as they were
+
+
 def test_a_trainable_backbone_trains_with_the_head():
     backbone = tiny(frozen=False)
     model = Classifier.create(backbone, SETTINGS.model_copy(update={"class_weights": "balanced"}))

@@ -124,7 +124,8 @@ def test_a_head_on_a_frozen_tiny_backbone_trains_only_the_head_and_the_loss_fall
     backbone_before = next(backbone.parameters()).detach().clone()
     texts = [implicit(i, 0) for i in range(12)] + [neutral(i) for i in range(12)]
     labels = ["implicit"] * 12 + ["none"] * 12
-    history = model.fit(texts, labels, TrainConfig(epochs=8, batch_size=8, lr=1e-2), False)
+    # 16 passes: the unseen slur below is told at every head seed 0-4 (at 8, two in five)
+    history = model.fit(texts, labels, TrainConfig(epochs=16, batch_size=8, lr=1e-2), False)
     assert history["last_loss"] < history["first_loss"]
     assert all(not torch.equal(a, b) for a, b in zip(head_before, model.head.parameters()))
     assert torch.equal(next(backbone.parameters()), backbone_before)

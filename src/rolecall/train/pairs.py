@@ -267,11 +267,20 @@ class PairModel:
 
     @classmethod
     def create(
-        cls, backbone: Backbone | str, settings: Any = None, features: Features | None = None
+        cls,
+        backbone: Backbone | str,
+        settings: Any = None,
+        features: Features | None = None,
+        seed: int = 0,
     ):
+        """A new model; its head's initial weights come from ``seed`` alone, not from
+        whatever a process drew before (a bench trains many models in one)."""
         backbone = resolve_backbone(backbone)
         settings = cls.resolve(settings or cls.SETTINGS(), backbone)
-        return cls(cls.make_head(backbone, settings), backbone, settings, features)
+        with _torch().random.fork_rng(devices=[]):
+            _torch().manual_seed(seed)
+            head = cls.make_head(backbone, settings)
+        return cls(head, backbone, settings, features)
 
     @classmethod
     def for_training(
@@ -281,7 +290,7 @@ class PairModel:
         ``config.batch_size`` at a time and cached in ``cache_dir``."""
         backbone = resolve_backbone(backbone)
         features = Features(backbone, cache_dir, batch_size=config.batch_size)
-        return cls.create(backbone, settings, features)
+        return cls.create(backbone, settings, features, seed=config.seed)
 
     @classmethod
     def load(cls, directory: str | Path, cache_dir: Path | None = None):
