@@ -45,7 +45,7 @@ GAP = 2  # zero rows between texts in one array: the widest n-gram window's reac
 TOKEN_BUDGET = 384
 # a piece the 128k vocabulary lacks (4.7% of the care-call pieces: 셨 녕 좀 밥 릎 ...) is
 # <unk> to the package; ``token_ids`` gives it an id of its own past the vocabulary,
-# VOCABULARY + a stable hash of its text into this many buckets, which the package's
+# the vocabulary's size + a stable hash of its text into this many buckets, which the package's
 # forward pass reads as <unk> again and a tuned top learns a vector for (sentence_top.py)
 UNKNOWN_BUCKETS = 2048
 
@@ -79,7 +79,7 @@ class SentenceVectors:
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """sentencepiece ids of each text, without BOS/EOS; an unknown piece's id is its
-        own, ``VOCABULARY`` + its bucket (``unknown_buckets``), not <unk>'s."""
+        own, the vocabulary's size + its bucket (``unknown_buckets``), not <unk>'s."""
         ids = self.tokenizer.encode(list(texts), out_type=int)
         unk, size = self.tokenizer.unk_id(), self.tokenizer.get_piece_size()
         holed = [i for i, row in enumerate(ids) if unk in row]

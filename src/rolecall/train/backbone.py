@@ -164,10 +164,7 @@ class Backbone:
 
     def put_tuned_weights(self, weights: dict[str, Any]) -> bool:
         """Put back saved ``tuned_weights``; False (nothing changed) if they do not fit."""
-        expected = self.tuned_weights()
-        if set(weights) != set(expected) or any(
-            weights[n].shape != expected[n].shape for n in weights
-        ):
+        if not weights_fit(weights, self.tuned_weights()):
             return False
         self.model.load_state_dict(weights, strict=False)
         return True
@@ -320,6 +317,13 @@ class Backbone:
         if info.get("tuned"):
             return _load_tuned(directory, info, layer)
         return _load_source(info["source"], info["frozen"], layer)
+
+
+def weights_fit(weights: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """Whether saved weights have exactly the expected names, each of the expected shape."""
+    return set(weights) == set(expected) and all(
+        weights[n].shape == expected[n].shape for n in weights
+    )
 
 
 def _load_tuned(directory: Path, info: dict, layer: int | None) -> Backbone:

@@ -26,7 +26,7 @@ import numpy as np
 
 from rolecall.errors import ConfigError
 from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, shared_vectors
-from rolecall.train.backbone import SENTENCE, Backbone, _torch
+from rolecall.train.backbone import SENTENCE, Backbone, _torch, weights_fit
 from rolecall.train.data import LAST
 from rolecall.train.sentence_top import LAYERS, UNKNOWN, sentence_top
 
@@ -113,7 +113,7 @@ class SentenceEncoder(Backbone):
         weights = dict(weights)
         rows, values = weights.pop(UNKNOWN_ROWS, None), weights.pop(UNKNOWN, None)
         layers = {n: w for n, w in super().tuned_weights().items() if n != UNKNOWN}
-        if set(weights) != set(layers) or any(weights[n].shape != layers[n].shape for n in weights):
+        if not weights_fit(weights, layers):
             return False
         table = self.model.unknown
         if rows is not None or values is not None:
