@@ -23,18 +23,6 @@ if [ -z "$PYTHON" ]; then
 fi
 [ -n "$PYTHON" ] || { echo "rolecall needs Python >= 3.11 (set PYTHON=/path/to/python)" >&2; exit 1; }
 
-# The browser tests drive Debian's Chromium (never a browser downloaded by a test tool);
-# Korean text in their screenshots needs a Korean font.
-if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi nanum; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing chromium and fonts-nanum for the browser tests..." >&2
-    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -qq chromium fonts-nanum >/dev/null
-  else
-    echo "note: the browser tests need chromium (sudo apt-get install chromium fonts-nanum)" >&2
-  fi
-fi
-
 # ---- the llama.cpp build flags --------------------------------------------------------
 # Portable: GGML_NATIVE=OFF and an explicit instruction set. On x86-64 that is AVX2 + FMA +
 # F16C + BMI2 (x86-64-v3, every x86-64 server CPU since 2015), with AVX-512, AVX-VNNI and

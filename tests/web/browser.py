@@ -30,8 +30,8 @@ def chromium_path() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
         pytest.skip(
-            "Debian's chromium is not installed: make setup installs it as root "
-            "(apt-get install chromium fonts-nanum)"
+            "Debian's chromium is not installed: make test installs it as root "
+            "(scripts/browser.sh: apt-get install chromium fonts-nanum)"
         )
     return found
 
