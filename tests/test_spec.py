@@ -76,3 +76,56 @@ def test_display_names_fall_back_to_the_identifier(tmp_path):
     assert display_name(spec, "persona", "ko") == "페르소나"
     assert display_name(spec, "wrong persona", "ko") == "wrong persona"  # none given
     assert display_name(spec, "persona", "en") == "persona"
+
+
+CHECK = """
+help_lines: {"119": 응급}
+user_checks:
+  - name: emergency
+    kind: crisis
+    description: 응급 상황
+    replies: ["{reply}"]
+"""
+
+
+def test_the_carecall_spec_declares_user_checks_that_point_to_help():
+    spec = load_role_spec(REPO / "examples" / "carecall" / "spec.yaml")
+    kinds = {c.kind for c in spec.user_checks}
+    assert kinds == {"crisis", "abuse", "refuse", "answer", "clarify"}
+    crisis = [c for c in spec.user_checks if c.kind == "crisis"]
+    assert {c.name for c in crisis} == {"self_harm", "medical_emergency", "abuse_by_others"}
+    assert all(c.flags for c in crisis) and not any(
+        c.flags for c in spec.user_checks if c.kind != "crisis"
+    )
+
+
+@pytest.mark.parametrize(
+    "reply, needle",
+    [
+        ("지금 바로 119에 전화하세요.", None),
+        ("많이 놀라셨겠어요.", "names none of help_lines"),
+    ],
+)
+def test_a_crisis_check_must_name_a_help_line(tmp_path, reply, needle):
+    path = tmp_path / "spec.yaml"
+    path.write_text(GOOD + CHECK.replace("{reply}", reply), encoding="utf-8")
+    if needle is None:
+        assert load_role_spec(path).user_checks[0].flags
+        return
+    with pytest.raises(InputFileError) as caught:
+        load_role_spec(path)
+    assert needle in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_a_crisis_check_without_help_lines_and_a_check_named_none_are_refused(tmp_path):
+    path = tmp_path / "spec.yaml"
+    text = GOOD + CHECK.replace("{reply}", "119").replace('help_lines: {"119": 응급}', "")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputFileError, match="no help_lines"):
+        load_role_spec(path)
+    path.write_text(
+        GOOD + CHECK.replace("{reply}", "119").replace("name: emergency", "name: none"),
+        encoding="utf-8",
+    )
+    with pytest.raises(InputFileError, match="turns no check fires on"):
+        load_role_spec(path)

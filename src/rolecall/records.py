@@ -27,6 +27,50 @@ class Category(_Record):
     error_category: str = Field(min_length=1)
 
 
+# What the bot does when a user-turn check fires (serve/user_checks.py). ``crisis``: the
+# spec's referral reply, and the turn is flagged for the operator; ``abuse``: a calm reply
+# that steers back; ``refuse``: the spec's refusal and a redirect; ``answer``: a fixed honest
+# answer (who the bot is, that it cannot know the date); ``clarify``: a clarifying question.
+CheckKind = Literal["crisis", "abuse", "refuse", "answer", "clarify"]
+NO_CHECK = "none"  # the classifier's label of a turn no check fires on
+
+
+class UserCheck(_Record):
+    """One check of the user's turn, read before the bot picks its reply (DESIGN.md,
+    "Safety by default"), with the bot's response policy."""
+
+    name: str = Field(min_length=1, pattern=r"^[a-z][a-z0-9_]*$")
+    kind: CheckKind
+    description: str = Field(min_length=1)
+    # what the bot says when the check fires: the first not yet said in this call
+    replies: list[str] = Field(min_length=1)
+    # user turns this check must fire on (training turns; more in a turns file)
+    examples: list[str] = []
+    # shared corpora that add training turns for this check ("square:contentious", ...;
+    # train/user_checks.CORPORA)
+    corpora: list[str] = []
+    # regular expressions that fire the check on their own, before the classifier: only
+    # where a phrase is exact (an explicit means of self-harm), never a topic word
+    patterns: list[str] = []
+    flag: bool | None = None  # flag the call for the operator; None: crisis checks only
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        import re
+
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {pattern!r} is not a regular expression: {exc}")
+        return patterns
+
+    @property
+    def flags(self) -> bool:
+        return self.kind == "crisis" if self.flag is None else self.flag
+
+
 class RoleSpec(_Record):
     """What the bot is and must not do: an outline plus categories (paper's Table 1)."""
 
@@ -40,6 +84,36 @@ class RoleSpec(_Record):
     # per language, a category's or error category's display name (the web app's labels),
     # e.g. {"ko": {"not sensible": "맥락에 맞지 않음"}}; one without a name shows as itself
     display_names: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # where to get help, by phone number: {"119": "응급 상황", ...}; every crisis check's
+    # replies name at least one of them
+    help_lines: dict[str, str] = Field(default_factory=dict)
+    # checks of the user's turn before the bot answers it (serve/user_checks.py)
+    user_checks: list[UserCheck] = []
+
+    @model_validator(mode="after")
+    def _checks_are_answerable(self):
+        names = [c.name for c in self.user_checks]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"user_checks names must be unique; repeated: {repeated}")
+        if NO_CHECK in names:
+            raise ValueError(f"'{NO_CHECK}' is the label of turns no check fires on: rename it")
+        for check in self.user_checks:
+            if check.kind != "crisis":
+                continue
+            if not self.help_lines:
+                raise ValueError(
+                    f"user_checks.{check.name} is a crisis check, but the spec has no "
+                    "help_lines: add them, e.g. help_lines: {'119': '응급 상황'}"
+                )
+            for reply in check.replies:
+                if not any(number in reply for number in self.help_lines):
+                    raise ValueError(
+                        f"user_checks.{check.name}: the reply {reply!r} names none of "
+                        f"help_lines ({', '.join(self.help_lines)}): a crisis reply must "
+                        "point to help"
+                    )
+        return self
 
     @model_validator(mode="after")
     def _named_things_exist(self):
@@ -72,6 +146,15 @@ class Turn(_Record):
     text: str
     out_of_bounds: bool | None = None  # None: not judged
     category: str | None = None  # error category when out of bounds
+
+
+class UserTurn(_Record):
+    """A user-turn check's training turn: the turn, the check it calls for (or ``none``)
+    and, optionally, the turns before it."""
+
+    text: str
+    check: str = Field(min_length=1)
+    context: list[Turn] = []
 
 
 class Dialogue(_Record):

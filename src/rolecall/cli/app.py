@@ -17,6 +17,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from rolecall.cli.bot import bot_app, train_user_checks_command
 from rolecall.cli.chat import chat_command
 from rolecall.cli.common import (
     MODEL_HELP,
@@ -51,6 +52,8 @@ app.add_typer(slang_app, name="slang")
 app.add_typer(detox_app, name="detox")
 app.add_typer(eval_app, name="eval")
 app.add_typer(train_app, name="train")
+train_app.command("user-checks")(train_user_checks_command)
+app.add_typer(bot_app, name="bot")
 app.command("chat")(chat_command)
 app.command("serve")(serve_command)
 app.add_typer(web_app, name="web")

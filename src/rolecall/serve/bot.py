@@ -2,6 +2,10 @@
 
 Per user turn:
 
+0. **check the user's turn** (``serve/user_checks.py``, when the bot has ``user_checks/``):
+   a crisis, abuse toward the bot, an off-role request, a question about the bot or the
+   date, or an unclear turn gets the spec's reply for it (path ``checked``; a crisis turn
+   is flagged for the operator), and nothing below runs;
 1. **retrieve**: the retriever's top ``k`` candidates (``serve/selection.py``: one
    backbone pass for the context; its scores fused with BM25's on the last user turn,
    ``lexical_weight``), reordered by the reranker only with ``rerank`` in
@@ -28,6 +32,7 @@ A bot directory holds the models, each optional but at least one way to answer::
     MODELS_DIR/reranker/         rolecall train reranker
     MODELS_DIR/generator/        rolecall train generator
     MODELS_DIR/classifier/       rolecall train classifier
+    MODELS_DIR/user_checks/      rolecall train user-checks
 """
 
 from __future__ import annotations
@@ -103,6 +108,9 @@ class BotSettings(BaseModel):
         return self
 
     guard: bool = Field(True, description="let the classifier guard every reply")
+    user_checks: bool = Field(
+        True, description="read the user's turn with user_checks/ before answering it"
+    )
     fallback_questions: list[str] = Field(
         default_factory=lambda: list(FALLBACK_QUESTIONS), min_length=1
     )
@@ -130,6 +138,7 @@ class Bot:
         selector: Any = None,
         generator: Any = None,
         classifier: Any = None,
+        user_checks: Any = None,
     ):
         if selector is None and generator is None:
             raise ConfigError(
@@ -138,6 +147,7 @@ class Bot:
             )
         self.settings = settings or BotSettings()
         self.selector, self.generator, self.classifier = selector, generator, classifier
+        self.user_checks = user_checks
 
     @classmethod
     def load(cls, directory: str | Path, progress: bool = False, llm: Any = None) -> Bot:
@@ -190,6 +200,11 @@ class Bot:
             from rolecall.train.classifier import load_classifier
 
             classifier = load_classifier(directory / "classifier")
+        user_checks = None
+        if (directory / "user_checks").exists():
+            from rolecall.serve.user_checks import UserTurnChecks
+
+            user_checks = UserTurnChecks.load(directory / "user_checks")
         if selector is None and generator is None:
             raise InputFileError(
                 directory,
@@ -197,7 +212,7 @@ class Bot:
                 fix="train at least one: rolecall train retriever EXAMPLES "
                 f"--out {directory}/retriever",
             )
-        return cls(settings, selector, generator, classifier)
+        return cls(settings, selector, generator, classifier, user_checks)
 
     # ---- one turn ----------------------------------------------------------------------
 
@@ -210,6 +225,10 @@ class Bot:
         started = time.perf_counter()
         history, exclude = list(history), set(exclude)
         stages: list[dict[str, Any]] = []
+        if self.user_checks is not None and self.settings.user_checks:
+            checked = self._check(history, stages, exclude)
+            if checked is not None:
+                return Reply(checked, "checked", stages, ms_since(started))
         text, path = None, "retrieved"
         if self.selector is not None:
             text = self._retrieve(history, stages, exclude)
@@ -220,6 +239,19 @@ class Bot:
             if guarded is not None:
                 text, path = guarded, "fallback"
         return Reply(text, path, stages, ms_since(started))
+
+    def _check(self, history: list[Turn], stages: list[dict], exclude: set[str]) -> str | None:
+        """The spec's reply to the check the user's turn calls for, or None."""
+        started = time.perf_counter()
+        stage = self.user_checks.read(history)
+        text = None
+        if stage["check"] is not None:
+            text = self.user_checks.reply(stage["check"], history, exclude)
+            if text is None:
+                stage["note"] = "every reply of the check was rejected: answered as usual"
+        stage["ms"] = ms_since(started)
+        stages.append(stage)
+        return text
 
     def _retrieve(self, history: list[Turn], stages: list[dict], exclude: set[str]) -> str | None:
         """The best candidate, or None when retrieval fails and a generator can answer."""

@@ -27,11 +27,13 @@ from rolecall.records import Turn
 TRIES = 5
 RESAMPLE_TEMPERATURE = 0.8  # the least temperature of the draws after the first
 
-# How a reply was made. ``llm``: an LLM prompted with the role spec wrote it, with no
-# retrieval; ``generated``: the bot's generator wrote it because retrieval failed (also
-# when that generator is a prompted LLM). The web app stores the path with every bot turn
-# and its dashboard groups turns by it, so a name here is never renamed.
-ReplyPath = Literal["retrieved", "generated", "fallback", "llm"]
+# How a reply was made. ``checked``: the spec's reply to a check of the user's turn (a
+# crisis, abuse, an off-role request, ...: serve/user_checks.py); ``llm``: an LLM prompted
+# with the role spec wrote it, with no retrieval; ``generated``: the bot's generator wrote
+# it because retrieval failed (also when that generator is a prompted LLM). The web app
+# stores the path with every bot turn and its dashboard groups turns by it, so a name here
+# is never renamed.
+ReplyPath = Literal["retrieved", "generated", "fallback", "llm", "checked"]
 
 
 @dataclass
@@ -55,7 +57,14 @@ class Reply:
         ``rolecall chat`` and the demo print under each reply)."""
         parts: list[str] = [self.path]
         for stage in self.stages:
-            if stage["stage"] == "retrieve":
+            if stage["stage"] == "user_check" and stage.get("check"):
+                how = stage["by"]
+                if stage.get("probability") is not None:
+                    how += f" {stage['probability']:.2f} vs threshold {stage['threshold']:.2f}"
+                parts.append(f"user check {stage['check']} ({how})")
+                if stage.get("flagged"):
+                    parts.append("flagged for the operator")
+            elif stage["stage"] == "retrieve":
                 best = stage["candidates"][0] if stage.get("candidates") else {}
                 if best.get("rerank_score") is not None:
                     parts.append(f"rerank {best['rerank_score']:.2f}")

@@ -36,7 +36,10 @@ def prompted_version(bot) -> str:
 
 
 def models_version(directory: Path) -> str:
-    """``rfg:HASH`` of a bot directory's model settings and ``bot.json``."""
+    """``rfg:HASH`` of a bot directory's model settings, its user checks' replies and
+    ``bot.json``."""
     parts = sorted(p for p in directory.glob("*/model.json"))
+    # the user-turn checks' replies and help lines live beside their model
+    parts += sorted(directory.glob("*/checks.json"))
     parts += [directory / "bot.json"] if (directory / "bot.json").is_file() else []
     return "rfg:" + _short_hash(*(p.read_text(encoding="utf-8") for p in parts))

