@@ -160,3 +160,16 @@ def test_save_roc_png_without_matplotlib(tmp_path, monkeypatch):
         save_roc_png({"a": ([0, 1], [0, 1])}, tmp_path / "roc.png", "t")
     assert "rolecall[models]" in raised.value.fix
     assert not (tmp_path / "roc.png").exists()
+
+
+def test_a_cross_fitted_threshold_is_chosen_on_one_half_and_scored_on_the_other():
+    from rolecall.eval.thresholds import cross_fitted_threshold, max_f1_threshold
+
+    labels = [0] * 10 + [1] * 6
+    scores = [0.1 * i for i in range(10)] + [0.55, 0.65, 0.95, 1.2, 1.3, 0.05]
+    found = cross_fitted_threshold(labels, scores, seed=0)
+    assert found["threshold"] == max_f1_threshold(labels, scores)[0]
+    # the other half never saw the threshold it is judged by: no better than where chosen
+    assert found["f1"] <= found["f1_where_chosen"] + 1e-9
+    assert cross_fitted_threshold([0, 0, 1], [0.1, 0.2, 0.9]) is None
+    assert found == cross_fitted_threshold(labels, scores, seed=0)

@@ -29,14 +29,14 @@ CALLS = re.compile(r"(\d+) calls, (\d+) cache hits")
 
 def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     summary, out, stdout = demo_run.summary, demo_run.out, demo_run.result.stdout
-    for stage in ("spec", "data", "models", "chat", "kda", "stats"):
+    for stage in ("spec", "data", "models", "checks", "chat", "check", "kda", "stats"):
         assert stage in summary and stage in summary["seconds"]
     # the bot answered every scripted turn, and each reply says how it was made
     turns = demo_run.jsonl("chat.jsonl")
-    assert len(turns) == 6 and all(t["text"].strip() for t in turns)
-    assert all(t["path"] in ("retrieved", "generated", "fallback") for t in turns)
+    assert len(turns) == 9 and all(t["text"].strip() for t in turns)
+    assert all(t["path"] in ("retrieved", "generated", "fallback", "checked") for t in turns)
     assert all(t["latency_ms"] > 0 and t["stages"] for t in turns)
-    assert stdout.count("  bot>  ") == 6
+    assert stdout.count("  bot>  ") == 9
     for path, count in summary["chat"]["paths"].items():
         assert stdout.count(f"[{path}") == count == sum(t["path"] == path for t in turns)
     # the models were trained on examples with both labels, the threshold calibrated
@@ -73,12 +73,35 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     assert unanswerable["method"] == bot.unanswerable_method == max(by_method, key=by_method.get)
     # ... but not with the embedded model as the generator it would fall back to
     assert bot.unanswerable_threshold is None
-    assert all(t["stages"][0]["answerable"] for t in turns)
+    retrieved = [t for t in turns if t["path"] != "checked"]
+    assert retrieved and all(t["stages"][1]["answerable"] for t in retrieved)
     if unanswerable["roc_auc"] >= 0.6:  # the demo's MIN_AUC
         assert "which answers worse than a retrieved candidate" in stdout
     assert "where everything is" in stdout and "base model" in stdout
     made = [int(calls) for calls, _ in CALLS.findall(demo_run.result.stderr)]
     assert made and sum(made) > 0
+
+
+def test_the_bot_reads_the_users_turn_and_the_safety_suite_scores_it(demo_run):
+    """Issue 46: the newcomer's nine turns; the off-role requests, the insult, the question
+    about the bot and the possibly suicidal turn get the spec's replies, the ordinary turns
+    are answered as before; the whole suite put to the bot."""
+    out, stdout = demo_run.out, demo_run.result.stdout
+    turns = demo_run.jsonl("chat.jsonl")
+    checks = [t["stages"][0].get("check") for t in turns]
+    assert checks[2:6] == ["identity", "investment", "opinion", "insult"]
+    assert checks[7] == "self_harm" and turns[7]["stages"][0]["flagged"]
+    assert "109" in turns[7]["text"] and "flagged for the operator" in stdout
+    assert checks[0] is checks[6] is checks[8] is None
+    assert all(t["path"] == "retrieved" for i, t in enumerate(turns) if checks[i] is None)
+    assert "감사" not in turns[5]["text"]
+    trained = demo_run.summary["checks"]["out_of_fold"]
+    assert set(trained) >= {"self_harm", "medical_emergency", "insult", "opinion"}
+    check = demo_run.summary["check"]
+    assert check["rates"]["all"]["n"] >= 250 and check["rates"]["crisis"]["n"] >= 60
+    for name in ("check.md", "check.html", "check.jsonl", "summary.json"):
+        assert (out / "check" / name).is_file()
+    assert "small talk: fallback" in stdout and "crisis" in stdout
 
 
 def test_the_kda_half_rewrites_filters_and_exports_the_sample(demo_run):
@@ -140,7 +163,7 @@ def test_the_demo_bot_red_teamed_with_a_kda_sentence_and_a_curse(demo_run, tmp_p
     records = [json.loads(line) for line in (red / "conversations.jsonl").open(encoding="utf-8")]
     judged = [t for r in records for t in r["turns"] if "verdict" in t]
     assert len(judged) == 2 and all(t["text"].strip() for t in judged)
-    assert {t["path"] for t in judged} <= {"retrieved", "generated", "fallback"}
+    assert {t["path"] for t in judged} <= {"retrieved", "generated", "fallback", "checked"}
     assert (red / "report.html").is_file()
 
 

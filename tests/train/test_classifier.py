@@ -102,6 +102,19 @@ def test_train_classifier_reports_held_out_metrics_and_reloads_identically(tmp_p
     assert proba.shape == (6, 2) and np.allclose(proba.sum(1), 1.0)
     assert np.array_equal(proba, again.predict_proba(contexts, responses))
     assert model.predict(contexts, responses).dtype == bool
+    # the guard's threshold was chosen on the held-out dialogues (issue 46), saved with the
+    # model and reported with the cross-fitted numbers of choosing it so
+    chosen = metrics["held_out_threshold"]
+    assert model.settings.threshold == chosen["threshold"] == metrics["threshold"]
+    assert metrics["at_default_threshold"]["threshold"] == 0.5
+    assert 0 <= chosen["recall"] <= 1 and 0 <= chosen["precision"] <= 1
+    # the same seed, the same model
+    train_classifier(
+        path, tmp_path / "model2", tiny(frozen=True), SETTINGS, CONFIG, 0.3, progress=False
+    )
+    twin = Classifier.load(tmp_path / "model2")
+    assert np.allclose(twin.predict_proba(contexts, responses), proba, atol=1e-6)
+    assert twin.settings.threshold == model.settings.threshold
 
 
 def test_the_model_in_memory_and_the_saved_one_agree(tmp_path):

@@ -142,3 +142,26 @@ def test_redteam_rates_per_version_beside_the_human_error_rate(site, tmp_path):
     assert (value(other, "conversations"), value(other, "out_of_role")) == ("3", "0")
     assert value(other, "human_error_rate") == ""  # nobody chatted with that version
     assert float(value(other, "out_of_role_high")) == pytest.approx(Z95**2 / (3 + Z95**2))
+
+
+def test_a_crisis_the_bot_referred_is_listed_for_the_operator(site):
+    """Issue 46: a bot turn whose user-turn check flagged the call is on the dashboard,
+    with what the person said; an ordinary turn is not."""
+    from rolecall.store import ChatTurn, Speaker
+
+    engine, project_id = site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    assert post(client, f"{chat}/message", chat, text="그냥 다 끝내고 싶어").status_code == 303
+    with session(engine) as db:
+        bot = db.scalars(select(ChatTurn).where(ChatTurn.role == Speaker.BOT)).all()[-1]
+        stage = {"stage": "user_check", "check": "self_harm", "kind": "crisis", "flagged": True}
+        bot.provenance = {**(bot.provenance or {}), "path": "checked", "stages": [stage]}
+        db.commit()
+    admin = client_for(engine, "admin")
+    page = admin.get(f"/projects/{project_id}/dashboard").text
+    flagged = page.split('id="flagged"')[1].split("</div>")[0]
+    assert "self_harm" in flagged and "그냥 다 끝내고 싶어" in flagged
+    assert 'id="no-flagged"' not in page
+    rows = admin.get(f"/projects/{project_id}/dashboard.csv").text
+    assert "flagged" in rows and "check=self_harm" in rows

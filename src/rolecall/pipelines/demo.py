@@ -275,6 +275,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     policy = retriever_choice.resolved("retriever")
     key = f"{_digest(examples, held_out)}|{options.backbone}|{policy}|{text_hash(defaults)}"
     key += f"|hard negatives|{'/'.join(METHODS)}|served with held-out"
+    key += "|guard threshold held out"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():
@@ -288,10 +289,18 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
 
     metrics: dict = {}
     say(f"classifier ({options.backbone} backbone, frozen, + a small head)...")
-    metrics["classifier"] = _short(
-        jobs.classifier(job("classifier"), choice, *trainings["classifier"])
-    )
+    trained = jobs.classifier(job("classifier"), choice, *trainings["classifier"])
+    metrics["classifier"] = _short(trained)
     say(f"  {json.dumps(metrics['classifier'])}")
+    chosen = trained.get("held_out_threshold")
+    if chosen:
+        metrics["classifier"]["held_out_threshold"] = chosen
+        say(
+            f"  the guard flags at P(out) >= {chosen['threshold']:.3f} (max F1 on the held-out "
+            f"dialogues; at 0.5 recall was {trained['at_default_threshold']['recall']:.2f}): "
+            f"precision {chosen['precision']:.2f}, recall {chosen['recall']:.2f} where not "
+            "chosen (cross-fitted halves)"
+        )
     say(f"retriever ({trainings['retriever'][0].kind}) and its candidate index...")
     metrics["retriever"] = _short(
         jobs.retriever(job("retriever"), retriever_choice, *trainings["retriever"])

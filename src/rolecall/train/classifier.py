@@ -231,7 +231,10 @@ def train_classifier(
 
     Returns (and writes into ``model.json``) the held-out accuracy, precision, recall, F1
     (positive = out of bounds) and ROC AUC (absent when no dialogue fell into the held-out
-    share, or, for the AUC, when it holds one label only), plus the training loss.
+    share, or, for the AUC, when it holds one label only), plus the training loss. The
+    threshold the saved model flags at is the held-out max-F1 one when the held-out share
+    has two of each label (``held_out_threshold``: with its cross-fitted numbers; those at
+    the default 0.5 kept as ``at_default_threshold``), else the settings' own.
     ``cache_dir`` keeps a frozen backbone's states between runs: give every model trained
     on the same data the same folder. With ``checkpoints`` a killed run goes on from the
     last one; they are removed once the model is saved.
@@ -247,10 +250,36 @@ def train_classifier(
         **split_metrics(train, test, history, test_out_of_bounds=out_of_bounds),
         **model.evaluate(test),
     }
+    chosen = held_out_threshold(model, test, seed)
+    if chosen is not None:
+        # the guard flags at the threshold chosen on the held-out dialogues, not at 0.5
+        metrics["at_default_threshold"] = {
+            "threshold": model.settings.threshold,
+            **{k: metrics[k] for k in ("precision", "recall", "f1") if k in metrics},
+        }
+        model.settings = model.settings.model_copy(update={"threshold": chosen["threshold"]})
+        metrics.update(model.evaluate(test), held_out_threshold=chosen)
+    metrics["threshold"] = model.settings.threshold
     model.save(out_dir, metrics)
     if checkpoints is not None:
         checkpoints.clear()
     return metrics
+
+
+def held_out_threshold(model: Any, test: Sequence[Example], seed: int) -> dict | None:
+    """The max-F1 threshold of P(out) on the held-out examples, with the cross-fitted
+    precision, recall and F1 of choosing it so (``eval/thresholds.cross_fitted_threshold``);
+    None when they hold fewer than two of either label."""
+    from rolecall.eval.thresholds import cross_fitted_threshold
+
+    if not test:
+        return None
+    labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in test]
+    proba = model.predict_proba([e.history for e in test], [e.response.strip() for e in test])
+    found = cross_fitted_threshold(labels, proba[:, OUT_OF_BOUNDS], seed)
+    if found is None or not 0.0 < found["threshold"] < 1.0:
+        return None
+    return {k: round(v, 4) for k, v in found.items()}
 
 
 def training_split(

@@ -15,6 +15,9 @@ Definitions (the NAACL 2022 paper's evaluation, computed from what people did he
 - **label error rates**: what the labels say of the data (dialogues out of bounds,
   rewrites not consistent or not offensive, turns not sensible), over the queue's random
   share only (``label_rates.py``);
+- **flagged calls**: bot turns that answered a user-turn check which flags the call for the
+  operator (a crisis: ``serve/user_checks.py``), newest first, with the person's turn that
+  fired it, so that someone calls back;
 - **red-team rates** per bot version and attack kind, per run added with ``rolecall web
   add-redteam`` (issue #19): conversations not safe / out of role / repeating the attack,
   each with its 95% Wilson interval, beside the same version's human error rate. Runs are
@@ -129,6 +132,27 @@ def path_shares(turns: list[ChatTurn]) -> list[dict]:
                 }
             )
     return rows
+
+
+def flagged_calls(turns: list[ChatTurn]) -> list[dict]:
+    """Bot turns whose user-turn check flagged the call (a crisis), newest first."""
+    rows = []
+    for turn in turns:
+        stages = (turn.provenance or {}).get("stages") or []
+        check = next((s for s in stages if s.get("stage") == "user_check"), {})
+        if not check.get("flagged"):
+            continue
+        said = [t for t in turn.session.turns if t.index == turn.index - 1]
+        rows.append(
+            {
+                "chat": turn.session_id,
+                "bot_version": turn.bot_version or "unknown",
+                "check": check.get("check") or "",
+                "user_turn": said[0].text if said else "",
+                "when": turn.created.isoformat(timespec="minutes"),
+            }
+        )
+    return sorted(rows, key=lambda r: r["when"], reverse=True)
 
 
 def ssa(db: Session, project_id: int) -> list[dict]:
@@ -249,6 +273,7 @@ def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
         "error_rates": errors,
         "redteam": redteam_rates(db, project_id, errors),
         "paths": path_shares(turns),
+        "flagged": flagged_calls(turns),
         "ssa": ssa(db, project_id),
         "throughput": throughput(db, project_id),
         "agreement": agreement(db, project_id),
