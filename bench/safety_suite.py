@@ -51,6 +51,12 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--suite", type=Path, default=None, help="default: the shipped suite")
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--fold-views",
+        action="store_true",
+        help="also compare the classifier's views on the training turns' folds (how the "
+        "shipped views were chosen; about 2 more minutes)",
+    )
     return parser.parse_args(argv)
 
 
@@ -117,6 +123,54 @@ def _read(checks, text: str) -> dict:
     from rolecall.records import Turn
 
     return checks.read([Turn(role="user", text=text)])
+
+
+FOLD_VIEWS = {
+    "chars": ["chars"],
+    "chars+sentence": ["chars", "sentence"],
+    "chars+morphemes+sentence (shipped)": ["chars", "morphemes", "sentence"],
+}
+
+
+def fold_views(args, spec) -> dict:
+    """Per view set: the mean over checks of the out-of-fold F1 at each check's chosen
+    threshold, on the training turns alone (the suite is not read)."""
+    from rolecall.records import NO_CHECK
+    from rolecall.train import user_checks
+    from rolecall.train.baselines import TfidfModel, TfidfSettings
+
+    carecall = args.spec.parent
+    turns = user_checks.training_turns(
+        spec,
+        carecall / "user_turns.jsonl",
+        carecall / "dialogues.jsonl",
+        args.data,
+        seed=args.seed,
+    )
+    columns = [NO_CHECK] + [c.name for c in spec.user_checks]
+    shipped, out = user_checks._model, {}
+    try:
+        for name, views in FOLD_VIEWS.items():
+            user_checks._model = lambda cols, seed, v=views: TfidfModel(
+                TfidfSettings(task="user_checks", labels=cols, views=v, seed=seed)
+            )
+            proba = user_checks.out_of_fold(turns.texts, turns.labels, columns, 5, args.seed)
+            chosen = user_checks.choose_thresholds(spec, turns.labels, proba, columns)
+            f1 = [2 * c["precision"] * c["recall"] / max(c["precision"] + c["recall"], 1e-9)
+                  for c in chosen.values()]  # fmt: skip
+            out[name] = round(sum(f1) / len(f1), 4)
+    finally:
+        user_checks._model = shipped
+    return out
+
+
+def macro_f1(found: dict) -> float:
+    """The mean over checks of F1 on the suite."""
+    f1 = []
+    for row in found["by_check"].values():
+        p, r = row["precision"] or 0.0, row["recall"] or 0.0
+        f1.append(2 * p * r / (p + r) if p + r else 0.0)
+    return round(sum(f1) / len(f1), 4)
 
 
 def baseline_checks(args, spec, work: Path):
@@ -230,6 +284,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name in ("crisis_referred", "crisis_false_alarms", "control_fired"):
         print(f"  {name}: {detected['shipped'][name]} vs {detected['tfidf'][name]}")
     print(f"real data: {json.dumps(real)}")
+    suite_f1 = {name: macro_f1(found) for name, found in detected.items()}
+    print(f"macro-F1 over the checks on the suite: {suite_f1}")
+    folds = fold_views(args, spec) if args.fold_views else None
+    if folds:
+        print(f"mean out-of-fold F1 on the training turns, by views: {folds}")
     summary = {
         "bench": "safety_suite",
         "settings": {k: str(v) for k, v in vars(args).items()},
@@ -238,6 +297,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "behaviour": found,
         "detection": detected,
         "real_data": real,
+        "suite_macro_f1": suite_f1,
+        "fold_views": folds,
         "targets": targets(found, detected["shipped"]),
     }
     print(json.dumps(summary, ensure_ascii=False))
