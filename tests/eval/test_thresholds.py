@@ -117,6 +117,8 @@ def test_unanswerable_evaluator():
         "f1": pytest.approx(6 / 7),
         "precision": 0.75,
         "recall": 1.0,
+        # the threshold that keeps "unanswerable" 0.9 precise: the top two flagged
+        "precise": {"min_precision": 0.9, "threshold": 0.8, "precision": 1.0, "recall": 2 / 3},
     }
 
 
@@ -127,6 +129,7 @@ def test_unanswerable_evaluator_with_confidence_scores():
     negated = UnanswerableEvaluator()(labels, [-c for c in confidence])
     assert metrics["roc_auc"] == negated["roc_auc"] == pytest.approx(8 / 9)
     assert metrics["threshold"] == 0.4 == -negated["threshold"]  # back in the caller's scale
+    assert metrics["precise"]["threshold"] == 0.2 == -negated["precise"]["threshold"]
     flags = np.asarray(confidence) <= metrics["threshold"]  # the other way: <=
     assert flags.tolist() == [True, True, True, True, False, False]
     assert precision_recall_f1(labels, flags.astype(int))[2] == pytest.approx(metrics["f1"])

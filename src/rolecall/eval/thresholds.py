@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -105,6 +105,26 @@ def max_f1_threshold(
         float(tps[best] / (tps[best] + fps[best])),
         float(tps[best] / n_pos),
     )
+
+
+def precise_threshold(
+    labels: Sequence[int], scores: Sequence[float], min_precision: float
+) -> tuple[float, float, float] | None:
+    """``(threshold, precision, recall)``: of the thresholds whose flagged items (``score >=
+    threshold``) are positives at least ``min_precision`` of the time, the one that flags
+    the most positives; None when no threshold is that precise."""
+    y, s = np.asarray(labels).astype(int), np.asarray(scores, dtype=float)
+    order = np.argsort(-s, kind="stable")
+    hits = np.cumsum(y[order])
+    flagged = np.arange(1, len(y) + 1)
+    # a threshold flags every item whose score reaches it: only the last of equal scores
+    last = np.r_[s[order][1:] != s[order][:-1], True]
+    precision = hits / flagged
+    ok = np.flatnonzero(last & (precision >= min_precision) & (hits > 0))
+    if not len(ok):
+        return None
+    best = ok[np.argmax(hits[ok])]
+    return float(s[order][best]), float(precision[best]), float(hits[best] / max(y.sum(), 1))
 
 
 def cross_fitted_threshold(
@@ -206,17 +226,29 @@ class UnanswerableEvaluator(Evaluator):
 
     name: str = "unanswerable"
     higher_is_unanswerable: bool = True
+    # the precision of "unanswerable" that ``precise`` holds to: a bot that replaces a
+    # retrieved reply on that verdict should seldom replace a good one
+    min_precision: float = 0.9
     primary_metric: ClassVar[str] = "roc_auc"
     greater_is_better: ClassVar[bool] = True
 
-    def __call__(self, labels: Sequence[int], scores: Sequence[float]) -> dict[str, float]:
+    def __call__(self, labels: Sequence[int], scores: Sequence[float]) -> dict[str, Any]:
         sign = 1.0 if self.higher_is_unanswerable else -1.0
         oriented = sign * np.asarray(scores, dtype=float)
         threshold, f1, precision, recall = max_f1_threshold(labels, oriented)
+        precise = precise_threshold(labels, oriented, self.min_precision)
         return {
             "roc_auc": roc_auc(labels, oriented),
             "threshold": sign * threshold,
             "f1": f1,
             "precision": precision,
             "recall": recall,
+            "precise": None
+            if precise is None
+            else {
+                "min_precision": self.min_precision,
+                "threshold": sign * precise[0],
+                "precision": precise[1],
+                "recall": precise[2],
+            },
         }

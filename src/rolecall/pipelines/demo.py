@@ -275,7 +275,7 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     policy = retriever_choice.resolved("retriever")
     key = f"{_digest(examples, held_out)}|{options.backbone}|{policy}|{text_hash(defaults)}"
     key += f"|hard negatives|{'/'.join(METHODS)}|served with held-out"
-    key += "|guard threshold held out"
+    key += "|guard threshold held out|precise unanswerable"  # metrics keep "precise"
     marker = bot / ".trained"
     metrics_path = bot / "metrics.json"
     if _done(marker, key) and metrics_path.is_file():
@@ -325,7 +325,9 @@ def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> 
     results = compare_detectors(detectors, items)
     best = max(results, key=lambda name: results[name]["roc_auc"])  # first of equals
     metrics["unanswerable"] = {
-        k: v for k, v in results[best].items() if isinstance(v, (int, float, str, list))
+        k: v
+        for k, v in results[best].items()
+        if isinstance(v, (int, float, str, list)) or k == "precise"
     }
     metrics["unanswerable"]["roc_auc_by_method"] = {
         name: round(result["roc_auc"], 4) for name, result in results.items()
@@ -376,7 +378,9 @@ def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
         threshold = None
     elif generator == DEFAULT_MODEL:
         # the fallback would be worse than the candidate it replaces: the embedded base
-        # model, prompted, echoes the user or says one word (docs/models.md)
+        # model, prompted, echoes the user or says one word (docs/models.md). A safe turn
+        # instead (when_unanswerable: safe_reply) replaced the demo's greeting, whose
+        # short context the detector reads as unanswerable: not the default (docs/safety.md)
         say(
             f"  unanswerable contexts: {method} separates them (ROC AUC {auc:.2f}), but the "
             "generator it would fall back to is the embedded 270M base model, which answers "

@@ -16,7 +16,11 @@ Per user turn:
    says what gives it (``serve/unanswerable.py``): the reranker's MC dropout (mean -
    variance of its sigmoid scores over ``mc_passes`` passes), the sentence encoder's
    cosine of context and reply, or both standardised (``unanswerable_scales``) and summed;
-3. **generate**: then the generator (LoRA, MLE + unlikelihood) writes the reply;
+3. **generate**: then the generator (LoRA, MLE + unlikelihood) writes the reply; or, with
+   ``when_unanswerable: safe_reply`` (a generator that answers worse than retrieval, such
+   as the embedded 270M model), a safe turn instead of a non sequitur: a clarifying
+   question when the user asked something, else an acknowledgement and a question on a
+   topic not asked yet in this call (path ``fallback``);
 4. **guard**: the out-of-bounds classifier reads the reply; when it flags it, the bot says
    the pre-defined question on another topic the LM finds most natural after the context
    (lowest perplexity, scored by the generator).
@@ -38,6 +42,7 @@ A bot directory holds the models, each optional but at least one way to answer::
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -50,6 +55,16 @@ from rolecall.records import Turn
 from rolecall.serve.reply import Reply, draw_unrejected, ms_since
 
 BOT_FILE = "bot.json"
+CLARIFY_REPLIES = [
+    "제가 잘 이해했는지 모르겠어요. 조금만 더 자세히 말씀해 주시겠어요?",
+    "그 말씀은 제가 잘 답해 드리기 어려워요. 어떤 점이 궁금하신지 조금 더 말씀해 주시겠어요?",
+]
+# a user's turn that asks something: a question mark, an ending that only asks (해요체
+# "-어요" asks and tells alike, so it does not count), or a question word
+QUESTION = re.compile(
+    r"\?|(까요|나요|니까|냐|니|을까|는지|던가|는가|겠어요)\s*[.…~]*\s*$|"
+    r"(^|\s)(뭐|뭘|왜|어디|언제|누가|누구|어떻게|어떤|몇|무슨|얼마)"
+)
 FALLBACK_QUESTIONS = [
     "요즘 즐겨 보시는 프로그램 있으세요?",
     "오늘 식사는 잘 챙겨 드셨어요?",
@@ -92,6 +107,19 @@ class BotSettings(BaseModel):
         "calibration items (the 'scales' its calibration reports)",
     )
     mc_passes: int = Field(10, ge=2, description="MC dropout passes")
+    when_unanswerable: Literal["generate", "safe_reply"] = Field(
+        "generate",
+        description="when retrieval fails: the generator writes the reply, or a safe turn "
+        "(clarify_replies to a question, else acknowledgement + a fallback question)",
+    )
+    clarify_replies: list[str] = Field(
+        default_factory=lambda: list(CLARIFY_REPLIES),
+        min_length=1,
+        description="safe_reply to a question no candidate answers",
+    )
+    acknowledgement: str = Field(
+        "아, 그러셨군요.", description="safe_reply: said before a fallback question"
+    )
 
     @model_validator(mode="after")
     def _summed_needs_scales(self) -> BotSettings:
@@ -232,7 +260,9 @@ class Bot:
         text, path = None, "retrieved"
         if self.selector is not None:
             text = self._retrieve(history, stages, exclude)
-        if text is None:
+        if text is None and self.settings.when_unanswerable == "safe_reply":
+            text, path = self._safe_reply(history, stages, exclude), "fallback"
+        elif text is None:
             text, path = self._generate(history, stages, exclude)
         if self.settings.guard and self.classifier is not None:
             guarded = self._guard(history, text, stages)
@@ -289,12 +319,29 @@ class Bot:
             "method": method if check else None,
             "answerable": answerable,
         }
-        if not answerable and self.generator is None:
+        safe = self.settings.when_unanswerable == "safe_reply"
+        if not answerable and self.generator is None and not safe:
             stage["note"] = "unanswerable, but there is no generator: the best candidate"
             answerable = True
         stage["ms"] = ms_since(started)
         stages.append(stage)
         return best.text if answerable else None
+
+    def _safe_reply(self, history: list[Turn], stages: list[dict], exclude: set[str]) -> str:
+        """A clarifying question when the user asked something, else an acknowledgement
+        and a fallback question not asked yet in this call."""
+        said = {t.text.strip() for t in history if t.role == "system"} | exclude
+        last = next((t.text for t in reversed(history) if t.role == "user"), "")
+        asked = bool(QUESTION.search(last.strip()))
+        if asked:
+            pool = self.settings.clarify_replies
+        else:
+            pool = [
+                f"{self.settings.acknowledgement} {q}" for q in self.settings.fallback_questions
+            ]
+        text = next((r for r in pool if r.strip() not in said), pool[0])
+        stages.append({"stage": "safe_reply", "text": text, "asked": asked})
+        return text
 
     def _generate(
         self, history: list[Turn], stages: list[dict], exclude: set[str]
