@@ -129,3 +129,15 @@ def test_a_crisis_check_without_help_lines_and_a_check_named_none_are_refused(tm
     )
     with pytest.raises(InputFileError, match="turns no check fires on"):
         load_role_spec(path)
+
+
+def test_rolecall_spec_check_names_the_user_checks_or_their_absence(tmp_path):
+    from tests.cli_runs import run_cli
+
+    shown = run_cli("spec", "check", str(REPO / "examples" / "carecall" / "spec.yaml"))
+    assert shown.returncode == 0, shown.stderr
+    assert "13 user-turn checks: crisis self_harm" in shown.stdout and "109" in shown.stdout
+    bare = tmp_path / "spec.yaml"
+    bare.write_text(GOOD, encoding="utf-8")
+    plain = run_cli("spec", "check", str(bare))
+    assert plain.returncode == 0 and "no user_checks" in plain.stdout

@@ -53,3 +53,19 @@ def spec_check(path: Path):
         f"{path}: role '{spec.name}' ({spec.language}), {len(spec.categories)} "
         f"categories -> error categories: {', '.join(spec.error_categories)}"
     )
+    if spec.user_checks:
+        kinds: dict[str, list[str]] = {}
+        for check in spec.user_checks:
+            kinds.setdefault(check.kind, []).append(check.name)
+        out.print(
+            f"{len(spec.user_checks)} user-turn checks: "
+            + "; ".join(f"{kind} {', '.join(names)}" for kind, names in kinds.items())
+            + f"; help lines {', '.join(spec.help_lines) or 'none'}",
+            highlight=False,
+        )
+    else:
+        out.print(
+            "no user_checks: the bot will not read the user's turn for a crisis, abuse or "
+            "an off-role request (docs/safety.md)",
+            highlight=False,
+        )
