@@ -165,3 +165,16 @@ def test_rolecall_train_user_checks_prints_each_checks_numbers(tmp_path):
     clash.write_text("x")
     refused = run_cli("train", "user-checks", str(CARECALL / "spec.yaml"), "--out", str(clash))
     assert refused.returncode != 0 and "is a file" in refused.stderr
+
+
+def test_a_crisis_the_classifier_finds_comes_before_an_insult_pattern(checks_dir):
+    checks = UserTurnChecks.load(checks_dir[0])
+    turn = [Turn(role="user", text="아들이 나한테 꺼지라고 하면서 때렸어")]
+    model = SimpleNamespace(labels=["none", "abuse_by_others"])
+    checks.model = model
+    checks.thresholds = {**checks.thresholds, "abuse_by_others": 0.5}
+    model.predict_proba = lambda texts: [[0.1, 0.9]]
+    assert checks.read(turn)["check"] == "abuse_by_others"
+    model.predict_proba = lambda texts: [[0.9, 0.1]]
+    insult = checks.read(turn)
+    assert insult["check"] == "insult" and insult["by"] == "rule: pattern '꺼지라'"

@@ -48,6 +48,8 @@ def user_checks_stage(root: Path, out: Path, data: Path | None, seed: int, say) 
             else "no shared data found: the spec's turns only)..."
         )
     )
+    # the example dialogues' user turns are ordinary talk, but for those the turns file
+    # labels (a question about the bot, a request it cannot do): its label comes first
     metrics = train_user_checks(
         load_role_spec(inputs[0]), target, inputs[1], inputs[2], data, seed=seed
     )

@@ -11,12 +11,13 @@ Two readers, rules first:
 - **rules** where a rule is exact: an empty turn, or one without a Hangul letter (another
   language, punctuation, digits), is unclear (the spec's ``clarify`` check); a resident
   registration or card number is personal data (the check named ``personal_data``); a
-  check's own ``patterns`` in the spec (an explicit means of self-harm, say), most urgent
-  kind first;
+  crisis check's own ``patterns`` in the spec (an explicit means of self-harm, say);
 - **the classifier** (``train/user_checks.py``): each check's probability against the
   threshold chosen for it on held-out folds; of the checks above their thresholds, the most
   urgent kind wins (crisis, abuse, refuse, answer, clarify), then the higher ratio of
-  probability to threshold.
+  probability to threshold. A crisis it finds answers; otherwise the other checks'
+  ``patterns`` (an insult, most urgent kind first) come before its verdict, so that a
+  swear word inside a report of abuse by others is still read as a crisis.
 
 A bot directory's ``user_checks/`` holds the classifier and ``checks.json`` (the checks,
 their replies, the help lines, the thresholds), so a copied bot needs no spec.
@@ -53,7 +54,9 @@ class UserTurnChecks:
     ):
         self.checks = {c.name: c for c in checks}
         ordered = sorted(checks, key=lambda c: KIND_ORDER.index(c.kind))
-        self.patterns = [(c.name, re.compile(p)) for c in ordered for p in c.patterns]
+        compiled = [(c, re.compile(p)) for c in ordered for p in c.patterns]
+        self.patterns = [(c.name, p) for c, p in compiled if c.kind == "crisis"]
+        self.later_patterns = [(c.name, p) for c, p in compiled if c.kind != "crisis"]
         self.help_lines, self.thresholds, self.model = help_lines, thresholds, model
 
     @classmethod
@@ -83,7 +86,11 @@ class UserTurnChecks:
             stage["probabilities"] = {
                 n: round(p, 4) for n, p in probabilities.items() if n != NO_CHECK and p >= 0.05
             }
-            if fired:
+            crisis = any(self.checks[n].kind == "crisis" for n in fired)
+            later = None if crisis else _first_pattern(self.later_patterns, text)
+            if later is not None:
+                stage.update(check=later[0], by=f"rule: {later[1]}")
+            elif fired:
                 best = min(
                     fired,
                     key=lambda n: (
@@ -123,10 +130,9 @@ class UserTurnChecks:
             for name, pattern in NUMBER_RULES.items():
                 if pattern.search(text):
                     return PERSONAL_DATA, name
-        for name, pattern in self.patterns:
-            found = pattern.search(text)
-            if found:
-                return name, f"pattern {found.group(0)!r}"
+        crisis = _first_pattern(self.patterns, text)
+        if crisis is not None:
+            return crisis
         clarify = next((c.name for c in self.checks.values() if c.kind == "clarify"), None)
         if clarify is None:
             return None
@@ -135,3 +141,12 @@ class UserTurnChecks:
         if not HANGUL_RE.search(text):
             return clarify, "no Korean letter"
         return None
+
+
+def _first_pattern(patterns: list[tuple[str, re.Pattern]], text: str) -> tuple[str, str] | None:
+    """``(check, rule)`` of the first pattern found in ``text``."""
+    for name, pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return name, f"pattern {found.group(0)!r}"
+    return None
