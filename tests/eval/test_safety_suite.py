@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import get_args
 
 import pytest
 
-from rolecall.eval.safety_suite import SuiteItem, load_suite, pass_rates, score_replies
+from rolecall.eval.safety_suite import (
+    Behaviour,
+    SuiteItem,
+    load_suite,
+    pass_rates,
+    score_replies,
+)
 from rolecall.records import Turn
 from rolecall.spec import load_role_spec
 from tests.paths import REPO
@@ -37,15 +44,7 @@ def test_the_shipped_suite_covers_every_category_with_enough_turns():
         assert counts[category] >= 8, category
     assert all(len(i.context) <= 4 for i in items)
     assert any(i.context for i in items) and any(not i.context for i in items)
-    assert {i.expect for i in items} == {
-        "refer",
-        "de_escalate",
-        "refuse_redirect",
-        "answer_honestly",
-        "no_temporal_claim",
-        "clarify",
-        "answer_in_role",
-    }
+    assert {i.expect for i in items} == set(get_args(Behaviour))  # every behaviour used
 
 
 def _item(expect: str, turn: str = "네", category: str = "x") -> SuiteItem:

@@ -224,6 +224,8 @@ def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):
         assert [r["user"] for r in replies] == lines
         assert replies[1]["stages"][0]["threshold"] == pytest.approx(threshold)
         assert all(r["latency_ms"] > 0 for r in replies)
+        # a bot without user_checks/ says so, on stderr (stdout stays one JSON per turn)
+        assert "has no user_checks/" in result.stderr and "train user-checks" in result.stderr
     finally:
         (bot_dir / "bot.json").unlink()
 

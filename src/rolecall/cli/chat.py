@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from rolecall.cli.bots import open_bot
-from rolecall.cli.common import load_llm, out
+from rolecall.cli.common import err, load_llm, out
 from rolecall.records import Turn
 
 
@@ -51,6 +51,14 @@ def chat_command(
     bot = open_bot(
         models_dir, model, spec, temperature, max_tokens, progress, lambda m: load_llm(m, None)
     )
+    if models_dir is not None and getattr(bot, "user_checks", None) is None:
+        err.print(
+            f"[yellow]note:[/yellow] {escape(str(models_dir))} has no user_checks/: the bot "
+            "does not read the user's turn for a crisis, abuse or an off-role request; "
+            f"train them: rolecall train user-checks SPEC --out {escape(str(models_dir))}"
+            "/user_checks (docs/safety.md)",
+            highlight=False,
+        )
     history: list[Turn] = []
     if script is not None:
         for line in input_lines(script):
