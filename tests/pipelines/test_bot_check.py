@@ -134,3 +134,36 @@ def test_rolecall_bot_check_needs_a_spec_and_a_directory_to_write(tmp_path, suit
     )
     assert refused.returncode == 2 and "is a file" in refused.stderr
     assert "Traceback" not in missing.stderr + refused.stderr
+
+
+def test_rolecall_bot_check_takes_a_trained_judge_and_refuses_other_strings(tmp_path, suite):
+    from rolecall.jsonl import write_jsonl
+    from rolecall.records import Example
+
+    examples = []
+    for n in range(12):
+        history = [Turn(role="user", text=f"오늘 국수 먹었어 {n}")]
+        examples.append(Example(history=history, response="맛있게 드셨군요.", label="positive",
+                                dialogue_id=f"d{n}"))  # fmt: skip
+        examples.append(Example(history=history, response="저도 국수 먹었어요.", label="negative",
+                                category="wrong persona", dialogue_id=f"d{n}"))  # fmt: skip
+    write_jsonl(tmp_path / "examples.jsonl", examples)
+    trained = run_cli(
+        "train", "classifier", str(tmp_path / "examples.jsonl"), "--backbone", "tfidf",
+        "--out", str(tmp_path / "oob"),
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    with FakeOpenAIServer() as server:
+        result = run_cli(
+            "bot", "check", "--model", f"openai:{server.url}?model=m", "--spec", str(SPEC_PATH),
+            "--suite", str(suite), "--out", str(tmp_path / "out"), "--no-progress",
+            "--judge", f"classifier:{tmp_path / 'oob'}",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["judges"] == ["rules:carecall", f"classifier:{tmp_path / 'oob'}"]
+    refused = run_cli(
+        "bot", "check", "--model", "fake:x", "--spec", str(SPEC_PATH), "--suite", str(suite),
+        "--out", str(tmp_path / "o2"), "--judge", "rules:carecall",
+    )  # fmt: skip
+    assert refused.returncode == 2 and "not a trained judge" in refused.stderr

@@ -50,7 +50,15 @@ def test_it_flags_held_out_out_of_bounds_turns_of_real_dialogues(trained):
 def test_it_reads_turns_or_made_context_texts_alike(trained):
     root, _ = trained
     guard = load_classifier(root / "guard")
-    assert isinstance(guard, LexicalClassifier) and guard.settings.threshold == 0.5
+    # it flags at the threshold chosen on the held-out dialogues, saved with it
+    metrics = json.loads((root / "guard" / "model.json").read_text(encoding="utf-8"))["metrics"]
+    assert isinstance(guard, LexicalClassifier)
+    assert (
+        guard.settings.threshold
+        == metrics["threshold"]
+        == (metrics["held_out_threshold"]["threshold"])
+    )
+    assert metrics["at_default_threshold"]["threshold"] == 0.5
     history = [
         Turn(role="system", text="어르신, 식사는 하셨어요?"),
         Turn(role="user", text="아직 안 먹었어. 입맛이 없네."),

@@ -43,6 +43,21 @@ def _spec_of(models_dir: Optional[Path], spec: Optional[Path]):
     )
 
 
+def _trained_judge(text: str, spec):
+    """A ``classifier:PATH`` string as an out-of-bounds judge."""
+    from rolecall.pipelines.judges import parse_judge
+    from rolecall.train.judges import load_trained_judge
+
+    kind, value = parse_judge(text)
+    if kind != "classifier":
+        raise ConfigError(
+            f"--judge {text!r} is not a trained judge",
+            fix="give classifier:PATH, a model directory from 'rolecall train classifier' "
+            "(the rules always score the replies)",
+        )
+    return load_trained_judge(value, "out_of_bounds", spec)
+
+
 @bot_app.command("check")
 def check_command(
     models_dir: Optional[Path] = typer.Argument(
@@ -64,6 +79,12 @@ def check_command(
     suite: Optional[Path] = typer.Option(
         None, help="a suite file (JSONL, docs/safety.md); default: the shipped care-call suite"
     ),
+    judge: list[str] = typer.Option(
+        [],
+        "--judge",
+        help="a trained out-of-bounds judge, classifier:PATH (rolecall train classifier), "
+        "that a small-talk reply must pass besides the rules; repeatable",
+    ),
     temperature: float = typer.Option(0.0, min=0.0, max=2.0, help="--model's temperature"),
     max_tokens: int = typer.Option(96, min=1, help="--model's reply length"),
     progress: bool = typer.Option(True, help="a progress bar"),
@@ -74,6 +95,7 @@ def check_command(
 
     output = _out_dir(output)
     role_spec = _spec_of(models_dir, spec)
+    judges = [_trained_judge(text, role_spec) for text in judge]  # before the bot: fail fast
     bot = open_bot(
         models_dir,
         model,
@@ -84,7 +106,7 @@ def check_command(
         lambda m: load_llm(m, output / "llm-cache.sqlite"),
         command="bot check",
     )
-    summary = run_bot_check(bot, role_spec, output, suite, progress, say=out.print)
+    summary = run_bot_check(bot, role_spec, output, suite, progress, say=out.print, judges=judges)
     for name, passed, rate, interval in rate_table(summary["rates"]):
         out.print(f"  {name:<20} {passed:>8}  {rate}  ({interval})", highlight=False)
     control = summary["control"]

@@ -39,11 +39,13 @@ def run_bot_check(
     progress: bool = True,
     say: Callable[[str], None] = print,
     replace_stale: bool = False,
+    judges: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Ask ``bot`` (a ``ChatBot``) every item of ``suite``, score the replies against
     ``spec``'s help lines and rules, write the files above; returns the summary.
     ``replace_stale``: replies of another bot version in ``out`` are dropped (the demo,
-    whose bot was trained again), not an error."""
+    whose bot was trained again), not an error. ``judges``: trained out-of-bounds judges an
+    in-role reply must pass too (``eval/safety_suite.score_replies``)."""
     from rolecall.progress import progress_bar
 
     items = load_suite(suite)
@@ -62,7 +64,7 @@ def run_bot_check(
                 bar(1)
         by_id = {r["id"]: r for r in replies.records}
     answered = [by_id[item.id] for item in items]
-    scored = score_replies(items, [r["reply"] for r in answered], spec)
+    scored = score_replies(items, [r["reply"] for r in answered], spec, judges)
     rows = [
         {**item.model_dump(mode="json"), **s, "reply": r["reply"], "path": r.get("path")}
         for item, s, r in zip(items, scored, answered)
@@ -71,6 +73,7 @@ def run_bot_check(
     summary = {
         "bot": getattr(bot, "version", None),
         "suite": str(suite or "the shipped suite"),
+        "judges": ["rules:carecall"] + [judge.model for judge in judges],
         "items": len(items),
         "rates": pass_rates(items, scored),
         "control": control_paths(items, answered),

@@ -17,6 +17,7 @@ is the ``TfidfModel``'s (``model.json`` of kind ``tfidf``, task ``out_of_bounds`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,9 @@ from rolecall.errors import InputFileError
 from rolecall.records import Example
 from rolecall.train.classifier import LEXICAL_LABELS as LABELS
 from rolecall.train.classifier import LEXICAL_TASK as TASK
-from rolecall.train.classifier import out_of_bounds_metrics, training_split
+from rolecall.train.classifier import held_out_threshold, out_of_bounds_metrics, training_split
 from rolecall.train.data import LAST
+from rolecall.train.loop import MODEL_FILE
 from rolecall.train.pairs import Context
 
 # TASK and LABELS (columns in, out) are --lexical's TF-IDF half's: one reading of the task
@@ -44,8 +46,8 @@ class GuardSettings(BaseModel):
 class LexicalClassifier:
     """A trained TF-IDF out-of-bounds classifier (see the module docstring)."""
 
-    def __init__(self, model: Any):
-        self.model, self.settings = model, GuardSettings()
+    def __init__(self, model: Any, threshold: float = 0.5):
+        self.model, self.settings = model, GuardSettings(threshold=threshold)
 
     def predict_proba(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
         """[N, 2] probabilities: column 0 in bounds, column 1 out of bounds."""
@@ -64,6 +66,9 @@ class LexicalClassifier:
         from rolecall.train.baselines import TfidfModel
 
         model = TfidfModel.load(directory)
+        info = json.loads((Path(directory) / MODEL_FILE).read_text(encoding="utf-8"))
+        # the held-out threshold it was saved with (0.5: a model saved before it was chosen)
+        threshold = float((info.get("metrics") or {}).get("threshold", 0.5))
         if model.settings.task != TASK or model.labels != LABELS or not model.settings.pair:
             raise InputFileError(
                 directory,
@@ -71,7 +76,7 @@ class LexicalClassifier:
                 "not an out-of-bounds classifier",
                 fix=f"train one with '{COMMAND}'",
             )
-        return cls(model)
+        return cls(model, threshold)
 
 
 def train_lexical_classifier(
@@ -91,6 +96,10 @@ def train_lexical_classifier(
         [LABELS[e.label == "negative"] for e in train],
     )
     classifier = LexicalClassifier(model)
+    at_default = classifier.evaluate(test)
+    chosen = held_out_threshold(classifier, test, seed)
+    if chosen is not None:  # the guard flags at the held-out max-F1 threshold, not 0.5
+        classifier.settings = GuardSettings(threshold=chosen["threshold"])
     metrics = {
         "backbone": BACKBONE,
         "train_examples": len(train),
@@ -99,7 +108,14 @@ def train_lexical_classifier(
         "features": fitted["features"],
         "train_log_loss": fitted["train_log_loss"],
         **classifier.evaluate(test),
+        "threshold": classifier.settings.threshold,
     }
+    if chosen is not None:
+        metrics["held_out_threshold"] = chosen
+        metrics["at_default_threshold"] = {
+            "threshold": 0.5,
+            **{k: at_default[k] for k in ("precision", "recall", "f1") if k in at_default},
+        }
     model.save(out_dir, metrics)
     return metrics
 
