@@ -126,7 +126,9 @@ def train_user_checks_command(
         None, help="training turns, JSONL {text, check} (examples/carecall/user_turns.jsonl)"
     ),
     dialogues: Optional[Path] = typer.Option(
-        None, help="example dialogues (JSONL) whose user turns are ordinary talk (none)"
+        None,
+        help="example dialogues (JSONL) whose user turns are ordinary talk (none), but "
+        "where --turns labels the same text",
     ),
     data: Optional[Path] = typer.Option(
         None,
@@ -135,7 +137,7 @@ def train_user_checks_command(
     ),
     per_corpus: int = typer.Option(150, min=1, help="turns taken from each corpus"),
     folds: int = typer.Option(5, min=2, help="cross-validation folds for the thresholds"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="the folds' and the corpora's draws"),
 ):
     """Train the classifier a bot reads the user's turn with, and choose each check's
     threshold on held-out folds."""
