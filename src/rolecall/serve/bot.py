@@ -228,11 +228,7 @@ class Bot:
             from rolecall.train.classifier import load_classifier
 
             classifier = load_classifier(directory / "classifier")
-        user_checks = None
-        if (directory / "user_checks").exists():
-            from rolecall.serve.user_checks import UserTurnChecks
-
-            user_checks = UserTurnChecks.load(directory / "user_checks")
+        user_checks = _user_checks(directory / "user_checks")
         if selector is None and generator is None:
             raise InputFileError(
                 directory,
@@ -398,6 +394,15 @@ class Bot:
         stage["ms"] = ms_since(started)
         stages.append(stage)
         return question
+
+
+def _user_checks(directory: Path) -> Any:
+    """The bot's user-turn checks (``serve/user_checks.py``), or None without them."""
+    if not directory.exists():
+        return None
+    from rolecall.serve.user_checks import UserTurnChecks
+
+    return UserTurnChecks.load(directory)
 
 
 def _prompted_generator(directory: Path, settings: BotSettings, llm: Any):
