@@ -137,7 +137,6 @@ def fold_views(args, spec) -> dict:
     threshold, on the training turns alone (the suite is not read)."""
     from rolecall.records import NO_CHECK
     from rolecall.train import user_checks
-    from rolecall.train.baselines import TfidfModel, TfidfSettings
 
     carecall = args.spec.parent
     turns = user_checks.training_turns(
@@ -148,29 +147,26 @@ def fold_views(args, spec) -> dict:
         seed=args.seed,
     )
     columns = [NO_CHECK] + [c.name for c in spec.user_checks]
-    shipped, out = user_checks._model, {}
-    try:
-        for name, views in FOLD_VIEWS.items():
-            user_checks._model = lambda cols, seed, v=views: TfidfModel(
-                TfidfSettings(task="user_checks", labels=cols, views=v, seed=seed)
-            )
-            proba = user_checks.out_of_fold(turns.texts, turns.labels, columns, 5, args.seed)
-            chosen = user_checks.choose_thresholds(spec, turns.labels, proba, columns)
-            f1 = [2 * c["precision"] * c["recall"] / max(c["precision"] + c["recall"], 1e-9)
-                  for c in chosen.values()]  # fmt: skip
-            out[name] = round(sum(f1) / len(f1), 4)
-    finally:
-        user_checks._model = shipped
+    out = {}
+    for name, views in FOLD_VIEWS.items():
+        proba = user_checks.out_of_fold(turns.texts, turns.labels, columns, 5, args.seed, views)
+        chosen = user_checks.choose_thresholds(spec, turns.labels, proba, columns)
+        out[name] = mean_f1(chosen.values())
     return out
+
+
+def mean_f1(rows) -> float:
+    """The mean F1 of rows holding ``precision`` and ``recall`` (None read as 0)."""
+    f1 = []
+    for row in rows:
+        p, r = row["precision"] or 0.0, row["recall"] or 0.0
+        f1.append(2 * p * r / (p + r) if p + r else 0.0)
+    return round(sum(f1) / len(f1), 4)
 
 
 def macro_f1(found: dict) -> float:
     """The mean over checks of F1 on the suite."""
-    f1 = []
-    for row in found["by_check"].values():
-        p, r = row["precision"] or 0.0, row["recall"] or 0.0
-        f1.append(2 * p * r / (p + r) if p + r else 0.0)
-    return round(sum(f1) / len(f1), 4)
+    return mean_f1(found["by_check"].values())
 
 
 def baseline_checks(args, spec, work: Path):
@@ -178,29 +174,20 @@ def baseline_checks(args, spec, work: Path):
     chosen the same way; no patterns."""
     from rolecall.serve.user_checks import UserTurnChecks
     from rolecall.train import user_checks
-    from rolecall.train.baselines import TfidfModel, TfidfSettings
-
-    def chars_only(columns, seed):
-        settings = TfidfSettings(task="user_checks", labels=columns, views=["chars"], seed=seed)
-        return TfidfModel(settings)
 
     plain = spec.model_copy(
         update={"user_checks": [c.model_copy(update={"patterns": []}) for c in spec.user_checks]}
     )
-    shipped = user_checks._model
-    user_checks._model = chars_only
-    try:
-        carecall = args.spec.parent
-        user_checks.train_user_checks(
-            plain,
-            work / "tfidf",
-            carecall / "user_turns.jsonl",
-            carecall / "dialogues.jsonl",
-            args.data,
-            seed=args.seed,
-        )
-    finally:
-        user_checks._model = shipped
+    carecall = args.spec.parent
+    user_checks.train_user_checks(
+        plain,
+        work / "tfidf",
+        carecall / "user_turns.jsonl",
+        carecall / "dialogues.jsonl",
+        args.data,
+        seed=args.seed,
+        views=["chars"],
+    )
     return UserTurnChecks.load(work / "tfidf")
 
 

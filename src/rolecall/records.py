@@ -31,6 +31,7 @@ class Category(_Record):
 # spec's referral reply, and the turn is flagged for the operator; ``abuse``: a calm reply
 # that steers back; ``refuse``: the spec's refusal and a redirect; ``answer``: a fixed honest
 # answer (who the bot is, that it cannot know the date); ``clarify``: a clarifying question.
+# Listed most urgent first: when several checks fire, the first kind answers.
 CheckKind = Literal["crisis", "abuse", "refuse", "answer", "clarify"]
 NO_CHECK = "none"  # the classifier's label of a turn no check fires on
 

@@ -110,6 +110,12 @@ def draw_unrejected(
     return text, attempt + 1, temperature
 
 
+def bot_said(history: Sequence[Turn]) -> set[str]:
+    """What the bot has said so far in this call (its turns, stripped): a reply from a
+    fixed pool is not said twice."""
+    return {t.text.strip() for t in history if t.role == "system"}
+
+
 def ms_since(started: float) -> float:
     """Milliseconds since ``time.perf_counter()`` was ``started``."""
     return round(1000 * (time.perf_counter() - started), 2)

@@ -28,13 +28,15 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from rolecall.korean import HANGUL_RE
-from rolecall.records import NO_CHECK, Turn, UserCheck
+from rolecall.records import NO_CHECK, CheckKind, Turn, UserCheck
+from rolecall.serve.reply import bot_said
 
-# most urgent first: when several checks fire, the first kind here answers
-KIND_ORDER = ("crisis", "abuse", "refuse", "answer", "clarify")
+# most urgent first (the order CheckKind lists them): when several checks fire, the first
+# kind here answers
+KIND_ORDER = get_args(CheckKind)
 PERSONAL_DATA = "personal_data"  # the check the number rules fire, when the spec has it
 NUMBER_RULES = {
     "resident registration number": re.compile(r"\d{6}\s*-\s*[1-8]\d{6}"),
@@ -118,7 +120,7 @@ class UserTurnChecks:
     ) -> str | None:
         """The check's first reply not said yet in this call (the first, when all were);
         None when a person rejected every one here (the web app's Fix)."""
-        said = {t.text.strip() for t in history if t.role == "system"}
+        said = bot_said(history)
         replies = [r for r in self.checks[check].replies if r not in exclude]
         if not replies:
             return None

@@ -250,9 +250,22 @@ def train_classifier(
         **split_metrics(train, test, history, test_out_of_bounds=out_of_bounds),
         **model.evaluate(test),
     }
+    flag_at_held_out_threshold(model, test, seed, metrics)
+    model.save(out_dir, metrics)
+    if checkpoints is not None:
+        checkpoints.clear()
+    return metrics
+
+
+def flag_at_held_out_threshold(
+    model: Any, test: Sequence[Example], seed: int, metrics: dict[str, Any]
+) -> None:
+    """Set ``model.settings.threshold`` to the held-out one (``held_out_threshold``) when
+    there is one, and ``metrics`` to match: the held-out numbers at it, those at the
+    threshold before as ``at_default_threshold``, the choice as ``held_out_threshold`` and
+    the threshold flagged at as ``threshold``. ``metrics`` holds ``model.evaluate(test)``."""
     chosen = held_out_threshold(model, test, seed)
     if chosen is not None:
-        # the guard flags at the threshold chosen on the held-out dialogues, not at 0.5
         metrics["at_default_threshold"] = {
             "threshold": model.settings.threshold,
             **{k: metrics[k] for k in ("precision", "recall", "f1") if k in metrics},
@@ -260,10 +273,6 @@ def train_classifier(
         model.settings = model.settings.model_copy(update={"threshold": chosen["threshold"]})
         metrics.update(model.evaluate(test), held_out_threshold=chosen)
     metrics["threshold"] = model.settings.threshold
-    model.save(out_dir, metrics)
-    if checkpoints is not None:
-        checkpoints.clear()
-    return metrics
 
 
 def held_out_threshold(model: Any, test: Sequence[Example], seed: int) -> dict | None:

@@ -29,7 +29,11 @@ from rolecall.errors import InputFileError
 from rolecall.records import Example
 from rolecall.train.classifier import LEXICAL_LABELS as LABELS
 from rolecall.train.classifier import LEXICAL_TASK as TASK
-from rolecall.train.classifier import held_out_threshold, out_of_bounds_metrics, training_split
+from rolecall.train.classifier import (
+    flag_at_held_out_threshold,
+    out_of_bounds_metrics,
+    training_split,
+)
 from rolecall.train.data import LAST
 from rolecall.train.loop import MODEL_FILE
 from rolecall.train.pairs import Context
@@ -96,10 +100,6 @@ def train_lexical_classifier(
         [LABELS[e.label == "negative"] for e in train],
     )
     classifier = LexicalClassifier(model)
-    at_default = classifier.evaluate(test)
-    chosen = held_out_threshold(classifier, test, seed)
-    if chosen is not None:  # the guard flags at the held-out max-F1 threshold, not 0.5
-        classifier.settings = GuardSettings(threshold=chosen["threshold"])
     metrics = {
         "backbone": BACKBONE,
         "train_examples": len(train),
@@ -108,14 +108,9 @@ def train_lexical_classifier(
         "features": fitted["features"],
         "train_log_loss": fitted["train_log_loss"],
         **classifier.evaluate(test),
-        "threshold": classifier.settings.threshold,
     }
-    if chosen is not None:
-        metrics["held_out_threshold"] = chosen
-        metrics["at_default_threshold"] = {
-            "threshold": 0.5,
-            **{k: at_default[k] for k in ("precision", "recall", "f1") if k in at_default},
-        }
+    # the guard flags at the held-out max-F1 threshold, not 0.5
+    flag_at_held_out_threshold(classifier, test, seed, metrics)
     model.save(out_dir, metrics)
     return metrics
 

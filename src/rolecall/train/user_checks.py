@@ -61,9 +61,9 @@ CORPORA: dict[str, tuple[str, str]] = {
     "curse": ("slang/curse_detection.txt", "Curse-detection lines labelled curse"),
     "chatbot:daily": ("neutral/chatbot_data.csv", "chatbot_data everyday questions"),
 }
-ORDINARY_CORPUS = "chatbot:daily"
+ORDINARY_CORPUS = "chatbot:daily"  # ``none`` turns taken when shared data is given
 # the most a check may fire on ordinary turns, out of fold, at its threshold
-MAX_FALSE_ALARM = 0.02  # ``none`` turns taken when shared data is given
+MAX_FALSE_ALARM = 0.02
 
 
 @dataclass
@@ -226,9 +226,15 @@ def choose_thresholds(
 
 
 def out_of_fold(
-    texts: Sequence[str], labels: Sequence[str], columns: list[str], folds: int, seed: int
+    texts: Sequence[str],
+    labels: Sequence[str],
+    columns: list[str],
+    folds: int,
+    seed: int,
+    views: Sequence[str] = VIEWS,
 ) -> np.ndarray:
-    """[N, len(columns)] probabilities of each turn from a model that did not see it."""
+    """[N, len(columns)] probabilities of each turn from a model over ``views`` that did
+    not see it."""
     from sklearn.model_selection import StratifiedKFold
 
     proba = np.zeros((len(texts), len(columns)))
@@ -237,7 +243,7 @@ def out_of_fold(
     strata = [label if counts[label] >= folds else "rare" for label in labels]
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     for train, test in splitter.split(np.zeros(len(texts)), strata):
-        model = _model(columns, seed)
+        model = _model(columns, seed, views)
         model.fit([texts[i] for i in train], [labels[i] for i in train])
         proba[test] = model.predict_proba([texts[i] for i in test])
     return proba
@@ -252,10 +258,12 @@ def train_user_checks(
     per_corpus: int = 150,
     folds: int = 5,
     seed: int = 0,
+    views: Sequence[str] = VIEWS,
 ) -> dict[str, Any]:
     """Train on every training turn, choose the thresholds out of fold, save the model and
     ``checks.json`` (the spec's checks, their help lines, thresholds and metrics) into
-    ``out_dir``: a bot's ``user_checks/``. Returns the metrics."""
+    ``out_dir``: a bot's ``user_checks/``. ``views``: the classifier's (``VIEWS``; the
+    benches compare others). Returns the metrics."""
     if not spec.user_checks:
         raise InputFileError(
             "the role spec",
@@ -271,9 +279,9 @@ def train_user_checks(
             f"has no training turns for {', '.join(missing)}",
             fix="add examples to those checks in the spec or lines to the turns file",
         )
-    proba = out_of_fold(turns.texts, turns.labels, columns, folds, seed)
+    proba = out_of_fold(turns.texts, turns.labels, columns, folds, seed, views)
     thresholds = choose_thresholds(spec, turns.labels, proba, columns)
-    model = _model(columns, seed)
+    model = _model(columns, seed, views)
     fitted = model.fit(turns.texts, turns.labels)
     metrics = {
         "turns": len(turns.texts),
@@ -311,9 +319,9 @@ def read_checks(directory: Path) -> tuple[list[UserCheck], dict[str, str], dict[
         ) from None
 
 
-def _model(columns: list[str], seed: int):
+def _model(columns: list[str], seed: int, views: Sequence[str] = VIEWS):
     from rolecall.train.baselines import TfidfModel, TfidfSettings
 
     return TfidfModel(
-        TfidfSettings(task="user_checks", labels=columns, views=list(VIEWS), seed=seed)
+        TfidfSettings(task="user_checks", labels=columns, views=list(views), seed=seed)
     )
