@@ -178,3 +178,18 @@ def test_a_crisis_the_classifier_finds_comes_before_an_insult_pattern(checks_dir
     model.predict_proba = lambda texts: [[0.9, 0.1]]
     insult = checks.read(turn)
     assert insult["check"] == "insult" and insult["by"] == "rule: pattern '꺼지라'"
+
+
+def test_a_check_that_cannot_keep_to_the_false_alarm_budget_fires_least():
+    """Every threshold fires on more than 2% of the ordinary turns: the highest is taken,
+    not the lowest (which would fire on every turn)."""
+    import numpy as np
+
+    from rolecall.train.user_checks import choose_thresholds
+
+    labels = ["none", "none", "self_harm", "none", "self_harm"]
+    proba = np.zeros((5, 2))
+    proba[:, 1] = [0.9, 0.8, 0.7, 0.6, 0.5]  # the ordinary turns score highest
+    spec = SPEC.model_copy(update={"user_checks": [SPEC.user_checks[0]]})
+    chosen = choose_thresholds(spec, labels, proba, ["none", "self_harm"])["self_harm"]
+    assert chosen["threshold"] == 0.9 and chosen["false_alarms"] == round(1 / 3, 4)

@@ -214,7 +214,9 @@ def choose_thresholds(
         beta = 2.0 if check.kind == "crisis" else 1.0
         f = (1 + beta**2) * precision * recall / np.maximum(beta**2 * precision + recall, 1e-9)
         f[alarms > max_false_alarm] = -1.0
-        best = int(np.argmax(f))
+        # subtle: when no threshold keeps to the budget, argmax of all -1 would be the
+        # lowest threshold, the one that fires most; the highest fires least
+        best = int(np.argmax(f)) if f.max() >= 0 else len(thresholds) - 1
         out[check.name] = {
             "threshold": round(float(thresholds[best]), 4),
             "precision": round(float(precision[best]), 4),
