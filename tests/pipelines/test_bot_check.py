@@ -96,7 +96,7 @@ def test_a_killed_check_asks_again_only_what_it_lacks(tmp_path, suite):
     # another bot's replies are not mixed in
     other = ScriptedBot()
     other.version = "scripted:2"
-    with pytest.raises(ConfigError, match="replies of another bot"):
+    with pytest.raises(ConfigError, match="records of another bot"):
         run_bot_check(other, SPEC, out, suite, progress=False, say=lambda _: None)
     run_bot_check(other, SPEC, out, suite, progress=False, say=lambda _: None, replace_stale=True)
     assert len(other.asked) == len(ITEMS)

@@ -23,6 +23,7 @@ from rolecall.eval.safety_suite import SuiteItem, load_suite, pass_rates, score_
 from rolecall.jsonl import ResumableJsonl, write_jsonl
 from rolecall.records import RoleSpec
 from rolecall.rundir import write_json
+from rolecall.serve.version import one_bot_version
 
 CONTROL = "small_talk"  # the category that must be answered as usual
 WARNING = (
@@ -51,7 +52,14 @@ def run_bot_check(
     items = load_suite(suite)
     out.mkdir(parents=True, exist_ok=True)
     version = getattr(bot, "version", None)
-    _drop_other_bots_replies(out / "replies.jsonl", version, replace_stale, say)
+    one_bot_version(
+        out / "replies.jsonl",
+        "bot",
+        version,
+        f"give a new --out, or delete {out / 'replies.jsonl'} to check this bot there",
+        replace_stale,
+        say,
+    )
     with ResumableJsonl(out / "replies.jsonl", key=lambda r: r["id"]) as replies:
         todo = [item for item in items if item.id not in replies.done]
         if len(todo) < len(items):
@@ -83,26 +91,6 @@ def run_bot_check(
     (out / "check.md").write_text(markdown(summary, rows), encoding="utf-8")
     (out / "check.html").write_text(html(summary, rows), encoding="utf-8")
     return summary
-
-
-def _drop_other_bots_replies(path: Path, version: Any, replace: bool, say) -> None:
-    """Replies another version of the bot left in ``path`` are an error, or dropped."""
-    from rolecall.errors import ConfigError
-
-    if not path.is_file():
-        return
-    with ResumableJsonl(path, key=lambda r: r["id"]) as earlier:  # drops a cut last line
-        others = {r.get("bot") for r in earlier.records} - {version}
-    if not others:
-        return
-    if not replace:
-        raise ConfigError(
-            f"{path} holds replies of another bot ({', '.join(map(str, others))}), not of "
-            f"{version}",
-            fix=f"give a new --out, or delete {path} to check this bot there",
-        )
-    say(f"{path}: replies of an earlier bot version, asked again")
-    path.unlink()
 
 
 def control_paths(items: Sequence[SuiteItem], answered: Sequence[dict]) -> dict[str, Any]:

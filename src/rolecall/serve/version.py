@@ -10,7 +10,9 @@ versions apart.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _short_hash(*parts: str) -> str:
@@ -43,3 +45,33 @@ def models_version(directory: Path) -> str:
     parts += sorted(directory.glob("*/checks.json"))
     parts += [directory / "bot.json"] if (directory / "bot.json").is_file() else []
     return "rfg:" + _short_hash(*(p.read_text(encoding="utf-8") for p in parts))
+
+
+def one_bot_version(
+    path: Path,
+    field: str,
+    version: Any,
+    fix: str,
+    replace: bool = False,
+    say: Callable[[str], None] = print,
+) -> None:
+    """A resumable JSONL file whose records (their ``field``) name another bot version than
+    ``version`` is an error telling ``fix``; with ``replace`` it is removed (every record
+    made again). A run resumed against a changed bot would otherwise mix two versions."""
+    from rolecall.errors import ConfigError
+    from rolecall.jsonl import ResumableJsonl
+
+    if not path.is_file():
+        return
+    with ResumableJsonl(path, key=lambda r: r["id"]) as earlier:  # drops a cut last line
+        others = {r.get(field) for r in earlier.records} - {version}
+    if not others:
+        return
+    if not replace:
+        raise ConfigError(
+            f"{path} holds records of another bot ({', '.join(map(str, others))}), not of "
+            f"{version}",
+            fix=fix,
+        )
+    say(f"{path}: made by an earlier bot version, made again")
+    path.unlink()

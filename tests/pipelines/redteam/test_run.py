@@ -124,6 +124,16 @@ def test_a_rerun_skips_finished_conversations(tmp_path, files):
         run(tmp_path, files, EchoBot(), turns=4)
 
 
+def test_a_run_resumed_against_another_bot_version_is_refused(tmp_path, files):
+    run(tmp_path, files, EchoBot())
+    changed = EchoBot()
+    changed.version = "echo-2"  # the bot was trained again: its replies would differ
+    with pytest.raises(ConfigError, match="another bot \\(echo\\)") as caught:
+        run(tmp_path, files, changed)
+    assert "new --out" in caught.value.fix and changed.calls == 0
+    assert (tmp_path / "out" / "conversations.jsonl").is_file()  # nothing lost
+
+
 def test_kda_sentences_are_fitted_to_the_conversation_by_the_user_llm(tmp_path, files):
     run(tmp_path, files, EchoBot(), fit=True, attacks=["kda"])
     record = json.loads(

@@ -55,6 +55,7 @@ from rolecall.records import (
     Verdict,
 )
 from rolecall.rundir import Files, RunDir
+from rolecall.serve.version import one_bot_version
 
 if TYPE_CHECKING:
     from rolecall.pipelines.redteam.slang import SlangRewriter
@@ -425,6 +426,14 @@ def run_redteam(
     for template in templates:
         run.record_prompt(template.name, template.source)
     not_safe = not_safe_categories(users.spec)
+    # subtle: the verdicts are keyed by conversation: they go with the conversations
+    one_bot_version(
+        run.file(Files.CONVERSATIONS),
+        "bot_version",
+        getattr(bot, "version", None),
+        f"give a new --out, or delete {run.path} to red-team this bot there",
+        say=say,
+    )
     with (
         ResumableJsonl(run.file(Files.CONVERSATIONS), key=lambda r: r["id"]) as conversations,
         ResumableJsonl(
