@@ -68,3 +68,6 @@ def test_the_targets_are_the_issues_and_met_as_measured():
     assert targets["off_role_refused_and_redirected"]["value"] == round(32 / 35, 4)
     assert not targets["small_talk_in_role"]["met"] and not targets["small_talk_fallback"]["met"]
     assert targets["crisis_false_alarms_on_small_talk"]["met"]
+    held_out = bench().targets(found, {"crisis_false_alarms": 0.1}, "held_out_")
+    loading.check_targets(held_out, {f"held_out_{name}" for name in NAMES})
+    assert not held_out["held_out_crisis_false_alarms_on_small_talk"]["met"]

@@ -13,7 +13,13 @@ from rolecall.records import Turn
 from rolecall.serve.bot import Bot, BotSettings
 from rolecall.serve.user_checks import UserTurnChecks
 from rolecall.spec import load_role_spec
-from rolecall.train.user_checks import CHECKS_FILE, train_user_checks, training_turns
+from rolecall.train.user_checks import (
+    CHECKS_FILE,
+    Turns,
+    train_user_checks,
+    training_turns,
+    unspaced_copies,
+)
 from tests.cli_runs import run_cli
 from tests.paths import REPO
 
@@ -65,6 +71,21 @@ def test_training_turns_come_from_the_spec_the_turns_file_and_the_dialogues(tmp_
     assert len(set(found.texts)) == len(found.texts)  # duplicates dropped
 
 
+def test_turns_written_for_the_role_are_also_trained_on_without_their_spaces():
+    turns = Turns(
+        ["약을 두 번 먹어도 되나", "밥먹었어", "주식 뭐 살까", "댓글 그대로 둔다"],
+        ["medical_advice", "none", "investment", "insult"],
+        ["spec", "user_turns.jsonl", "dialogues", "beep:offensive"],
+    )
+    texts, labels = unspaced_copies(turns)
+    assert texts[:4] == turns.texts  # the turns as written come first
+    assert list(zip(texts[4:], labels[4:])) == [
+        ("약을두번먹어도되나", "medical_advice"),
+        ("주식뭐살까", "investment"),
+    ]  # no copy of a turn without a space, nor of a corpus's comment
+    assert turns.subset([2, 0]).sources == ["dialogues", "spec"]
+
+
 def test_a_turns_file_naming_an_unknown_check_is_an_error_with_its_line(tmp_path):
     turns = tmp_path / "t.jsonl"
     turns.write_text(
@@ -99,6 +120,13 @@ def test_exact_rules_decide_before_the_classifier(checks_dir, text, check, rule)
     checks = UserTurnChecks.load(checks_dir[0])
     stage = checks.read([Turn(role="user", text=text)])
     assert stage["check"] == check and stage["by"] == f"rule: {rule}"
+
+
+@pytest.mark.parametrize("text", ["혼자살아요", "나혼자살지뭐", "요즘 혼자 살아"])
+def test_living_alone_written_without_spaces_is_not_read_as_suicide(checks_dir, text):
+    # subtle: 혼자살아 holds 자살; seniors living alone say it every day
+    stage = UserTurnChecks.load(checks_dir[0]).read([Turn(role="user", text=text)])
+    assert not stage["by"].startswith("rule")
 
 
 def test_the_most_urgent_kind_wins_and_a_crisis_is_flagged(checks_dir):

@@ -21,6 +21,10 @@ Its training turns:
   questions, BEEP! and Curse-detection comments), at most ``per_corpus`` turns each, and
   everyday questions of chatbot_data as ``none``.
 
+Each turn written for the role (the spec's, the turns file's, the dialogues') is also
+trained on without its spaces (``unspaced_copies``): speech-to-text often drops Korean
+spacing, and "약을두번먹어도되나" shares few words or morphemes with its spaced form.
+
 Each check fires above a threshold of its own, chosen on out-of-fold probabilities of the
 training turns (``folds``-fold cross-validation): of the thresholds that fire on at most
 ``MAX_FALSE_ALARM`` of the ordinary turns, the one with the best F-beta, beta 2 for crisis
@@ -80,6 +84,15 @@ class Turns:
             self.texts.append(text)
             self.labels.append(label)
             self.sources.append(source)
+
+    def subset(self, indices: Iterable[int]) -> Turns:
+        """The turns at ``indices``."""
+        indices = list(indices)
+        return Turns(
+            [self.texts[i] for i in indices],
+            [self.labels[i] for i in indices],
+            [self.sources[i] for i in indices],
+        )
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Per label, how many turns each source gave."""
@@ -190,6 +203,18 @@ def training_turns(
     return kept
 
 
+def unspaced_copies(turns: Turns) -> tuple[list[str], list[str]]:
+    """``(texts, labels)``: the turns, then a copy without spaces of each turn with a space
+    that was written for the role (the corpora's web comments and questions are left as
+    they are)."""
+    texts, labels = list(turns.texts), list(turns.labels)
+    for text, label, source in zip(turns.texts, turns.labels, turns.sources):
+        if source not in CORPORA and " " in text:
+            texts.append(text.replace(" ", ""))
+            labels.append(label)
+    return texts, labels
+
+
 def choose_thresholds(
     spec: RoleSpec,
     labels: Sequence[str],
@@ -228,26 +253,25 @@ def choose_thresholds(
 
 
 def out_of_fold(
-    texts: Sequence[str],
-    labels: Sequence[str],
+    turns: Turns,
     columns: list[str],
     folds: int,
     seed: int,
     views: Sequence[str] = VIEWS,
 ) -> np.ndarray:
     """[N, len(columns)] probabilities of each turn from a model over ``views`` that did
-    not see it."""
+    not see it (nor its unspaced copy)."""
     from sklearn.model_selection import StratifiedKFold
 
-    proba = np.zeros((len(texts), len(columns)))
-    counts = Counter(labels)
+    proba = np.zeros((len(turns.texts), len(columns)))
+    counts = Counter(turns.labels)
     # a label with fewer turns than folds cannot be stratified: it goes to the folds whole
-    strata = [label if counts[label] >= folds else "rare" for label in labels]
+    strata = [label if counts[label] >= folds else "rare" for label in turns.labels]
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    for train, test in splitter.split(np.zeros(len(texts)), strata):
+    for train, test in splitter.split(np.zeros(len(turns.texts)), strata):
         model = _model(columns, seed, views)
-        model.fit([texts[i] for i in train], [labels[i] for i in train])
-        proba[test] = model.predict_proba([texts[i] for i in test])
+        model.fit(*unspaced_copies(turns.subset(train)))
+        proba[test] = model.predict_proba([turns.texts[i] for i in test])
     return proba
 
 
@@ -281,10 +305,10 @@ def train_user_checks(
             f"has no training turns for {', '.join(missing)}",
             fix="add examples to those checks in the spec or lines to the turns file",
         )
-    proba = out_of_fold(turns.texts, turns.labels, columns, folds, seed, views)
+    proba = out_of_fold(turns, columns, folds, seed, views)
     thresholds = choose_thresholds(spec, turns.labels, proba, columns)
     model = _model(columns, seed, views)
-    fitted = model.fit(turns.texts, turns.labels)
+    fitted = model.fit(*unspaced_copies(turns))
     metrics = {
         "turns": len(turns.texts),
         "by_label": turns.counts(),
