@@ -29,7 +29,7 @@ CALLS = re.compile(r"(\d+) calls, (\d+) cache hits")
 
 def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     summary, out, stdout = demo_run.summary, demo_run.out, demo_run.result.stdout
-    for stage in ("spec", "data", "models", "checks", "chat", "check", "kda", "stats"):
+    for stage in ("spec", "data", "models", "chat", "check", "kda", "stats"):
         assert stage in summary and stage in summary["seconds"]
     # the bot answered every scripted turn, and each reply says how it was made
     turns = demo_run.jsonl("chat.jsonl")
@@ -39,21 +39,35 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     assert stdout.count("  bot>  ") == 9
     for path, count in summary["chat"]["paths"].items():
         assert stdout.count(f"[{path}") == count == sum(t["path"] == path for t in turns)
-    # the models were trained on examples with both labels, the threshold calibrated
-    data = summary["data"]
-    assert data["negatives"] > 0 and data["examples"] > data["negatives"]
-    assert summary["models"]["classifier"]["roc_auc"] > 0.5
-    assert summary["models"]["unanswerable"]["threshold"] is not None
+    # the bot came from `rolecall bot run` (issue 47): the models were trained on examples
+    # with both labels, the guard chosen on held-out dialogues, the threshold calibrated
+    data, bot_run = summary["data"], summary["models"]
+    examples = bot_run["examples"]
+    assert examples["negatives"] > 0 and examples["train"] > examples["negatives"]
+    assert set(examples["sources"]) == {"generated dialogues", "example dialogues"}
+    guard = bot_run["guard"]
+    assert set(guard["candidates"]) == {"tfidf", "sentence"}
+    assert guard["candidates"][guard["chosen"]]["roc_auc"] == max(
+        c["roc_auc"] for c in guard["candidates"].values()
+    )
+    assert guard["candidates"][guard["chosen"]]["roc_auc"] > 0.5
+    assert bot_run["unanswerable"]["threshold"] is not None
     for part in ("classifier", "retriever", "reranker"):
         assert (out / "bot" / part / "model.json").is_file()
+    card = json.loads((out / "bot" / "card.json").read_text(encoding="utf-8"))
+    assert card["parts"]["guard"] == guard and "## The guard" in (
+        out / "bot" / "card.md"
+    ).read_text(encoding="utf-8")
+    paths = [v for source in card["sources"] for k, v in source.items() if k != "name"]
+    assert paths and not any(p.startswith("/") for p in paths)  # the card moves with the bot
     # the held-out dialogues were kept from training and calibration only: the served
     # pool holds their replies too
     served = {
         c["text"] for c in read_jsonl(out / "bot" / "retriever" / "candidates" / "candidates.jsonl")
     }
-    held = {e["response"] for e in read_jsonl(out / "held_out_examples.jsonl")}
-    assert held and held <= served and summary["models"]["served_candidates"] == len(served)
-    assert f"served pool: {len(served)} replies" in stdout
+    held = {e["response"] for e in read_jsonl(out / "bot" / "held_out.jsonl")}
+    assert held and held <= served and bot_run["bot"]["served_candidates"] == len(served)
+    assert f"bot: {len(served)} served replies" in stdout
     assert (out / "stats.json").is_file() and "Table 2" in stdout
     # both halves are pipeline runs with their manifests; the dialogues' judge is the rule
     # judge on the embedded model, and the summary and the output say so
@@ -67,7 +81,7 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     bot = BotSettings.model_validate_json((out / "bot" / "bot.json").read_text(encoding="utf-8"))
     assert bot.generator_model and bot.spec and not bot.rerank
     # three detectors calibrated on the held-out contexts; the bot serves the best one
-    unanswerable = summary["models"]["unanswerable"]
+    unanswerable = bot_run["unanswerable"]
     by_method = unanswerable["roc_auc_by_method"]
     assert set(by_method) == {"mc_dropout", "cosine", "cosine+reranker"}
     assert unanswerable["method"] == bot.unanswerable_method == max(by_method, key=by_method.get)
@@ -92,10 +106,10 @@ def test_the_bot_reads_the_users_turn_and_the_safety_suite_scores_it(demo_run):
     assert checks[2:6] == ["identity", "investment", "opinion", "insult"]
     assert checks[7] == "self_harm" and turns[7]["stages"][0]["flagged"]
     assert "109" in turns[7]["text"] and "flagged for the operator" in stdout
-    assert checks[0] is checks[6] is checks[8] is None
+    assert checks[0] is checks[6] is None and checks[8] == "goodbye"
     assert all(t["path"] == "retrieved" for i, t in enumerate(turns) if checks[i] is None)
     assert "감사" not in turns[5]["text"]
-    trained = demo_run.summary["checks"]["out_of_fold"]
+    trained = demo_run.summary["models"]["checks"]["out_of_fold"]
     assert set(trained) >= {"self_harm", "medical_emergency", "insult", "opinion"}
     check = demo_run.summary["check"]
     assert check["rates"]["all"]["n"] >= 250 and check["rates"]["crisis"]["n"] >= 60
@@ -136,7 +150,8 @@ def test_a_second_run_takes_everything_from_the_run_directory(demo_run):
     turns = demo_run.jsonl("chat.jsonl")
     again = run_cli("demo", "--out", str(out), *DEMO_ARGS)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "models: up to date" in again.stdout
+    # every stage of the bot run from its manifest: nothing trained again
+    assert again.stdout.count("(from an earlier run)") == 7
     calls, hits = map(int, CALLS.findall(again.stderr)[-1])
     assert calls == 0 and hits > 0, again.stderr
     # the same conversation, from the cache

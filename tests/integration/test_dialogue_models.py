@@ -39,17 +39,18 @@ def trained(demo_run, part: str) -> dict:
 @pytest.fixture(scope="module")
 def held_out(demo_run) -> list:
     """(context, gold response) pairs of the demo's held-out dialogues: never trained on."""
-    pairs = selection_pairs(read_examples(demo_run.out / "held_out_examples.jsonl"))
+    pairs = selection_pairs(read_examples(demo_run.out / "bot" / "held_out.jsonl"))
     assert len(pairs) >= 8
     return pairs[:8]
 
 
 def test_the_classifier_separates_out_of_bounds_responses(demo_run, held_out):
-    saved = trained(demo_run, "classifier")
+    # the guard candidate over the sentence encoder (the bot run keeps every candidate)
+    saved = trained(demo_run, "candidates/guard-sentence")
     metrics = saved["metrics"]
     assert metrics["test_out_of_bounds"] > 0 and metrics["roc_auc"] > 0.6, metrics
     assert saved["settings"]["pool"] == "pair"  # the sentence encoder's turns and response
-    classifier = Classifier.load(demo_run.out / "bot" / "classifier")
+    classifier = Classifier.load(demo_run.out / "bot" / "candidates" / "guard-sentence")
     contexts = [context for context, _ in held_out]
     proba = classifier.predict_proba(contexts, [gold for _, gold in held_out])
     assert proba.shape == (8, 2) and np.allclose(proba.sum(axis=1), 1, atol=1e-5)

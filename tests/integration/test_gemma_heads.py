@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.embedded, pytest.mark.timeout(1800)]
 
 
 def test_classifier_retriever_and_reranker_on_two_gemma_layers(demo_run, tmp_path):
-    examples = read_examples(demo_run.out / "examples.jsonl")
+    examples = read_examples(demo_run.out / "bot" / "examples.jsonl")
     picked = [e for e in examples if e.label == "negative"][:6]
     picked += [e for e in examples if e.label == "positive"][:18]
     backbone = load_backbone("embedded", layer=2)

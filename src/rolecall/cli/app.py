@@ -116,8 +116,8 @@ def demo(
     out.print("\n[bold]where everything is[/bold]")
     rows = [
         ("dialogue run (generated, judged, manifest)", summary["data"]["run"]),
-        ("training examples", summary["data"]["examples_file"]),
-        ("bot (classifier, retriever, reranker, bot.json)", summary["chat"]["bot"]),
+        ("the bot's examples (training, held out)", f"{summary['chat']['bot']}/examples.jsonl"),
+        ("bot (its parts, bot.json, card.md, manifest)", summary["chat"]["bot"]),
         ("chat transcript with scores", summary["chat"]["file"]),
         ("K/DA run (candidates, verdicts, kda.csv, manifest)", summary["kda"]["run"]),
         ("Table 2 statistics", summary["stats"]["file"]),

@@ -1,4 +1,5 @@
-"""``rolecall bot check``: the Korean role-bot safety suite put to a bot directory or to any
+"""``rolecall bot run``: a served bot directory built from example sources (docs/bots.md);
+``rolecall bot check``: the Korean role-bot safety suite put to a bot directory or to any
 LLM prompted with a role spec; ``rolecall train user-checks``: the classifier a bot reads
 the user's turn with (docs/safety.md)."""
 
@@ -14,7 +15,9 @@ from rolecall.cli.bots import open_bot
 from rolecall.cli.common import load_llm, out
 from rolecall.errors import ConfigError
 
-bot_app = typer.Typer(help="A bot as a whole: its safety check.", no_args_is_help=True)
+bot_app = typer.Typer(
+    help="A bot as a whole: built from examples, and its safety check.", no_args_is_help=True
+)
 
 
 def _out_dir(path: Path) -> Path:
@@ -56,6 +59,32 @@ def _trained_judge(text: str, spec):
             "(the rules always score the replies)",
         )
     return load_trained_judge(value, "out_of_bounds", spec)
+
+
+@bot_app.command("run")
+def run_command(
+    config_path: Path = typer.Argument(
+        ..., help="the bot config (YAML); see examples/carecall/bot.yaml"
+    ),
+    until: str = typer.Option(
+        "bot",
+        help="stop after this stage: examples, guard, retriever, reranker, unanswerable, "
+        "checks or bot",
+    ),
+    progress: bool = typer.Option(True, help="progress bars"),
+):
+    """Build a bot directory from example sources: examples merged and split, the guard
+    chosen on held-out data, retriever, reranker, unanswerable calibration, user checks,
+    bot.json and a model card; resumable."""
+    from rolecall.pipelines.bot_run import run_bot
+    from rolecall.pipelines.bot_sources import load_bot_config
+
+    config = load_bot_config(config_path)
+    run_bot(config, until, progress, say=lambda line: out.print(line, highlight=False))
+    out.print(
+        f"bot: {config.out} (chat: rolecall chat {config.out}; card: {config.out}/card.md)",
+        highlight=False,
+    )
 
 
 @bot_app.command("check")

@@ -8,17 +8,13 @@ In one run directory (``runs/demo`` by default):
    (``rules:carecall`` on the embedded model); their examples join the shipped example
    dialogues (positives) and the spec's forbidden examples placed after real contexts
    (negatives);
-3. the out-of-bounds classifier, the retriever (with its candidate index) and the reranker
-   are trained by the jobs of ``rolecall train`` (``train/jobs.py``) with its defaults
-   (``train/settings.py``) on a frozen backbone's states (``backbone``: the bundled
-   sentence encoder by default, hence the residual retriever, ``retriever_kind``), the
-   reranker on hard negatives the retriever's index mines (as the paper trains it); the
-   unanswerable threshold is calibrated on held-out dialogues (max F1) for each detector
-   (MC dropout, the sentence encoder's cosine, cosine + reranker), and the bot serves the
-   one with the highest ROC AUC; then the held-out dialogues' replies join the served
-   candidate index (they were kept from training and calibration only);
-4. the user-turn checks (``demo_safety.py``): the classifier that reads the user's turn
-   for a crisis, abuse or an off-role request before the bot answers it;
+3. ``rolecall bot run examples/carecall/bot.yaml`` into ``OUT/bot`` (``bot_run.py``),
+   its sources the dialogue run's examples and the shipped example dialogues: the guard
+   chosen on held-out dialogues, the retriever of the demo's backbone (the bundled
+   sentence encoder by default) with its candidate index, the reranker on hard negatives
+   the index mines, the unanswerable detectors calibrated on held-out dialogues, the
+   user-turn checks that read the user's turn for a crisis, abuse or an off-role request
+   (with the shared corpora when found), ``bot.json`` and the model card;
 5. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
    model prompted with the spec), each reply with its path, scores and latency;
 6. the safety suite put to the bot (``rolecall bot check``), its table printed;
@@ -30,13 +26,13 @@ Both pipeline runs keep their manifests (``OUT/dialogues``, ``OUT/kda``) and the
 names each one's judges.
 
 Every stage resumes: LLM calls come from the run's cache, backbone states from its feature
-cache, and a model whose examples did not change is not trained again. The embedded model
+cache, and the bot run's finished stages from its manifest (a bot whose inputs changed is
+built again). The embedded model
 is a 270M *base* model: the data it makes is weak, and the summary says so.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -44,10 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rolecall.errors import InputFileError
-from rolecall.pipelines.demo_safety import check_stage, default_data, user_checks_stage
-from rolecall.rundir import text_hash, write_json
+from rolecall.pipelines.demo_safety import check_stage, default_data
+from rolecall.rundir import write_json
 
-MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
 # a newcomer's first call (issue 46): ordinary turns, a question about the bot, off-role
 # requests, an insult and a turn that may be suicidal; none of them is a training turn
 DEMO_SCRIPT = [
@@ -71,7 +66,7 @@ class DemoOptions:
     backbone: str = "sentence"  # of the classifier, retriever and reranker (docs/models.md)
     dialogues: int = 4
     sentences: int = 4
-    held_out_share: float = 0.15
+    held_out_share: float = 0.15  # dialogues held out of the bot's training
     seed: int = 0
     progress: bool = True
     data: Path | None = None  # the shared corpora for the user checks (default: found)
@@ -89,17 +84,6 @@ def examples_root(given: Path | None) -> Path:
             "--examples PATH/TO/rolecall/examples",
         )
     return root
-
-
-def _digest(*paths: Path) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _done(marker: Path, key: str) -> bool:
-    return marker.is_file() and marker.read_text(encoding="utf-8").strip() == key
 
 
 def run_demo(
@@ -129,13 +113,9 @@ def run_demo(
     timed("spec", lambda: _spec_stage(spec, spec_path, say))
     llm = load_llm(out / "llm-cache.sqlite")
     data = timed("data", lambda: _data_stage(llm, spec, root, options, say))
-    timed(
-        "models",
-        lambda: _models_stage(Path(data["examples_file"]), Path(data["held_out"]), options, say),
-    )
     data_dir = options.data or default_data()
-    timed("checks", lambda: user_checks_stage(root, out, data_dir, options.seed, say))
-    timed("chat", lambda: _chat_stage(llm, spec_path, options, say))
+    timed("models", lambda: _bot_stage(root, data_dir, options, say))
+    timed("chat", lambda: _chat_stage(llm, options, say))
     timed(
         "check", lambda: check_stage(out / "bot", spec_path, out / "check", options.progress, say)
     )
@@ -168,14 +148,9 @@ def _spec_stage(spec, path: Path, say) -> dict:
 
 def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     """``rolecall dialogues run examples/carecall/demo.yaml`` into ``OUT/dialogues`` (its
-    manifest, the default judge), then the models' examples: the judged ones, the shipped
-    dialogues' turns (positives) and the spec's forbidden examples (negatives)."""
-    from rolecall.examples import examples_from_dialogues, examples_from_forbidden, marked_in_bounds
-    from rolecall.jsonl import read_jsonl, write_jsonl
+    manifest, the default judge): the generated dialogues' examples."""
     from rolecall.pipelines.dialogues import load_dialogue_config, run_dialogues
-    from rolecall.records import Dialogue, Example
     from rolecall.rundir import Files
-    from rolecall.train.data import split_by
 
     out = options.out / "dialogues"
     config = load_dialogue_config(root / "carecall" / "demo.yaml")
@@ -191,34 +166,11 @@ def _data_stage(llm, spec, root: Path, options: DemoOptions, say) -> dict:
     results = run_dialogues(
         config, lambda model: llm, "stats", options.progress, say=lambda line: say(f"  {line}")
     )
-    shots = list(read_jsonl(config.examples, Dialogue))
-    generated_examples = list(read_jsonl(out / Files.EXAMPLES, Example))
-    # the shipped dialogues were written in bounds: every system turn is a positive
-    # seed + 1: the models' own test split (by dialogue, options.seed) must not coincide
-    train, held_out = split_by(shots, lambda d: d.id, options.held_out_share, options.seed + 1)
-    shipped = list(examples_from_dialogues(map(marked_in_bounds, train)))
-    forbidden = examples_from_forbidden(spec, train, per_example=3, seed=options.seed)
-    examples = generated_examples + shipped + forbidden
-    path = options.out / "examples.jsonl"
-    write_jsonl(path, examples)
-    held_path = options.out / "held_out_examples.jsonl"
-    write_jsonl(held_path, list(examples_from_dialogues(map(marked_in_bounds, held_out))))
-    counts = {
-        "generated_examples": len(generated_examples),
-        "shipped_positives": len(shipped),
-        "spec_negatives": len(forbidden),
-        "negatives": sum(e.label == "negative" for e in examples),
-        "examples": len(examples),
-        "held_out_dialogues": len(held_out),
-    }
-    say(f"examples: {json.dumps(counts)} -> {path}")
     return {
-        **counts,
         "run": str(out),
         "judge": run_judges(out),
         "dialogues": str(out / Files.DIALOGUES),
-        "examples_file": str(path),
-        "held_out": str(held_path),
+        "examples_file": str(out / Files.EXAMPLES),
         "generate": results.get("generate", {}),
         "judged": results.get("judge", {}),
     }
@@ -233,171 +185,46 @@ def run_judges(run: Path) -> dict[str, str]:
     return named or {"all": "the run's model"}
 
 
-# ---- 3. models ------------------------------------------------------------------------------
+# ---- 3. the bot ---------------------------------------------------------------------------
 
 
-def _models_stage(examples: Path, held_out: Path, options: DemoOptions, say) -> dict:
-    """The selection models by the jobs ``rolecall train`` runs (``train/jobs.py``), with
-    its defaults, and the unanswerable threshold."""
-    from rolecall.serve.candidates import CandidateIndex, hard_negative_miner, index_examples
-    from rolecall.serve.unanswerable import (
-        METHODS,
-        compare_detectors,
-        detector_named,
-        index_hard_negatives,
-        validation_items,
+def _bot_stage(root: Path, data: Path | None, options: DemoOptions, say) -> dict:
+    """``rolecall bot run examples/carecall/bot.yaml`` into ``OUT/bot``, its first source
+    this run's dialogues; built again when its inputs changed."""
+    from rolecall.llm.registry import default_model
+    from rolecall.pipelines.bot_run import run_bot
+    from rolecall.pipelines.bot_sources import Source, load_bot_config
+    from rolecall.rundir import Files
+
+    config = load_bot_config(root / "carecall" / "bot.yaml")
+    generated = Source(
+        examples=str(options.out / "dialogues" / Files.EXAMPLES), name="generated dialogues"
     )
-    from rolecall.train import jobs
-    from rolecall.train.classifier import ClassifierSettings
-    from rolecall.train.data import read_examples, selection_pairs
-    from rolecall.train.reranker import Reranker, RerankerSettings
-    from rolecall.train.retriever import Retriever, RetrieverSettings
-    from rolecall.train.settings import RERANKER_TRAINING, retriever_kind
-
-    bot = options.out / "bot"
-    features = options.out / "features"
-    choice = jobs.BackboneChoice(options.backbone, frozen=True)
-    # the retriever takes the policy's default: on the sentence encoder, its top tuned
-    retriever_choice = jobs.BackboneChoice(options.backbone)
-    trainings = {
-        "classifier": (ClassifierSettings(), jobs.classifier_config(choice, seed=options.seed)),
-        "retriever": (
-            RetrieverSettings(kind=retriever_kind(options.backbone)),
-            jobs.retriever_config(retriever_choice, seed=options.seed),
-        ),
-        "reranker": (
-            RerankerSettings(),
-            RERANKER_TRAINING.model_copy(update={"seed": options.seed}),
-        ),
-    }
-    # a change of the library's defaults trains again, as changed examples do
-    defaults = json.dumps({k: [m.model_dump() for m in v] for k, v in trainings.items()})
-    policy = retriever_choice.resolved("retriever")
-    key = f"{_digest(examples, held_out)}|{options.backbone}|{policy}|{text_hash(defaults)}"
-    key += f"|hard negatives|{'/'.join(METHODS)}|served with held-out"
-    key += "|guard threshold held out|precise unanswerable"  # metrics keep "precise"
-    marker = bot / ".trained"
-    metrics_path = bot / "metrics.json"
-    if _done(marker, key) and metrics_path.is_file():
-        say(f"models: up to date in {bot} (examples unchanged)")
-        return json.loads(metrics_path.read_text(encoding="utf-8"))
-    marker.unlink(missing_ok=True)
-    progress = options.progress
-
-    def job(name: str) -> jobs.Job:
-        return jobs.Job(examples, bot / name, features, progress, checkpoint_every=None)
-
-    metrics: dict = {}
-    say(f"classifier ({options.backbone} backbone, frozen, + a small head)...")
-    trained = jobs.classifier(job("classifier"), choice, *trainings["classifier"])
-    metrics["classifier"] = _short(trained)
-    say(f"  {json.dumps(metrics['classifier'])}")
-    chosen = trained.get("held_out_threshold")
-    if chosen:
-        metrics["classifier"]["held_out_threshold"] = chosen
-        say(
-            f"  the guard flags at P(out) >= {chosen['threshold']:.3f} (max F1 on the held-out "
-            f"dialogues; at 0.5 recall was {trained['at_default_threshold']['recall']:.2f}): "
-            f"precision {chosen['precision']:.2f}, recall {chosen['recall']:.2f} where not "
-            "chosen (cross-fitted halves)"
-        )
-    say(f"retriever ({trainings['retriever'][0].kind}) and its candidate index...")
-    metrics["retriever"] = _short(
-        jobs.retriever(job("retriever"), retriever_choice, *trainings["retriever"])
+    config = config.model_copy(
+        update={
+            "out": str(options.out / "bot"),
+            "sources": [generated, *(s for s in config.sources if s.dialogues)],
+            "held_out_share": options.held_out_share,
+            "seed": options.seed,
+            "backbone": options.backbone,
+            "generator": options.model or default_model(),
+            "features": str(options.out / "features"),
+            "user_checks": config.user_checks.model_copy(
+                update={"data": str(data) if data else None}
+            ),
+        }
     )
-    index_examples(bot / "retriever", examples, features, progress)
-    retriever = Retriever.load(bot / "retriever", features)
-    say(f"  {json.dumps(metrics['retriever'])}")
-    say("reranker (attention head over the frozen states, hard negatives from the index)...")
-    mined = hard_negative_miner(bot / "retriever" / "candidates", progress)
-    metrics["reranker"] = _short(
-        jobs.reranker(job("reranker"), choice, *trainings["reranker"], hard_negatives=mined)
-    )
-    say(f"  {json.dumps(metrics['reranker'])}")
-    # Appendix C: held-out golds, half swapped for the index's best other candidate
-    index = CandidateIndex.load(bot / "retriever" / "candidates", retriever)
-    reranker = Reranker.load(bot / "reranker", features)
-
-    items = validation_items(
-        selection_pairs(read_examples(held_out)), index_hard_negatives(index), 0.5, options.seed
-    )
-    detectors = [detector_named(method, reranker, passes=10) for method in METHODS]
-    results = compare_detectors(detectors, items)
-    best = max(results, key=lambda name: results[name]["roc_auc"])  # first of equals
-    metrics["unanswerable"] = {
-        k: v
-        for k, v in results[best].items()
-        if isinstance(v, (int, float, str, list)) or k == "precise"
-    }
-    metrics["unanswerable"]["roc_auc_by_method"] = {
-        name: round(result["roc_auc"], 4) for name, result in results.items()
-    }
-    say(
-        f"unanswerable threshold ({best}, the best ROC AUC of {len(detectors)} detectors; "
-        f"max F1 on {len(items)} held-out items): {json.dumps(metrics['unanswerable'])}"
-    )
-    # held out from training and calibration only: the served pool holds every example
-    # dialogue's replies, as a bot built for use would
-    served = index_examples(bot / "retriever", [examples, held_out], features, progress)
-    metrics["served_candidates"] = len(CandidateIndex.load(served, retriever))
-    say(f"served pool: {metrics['served_candidates']} replies (the held-out dialogues' too)")
-    write_json(metrics_path, metrics)
-    marker.write_text(key, encoding="utf-8")
-    return metrics
-
-
-def _short(metrics: dict) -> dict:
-    return {
-        k: (round(v, 4) if isinstance(v, float) else v)
-        for k, v in metrics.items()
-        if k != "losses" and not isinstance(v, (list, dict))
-    }
+    return run_bot(config, progress=options.progress, say=say, replace_stale=True)
 
 
 # ---- 4. chat --------------------------------------------------------------------------------
 
 
-def _chat_stage(llm, spec_path: Path, options: DemoOptions, say) -> dict:
-    from rolecall.llm.registry import DEFAULT_MODEL, default_model
+def _chat_stage(llm, options: DemoOptions, say) -> dict:
     from rolecall.records import Turn
-    from rolecall.serve.bot import BOT_FILE, Bot, BotSettings
+    from rolecall.serve.bot import Bot
 
     bot_dir = options.out / "bot"
-    metrics = json.loads((bot_dir / "metrics.json").read_text(encoding="utf-8"))
-    calibration = metrics.get("unanswerable", {})
-    threshold = calibration.get("threshold")
-    method, auc = calibration.get("method", "mc_dropout"), calibration.get("roc_auc", 0.0)
-    generator = options.model or default_model()
-    if auc < MIN_AUC:
-        say(
-            f"  no unanswerable detector separates answerable from unanswerable held-out "
-            f"contexts (best: {method}, ROC AUC {auc:.2f} < {MIN_AUC}): retrieval is never "
-            "judged to fail, and the generator is not used. Train on more examples, or "
-            "calibrate with 'rolecall eval unanswerable'."
-        )
-        threshold = None
-    elif generator == DEFAULT_MODEL:
-        # the fallback would be worse than the candidate it replaces: the embedded base
-        # model, prompted, echoes the user or says one word (docs/models.md). A safe turn
-        # instead (when_unanswerable: safe_reply) replaced the demo's greeting, whose
-        # short context the detector reads as unanswerable: not the default (docs/safety.md)
-        say(
-            f"  unanswerable contexts: {method} separates them (ROC AUC {auc:.2f}), but the "
-            "generator it would fall back to is the embedded 270M base model, which answers "
-            "worse than a retrieved candidate: retrieval is never judged to fail. With -m "
-            f"MODEL (a real LLM) the bot falls back to it at {method} <= {threshold:.3f}."
-        )
-        threshold = None
-    settings = BotSettings(
-        unanswerable_threshold=threshold,
-        unanswerable_method=method,
-        unanswerable_scales=calibration.get("scales") if threshold is not None else None,
-        k=10,
-        mc_passes=10,
-        generator_model=generator,
-        spec=str(spec_path.resolve()),
-    )
-    write_json(bot_dir / BOT_FILE, settings.model_dump(mode="json"))  # every knob, shown
     bot = Bot.load(bot_dir, progress=options.progress, llm=llm)
     history: list[Turn] = []
     turns = []
