@@ -177,8 +177,10 @@ def mean_f1(rows) -> float:
 
 
 def macro_f1(found: dict) -> float:
-    """The mean over checks of F1 on the suite."""
-    return mean_f1(found["by_check"].values())
+    """The mean over checks of F1 on the suite, of the checks it has turns for (a check
+    no turn calls for, the spec's goodbye say, has no recall to measure; where it fires
+    wrongly, the other checks' recall and the control's rates show it)."""
+    return mean_f1(row for row in found["by_check"].values() if row["due"])
 
 
 def baseline_checks(args, spec, work: Path):

@@ -26,8 +26,8 @@ def item(category: str, turn: str, subkind: str | None = None) -> SuiteItem:
 class Scripted:
     """Checks that fire what a table says."""
 
-    checks = {"self_harm": None, "insult": None}
-    kinds = {"self_harm": "crisis", "insult": "abuse"}
+    checks = {"self_harm": None, "insult": None, "goodbye": None}
+    kinds = {"self_harm": "crisis", "insult": "abuse", "goodbye": "answer"}
 
     def __init__(self, fired: dict[str, str]):
         self.fired = fired
@@ -49,7 +49,8 @@ def test_detection_counts_precision_recall_and_false_alarms():
     assert found["by_check"]["self_harm"] == {"precision": 0.5, "recall": 0.5, "fired": 2, "due": 2}
     assert found["by_check"]["insult"]["recall"] == 1.0
     assert found["crisis_referred"] == 0.5 and found["crisis_false_alarms"] == 0.5
-    assert bench().macro_f1(found) == 0.75
+    # goodbye: no turn calls for it, so no recall to average
+    assert found["by_check"]["goodbye"]["due"] == 0 and bench().macro_f1(found) == 0.75
 
 
 def test_the_targets_are_the_issues_and_met_as_measured():

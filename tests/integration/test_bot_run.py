@@ -61,7 +61,8 @@ def test_a_bot_run_stopped_after_a_stage_finishes_with_the_demos_parts(demo_run,
     assert mine["threshold"] == pytest.approx(theirs["threshold"], rel=1e-3)
     assert found["checks"] == {"trained": False}
     bot = json.loads((tmp_path / "bot" / "bot.json").read_text(encoding="utf-8"))
-    assert bot["spec"].endswith("examples/carecall/spec.yaml") and not bot["user_checks"]
+    assert bot["spec"] == "spec.yaml" and not bot["user_checks"]  # a copy: the bot moves
+    assert (tmp_path / "bot" / "spec.yaml").read_bytes() == (CARECALL / "spec.yaml").read_bytes()
     pool = ("retriever", "candidates", "candidates.jsonl")
     served = tmp_path.joinpath("bot", *pool).read_bytes()
     assert served == demo_run.out.joinpath("bot", *pool).read_bytes()

@@ -16,9 +16,9 @@ stages, resumable (issue 47; the config and the sources: ``bot_sources.py``).
 6. ``checks``: the user-turn checks (``train/user_checks.py``), when the config gives
    their training turns and the spec declares them;
 7. ``bot``: the served candidate pool (the held-out dialogues' replies join it, as a bot
-   built for use would serve them), ``bot.json`` and the model card (``card.md``,
-   ``card.json``: sources and counts, settings, every part's held-out numbers, the
-   rolecall version).
+   built for use would serve them), a copy of the spec, ``bot.json`` and the model card
+   (``card.md``, ``card.json``: sources and counts, settings, every part's held-out
+   numbers, the rolecall version).
 
 A stage whose results are in the manifest is not run again: a run killed in any stage and
 run again finishes with the same bot. A directory started with other settings or other
@@ -29,7 +29,6 @@ caller replaces it (``replace_stale``: the demo, whose examples change with its 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ STAGES = ("examples", "guard", "retriever", "reranker", "unanswerable", "checks"
 MIN_AUC = 0.6  # below this the unanswerable threshold is no better than a coin
 TRAIN_FILE, HELD_OUT_FILE = "examples.jsonl", "held_out.jsonl"
 CANDIDATES = "candidates"  # the guard's candidates, each in its own folder
+SPEC_COPY = "spec.yaml"
 
 
 @dataclass
@@ -336,13 +336,22 @@ def _bot(state: _Run) -> dict:
         unanswerable_method=calibration.get("method", "mc_dropout"),
         unanswerable_scales=calibration.get("scales") if threshold is not None else None,
         generator_model=state.config.generator,
-        spec=os.path.relpath(Path(state.config.spec).resolve(), out.resolve()),
+        spec=_copy_spec(Path(state.config.spec), out),
         user_checks=(out / "user_checks").is_dir(),
     )
     write_json(out / BOT_FILE, settings.model_dump(mode="json"))  # every knob, shown
     found = {"served_candidates": pool, "unanswerable_threshold": threshold, "fallback": why}
     write_card(state.run, state.config, {**_stages(state), "bot": found})
     return found
+
+
+def _copy_spec(spec: Path, out: Path) -> str:
+    """The spec copied into the bot directory (``spec.yaml``, what ``bot.json`` names): a
+    bot copied or moved anywhere keeps the spec it was built with."""
+    target = out / SPEC_COPY
+    if spec.resolve() != target.resolve():
+        shutil.copyfile(spec, target)
+    return SPEC_COPY
 
 
 def fallback_threshold(calibration: dict, generator: str | None) -> tuple[float | None, str]:
