@@ -3,6 +3,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from rolecall.errors import InputFileError
 from rolecall.rundir import RunDir, text_hash
 
 
@@ -38,6 +39,15 @@ def test_a_resumed_command_must_keep_its_settings(tmp_path):
     RunDir(tmp_path, "detox filter", {"samples": 3})  # another command: its own settings
     RunDir(tmp_path, "detox export", {"formats": ["csv"]}, check_config=False)
     RunDir(tmp_path, "detox export", {"formats": ["hf"]}, check_config=False)
+
+
+@pytest.mark.parametrize("where", ["file", "file/below"])
+def test_a_run_directory_that_is_a_file_is_a_clear_error(tmp_path, where):
+    (tmp_path / "file").write_text("keep me", encoding="utf-8")
+    with pytest.raises(InputFileError, match="is a file") as caught:
+        RunDir(tmp_path / where, "dialogues run", {})
+    assert "new directory" in caught.value.fix
+    assert (tmp_path / "file").read_text(encoding="utf-8") == "keep me"  # nothing lost
 
 
 def test_a_broken_manifest_is_a_clear_error(tmp_path):

@@ -135,7 +135,14 @@ class RunDir:
         config that differs from the one this command started the directory with (off for
         commands whose outputs are rewritten whole, or keyed by their own file)."""
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise InputFileError(
+                self.path,
+                "is a file (or lies under one), not a run directory",
+                fix="give the run a new directory (out in its config, or --out)",
+            ) from None
         self.manifest = self._read_manifest(command)
         if check_config:
             self._check_same_config(command, config)
