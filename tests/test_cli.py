@@ -14,6 +14,13 @@ HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 @pytest.mark.embedded
+def test_version_is_printed():
+    from rolecall import __version__
+
+    shown = run_cli("--version")
+    assert shown.returncode == 0 and shown.stdout.strip() == f"rolecall {__version__}"
+
+
 def test_doctor_checks_the_default_model():
     result = run_cli("doctor")
     assert result.returncode == 0, result.stderr

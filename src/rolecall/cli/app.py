@@ -62,8 +62,25 @@ app.command("redteam")(redteam_command)
 app.command("redteam-compare")(redteam_compare_command)
 
 
+def _print_version(given: bool) -> None:
+    if given:
+        from rolecall import __version__
+
+        out.print(f"rolecall {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging")):
+def _main(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging"),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="print rolecall's version and exit",
+    ),
+):
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
