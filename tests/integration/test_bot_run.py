@@ -39,10 +39,12 @@ def demo_config(demo_run, out):
 def test_a_bot_run_stopped_after_a_stage_finishes_with_the_demos_parts(demo_run, tmp_path):
     config, lines = demo_config(demo_run, tmp_path / "bot"), []
     first = run_bot(config, until="reranker", progress=False, say=lines.append)
-    assert list(first) == ["examples", "guard", "retriever", "reranker"]
-    assert not (tmp_path / "bot" / "bot.json").exists()
+    assert list(first) == ["examples", "guard", "retriever", "reranker", "dir"]
+    bot_dir = tmp_path / "bot" / "v1"  # the first version
+    assert first["dir"] == str(bot_dir) and not (bot_dir / "bot.json").exists()
     lines.clear()
     found = run_bot(config, progress=False, say=lines.append)
+    assert found["dir"] == str(bot_dir) and f"version: {bot_dir} (resumed)" in lines
     assert sum(line.endswith(EARLIER) for line in lines) == 4  # not trained again
     demo = demo_run.summary["models"]
     assert found["examples"] == demo["examples"]  # the same merge and split
@@ -60,15 +62,15 @@ def test_a_bot_run_stopped_after_a_stage_finishes_with_the_demos_parts(demo_run,
     assert mine["roc_auc_by_method"] == pytest.approx(theirs["roc_auc_by_method"], abs=2e-3)
     assert mine["threshold"] == pytest.approx(theirs["threshold"], rel=1e-3)
     assert found["checks"] == {"trained": False}
-    bot = json.loads((tmp_path / "bot" / "bot.json").read_text(encoding="utf-8"))
+    bot = json.loads((bot_dir / "bot.json").read_text(encoding="utf-8"))
     assert bot["spec"] == "spec.yaml" and not bot["user_checks"]  # a copy: the bot moves
-    assert (tmp_path / "bot" / "spec.yaml").read_bytes() == (CARECALL / "spec.yaml").read_bytes()
+    assert (bot_dir / "spec.yaml").read_bytes() == (CARECALL / "spec.yaml").read_bytes()
     pool = ("retriever", "candidates", "candidates.jsonl")
-    served = tmp_path.joinpath("bot", *pool).read_bytes()
+    served = bot_dir.joinpath(*pool).read_bytes()
     assert served == demo_run.out.joinpath("bot", *pool).read_bytes()
 
 
-def test_a_bad_source_or_a_changed_one_is_a_clear_error(demo_run, tmp_path):
+def test_a_bad_source_is_a_clear_error_and_a_changed_one_a_new_version(demo_run, tmp_path):
     config = tmp_path / "bot.yaml"
     config.write_text(
         f"spec: {CARECALL / 'spec.yaml'}\nout: {tmp_path / 'bot'}\n"
@@ -78,7 +80,7 @@ def test_a_bad_source_or_a_changed_one_is_a_clear_error(demo_run, tmp_path):
     failed = run_cli("bot", "run", str(config), "--no-progress")
     assert failed.returncode != 0 and "Traceback" not in failed.stdout + failed.stderr
     assert "missing.jsonl" in failed.stderr and "file not found" in failed.stderr
-    # a bot directory built from other examples is never overwritten
+    # a changed source makes a new version; the old one is kept
     examples = tmp_path / "ex.jsonl"
     examples.write_text(
         (demo_run.out / "bot" / "examples.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
@@ -91,7 +93,22 @@ def test_a_bad_source_or_a_changed_one_is_a_clear_error(demo_run, tmp_path):
     )
     done = run_cli("bot", "run", str(config), "--until", "examples", "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr
-    examples.write_text(examples.read_text(encoding="utf-8").splitlines()[0] + "\n", "utf-8")
+    first = (tmp_path / "bot" / "v1" / "examples.jsonl").read_bytes()
+    lines = examples.read_text(encoding="utf-8").splitlines()
+    examples.write_text("\n".join(lines[1:]) + "\n", "utf-8")  # one example fewer
     changed = run_cli("bot", "run", str(config), "--until", "examples", "--no-progress")
-    assert changed.returncode != 0 and "sources_digest changed" in changed.stderr
-    assert "new output directory" in changed.stderr
+    assert changed.returncode == 0, changed.stdout + changed.stderr
+    assert "v2 (new)" in changed.stdout
+    assert (tmp_path / "bot" / "v1" / "examples.jsonl").read_bytes() == first  # kept
+    assert (tmp_path / "bot" / "v2" / "examples.jsonl").read_bytes() != first
+    # without versions, the one bot directory is never overwritten by other examples
+    text = config.read_text(encoding="utf-8").replace(str(tmp_path / "bot"), str(tmp_path / "one"))
+    config.write_text(text + "versions: false\n", encoding="utf-8")
+    done = run_cli("bot", "run", str(config), "--until", "examples", "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    examples.write_text(
+        (demo_run.out / "bot" / "examples.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    refused = run_cli("bot", "run", str(config), "--until", "examples", "--no-progress")
+    assert refused.returncode != 0 and "sources_digest changed" in refused.stderr
+    assert "new output directory" in refused.stderr

@@ -102,3 +102,17 @@ def test_the_config_resolves_paths_against_its_file(tmp_path):
     path.write_text("spec: s.yaml\nout: o\nsources: []\n", "utf-8")
     with pytest.raises(Exception, match="sources"):
         load_bot_config(path)
+
+
+def test_a_run_resumes_the_newest_version_with_its_settings_and_else_starts_the_next(tmp_path):
+    from rolecall.pipelines.bot_run import COMMAND, version_dir
+    from rolecall.rundir import RunDir
+
+    home = tmp_path / "bot"
+    settings = {"seed": 0, "sources_digest": "a"}
+    assert version_dir(home, settings) == (home / "v1", False)
+    RunDir(home / "v1", COMMAND, settings)
+    assert version_dir(home, {**settings, "out": "elsewhere"}) == (home / "v1", True)
+    assert version_dir(home, {**settings, "sources_digest": "b"}) == (home / "v2", False)
+    (home / "v10").mkdir()  # numbered, not sorted as text; no manifest: not resumed
+    assert version_dir(home, settings) == (home / "v11", False)

@@ -80,11 +80,9 @@ def run_command(
     from rolecall.pipelines.bot_sources import load_bot_config
 
     config = load_bot_config(config_path)
-    run_bot(config, until, progress, say=lambda line: out.print(line, highlight=False))
-    out.print(
-        f"bot: {config.out} (chat: rolecall chat {config.out}; card: {config.out}/card.md)",
-        highlight=False,
-    )
+    found = run_bot(config, until, progress, say=lambda line: out.print(line, highlight=False))
+    where = found["dir"]
+    out.print(f"bot: {where} (chat: rolecall chat {where}; card: {where}/card.md)", highlight=False)
 
 
 @bot_app.command("check")

@@ -21,9 +21,12 @@ stages, resumable (issue 47; the config and the sources: ``bot_sources.py``).
    numbers, the rolecall version).
 
 A stage whose results are in the manifest is not run again: a run killed in any stage and
-run again finishes with the same bot. A directory started with other settings or other
-source files is refused (a bot is never overwritten; give a new ``out``), unless the
-caller replaces it (``replace_stale``: the demo, whose examples change with its options).
+run again finishes with the same bot. With ``versions`` (the default) ``out`` holds the
+bot's versions, ``v1``, ``v2`` ...: a run resumes the newest when it has the same settings,
+spec and source files, and starts the next one otherwise, so a version is never
+overwritten. Without, ``out`` is the bot directory, and one started with other settings
+is refused unless the caller replaces it (``replace_stale``: the demo, whose examples
+change with its options).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Any
 from rolecall.errors import ConfigError
 from rolecall.pipelines.bot_sources import BotRunConfig, merged_examples, sources_digest
 from rolecall.pipelines.steps import run_steps
-from rolecall.rundir import RunDir, write_json
+from rolecall.rundir import MANIFEST, RunDir, fingerprint, write_json
 
 COMMAND = "bot run"
 STAGES = ("examples", "guard", "retriever", "reranker", "unanswerable", "checks", "bot")
@@ -116,6 +119,10 @@ def run_bot(
 
     spec = load_role_spec(config.spec)
     settings = run_settings(config)
+    if config.versions:
+        out, resumed = version_dir(Path(config.out), settings)
+        say(f"version: {out} ({'resumed' if resumed else 'new'})")
+        config = config.model_copy(update={"out": str(out)})
     try:
         run = RunDir(config.out, COMMAND, settings)
     except ConfigError:
@@ -125,7 +132,27 @@ def run_bot(
         shutil.rmtree(config.out)
         run = RunDir(config.out, COMMAND, settings)
     state = _Run(config, run, spec, progress, say)
-    return run_steps(STEPS, state, until, say)
+    return {**run_steps(STEPS, state, until, say), "dir": config.out}
+
+
+def version_dir(home: Path, settings: dict[str, Any]) -> tuple[Path, bool]:
+    """``(directory, resumed)``: the version of ``home`` a run with ``settings`` writes:
+    the newest (``v3``) when it was started with these settings, else the next one (``v4``;
+    ``v1`` in a new home). A version is never written by other settings."""
+    numbered = sorted(
+        (int(p.name[1:]), p) for p in home.glob("v*") if p.is_dir() and p.name[1:].isdigit()
+    )
+    if not numbered:
+        return home / "v1", False
+    number, newest = numbered[-1]
+    try:
+        manifest = json.loads((newest / MANIFEST).read_text(encoding="utf-8"))
+        started = manifest["config"][COMMAND]
+    except (OSError, ValueError, KeyError, TypeError):
+        started = None
+    if started == fingerprint(settings):
+        return newest, True
+    return home / f"v{number + 1}", False
 
 
 EARLIER = " (from an earlier run)"

@@ -67,7 +67,10 @@ class ChecksSection(Section):
 
 class BotRunConfig(Section):
     spec: str = Field(description="the role spec (YAML)")
-    out: str = Field(description="the bot directory this run writes (resumable)")
+    out: str = Field(description="where the bot's versions are written (v1, v2 ...)")
+    versions: bool = Field(
+        True, description="out holds versions; false: out is the bot directory itself"
+    )
     sources: list[Source] = Field(min_length=1)
     forbidden_examples: int = Field(
         3, ge=0, description="contexts per spec forbidden example, as negatives (0: none)"

@@ -203,6 +203,7 @@ def _bot_stage(root: Path, data: Path | None, options: DemoOptions, say) -> dict
     config = config.model_copy(
         update={
             "out": str(options.out / "bot"),
+            "versions": False,  # the demo's bot is OUT/bot, built again when it changed
             "sources": [generated, *(s for s in config.sources if s.dialogues)],
             "held_out_share": options.held_out_share,
             "seed": options.seed,
