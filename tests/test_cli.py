@@ -21,6 +21,27 @@ def test_version_is_printed():
     assert shown.returncode == 0 and shown.stdout.strip() == f"rolecall {__version__}"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["train", "classifier", "ex.jsonl", "--backbone", "tfidf"],
+        ["slang", "index", "corpus.txt"],
+        ["redteam", "bot"],
+        ["bot", "check", "bot"],
+        ["demo"],
+    ],
+)
+def test_an_out_that_is_a_file_is_a_usage_error_and_the_file_is_kept(tmp_path, command):
+    taken = tmp_path / "taken"
+    taken.write_text("keep me", encoding="utf-8")
+    for out in (taken, taken / "below"):
+        failed = run_cli(*command, "--out", str(out))
+        assert failed.returncode == 2 and "Traceback" not in failed.stdout + failed.stderr
+        flat = re.sub(r"[\s│]", "", failed.stderr)  # rich boxes and wraps the message
+        assert re.sub(r"\s", "", f"{taken} is a file, not a directory") in flat
+    assert taken.read_text(encoding="utf-8") == "keep me"
+
+
 def test_doctor_checks_the_default_model():
     result = run_cli("doctor")
     assert result.returncode == 0, result.stderr

@@ -24,6 +24,7 @@ from rolecall.cli.common import (
     err,
     load_llm,
     out,
+    out_directory,
 )
 from rolecall.cli.detox import detox_app
 from rolecall.cli.dialogues import dialogues_app
@@ -92,6 +93,7 @@ def demo(
     out_dir: Path = typer.Option(
         Path("runs/demo"),
         "--out",
+        callback=out_directory,
         help="the run directory (resumable: a second run takes a minute or two)",
     ),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),

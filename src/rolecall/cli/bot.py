@@ -12,20 +12,12 @@ from typing import Optional
 import typer
 
 from rolecall.cli.bots import open_bot
-from rolecall.cli.common import load_llm, out
+from rolecall.cli.common import load_llm, out, out_directory
 from rolecall.errors import ConfigError
 
 bot_app = typer.Typer(
     help="A bot as a whole: built from examples, and its safety check.", no_args_is_help=True
 )
-
-
-def _out_dir(path: Path) -> Path:
-    if path.exists() and not path.is_dir():
-        raise ConfigError(
-            f"--out {path} is a file, not a directory", fix="give a new or existing directory"
-        )
-    return path
 
 
 def _spec_of(models_dir: Optional[Path], spec: Optional[Path]):
@@ -90,7 +82,9 @@ def check_command(
     models_dir: Optional[Path] = typer.Argument(
         None, help="the bot directory (or give --model and --spec)"
     ),
-    output: Path = typer.Option(..., "--out", help="the report's directory (resumable)"),
+    output: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="the report's directory (resumable)"
+    ),
     model: Optional[str] = typer.Option(
         None,
         "--model",
@@ -120,7 +114,6 @@ def check_command(
     95% intervals in OUT/check.md, check.html and summary.json."""
     from rolecall.pipelines.bot_check import rate_table, run_bot_check
 
-    output = _out_dir(output)
     role_spec = _spec_of(models_dir, spec)
     judges = [_trained_judge(text, role_spec) for text in judge]  # before the bot: fail fast
     bot = open_bot(
@@ -148,7 +141,9 @@ def check_command(
 
 def train_user_checks_command(
     spec: Path = typer.Argument(..., help="the role spec whose user_checks to train"),
-    output: Path = typer.Option(..., "--out", help="the model directory (a bot's user_checks/)"),
+    output: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="the model directory (a bot's user_checks/)"
+    ),
     turns: Optional[Path] = typer.Option(
         None, help="training turns, JSONL {text, check} (examples/carecall/user_turns.jsonl)"
     ),
@@ -171,7 +166,6 @@ def train_user_checks_command(
     from rolecall.spec import load_role_spec
     from rolecall.train.user_checks import train_user_checks
 
-    _out_dir(output)
     metrics = train_user_checks(
         load_role_spec(spec), output, turns, dialogues, data, per_corpus, folds, seed
     )

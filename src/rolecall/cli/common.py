@@ -34,6 +34,19 @@ WORKERS_OPTION = typer.Option(
 )
 
 
+def out_directory(path: Optional[Path]) -> Optional[Path]:
+    """An ``--out`` that names a directory (a typer callback): a file there, or above it, is
+    a usage error that says so, before anything runs."""
+    if path is None:
+        return path
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise typer.BadParameter(
+            f"{existing} is a file, not a directory: give a new or an existing directory"
+        )
+    return path
+
+
 def load_llm(
     model: Optional[str], cache: Optional[str | Path], concurrency: int = 8, retries: int = 4
 ):

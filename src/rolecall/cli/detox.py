@@ -18,6 +18,7 @@ from rolecall.cli.common import (
     err,
     llm_opener,
     out,
+    out_directory,
     run_pipeline,
     validated,
 )
@@ -122,7 +123,9 @@ def detox_generate(
     index_dir: Optional[Path] = typer.Option(
         None, "--index", help="slang index directory ('rolecall slang index')"
     ),
-    out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+    out_dir: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="run directory (resumable)"
+    ),
     ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
     limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
     max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
@@ -197,7 +200,9 @@ def _say(line: str) -> None:
 
 @detox_app.command("filter")
 def detox_filter(
-    out_dir: Path = typer.Option(..., "--out", help="the run directory of 'generate'"),
+    out_dir: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="the run directory of 'generate'"
+    ),
     models: Optional[list[str]] = typer.Option(
         None,
         "--model",
@@ -275,7 +280,7 @@ def detox_filter(
 
 @detox_app.command("export")
 def detox_export(
-    out_dir: Path = typer.Option(..., "--out", help="the run directory"),
+    out_dir: Path = typer.Option(..., "--out", callback=out_directory, help="the run directory"),
     name: str = typer.Option("rolecall K/DA pairs"),
     licence: str = typer.Option("research use; see the sources' licences"),
     formats: str = typer.Option(

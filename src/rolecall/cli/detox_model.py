@@ -22,6 +22,7 @@ from rolecall.cli.common import (
     CHECKPOINT_EVERY,
     field_default,
     out,
+    out_directory,
     validated,
 )
 from rolecall.errors import ConfigError, InputFileError
@@ -34,7 +35,9 @@ MIN_LENGTH_HELP = "rewriting: no end before this x the input's token count"
 
 def train_command(
     pairs: Path = typer.Argument(..., help="K/DA CSV: neutral,implicit"),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    out_dir: Path = typer.Option(
+        ..., "--out", "-o", callback=out_directory, help="model directory to write"
+    ),
     base: str = typer.Option("embedded", help="'embedded' or a local causal LM directory"),
     language: str = typer.Option(
         field_default(DetoxSettings, "language"), help="of the detoxify prompt: ko or en"

@@ -17,6 +17,7 @@ from rolecall.cli.common import (
     err,
     llm_opener,
     out,
+    out_directory,
     run_pipeline,
     validated,
 )
@@ -37,7 +38,9 @@ def read_dialogues(path: Path):
 def dialogues_generate(
     spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
     examples: Path = typer.Option(..., help="example dialogues (JSONL or CareCall .json)"),
-    out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+    out_dir: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="run directory (resumable)"
+    ),
     count: int = typer.Option(10, "-n", "--count", min=1),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
     temperature: float = typer.Option(0.5),
@@ -106,7 +109,9 @@ def dialogues_generate(
 def dialogues_judge(
     spec_path: Path = typer.Option(..., "--spec", help="role specification (YAML)"),
     dialogues: Path = typer.Option(..., help="dialogues to judge (JSONL or CareCall .json)"),
-    out_dir: Path = typer.Option(..., "--out", help="run directory (resumable)"),
+    out_dir: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="run directory (resumable)"
+    ),
     models: Optional[list[str]] = typer.Option(
         None,
         "--model",

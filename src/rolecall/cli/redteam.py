@@ -15,7 +15,15 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import MODEL_HELP, err, field_default, load_llm, out, validated
+from rolecall.cli.common import (
+    MODEL_HELP,
+    err,
+    field_default,
+    load_llm,
+    out,
+    out_directory,
+    validated,
+)
 from rolecall.errors import ConfigError
 
 
@@ -38,7 +46,9 @@ def redteam_command(
     spec: Optional[Path] = typer.Option(
         None, help="the role spec (YAML); for a bot directory, default: the one bot.json names"
     ),
-    out_dir: Path = typer.Option(..., "--out", help="the run directory (resumable)"),
+    out_dir: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="the run directory (resumable)"
+    ),
     user_model: Optional[str] = typer.Option(
         None, help="the simulated users' LLM (default: --model, else the embedded model)"
     ),

@@ -8,14 +8,16 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from rolecall.cli.common import err, out
+from rolecall.cli.common import err, out, out_directory
 
 
 def redteam_compare_command(
     run_dirs: list[Path] = typer.Argument(
         ..., help="two or more `rolecall redteam --out` directories; the first is the base"
     ),
-    out_dir: Path = typer.Option(..., "--out", help="where compare.json/.md/.html go"),
+    out_dir: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="where compare.json/.md/.html go"
+    ),
 ):
     """Compare red-team runs of bot versions: not-safe and out-of-role rates per attack
     kind and version, and each version's difference from the first with a 95% interval.

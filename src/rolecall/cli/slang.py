@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import out
+from rolecall.cli.common import out, out_directory
 
 slang_app = typer.Typer(
     help="K/DA slang index: comment corpora searched for trend-aligned slang.", no_args_is_help=True
@@ -23,7 +23,9 @@ CORPUS_HELP = (
 @slang_app.command("index")
 def slang_index(
     corpora: list[str] = typer.Argument(..., help=CORPUS_HELP),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="the index directory to write"),
+    out_dir: Path = typer.Option(
+        ..., "--out", "-o", callback=out_directory, help="the index directory to write"
+    ),
     delimiter: Optional[str] = typer.Option(
         None,
         help="field delimiter of PATH:COLUMN corpora that are not .csv/.tsv: one "

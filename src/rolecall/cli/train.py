@@ -26,6 +26,7 @@ from rolecall.cli.common import (
     RAY_ADDRESS_OPTION,
     field_default,
     out,
+    out_directory,
     validated,
 )
 from rolecall.errors import ConfigError
@@ -68,6 +69,7 @@ RETRIEVER_BACKBONE_HELP = (
     BACKBONE_HELP + "; the retriever defaults to 'sentence' (measured: chatbot_data Hits@1/20 "
     "0.553 vs 0.425 on 'embedded')"
 )
+OUT_DIR = typer.Option(..., "--out", "-o", callback=out_directory, help="model directory to write")
 
 
 def _print(metrics: dict) -> None:
@@ -146,7 +148,7 @@ FEATURE_WORKERS = typer.Option(
 @train_app.command("classifier")
 def train_classifier_command(
     examples: Path = typer.Argument(..., help="examples JSONL (positives and negatives)"),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    out_dir: Path = OUT_DIR,
     backbone: str = typer.Option("embedded", help=CLASSIFIER_BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
@@ -220,7 +222,7 @@ def train_classifier_command(
 @train_app.command("retriever")
 def train_retriever_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    out_dir: Path = OUT_DIR,
     kind: Optional[str] = typer.Option(
         None,
         help="poly (poly-encoder), bi (bi-encoder) or residual (the sentence encoder's "
@@ -276,7 +278,7 @@ def train_retriever_command(
 @train_app.command("reranker")
 def train_reranker_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    out_dir: Path = OUT_DIR,
     negatives: int = typer.Option(
         field_default(RerankerSettings, "negatives"), min=1, help="negatives per example (paper: 7)"
     ),
@@ -403,7 +405,7 @@ def _kda_judge_command(task: str, summary: str):
 
     def command(
         data_dir: Path = DATA_DIR,
-        out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+        out_dir: Path = OUT_DIR,
         backbone: str = typer.Option("tfidf", help=JUDGE_BACKBONE_HELP),
         views: Optional[str] = typer.Option(None, help=JUDGE_VIEWS_HELP),
         frozen: Optional[bool] = FROZEN,
@@ -455,7 +457,7 @@ def train_generator_command(
     examples: Path = typer.Argument(
         ..., help="examples JSONL (positives; negatives for the unlikelihood term)"
     ),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="model directory to write"),
+    out_dir: Path = OUT_DIR,
     base: str = typer.Option(
         "embedded",
         help="'embedded' (Gemma 3 270M through transformers) or a local causal LM directory",
