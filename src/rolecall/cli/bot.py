@@ -40,8 +40,7 @@ def _spec_of(models_dir: Optional[Path], spec: Optional[Path]):
 
 def _trained_judge(text: str, spec):
     """A ``classifier:PATH`` string as an out-of-bounds judge."""
-    from rolecall.pipelines.judges import parse_judge
-    from rolecall.train.judges import load_trained_judge
+    from rolecall.pipelines.judges import parse_judge, trained_judge
 
     kind, value = parse_judge(text)
     if kind != "classifier":
@@ -50,7 +49,7 @@ def _trained_judge(text: str, spec):
             fix="give classifier:PATH, a model directory from 'rolecall train classifier' "
             "(the rules always score the replies)",
         )
-    return load_trained_judge(value, "out_of_bounds", spec)
+    return trained_judge(value, "out_of_bounds", spec)
 
 
 @bot_app.command("run")

@@ -270,8 +270,8 @@ def train_retriever_command(
                checkpoint_every)  # fmt: skip
     metrics = jobs.retriever(job, choice, settings, config)
     if index:
-        path = index_examples(out_dir, examples, job.cache(), progress)
-        metrics["candidate_index"] = str(path)
+        built = index_examples(out_dir, examples, job.cache(), progress)
+        metrics["candidate_index"] = str(built.path)
     _print(metrics)
 
 

@@ -207,12 +207,8 @@ def _guard(state: _Run) -> dict:
         else:
             choice = jobs.BackboneChoice(name, frozen=True)
             config = jobs.classifier_config(choice, seed=seed)
-            metrics = jobs.classifier(
-                state.job(folder.relative_to(state.out).as_posix()),
-                choice,
-                ClassifierSettings(),
-                config,
-            )
+            job = state.job(f"{CANDIDATES}/guard-{name}")
+            metrics = jobs.classifier(job, choice, ClassifierSettings(), config)
         scores[name] = _guard_score(metrics)
         state.say(f"    {json.dumps(scores[name])}")
     order = list(state.config.guard)
@@ -348,14 +344,12 @@ def _checks(state: _Run) -> dict:
 def _bot(state: _Run) -> dict:
     from rolecall.pipelines.bot_card import write_card
     from rolecall.serve.bot import BOT_FILE, BotSettings
-    from rolecall.serve.candidates import CandidateIndex, index_examples
-    from rolecall.train.retriever import Retriever
+    from rolecall.serve.candidates import index_examples
 
-    out, features = state.out, state.features
+    out = state.out
     # held out from training and calibration only: the served pool holds them too
-    served = index_examples(out / "retriever", [out / TRAIN_FILE, out / HELD_OUT_FILE],
-                            features, state.progress)  # fmt: skip
-    pool = len(CandidateIndex.load(served, Retriever.load(out / "retriever", features)))
+    pool = len(index_examples(out / "retriever", [out / TRAIN_FILE, out / HELD_OUT_FILE],
+                              state.features, state.progress))  # fmt: skip
     calibration = state.done("unanswerable") or {}
     threshold, why = fallback_threshold(calibration, state.config.generator)
     settings = BotSettings(

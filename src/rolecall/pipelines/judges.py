@@ -74,7 +74,7 @@ def resolve_judges(
     for text in dict.fromkeys(strings or [None]):
         kind, value = parse_judge(text)
         if kind == "classifier":
-            members.append(_checked(_trained(value, task, spec), kind, task))
+            members.append(_checked(trained_judge(value, task, spec), kind, task))
         elif kind == "rules":
             members.append(_checked(_rules(value, task, spec), kind, task))
         else:
@@ -92,7 +92,9 @@ def _llm(model: str | None, open_llm: Callable[[str | None], LLM]) -> LLM:
         ) from None
 
 
-def _trained(value: str, task: str, spec: RoleSpec | None) -> DirectJudge:
+def trained_judge(value: str, task: str, spec: RoleSpec | None) -> DirectJudge:
+    """The trained judge in the model directory ``value`` (``classifier:VALUE``) for
+    ``task``; a missing or wrong directory is an error naming the fix."""
     path = Path(value).expanduser()
     if not path.is_dir():
         raise InputFileError(

@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rolecall.errors import ConfigError, InputFileError, describe_validation
 from rolecall.records import Turn
-from rolecall.serve.reply import Reply, bot_said, draw_unrejected, ms_since
+from rolecall.serve.reply import Reply, draw_unrejected, ms_since, unsaid
 
 BOT_FILE = "bot.json"
 CLARIFY_REPLIES = [
@@ -326,7 +326,6 @@ class Bot:
     def _safe_reply(self, history: list[Turn], stages: list[dict], exclude: set[str]) -> str:
         """A clarifying question when the user asked something, else an acknowledgement
         and a fallback question not asked yet in this call."""
-        said = bot_said(history) | exclude
         last = next((t.text for t in reversed(history) if t.role == "user"), "")
         asked = bool(QUESTION.search(last.strip()))
         if asked:
@@ -335,7 +334,7 @@ class Bot:
             pool = [
                 f"{self.settings.acknowledgement} {q}" for q in self.settings.fallback_questions
             ]
-        text = next((r for r in pool if r.strip() not in said), pool[0])
+        text = unsaid(pool, history, exclude)[0]
         stages.append({"stage": "safe_reply", "text": text, "asked": asked})
         return text
 
@@ -379,10 +378,7 @@ class Bot:
         question = None
         if stage["flagged"]:
             # a question the bot already asked in this call is not asked again
-            asked = bot_said(history)
-            questions = [
-                q for q in self.settings.fallback_questions if q.strip() not in asked
-            ] or self.settings.fallback_questions
+            questions = unsaid(self.settings.fallback_questions, history)
             if self.generator is not None:
                 values = self.generator.response_perplexities([history] * len(questions), questions)
                 best = min(range(len(questions)), key=values.__getitem__)

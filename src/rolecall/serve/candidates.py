@@ -100,18 +100,17 @@ def index_examples(
     examples: str | Path | Sequence[str | Path],
     cache_dir: Path | None,
     progress: bool = True,
-) -> Path:
+) -> CandidateIndex:
     """The candidate index of a trained retriever over the unique positive responses of
     its examples file (or files, in order), in ``retriever_dir/candidates`` (what
-    ``rolecall train retriever`` and the demo build); its path."""
+    ``rolecall train retriever`` and ``rolecall bot run`` build)."""
     from rolecall.train.data import read_examples
     from rolecall.train.retriever import Retriever
 
     files = [examples] if isinstance(examples, (str, Path)) else list(examples)
     responses = [e.response for path in files for e in read_examples(path) if e.label == "positive"]
     out = Path(retriever_dir) / "candidates"
-    build_candidate_index(Retriever.load(retriever_dir, cache_dir), responses, out, progress)
-    return out
+    return build_candidate_index(Retriever.load(retriever_dir, cache_dir), responses, out, progress)
 
 
 def hard_negative_miner(index_dir: str | Path, progress: bool = True):

@@ -110,10 +110,12 @@ def draw_unrejected(
     return text, attempt + 1, temperature
 
 
-def bot_said(history: Sequence[Turn]) -> set[str]:
-    """What the bot has said so far in this call (its turns, stripped): a reply from a
-    fixed pool is not said twice."""
-    return {t.text.strip() for t in history if t.role == "system"}
+def unsaid(pool: Sequence[str], history: Sequence[Turn], also: Collection[str] = ()) -> list[str]:
+    """The replies of a fixed ``pool`` the bot has not said yet in this call (its turns,
+    stripped; nor in ``also``), in order; the whole pool when it has said them all: a reply
+    from a fixed pool is not said twice."""
+    said = {t.text.strip() for t in history if t.role == "system"} | set(also)
+    return [r for r in pool if r.strip() not in said] or list(pool)
 
 
 def ms_since(started: float) -> float:

@@ -32,7 +32,7 @@ from typing import Any, get_args
 
 from rolecall.korean import HANGUL_RE
 from rolecall.records import NO_CHECK, CheckKind, Turn, UserCheck
-from rolecall.serve.reply import bot_said
+from rolecall.serve.reply import unsaid
 
 # most urgent first (the order CheckKind lists them): when several checks fire, the first
 # kind here answers
@@ -120,11 +120,8 @@ class UserTurnChecks:
     ) -> str | None:
         """The check's first reply not said yet in this call (the first, when all were);
         None when a person rejected every one here (the web app's Fix)."""
-        said = bot_said(history)
         replies = [r for r in self.checks[check].replies if r not in exclude]
-        if not replies:
-            return None
-        return next((r for r in replies if r.strip() not in said), replies[0])
+        return unsaid(replies, history)[0] if replies else None
 
     def _rule(self, text: str) -> tuple[str, str] | None:
         """``(check, rule)`` when an exact rule decides the turn."""
