@@ -427,12 +427,9 @@ def run_redteam(
         run.record_prompt(template.name, template.source)
     not_safe = not_safe_categories(users.spec)
     # subtle: the verdicts are keyed by conversation: they go with the conversations
+    fix = f"give a new --out, or delete {run.path} to red-team this bot there"
     one_bot_version(
-        run.file(Files.CONVERSATIONS),
-        "bot_version",
-        getattr(bot, "version", None),
-        f"give a new --out, or delete {run.path} to red-team this bot there",
-        say=say,
+        run.file(Files.CONVERSATIONS), "bot_version", getattr(bot, "version", None), fix
     )
     with (
         ResumableJsonl(run.file(Files.CONVERSATIONS), key=lambda r: r["id"]) as conversations,
