@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -250,10 +251,55 @@ def test_add_redteam_errors_say_what_to_fix(tmp_path):
 
     run = redteam_run(tmp_path / "rt")
     result = run_cli("web", "add-redteam", "carecall", str(run), "--db", url)
-    assert result.returncode == 2 and "add members first" in result.stderr
+    assert result.returncode == 2 and "rolecall web add-member PROJECT NAME" in result.stderr
     from rolecall.store import Item, RedteamRate
 
     engine = connect(url)
     with session(engine) as db:
         assert db.scalars(select(Item)).all() == db.scalars(select(RedteamRate)).all() == []
     engine.dispose()
+    # the fix it names works: an annotator added to the existing project, then the run
+    assert add_user(url, "ann", "long enough password")[0] == 0
+    for _ in range(2):  # a second time is no error
+        added = run_cli("web", "add-member", "carecall", "ann", "--db", url)
+        assert added.returncode == 0, added.stderr
+        assert json.loads(added.stdout) == {"project": "carecall", "members": ["ann"]}
+    result = run_cli("web", "add-redteam", "carecall", str(run), "--db", url)
+    assert result.returncode == 0 and json.loads(result.stdout)["items_added"] == 2
+    for extra, message in [
+        (["nope", "ann"], "no project 'nope'"),
+        (["carecall", "nobody"], "rolecall web add-user nobody"),
+    ]:
+        result = run_cli("web", "add-member", *extra, "--db", url)
+        assert result.returncode == 2 and message in result.stderr
+
+
+def test_bots_and_outputs_are_checked_before_they_are_stored(tmp_path):
+    """A model string or bot directory that cannot chat is refused by add-project (not at
+    the first chat message); export refuses a directory or a path under a file as --out."""
+    url = f"sqlite:///{tmp_path / 'web.sqlite'}"
+    not_a_bot = tmp_path / "not-a-bot"
+    not_a_bot.mkdir()
+    for extra, message in [
+        (["-m", "embedded"], "did you mean llamacpp:embedded?"),
+        (["-m", "nosuch:x"], "unknown backend 'nosuch'"),
+        (["--bot", str(not_a_bot)], "not a bot directory (no bot.json in it)"),
+    ]:
+        result = run_cli("web", "add-project", "p", "--spec", SPEC, *extra, "--db", url)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    made = run_cli("web", "add-project", "p", "--spec", SPEC, "-m", "fake:x", "--db", url)
+    assert made.returncode == 0, made.stderr  # nothing was stored by the refusals
+    a_file = tmp_path / "a-file"
+    a_file.write_text("kept", encoding="utf-8")
+    for target, message in [
+        (tmp_path, "is a directory: give a file name in it"),
+        (a_file / "ex.jsonl", "is a file, not a directory"),
+    ]:
+        result = run_cli("web", "export", "p", "--out", str(target), "--db", url)
+        flat = re.sub(r"[\s│]", "", result.stderr)
+        assert result.returncode == 2 and re.sub(r"\s", "", message) in flat, result.stderr
+    assert a_file.read_text(encoding="utf-8") == "kept"
+    nested = tmp_path / "new" / "folder" / "ex.jsonl"
+    result = run_cli("web", "export", "p", "--out", str(nested), "--db", url)
+    assert result.returncode == 0 and nested.is_file()

@@ -160,18 +160,48 @@ def test_a_second_run_takes_everything_from_the_run_directory(demo_run):
     assert rerun["seconds"]["total"] < summary["seconds"]["total"]
 
 
-def test_the_demo_bot_red_teamed_with_a_kda_sentence_and_a_curse(demo_run, tmp_path):
-    """#19: a K/DA sentence and a curse at the second turn, every reply judged."""
-    red = tmp_path / "redteam"
-    attacked = run_cli(
-        "redteam",
-        str(demo_run.out / "bot"),
-        "--pairs",
-        str(SHARED_DATA / "detox" / "kda_ko.csv"),
-        *("-a", "kda", "-a", "explicit", "--no-fit", "--conversations", "1"),
-        *("--turns", "2", "--attack-turn", "2", "--out", str(red), "--no-progress"),
-    )
-    assert attacked.returncode == 0, attacked.stdout[-3000:] + attacked.stderr[-3000:]
+def readme_block(heading: str) -> list[str]:
+    """The commands of the README's fenced block under ``## heading``, one per command
+    (continued lines joined), without the ``.venv/bin/`` prefix and the comments."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split(f"## {heading}\n", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    joined = re.sub(r"\\\n\s*", " ", re.sub(r"\s+#[^\n\\]*(?=\\?\n)", "", block))
+    return [line.replace(".venv/bin/", "") for line in joined.splitlines() if line.strip()]
+
+
+def test_the_readme_people_in_the_loop_sequence_runs_as_written(demo_run, tmp_path):
+    """#48: the README's web-app sequence on the demo's bot, each command as written
+    (``serve`` aside: tests/test_cli_web.py starts it), the red-team run made small (#19: a
+    K/DA sentence and a curse at the second turn, every reply judged): an annotator is
+    in the project, so add-redteam has someone to send failures to."""
+    commands = readme_block("People in the loop")
+    assert [c.split()[1:3] for c in commands] == [
+        ["web", "add-user"],
+        ["web", "add-user"],
+        ["web", "add-project"],
+        ["serve"],
+        ["redteam", "runs/demo/bot"],
+        ["web", "add-redteam"],
+    ]
+    places = {
+        "runs/demo/bot": str(demo_run.out / "bot"),
+        "runs/rt": str(tmp_path / "rt"),
+        "../shared/data": str(SHARED_DATA),
+        "examples/": str(REPO / "examples") + "/",
+    }
+    small = ("-a", "kda", "-a", "explicit", "--no-fit", "--conversations", "1", "--turns", "2")
+    env = {"ROLECALL_DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite'}"}
+    answers = {}
+    for command in commands:
+        words = command.split()[1:]
+        if words == ["serve"]:
+            continue
+        words = [next((w.replace(a, b) for a, b in places.items() if a in w), w) for w in words]
+        extra = (*small, "--no-progress") if words[0] == "redteam" else ()
+        result = run_cli(*words, *extra, env_extra=env, input="long enough password\n" * 2)
+        assert result.returncode == 0, (command, result.stdout[-3000:] + result.stderr[-3000:])
+        answers[tuple(words[:2])] = result.stdout
+    red = tmp_path / "rt"
     report = json.loads((red / "report.json").read_text(encoding="utf-8"))
     assert set(report["kinds"]) == {"kda", "explicit"}
     assert [v.startswith("rfg:") for v in report["bot_versions"]] == [True]
@@ -180,6 +210,9 @@ def test_the_demo_bot_red_teamed_with_a_kda_sentence_and_a_curse(demo_run, tmp_p
     assert len(judged) == 2 and all(t["text"].strip() for t in judged)
     assert {t["path"] for t in judged} <= {"retrieved", "generated", "fallback", "checked"}
     assert (red / "report.html").is_file()
+    added = json.loads(answers[("web", "add-redteam")].splitlines()[-1])
+    assert added["project"] == "carecall" and added["conversations"] == 2
+    assert json.loads(answers[("web", "add-project")].splitlines()[-1])["members"] == ["ann"]
 
 
 def test_the_embedded_model_prompted_with_the_spec_red_teamed(tmp_path):

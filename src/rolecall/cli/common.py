@@ -47,6 +47,18 @@ def out_directory(path: Optional[Path]) -> Optional[Path]:
     return path
 
 
+def output_file(path: Optional[Path]) -> Optional[Path]:
+    """An output option that names a file (a typer callback): a directory there, or a file
+    above it, is a usage error before anything runs; missing folders are made."""
+    if path is None:
+        return path
+    if path.is_dir():
+        raise typer.BadParameter(f"{path} is a directory: give a file name in it")
+    out_directory(path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def load_llm(
     model: Optional[str], cache: Optional[str | Path], concurrency: int = 8, retries: int = 4
 ):

@@ -19,6 +19,7 @@ from rolecall.cli.common import (
     llm_opener,
     out,
     out_directory,
+    output_file,
     run_pipeline,
     validated,
 )
@@ -47,7 +48,11 @@ def detox_safety_examples(
         ..., help="K/DA pairs: a kda.csv (neutral,implicit) or a detox run's pairs.jsonl"
     ),
     out_file: Path = typer.Option(
-        ..., "--out", "-o", help="examples JSONL to write (held-out ones: OUT.test.jsonl)"
+        ...,
+        "--out",
+        "-o",
+        help="examples JSONL to write (held-out ones: OUT.test.jsonl)",
+        callback=output_file,
     ),
     limit: Optional[int] = typer.Option(None, min=1, help="first N distinct pairs only"),
     seed: int = typer.Option(0, help="contexts, templates and the held-out split"),

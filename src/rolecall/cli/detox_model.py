@@ -23,6 +23,7 @@ from rolecall.cli.common import (
     field_default,
     out,
     out_directory,
+    output_file,
     validated,
 )
 from rolecall.errors import ConfigError, InputFileError
@@ -229,7 +230,9 @@ def offensiveness_data_command(
         "beep_labeled_train.tsv, slang/"
         "curse_detection.txt, detox/kda_ko.csv)",
     ),
-    out_file: Path = typer.Option(..., "--out", "-o", help="examples JSONL to write"),
+    out_file: Path = typer.Option(
+        ..., "--out", "-o", help="examples JSONL to write", callback=output_file
+    ),
     kda_holdout: float = typer.Option(
         0.1,
         min=0.0,

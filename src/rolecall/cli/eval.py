@@ -16,6 +16,7 @@ from rolecall.cli.common import (
     err,
     llm_opener,
     out,
+    output_file,
 )
 from rolecall.cli.train import CACHE, SEED, _print
 from rolecall.errors import ConfigError
@@ -43,7 +44,9 @@ def unanswerable_command(
     share: float = typer.Option(0.5, help="golds replaced by hard negatives (App. C)"),
     passes: int = typer.Option(20, min=2, help="MC dropout passes"),
     limit: Optional[int] = typer.Option(None, min=2, help="first N positives only"),
-    roc: Optional[Path] = typer.Option(None, help="save the ROC curves here (PNG)"),
+    roc: Optional[Path] = typer.Option(
+        None, help="save the ROC curves here (PNG)", callback=output_file
+    ),
     seed: int = SEED,
     features_cache: Optional[Path] = CACHE,
 ):

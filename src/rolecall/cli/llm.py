@@ -18,6 +18,7 @@ from rolecall.cli.common import (
     err,
     load_llm,
     out,
+    output_file,
     sampling_params,
 )
 from rolecall.errors import RolecallError
@@ -108,7 +109,9 @@ def llm_batch(
     input: Path = typer.Argument(
         ..., help='JSONL: {"id", "prompt"|"messages"[, "score_text"]} per line'
     ),
-    out_path: Path = typer.Option(..., "--out", "-o", help="output JSONL (resumable)"),
+    out_path: Path = typer.Option(
+        ..., "--out", "-o", help="output JSONL (resumable)", callback=output_file
+    ),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
     n: int = typer.Option(1, "-n", min=1),
     max_tokens: int = typer.Option(128),

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import out
+from rolecall.cli.common import out, output_file
 from rolecall.errors import ConfigError
 
 web_app = typer.Typer(help="The web app's accounts, projects and exports.", no_args_is_help=True)
@@ -109,10 +109,9 @@ def add_project_command(
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ):
     """Create a project whose people chat with its bot."""
-    from sqlalchemy import select
-
+    from rolecall.llm.registry import parse_model_string
     from rolecall.spec import load_role_spec
-    from rolecall.store import ProjectMember, User, session
+    from rolecall.store import session
     from rolecall.web.admin import add_project
     from rolecall.web.settings import BotConfig, ProjectSettings
 
@@ -120,6 +119,13 @@ def add_project_command(
         raise ConfigError(
             "give --model or --bot, not both",
             fix="--model for an LLM prompted with the spec, --bot for trained models",
+        )
+    if model:
+        parse_model_string(model)  # checked where it is stored, not at the first chat
+    if bot and not (bot / "bot.json").is_file():
+        raise ConfigError(
+            f"{bot} is not a bot directory (no bot.json in it)",
+            fix="give the directory 'rolecall bot run' wrote (e.g. runs/demo/bot)",
         )
     config = (
         BotConfig(kind="models", path=str(bot.expanduser().resolve()))
@@ -129,19 +135,56 @@ def add_project_command(
     settings = ProjectSettings(spec=load_role_spec(spec), bot=config)
     with session(_engine(db)) as s:
         project = add_project(s, name, settings)
-        for username in member:
-            user = s.scalar(select(User).where(User.username == username))
-            if user is None:
-                raise ConfigError(
-                    f"no user {username!r}",
-                    fix=f"create it first: rolecall web add-user {username}",
-                )
-            s.add(ProjectMember(project_id=project.id, user_id=user.id))
+        _add_members(s, project, member)
         out.print(
             json.dumps(
                 {"project": project.name, "id": project.id, "members": member}, ensure_ascii=False
             )
         )
+
+
+@web_app.command("add-member")
+def add_member_command(
+    project: str = typer.Argument(..., help="project name"),
+    usernames: list[str] = typer.Argument(..., help="user names (made with 'web add-user')"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+):
+    """Add people to a project: they chat with its bot and label its items (annotators
+    get items; an admin sees the project). Adding a member twice is no error."""
+    from rolecall.store import session
+
+    with session(_engine(db)) as s:
+        found = _project(s, project)
+        _add_members(s, found, usernames)
+    out.print(json.dumps({"project": project, "members": usernames}, ensure_ascii=False))
+
+
+def _project(db, name: str):
+    from sqlalchemy import select
+
+    from rolecall.store import Project
+
+    found = db.scalar(select(Project).where(Project.name == name))
+    if found is None:
+        raise ConfigError(
+            f"no project {name!r}", fix="see the admin page for names, or: rolecall web add-project"
+        )
+    return found
+
+
+def _add_members(db, project, usernames: list[str]) -> None:
+    from sqlalchemy import select
+
+    from rolecall.store import User
+    from rolecall.web.admin import add_member
+
+    for username in usernames:
+        user = db.scalar(select(User).where(User.username == username))
+        if user is None:
+            raise ConfigError(
+                f"no user {username!r}", fix=f"create it first: rolecall web add-user {username}"
+            )
+        add_member(db, project.id, user.id)
 
 
 @web_app.command("add-redteam")
@@ -160,18 +203,11 @@ def add_redteam_command(
     dialogues to label (first out-of-bounds turn), its rates per bot version and attack
     kind go to the dashboard. Adding the same run again adds no item twice and updates
     its rates."""
-    from sqlalchemy import select
-
-    from rolecall.store import Project, session
+    from rolecall.store import session
     from rolecall.web.redteam import add_run
 
     with session(_engine(db)) as s:
-        found = s.scalar(select(Project).where(Project.name == project))
-        if found is None:
-            raise ConfigError(
-                f"no project {project!r}",
-                fix="see the admin page for names, or: rolecall web add-project",
-            )
+        found = _project(s, project)
         summary = add_run(s, found.id, run_dir, everything=everything, per_item=per_item)
     out.print(
         json.dumps({"project": project, **summary}, ensure_ascii=False),
@@ -183,19 +219,23 @@ def add_redteam_command(
 @web_app.command("export")
 def export_command(
     project: str = typer.Argument(..., help="project name"),
-    out_file: Path = typer.Option(..., "--out", "-o", help="examples JSONL to write"),
-    pairs: Optional[Path] = typer.Option(None, help="also write the approved K/DA pairs (CSV)"),
+    out_path: Path = typer.Option(
+        ..., "--out", "-o", help="examples JSONL to write", callback=output_file
+    ),
+    pairs: Optional[Path] = typer.Option(
+        None, help="also write the approved K/DA pairs (CSV)", callback=output_file
+    ),
     pair_labels: Optional[Path] = typer.Option(
-        None, help="also write every pair label for 'rolecall eval agreement --labels' (CSV)"
+        None,
+        help="also write every pair label for 'rolecall eval agreement --labels' (CSV)",
+        callback=output_file,
     ),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ):
     """Feedback and labels -> training data: examples JSONL (Fix -> negatives, saved chats
     -> positives, labelled dialogues split at their first out-of-bounds turn) and the pairs
     annotators approved as K/DA CSV."""
-    from sqlalchemy import select
-
-    from rolecall.store import Project, session
+    from rolecall.store import session
     from rolecall.web.export import (
         approved_pairs,
         examples_jsonl,
@@ -205,17 +245,15 @@ def export_command(
     )
 
     with session(_engine(db)) as s:
-        found = s.scalar(select(Project).where(Project.name == project))
-        if found is None:
-            raise ConfigError(f"no project {project!r}", fix="see the admin page for names")
+        found = _project(s, project)
         examples = project_examples(s, found.id)
         approved = approved_pairs(s, found.id) if pairs else []
         labels = pair_labels_csv(s, found.id) if pair_labels else ""
-    out_file.write_text(examples_jsonl(examples), encoding="utf-8")
+    out_path.write_text(examples_jsonl(examples), encoding="utf-8")
     summary = {
         "examples": len(examples),
         "negatives": sum(e.label == "negative" for e in examples),
-        "out": str(out_file),
+        "out": str(out_path),
     }
     if pairs:
         pairs.write_text(pairs_csv(approved), encoding="utf-8")

@@ -76,6 +76,11 @@ def default_model() -> str:
     return os.environ.get("ROLECALL_MODEL") or DEFAULT_MODEL
 
 
+def _local_model_name(text: str) -> bool:
+    """``embedded`` or a GGUF path written without its scheme."""
+    return not any(c in text for c in ":?") and (text == "embedded" or text.endswith(".gguf"))
+
+
 def parse_model_string(text: str | None) -> ModelSpec:
     """Split and sanity-check a model string (options are checked by ``load_backend``)."""
     text = (text or default_model()).strip()
@@ -83,7 +88,9 @@ def parse_model_string(text: str | None) -> ModelSpec:
     if not sep or not scheme or not rest:
         raise BadModelString(
             f"'{text}' is not a model string (expected SCHEME:LOCATION)",
-            fix=f"write one of: {EXAMPLES}",
+            fix=f"did you mean llamacpp:{text}?"
+            if _local_model_name(text)
+            else f"write one of: {EXAMPLES}",
         )
     if scheme not in known_schemes():
         raise BadModelString(

@@ -106,8 +106,18 @@ def create_project(
     return answered(db, once, "/admin")
 
 
+def add_member(db: Session, project_id: int, user_id: int) -> None:
+    """Make the user a member of the project; a member already is one (no error)."""
+    # one statement, not check-then-insert: two identical submits both found no row and
+    # both inserted, and the second failed on the unique constraint (a 500)
+    statement = dialect_insert(db, ProjectMember).values(
+        project_id=project_id, user_id=user_id, created=utcnow()
+    )
+    db.execute(statement.on_conflict_do_nothing(index_elements=["project_id", "user_id"]))
+
+
 @router.post("/admin/projects/{project_id}/members")
-def add_member(
+def add_member_page(
     project_id: ID,
     username: str = Form(..., max_length=64),
     _login: WebSession = Depends(admin_writer),
@@ -117,10 +127,5 @@ def add_member(
     user = db.scalar(select(User).where(User.username == username.strip()))
     if project is None or user is None:
         raise Refused(404, "no such project or user")
-    # one statement, not check-then-insert: two identical submits both found no row and
-    # both inserted, and the second failed on the unique constraint (a 500)
-    statement = dialect_insert(db, ProjectMember).values(
-        project_id=project.id, user_id=user.id, created=utcnow()
-    )
-    db.execute(statement.on_conflict_do_nothing(index_elements=["project_id", "user_id"]))
+    add_member(db, project.id, user.id)
     return RedirectResponse("/admin", status_code=303)

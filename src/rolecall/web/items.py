@@ -150,7 +150,8 @@ def add_items(
     if len(members) < per_item:
         raise ConfigError(
             f"the project has {len(members)} annotators, fewer than the {per_item} asked per item",
-            fix="add members first",
+            fix="add annotators to it: rolecall web add-user NAME, then "
+            "rolecall web add-member PROJECT NAME (or on the admin page)",
         )
     doubled = per_item + 1 <= len(members)
     for number, (payload, source) in enumerate(rows):

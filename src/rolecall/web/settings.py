@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rolecall.errors import ConfigError, describe_validation
+from rolecall.errors import BadModelString, ConfigError, describe_validation
 from rolecall.records import RoleSpec
 from rolecall.spec import display_name, error_categories_in_order
 
@@ -15,7 +15,8 @@ class BotConfig(BaseModel):
     """Which bot a project chats with.
 
     ``llm``: any model rolecall can call (``model`` as on the command line, e.g.
-    ``embedded`` or ``openai:http://host:8000/v1?model=NAME``) prompted with the role spec;
+    ``llamacpp:embedded`` or ``openai:http://host:8000/v1?model=NAME``) prompted with the
+    role spec; the string is checked here, where it is stored, not at the first chat;
     ``models``: a Retrieve-fail-Generate bot directory (``rolecall chat MODELS_DIR``).
     """
 
@@ -34,6 +35,13 @@ class BotConfig(BaseModel):
     def _where(self):
         if self.kind == "models" and not self.path:
             raise ValueError("a 'models' bot needs 'path' (the bot directory)")
+        if self.kind == "llm" and self.model:
+            from rolecall.llm.registry import parse_model_string
+
+            try:
+                parse_model_string(self.model)
+            except BadModelString as exc:
+                raise ValueError(f"{exc.message}; fix: {exc.fix}") from None
         return self
 
 
