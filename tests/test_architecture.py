@@ -30,7 +30,7 @@ from tests.paths import REPO
 
 PACKAGE = REPO / "src" / "rolecall"
 FLOORS = [
-    ["rolecall", "errors", "config", "progress", "secrets"],
+    ["rolecall", "errors", "config", "progress", "secrets", "interrupt"],
     ["jsonl", "yaml_files", "korean", "vectors", "records", "rundir"],
     ["textfiles", "examples", "spec", "prompts", "store"],
     ["llm", "formats"],

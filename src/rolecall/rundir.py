@@ -21,7 +21,9 @@ import json
 import os
 import platform
 import time
+import weakref
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,25 @@ class Files:
     @staticmethod
     def failures_of(stage: str) -> str:
         return f"{stage}.failures.jsonl"
+
+
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # the run directories this process opened
+
+
+def now_iso() -> str:
+    """The time now, ISO 8601 in UTC to the second (what every manifest time is)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def mark_interrupted() -> list[Path]:
+    """Record in the manifest of every run directory this process opened that its current
+    run was interrupted (Ctrl-C: ``rolecall.interrupt``); the directories, for the message."""
+    marked = []
+    for run in list(_OPEN):
+        run.manifest["runs"][-1]["interrupted"] = now_iso()
+        run.save()
+        marked.append(run.path)
+    return marked
 
 
 def text_hash(text: str) -> str:
@@ -151,20 +172,21 @@ class RunDir:
         self.manifest["runs"].append(
             {
                 "command": command,
-                "started": time.time(),
+                "started": now_iso(),
                 "rolecall": __version__,
                 "python": platform.python_version(),
             }
         )
         self._started = time.perf_counter()
         self.save()
+        _OPEN.add(self)
 
     def _read_manifest(self, command: str) -> dict[str, Any]:
         path = self.path / MANIFEST
         if not path.exists():
             return {
                 "command": command,
-                "created": time.time(),
+                "created": now_iso(),
                 "runs": [],
                 "config": {},
                 "models": {},
@@ -216,7 +238,7 @@ class RunDir:
         entry = {
             "counts": counts,
             "seconds": round(time.perf_counter() - self._started, 3),
-            "finished": time.time(),
+            "finished": now_iso(),
         }
         if llm_stats is not None:
             entry["llm"] = llm_stats

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -24,6 +25,7 @@ from tests.paths import REPO, SHARED_DATA
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(3600)]
 
+SPEC = REPO / "examples" / "carecall" / "spec.yaml"
 CALLS = re.compile(r"(\d+) calls, (\d+) cache hits")
 
 
@@ -31,6 +33,8 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     summary, out, stdout = demo_run.summary, demo_run.out, demo_run.result.stdout
     for stage in ("spec", "data", "models", "chat", "check", "kda", "stats"):
         assert stage in summary and stage in summary["seconds"]
+    spec = out / summary["spec"]["path"]  # relative to the run: it travels (#48)
+    assert not Path(summary["spec"]["path"]).is_absolute() and spec.resolve() == SPEC.resolve()
     # the bot answered every scripted turn, and each reply says how it was made
     turns = demo_run.jsonl("chat.jsonl")
     assert len(turns) == 9 and all(t["text"].strip() for t in turns)

@@ -38,6 +38,8 @@ from rolecall.cli.store import db_app, records_app, spec_app
 from rolecall.cli.train import train_app
 from rolecall.cli.web import serve_command, web_app
 from rolecall.errors import RolecallError
+from rolecall.interrupt import EXIT_CODE as INTERRUPTED_EXIT_CODE
+from rolecall.interrupt import Interrupted
 
 app = typer.Typer(
     help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",
@@ -185,6 +187,18 @@ def run(argv: list[str] | None = None) -> None:
     (``SystemExit``). The tests call this in-process; ``main`` adds the process set-up."""
     try:
         app(argv, prog_name="rolecall")
+    except Interrupted:
+        from rolecall.rundir import mark_interrupted
+
+        where = ", ".join(str(path) for path in mark_interrupted())
+        kept = f" in {where} (its manifest records the interruption)" if where else ""
+        err.print(
+            f"interrupted: every finished record is kept{kept}; "
+            "run the same command again to resume",
+            highlight=False,
+            markup=False,
+        )
+        sys.exit(INTERRUPTED_EXIT_CODE)
     except RolecallError as exc:
         from rolecall.secrets import masked
 
@@ -199,4 +213,7 @@ def main() -> None:
     # A crash inside a native library (llama.cpp, torch) kills the process with a signal;
     # faulthandler at least leaves the Python stack of the crash on stderr.
     faulthandler.enable()
+    from rolecall.interrupt import install
+
+    install()  # the first Ctrl-C stops and says so; a second abandons the calls in flight
     run()

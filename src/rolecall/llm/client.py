@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rolecall.errors import BackendError
+from rolecall.interrupt import calling
 from rolecall.llm.base import Backend, Completion, Request, check_capabilities
 from rolecall.llm.cache import Cache, cache_key
 from rolecall.progress import progress_bar
@@ -170,9 +171,10 @@ class LLM:
                 sample.attempts += 1
                 self.stats.calls += 1
                 try:
-                    completion = await asyncio.get_running_loop().run_in_executor(
-                        backend.executor(), backend.complete, request, sample.sample_index
-                    )
+                    with calling():  # counted for the Ctrl-C message (rolecall.interrupt)
+                        completion = await asyncio.get_running_loop().run_in_executor(
+                            backend.executor(), backend.complete, request, sample.sample_index
+                        )
                     break
                 except BackendError as exc:
                     if not exc.transient or sample.attempts > self.retries:

@@ -34,6 +34,7 @@ is a 270M *base* model: the data it makes is weak, and the summary says so.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ def run_demo(
 
     spec_path = root / "carecall" / "spec.yaml"
     spec = load_role_spec(spec_path)
-    timed("spec", lambda: _spec_stage(spec, spec_path, say))
+    timed("spec", lambda: _spec_stage(spec, spec_path, out, say))
     llm = load_llm(out / "llm-cache.sqlite")
     data = timed("data", lambda: _data_stage(llm, spec, root, options, say))
     data_dir = options.data or default_data()
@@ -133,14 +134,15 @@ def run_demo(
 # ---- 1. spec ------------------------------------------------------------------------------
 
 
-def _spec_stage(spec, path: Path, say) -> dict:
+def _spec_stage(spec, path: Path, out: Path, say) -> dict:
     names = [c.name for c in spec.categories]
     forbidden = sum(len(c.forbidden_examples) for c in spec.categories)
     say(
         f"{path}: '{spec.name}', {len(names)} categories ({', '.join(names)}), "
         f"{forbidden} forbidden examples"
     )
-    return {"path": str(path), "categories": names}
+    # relative to the run directory, which can then move with the examples beside it
+    return {"path": os.path.relpath(path.resolve(), out.resolve()), "categories": names}
 
 
 # ---- 2. data --------------------------------------------------------------------------------
