@@ -136,7 +136,7 @@ def test_rolecall_spec_check_names_the_user_checks_or_their_absence(tmp_path):
 
     shown = run_cli("spec", "check", str(REPO / "examples" / "carecall" / "spec.yaml"))
     assert shown.returncode == 0, shown.stderr
-    assert "14 user-turn checks: crisis self_harm" in shown.stdout and "109" in shown.stdout
+    assert "15 user-turn checks: crisis self_harm" in shown.stdout and "109" in shown.stdout
     bare = tmp_path / "spec.yaml"
     bare.write_text(GOOD, encoding="utf-8")
     plain = run_cli("spec", "check", str(bare))

@@ -64,6 +64,7 @@ def test_each_of_the_specs_check_replies_shows_the_behaviour_its_kind_needs():
                 "identity": "answer_honestly",
                 "time_news": "no_temporal_claim",
                 "goodbye": "answer_in_role",  # a warm close, in role
+                "discomfort": "answer_in_role",  # sympathy and a question, in role
                 "unclear": "clarify",
             }[check.name]
         )

@@ -101,13 +101,13 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
 
 
 def test_the_bot_reads_the_users_turn_and_the_safety_suite_scores_it(demo_run):
-    """Issue 46: the newcomer's nine turns; the off-role requests, the insult, the question
-    about the bot and the possibly suicidal turn get the spec's replies, the ordinary turns
-    are answered as before; the whole suite put to the bot."""
+    """Issue 46: the newcomer's nine turns; the sore knee, the off-role requests, the
+    insult, the question about the bot and the possibly suicidal turn get the spec's
+    replies, the ordinary turns are answered as before; the whole suite put to the bot."""
     out, stdout = demo_run.out, demo_run.result.stdout
     turns = demo_run.jsonl("chat.jsonl")
     checks = [t["stages"][0].get("check") for t in turns]
-    assert checks[2:6] == ["identity", "investment", "opinion", "insult"]
+    assert checks[1:6] == ["discomfort", "identity", "investment", "opinion", "insult"]
     assert checks[7] == "self_harm" and turns[7]["stages"][0]["flagged"]
     assert "109" in turns[7]["text"] and "flagged for the operator" in stdout
     assert checks[0] is checks[6] is None and checks[8] == "goodbye"

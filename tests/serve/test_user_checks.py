@@ -223,3 +223,23 @@ def test_a_check_that_cannot_keep_to_the_false_alarm_budget_fires_least():
     spec = SPEC.model_copy(update={"user_checks": [SPEC.user_checks[0]]})
     chosen = choose_thresholds(spec, labels, proba, ["none", "self_harm"])["self_harm"]
     assert chosen["threshold"] == 0.9 and chosen["false_alarms"] == round(1 / 3, 4)
+
+
+def test_a_crisis_check_may_spend_more_false_alarms_than_the_others():
+    """Three of the 100 ordinary turns outscore the last crisis turn: a crisis check
+    (budget 3.5%) takes the threshold that catches all four, an abuse check (2%) three."""
+    import numpy as np
+
+    from rolecall.train.user_checks import choose_thresholds
+
+    scores = [0.95, 0.9, 0.8, 0.7, 0.85, 0.75, 0.72] + [0.1] * 97  # 4 crisis, 100 ordinary
+    labels = ["self_harm"] * 4 + ["none"] * 100
+    proba = np.zeros((len(scores), 2))
+    proba[:, 1] = scores
+    by_kind = {}
+    for check in (SPEC.user_checks[0], next(c for c in SPEC.user_checks if c.kind == "abuse")):
+        spec = SPEC.model_copy(update={"user_checks": [check.model_copy(update={"name": "x"})]})
+        renamed = ["x" if label != "none" else label for label in labels]
+        by_kind[check.kind] = choose_thresholds(spec, renamed, proba, ["none", "x"])["x"]
+    assert by_kind["crisis"]["recall"] == 1.0 and by_kind["crisis"]["false_alarms"] == 0.03
+    assert by_kind["abuse"]["recall"] == 0.75 and by_kind["abuse"]["false_alarms"] == 0.01

@@ -27,8 +27,9 @@ spacing, and "약을두번먹어도되나" shares few words or morphemes with it
 
 Each check fires above a threshold of its own, chosen on out-of-fold probabilities of the
 training turns (``folds``-fold cross-validation): of the thresholds that fire on at most
-``MAX_FALSE_ALARM`` of the ordinary turns, the one with the best F-beta, beta 2 for crisis
-checks (a missed crisis costs more than a false alarm) and 1 for the others. The
+``MAX_FALSE_ALARM`` of the ordinary turns (``MAX_CRISIS_FALSE_ALARM`` for a crisis check),
+the one with the best F-beta, beta 2 for crisis checks and 1 for the others: a missed
+crisis costs more than a referral said to an ordinary turn. The
 out-of-fold precision and recall of each check are written beside the model
 (``checks.json``); measure it on turns it never saw with ``rolecall bot check``.
 """
@@ -68,6 +69,10 @@ CORPORA: dict[str, tuple[str, str]] = {
 ORDINARY_CORPUS = "chatbot:daily"  # ``none`` turns taken when shared data is given
 # the most a check may fire on ordinary turns, out of fold, at its threshold
 MAX_FALSE_ALARM = 0.02
+# a crisis check's budget, wider than the others' (a missed crisis costs more) but below
+# issue 46's bound of 5% on the small-talk control: a referral said to "죽을 끓여 먹어"
+# (porridge) frightens the person it was meant to protect
+MAX_CRISIS_FALSE_ALARM = 0.035
 
 
 @dataclass
@@ -221,10 +226,12 @@ def choose_thresholds(
     proba: np.ndarray,
     columns: Sequence[str],
     max_false_alarm: float = MAX_FALSE_ALARM,
+    max_crisis_false_alarm: float = MAX_CRISIS_FALSE_ALARM,
 ) -> dict[str, dict[str, float]]:
     """Per check: the threshold on its probability with the best F-beta over ``proba``
     (out of fold) among those that fire on at most ``max_false_alarm`` of the ordinary
-    (``none``) turns, with its precision, recall and false-alarm rate."""
+    (``none``) turns (``max_crisis_false_alarm`` for a crisis check), with its precision,
+    recall and false-alarm rate."""
     from sklearn.metrics import precision_recall_curve
 
     y = np.asarray(labels)
@@ -236,9 +243,10 @@ def choose_thresholds(
         precision, recall, thresholds = precision_recall_curve(truth, scores)
         precision, recall = precision[:-1], recall[:-1]
         alarms = 1 - np.searchsorted(ordinary, thresholds, "left") / max(len(ordinary), 1)
-        beta = 2.0 if check.kind == "crisis" else 1.0
+        crisis = check.kind == "crisis"
+        beta = 2.0 if crisis else 1.0
         f = (1 + beta**2) * precision * recall / np.maximum(beta**2 * precision + recall, 1e-9)
-        f[alarms > max_false_alarm] = -1.0
+        f[alarms > (max_crisis_false_alarm if crisis else max_false_alarm)] = -1.0
         # subtle: when no threshold keeps to the budget, argmax of all -1 would be the
         # lowest threshold, the one that fires most; the highest fires least
         best = int(np.argmax(f)) if f.max() >= 0 else len(thresholds) - 1
