@@ -114,6 +114,26 @@ def test_records_check_counts_valid_records_and_names_bad_lines(tmp_path):
     assert result.returncode == 2 and "unknown record type" in result.stderr
 
 
+def test_every_option_has_a_help_text():
+    import typer
+
+    from rolecall.cli.app import app
+
+    missing = []
+
+    def walk(command, path):
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+        missing.extend(
+            f"{' '.join(path)} {param.opts[0]}"
+            for param in command.params
+            if param.param_type_name == "option" and not param.help
+        )
+
+    walk(typer.main.get_command(app), [])
+    assert not missing, f"options without a help text: {', '.join(missing)}"
+
+
 def test_bad_sampling_options_are_clear():
     result = run_cli("llm", "complete", "x", "-m", "fake:a", "--temperature", "5")
     assert result.returncode == 2 and "temperature" in result.stderr

@@ -231,8 +231,15 @@ def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):
 
 
 def test_broken_bot_directories_are_clear_errors(bot_dir, tmp_path):
-    with pytest.raises(InputFileError, match="neither retriever/ nor generator/"):
+    with pytest.raises(InputFileError, match="neither retriever/ nor generator/") as raised:
         Bot.load(tmp_path)
+    assert "rolecall bot run" in raised.value.fix
+    run = tmp_path / "run"  # a run directory given for the bot inside it (#48)
+    (run / "bot").mkdir(parents=True)
+    (run / "bot" / "bot.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(InputFileError) as raised:
+        Bot.load(run)
+    assert raised.value.fix.startswith(f"did you mean {run / 'bot'}?")
     with pytest.raises(ConfigError, match="needs a retriever"):
         Bot()
     (tmp_path / "retriever").mkdir()

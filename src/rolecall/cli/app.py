@@ -21,6 +21,7 @@ from rolecall.cli.bot import bot_app, train_user_checks_command
 from rolecall.cli.chat import chat_command
 from rolecall.cli.common import (
     MODEL_HELP,
+    PROGRESS_OPTION,
     err,
     load_llm,
     out,
@@ -109,7 +110,7 @@ def demo(
         help="of the classifier, retriever and reranker: 'sentence' (the bundled sentence "
         "encoder), 'embedded' (the Gemma's states) or a local model directory",
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
 ):
     """The main job end to end, small: spec -> dialogues -> judge -> examples -> classifier,
     retriever, reranker -> a scripted chat with the bot -> a K/DA run -> statistics."""

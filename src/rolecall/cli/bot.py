@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from rolecall.cli.bots import open_bot
-from rolecall.cli.common import load_llm, out, out_directory
+from rolecall.cli.common import PROGRESS_OPTION, load_llm, out, out_directory
 from rolecall.errors import ConfigError
 
 bot_app = typer.Typer(
@@ -62,7 +62,7 @@ def run_command(
         help="stop after this stage: examples, guard, retriever, reranker, unanswerable, "
         "checks or bot",
     ),
-    progress: bool = typer.Option(True, help="progress bars"),
+    progress: bool = PROGRESS_OPTION,
 ):
     """Build a bot directory from example sources: examples merged and split, the guard
     chosen on held-out data, retriever, reranker, unanswerable calibration, user checks,
@@ -107,7 +107,7 @@ def check_command(
     ),
     temperature: float = typer.Option(0.0, min=0.0, max=2.0, help="--model's temperature"),
     max_tokens: int = typer.Option(96, min=1, help="--model's reply length"),
-    progress: bool = typer.Option(True, help="a progress bar"),
+    progress: bool = PROGRESS_OPTION,
 ):
     """Put the safety suite to a bot and score every reply: pass rates per category with
     95% intervals in OUT/check.md, check.html and summary.json."""

@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 
 from rolecall.errors import ConfigError, describe_validation
+from rolecall.pipelines.run_config import RunConfig
+from rolecall.train.settings import TrainConfig
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -177,6 +179,84 @@ def field_default(settings_type, name: str):
     """The default of one field of a settings type, for the option that sets it: one
     place holds each default."""
     return settings_type.model_fields[name].default
+
+
+def field_help(settings_type, name: str) -> str | None:
+    """The description of one field of a settings type, as the help of the option that
+    sets it: one place holds each text."""
+    return settings_type.model_fields[name].description
+
+
+def setting_option(settings_type, name: str, **options):
+    """The option that sets one field of a settings type: the field's default and its
+    description as the help."""
+    return typer.Option(
+        field_default(settings_type, name), help=field_help(settings_type, name), **options
+    )
+
+
+# options of many commands, each with one meaning (typer only reads them: one object serves
+# every command); where the commands' defaults differ, a function gives the option
+PROGRESS_OPTION = typer.Option(True, help="progress bars on stderr")
+CONCURRENCY_OPTION = typer.Option(8, min=1, help="LLM calls in flight at once")
+RETRIES_OPTION = typer.Option(4, min=0, help=field_help(RunConfig, "retries"))
+JUDGE_TEMPERATURE_OPTION = typer.Option(0.0, help="judge temperature (generate mode)")
+LANGUAGE_HELP = "the prompt templates' language: ko or en"
+LANGUAGE_OPTION = typer.Option("ko", help=LANGUAGE_HELP)
+DELIMITER_OPTION = typer.Option(
+    None,
+    help="field delimiter of PATH:COLUMN files that are not .csv/.tsv: one character, or "
+    "tab/pipe/comma/semicolon",
+)
+# the sampling options of 'llm complete' and 'llm batch'
+SAMPLES_OPTION = typer.Option(1, "-n", min=1, help="samples per prompt")
+LLM_SEED_OPTION = typer.Option(None, help="sampling seed: sample i of a prompt draws with seed + i")
+STOP_OPTION = typer.Option([], help="stop string (repeatable)")
+LOGPROBS_OPTION = typer.Option(None, help="return top-K token logprobs")
+JSON_SCHEMA_OPTION = typer.Option(None, help="JSON schema file")
+
+
+def max_tokens_option(default: int):
+    """``--max-tokens`` with this command's default."""
+    return typer.Option(default, help="longest answer, in tokens")
+
+
+def temperature_option(default: float):
+    """``--temperature`` with this command's default."""
+    return typer.Option(default, help="sampling temperature; 0: greedy")
+
+
+def top_p_option(default: float):
+    """``--top-p`` with this command's default."""
+    return typer.Option(
+        default,
+        help="nucleus sampling: draw from the likeliest tokens up to this total probability",
+    )
+
+
+# the options of the training commands
+TRAIN_SEED_OPTION = typer.Option(
+    field_default(TrainConfig, "seed"),
+    help="random seed: the initial weights, the batch order and any held-out split",
+)
+FEATURES_CACHE_OPTION = typer.Option(
+    None, help="where a frozen backbone's states are kept (default: ROLECALL_HOME/features)"
+)
+
+
+def epochs_option(default: int):
+    """``--epochs`` with this model's default."""
+    return typer.Option(default, min=1, help="passes over the training data")
+
+
+def batch_size_option(default: int):
+    """``--batch-size`` with this model's default."""
+    return typer.Option(default, min=1, help="examples per training step")
+
+
+def lora_r_option(default: int, more: str = ""):
+    """``--lora-r`` with this model's default; ``more``: what the command derives from it."""
+    return typer.Option(default, min=1, help="rank of the LoRA adapters" + more)
 
 
 CHECKPOINT_EVERY = typer.Option(

@@ -10,17 +10,25 @@ from typing import Optional
 import typer
 
 from rolecall.cli.common import (
+    CONCURRENCY_OPTION,
+    DELIMITER_OPTION,
     ENGINE_OPTION,
+    JUDGE_TEMPERATURE_OPTION,
+    LANGUAGE_HELP,
+    LANGUAGE_OPTION,
     MODEL_HELP,
+    PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
     command_engine,
     err,
     llm_opener,
+    max_tokens_option,
     out,
     out_directory,
     output_file,
     run_pipeline,
+    temperature_option,
     validated,
 )
 from rolecall.cli.detox_model import (
@@ -134,17 +142,19 @@ def detox_generate(
     ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
     limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
     max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
-    delimiter: Optional[str] = typer.Option(None),
+    delimiter: Optional[str] = DELIMITER_OPTION,
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    language: str = typer.Option("ko"),
-    temperature: float = typer.Option(0.8),
-    seed: int = typer.Option(0),
-    max_tokens: int = typer.Option(80),
-    concurrency: int = typer.Option(8, min=1),
+    language: str = typer.Option(
+        "ko", help=LANGUAGE_HELP + "; ko also skips sentences without Hangul"
+    ),
+    temperature: float = temperature_option(0.8),
+    seed: int = typer.Option(0, help="base seed: each candidate's sampling seed follows from it"),
+    max_tokens: int = max_tokens_option(80),
+    concurrency: int = CONCURRENCY_OPTION,
     cache: Optional[str] = typer.Option(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
@@ -223,13 +233,21 @@ def detox_filter(
     ),
     mode: str = typer.Option("auto", help="auto, score or generate"),
     samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
-    language: str = typer.Option("ko"),
-    temperature: float = typer.Option(0.0),
+    language: str = LANGUAGE_OPTION,
+    temperature: float = JUDGE_TEMPERATURE_OPTION,
     calibrate: bool = typer.Option(
         False, help="score mode: divide out each label word's prior on content-free inputs"
     ),
-    consistency_template: Optional[str] = typer.Option(None),
-    implicit_template: Optional[str] = typer.Option(None),
+    consistency_template: Optional[str] = typer.Option(
+        None,
+        help="the LLM consistency judges' prompt template, by name (default: "
+        "judge_consistency, or judge_consistency_chat in generate mode)",
+    ),
+    implicit_template: Optional[str] = typer.Option(
+        None,
+        help="the LLM implicit judges' prompt template, by name (default: judge_implicit, "
+        "or judge_implicit_chat in generate mode)",
+    ),
     default_judges: str = typer.Option(
         "auto",
         help="a filter with no judge named: auto (trained judges when the default model "
@@ -240,11 +258,11 @@ def detox_filter(
         help="the shared data folder (detox/, slang/, lexicon/, neutral/) the default "
         "trained judges are trained on (first use; cached under ROLECALL_HOME)",
     ),
-    concurrency: int = typer.Option(8, min=1),
+    concurrency: int = CONCURRENCY_OPTION,
     cache: Optional[str] = typer.Option(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
@@ -286,8 +304,14 @@ def detox_filter(
 @detox_app.command("export")
 def detox_export(
     out_dir: Path = typer.Option(..., "--out", callback=out_directory, help="the run directory"),
-    name: str = typer.Option("rolecall K/DA pairs"),
-    licence: str = typer.Option("research use; see the sources' licences"),
+    name: str = typer.Option(
+        "rolecall K/DA pairs",
+        help="the dataset's name: the data card's title (and, with hf, its description's start)",
+    ),
+    licence: str = typer.Option(
+        "research use; see the sources' licences",
+        help="the licence named in the data card (and, with hf, in the dataset's info)",
+    ),
     formats: str = typer.Option(
         "csv", help="comma-separated: csv, parquet, hf (Hugging Face datasets directory)"
     ),
@@ -321,7 +345,7 @@ def detox_run(
     until: str = typer.Option(
         "geval", help="stop after this stage: index, generate, filter, export or geval"
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
 ):
     """The whole K/DA pipeline: index -> generate -> filter -> export -> G-Eval; resumable."""
     from rolecall.pipelines.detox import load_detox_config, run_detox

@@ -20,18 +20,25 @@ import typer
 
 from rolecall.cli.common import (
     CHECKPOINT_EVERY,
+    PROGRESS_OPTION,
+    TRAIN_SEED_OPTION,
+    batch_size_option,
+    epochs_option,
     field_default,
+    field_help,
+    lora_r_option,
     out,
     out_directory,
     output_file,
+    setting_option,
     validated,
 )
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.train.jobs import DETOX_EVAL_LIMIT
 from rolecall.train.settings import DETOX_TRAINING, DetoxSettings, TrainConfig
 
-COPY_BIAS_HELP = "rewriting: added to the logits of the input's own tokens (copy-aware)"
-MIN_LENGTH_HELP = "rewriting: no end before this x the input's token count"
+COPY_BIAS_HELP = field_help(DetoxSettings, "copy_bias") + " (copy-aware)"
+MIN_LENGTH_HELP = field_help(DetoxSettings, "min_length_ratio")
 
 
 def train_command(
@@ -52,12 +59,12 @@ def train_command(
         min=0,
         help="held-out sentences rewritten for chrF/BLEU (greedy, the slow part); 0: none",
     ),
-    epochs: int = typer.Option(DETOX_TRAINING.epochs, min=1),
-    batch_size: int = typer.Option(DETOX_TRAINING.batch_size, min=1),
+    epochs: int = epochs_option(DETOX_TRAINING.epochs),
+    batch_size: int = batch_size_option(DETOX_TRAINING.batch_size),
     lr: float = typer.Option(DETOX_TRAINING.lr, help="the paper's"),
-    lora_r: int = typer.Option(field_default(DetoxSettings, "lora_r"), min=1),
-    max_steps: Optional[int] = typer.Option(field_default(TrainConfig, "max_steps")),
-    seed: int = typer.Option(field_default(TrainConfig, "seed")),
+    lora_r: int = lora_r_option(field_default(DetoxSettings, "lora_r"), "; alpha: twice this"),
+    max_steps: Optional[int] = setting_option(TrainConfig, "max_steps"),
+    seed: int = TRAIN_SEED_OPTION,
     engine: str = typer.Option(
         "transformers", help="of the held-out rewriting: transformers or llamacpp (faster)"
     ),
@@ -69,7 +76,7 @@ def train_command(
         min=0.0,
         help=MIN_LENGTH_HELP + " (saved as default)",
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
     checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
@@ -105,7 +112,7 @@ def rewrite_command(
         False, help="JSON lines {input, output[, reference]} instead of text (always on for a CSV)"
     ),
     limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
-    max_new_tokens: int = typer.Option(64, min=1),
+    max_new_tokens: int = typer.Option(64, min=1, help="longest rewrite, in tokens"),
     engine: str = typer.Option(
         "transformers",
         help="transformers, or llamacpp: the embedded GGUF with the adapter as a GGUF LoRA "

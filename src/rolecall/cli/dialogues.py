@@ -9,16 +9,22 @@ from typing import Optional
 import typer
 
 from rolecall.cli.common import (
+    CONCURRENCY_OPTION,
     ENGINE_OPTION,
+    JUDGE_TEMPERATURE_OPTION,
     MODEL_HELP,
+    PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
     command_engine,
     err,
     llm_opener,
+    max_tokens_option,
     out,
     out_directory,
     run_pipeline,
+    temperature_option,
+    top_p_option,
     validated,
 )
 
@@ -41,25 +47,29 @@ def dialogues_generate(
     out_dir: Path = typer.Option(
         ..., "--out", callback=out_directory, help="run directory (resumable)"
     ),
-    count: int = typer.Option(10, "-n", "--count", min=1),
+    count: int = typer.Option(10, "-n", "--count", min=1, help="dialogues to generate"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    temperature: float = typer.Option(0.5),
-    top_p: float = typer.Option(0.8),
-    max_tokens: int = typer.Option(768),
-    seed: int = typer.Option(0),
+    temperature: float = temperature_option(0.5),
+    top_p: float = top_p_option(0.8),
+    max_tokens: int = max_tokens_option(768),
+    seed: int = typer.Option(
+        0, help="base seed: dialogue i samples with seed + i and draws its example with it"
+    ),
     frequency_penalty: float = typer.Option(
         0.0, help="OpenAI-style; small base models loop less with ~0.5"
     ),
-    presence_penalty: float = typer.Option(0.0),
-    min_turns: int = typer.Option(6),
+    presence_penalty: float = typer.Option(
+        0.0, help="OpenAI-style: subtracted once from the logit of each token already generated"
+    ),
+    min_turns: int = typer.Option(6, help="shortest dialogue kept, in turns"),
     accept_unfinished: bool = typer.Option(
         False, help="keep dialogues cut by the token limit (last turn dropped)"
     ),
-    concurrency: int = typer.Option(8, min=1),
+    concurrency: int = CONCURRENCY_OPTION,
     cache: Optional[str] = typer.Option(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
@@ -123,17 +133,17 @@ def dialogues_judge(
         "auto", help="auto, score (label log-likelihoods) or generate (JSON answer)"
     ),
     samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
-    temperature: float = typer.Option(0.0, help="judge temperature (generate mode)"),
+    temperature: float = JUDGE_TEMPERATURE_OPTION,
     default_judges: str = typer.Option(
         "auto",
         help="no -m given: auto (the rule judge rules:carecall when the default model is "
         "the embedded one, else the LLM), llm or rules",
     ),
-    concurrency: int = typer.Option(8, min=1),
+    concurrency: int = CONCURRENCY_OPTION,
     cache: Optional[str] = typer.Option(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
@@ -187,7 +197,7 @@ def dialogues_run(
     until: str = typer.Option(
         "stats", help="stop after this stage: generate, judge, export or stats"
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
 ):
     """The whole dialogue pipeline: generate -> judge -> export -> stats; resumable."""
     from rolecall.pipelines.dialogues import load_dialogue_config, run_dialogues
@@ -198,7 +208,7 @@ def dialogues_run(
 @dialogues_app.command("stats")
 def dialogues_stats(
     files: list[Path] = typer.Argument(..., help="dialogue files (JSONL or CareCall .json)"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
 ):
     """The paper's Table 2 for each file, side by side (eojeol and Kiwi morphemes)."""
     from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json

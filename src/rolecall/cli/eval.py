@@ -10,7 +10,10 @@ import typer
 
 from rolecall.cli.common import (
     ENGINE_OPTION,
+    FEATURES_CACHE_OPTION,
+    LANGUAGE_OPTION,
     MODEL_HELP,
+    PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
     err,
@@ -18,7 +21,7 @@ from rolecall.cli.common import (
     out,
     output_file,
 )
-from rolecall.cli.train import CACHE, SEED, _print
+from rolecall.cli.train import _print
 from rolecall.errors import ConfigError
 
 eval_app = typer.Typer(
@@ -47,8 +50,8 @@ def unanswerable_command(
     roc: Optional[Path] = typer.Option(
         None, help="save the ROC curves here (PNG)", callback=output_file
     ),
-    seed: int = SEED,
-    features_cache: Optional[Path] = CACHE,
+    seed: int = typer.Option(0, help="random seed: the golds replaced and the MC dropout masks"),
+    features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
 ):
     """Unanswerable contexts: build the Appendix C validation set, calibrate each method's
     threshold at its max-F1 point, report F1 and ROC AUC (and plot the ROC curves)."""
@@ -126,17 +129,21 @@ def eval_geval(
     files: list[Path] = typer.Argument(
         ..., help="K/DA CSV (neutral,implicit), Pair JSONL, or sentences one a line"
     ),
-    criteria: str = typer.Option("overall,implicit,consistency,fluency"),
+    criteria: str = typer.Option(
+        "overall,implicit,consistency,fluency",
+        help="comma-separated: overall, implicit, consistency (pairs only: skipped for a file "
+        "of sentences), fluency",
+    ),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
     mode: str = typer.Option("auto", help="auto, score, logprobs or sample"),
     samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
     limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
-    language: str = typer.Option("ko"),
+    language: str = LANGUAGE_OPTION,
     cache: Optional[str] = typer.Option(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
     as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import out, out_directory
+from rolecall.cli.common import DELIMITER_OPTION, PROGRESS_OPTION, out, out_directory
 
 slang_app = typer.Typer(
     help="K/DA slang index: comment corpora searched for trend-aligned slang.", no_args_is_help=True
@@ -26,11 +26,7 @@ def slang_index(
     out_dir: Path = typer.Option(
         ..., "--out", "-o", callback=out_directory, help="the index directory to write"
     ),
-    delimiter: Optional[str] = typer.Option(
-        None,
-        help="field delimiter of PATH:COLUMN corpora that are not .csv/.tsv: one "
-        "character, or tab/pipe/comma/semicolon",
-    ),
+    delimiter: Optional[str] = DELIMITER_OPTION,
     min_chars: int = typer.Option(
         5, min=0, help="drop shorter comments (characters, after cleaning)"
     ),
@@ -47,7 +43,7 @@ def slang_index(
         "sentence-transformers model directory, or a name already in the local Hugging "
         "Face cache (never downloaded)",
     ),
-    progress: bool = typer.Option(True),
+    progress: bool = PROGRESS_OPTION,
 ):
     """Build a slang index: clean the comments, Kiwi morphemes, BM25 (bm25s), and
     optionally sentence-transformers embeddings in FAISS."""

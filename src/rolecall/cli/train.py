@@ -23,10 +23,17 @@ import typer
 
 from rolecall.cli.common import (
     CHECKPOINT_EVERY,
+    FEATURES_CACHE_OPTION,
+    PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
+    TRAIN_SEED_OPTION,
+    batch_size_option,
+    epochs_option,
     field_default,
+    lora_r_option,
     out,
     out_directory,
+    setting_option,
     validated,
 )
 from rolecall.errors import ConfigError
@@ -100,25 +107,18 @@ def _job(examples, out_dir, cache, progress, engine, ray_address, workers, check
 
 
 # typer options shared by every command, with TrainConfig's defaults
-BATCH = typer.Option(field_default(TrainConfig, "batch_size"), min=1)
-LR = typer.Option(field_default(TrainConfig, "lr"), help="the head's learning rate")
+BATCH = batch_size_option(field_default(TrainConfig, "batch_size"))
+LR = setting_option(TrainConfig, "lr")
 BACKBONE_LR = typer.Option(
     field_default(TrainConfig, "backbone_lr"), help="a trainable backbone's learning rate"
 )
-MAX_STEPS = typer.Option(
-    field_default(TrainConfig, "max_steps"), min=1, help="stop after this many steps"
-)
-SEED = typer.Option(field_default(TrainConfig, "seed"))
+MAX_STEPS = setting_option(TrainConfig, "max_steps", min=1)
 FROZEN = typer.Option(
     None,
     "--frozen/--trainable",
     help="freeze the backbone or train it whole (default: embedded frozen, a model "
     "directory trained; the classifier tunes the embedded model's top layers: --tune-layers)",
 )
-CACHE = typer.Option(
-    None, help="where a frozen backbone's states are kept (default: ROLECALL_HOME/features)"
-)
-PROGRESS = typer.Option(True)
 LAYER = typer.Option(
     None,
     min=1,
@@ -177,15 +177,15 @@ def train_classifier_command(
         f"as many as make {CLASSIFIER_TRAINING.min_steps} steps; {FROZEN_CLASSIFIER_EPOCHS} "
         "for a frozen backbone)",
     ),
-    batch_size: int = typer.Option(CLASSIFIER_TRAINING.batch_size, min=1),
+    batch_size: int = batch_size_option(CLASSIFIER_TRAINING.batch_size),
     lr: float = LR,
     backbone_lr: float = typer.Option(
         CLASSIFIER_TRAINING.backbone_lr, help="a trainable (or tuned) backbone's learning rate"
     ),
     max_steps: Optional[int] = MAX_STEPS,
-    seed: int = SEED,
-    features_cache: Optional[Path] = CACHE,
-    progress: bool = PROGRESS,
+    seed: int = TRAIN_SEED_OPTION,
+    features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
@@ -229,9 +229,7 @@ def train_retriever_command(
         "cosine with trained residual maps) [default: residual for --backbone sentence, "
         "else poly]",
     ),
-    codes: int = typer.Option(
-        field_default(RetrieverSettings, "codes"), min=1, help="poly-encoder codes"
-    ),
+    codes: int = setting_option(RetrieverSettings, "codes", min=1),
     backbone: str = typer.Option("sentence", help=RETRIEVER_BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
@@ -241,7 +239,7 @@ def train_retriever_command(
         help="also build the candidate index (FAISS) of "
         "the unique positive responses in OUT/candidates",
     ),
-    epochs: int = typer.Option(RETRIEVER_TRAINING.epochs, min=1),
+    epochs: int = epochs_option(RETRIEVER_TRAINING.epochs),
     batch_size: int = BATCH,
     lr: float = LR,
     backbone_lr: Optional[float] = typer.Option(
@@ -250,9 +248,9 @@ def train_retriever_command(
         "sentence encoder's top is tuned by default, else 2e-5]",
     ),
     max_steps: Optional[int] = MAX_STEPS,
-    seed: int = SEED,
-    features_cache: Optional[Path] = CACHE,
-    progress: bool = PROGRESS,
+    seed: int = TRAIN_SEED_OPTION,
+    features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
@@ -279,9 +277,7 @@ def train_retriever_command(
 def train_reranker_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
     out_dir: Path = OUT_DIR,
-    negatives: int = typer.Option(
-        field_default(RerankerSettings, "negatives"), min=1, help="negatives per example (paper: 7)"
-    ),
+    negatives: int = setting_option(RerankerSettings, "negatives", min=1),
     interaction: str = typer.Option(
         field_default(RerankerSettings, "interaction"),
         help="joint: each pair through the backbone (cross-encoder); attention: "
@@ -296,14 +292,14 @@ def train_reranker_command(
     layer: Optional[int] = LAYER,
     tune_layers: Optional[int] = TUNE_LAYERS,
     test_share: float = typer.Option(0.1, help="dialogues held out for Hits@1/K"),
-    epochs: int = typer.Option(RERANKER_TRAINING.epochs, min=1),
+    epochs: int = epochs_option(RERANKER_TRAINING.epochs),
     batch_size: int = BATCH,
     lr: float = LR,
     backbone_lr: float = BACKBONE_LR,
     max_steps: Optional[int] = MAX_STEPS,
-    seed: int = SEED,
-    features_cache: Optional[Path] = CACHE,
-    progress: bool = PROGRESS,
+    seed: int = TRAIN_SEED_OPTION,
+    features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
@@ -333,9 +329,11 @@ def features_command(
         64, min=4, help="tokens kept of a text (a retriever's candidates: 64; contexts: 256 left)"
     ),
     side: str = typer.Option("right", help="where a longer text is cut: right or left"),
-    batch_size: int = BATCH,
-    features_cache: Optional[Path] = CACHE,
-    progress: bool = PROGRESS,
+    batch_size: int = typer.Option(
+        field_default(TrainConfig, "batch_size"), min=1, help="texts through the backbone at once"
+    ),
+    features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
+    progress: bool = PROGRESS_OPTION,
     engine_name: str = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
@@ -416,14 +414,14 @@ def _kda_judge_command(task: str, summary: str):
         baseline: bool = typer.Option(
             True, help="also measure the classic baseline (character n-gram TF-IDF) on the split"
         ),
-        epochs: int = typer.Option(10, min=1),
+        epochs: int = epochs_option(10),
         batch_size: int = BATCH,
         lr: float = LR,
         backbone_lr: float = BACKBONE_LR,
         max_steps: Optional[int] = MAX_STEPS,
-        seed: int = SEED,
-        features_cache: Optional[Path] = CACHE,
-        progress: bool = PROGRESS,
+        seed: int = TRAIN_SEED_OPTION,
+        features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
+        progress: bool = PROGRESS_OPTION,
     ):
         from rolecall.train import jobs
 
@@ -462,27 +460,25 @@ def train_generator_command(
         "embedded",
         help="'embedded' (Gemma 3 270M through transformers) or a local causal LM directory",
     ),
-    alpha: float = typer.Option(
-        field_default(GeneratorSettings, "alpha"),
-        min=0.0,
-        help="weight of the unlikelihood term on negatives; 0 trains by MLE alone",
+    alpha: float = setting_option(GeneratorSettings, "alpha", min=0.0),
+    lora_r: int = lora_r_option(field_default(GeneratorSettings, "lora_r")),
+    lora_alpha: int = typer.Option(
+        field_default(GeneratorSettings, "lora_alpha"),
+        min=1,
+        help="the LoRA adapters' update is scaled by alpha / rank",
     ),
-    lora_r: int = typer.Option(field_default(GeneratorSettings, "lora_r"), min=1),
-    lora_alpha: int = typer.Option(field_default(GeneratorSettings, "lora_alpha"), min=1),
     target_modules: str = typer.Option(
         field_default(GeneratorSettings, "target_modules"),
         help="LoRA targets: all-linear or module names, comma-separated",
     ),
-    max_length: int = typer.Option(
-        field_default(GeneratorSettings, "max_length"), min=16, help="prompt + response tokens"
-    ),
+    max_length: int = setting_option(GeneratorSettings, "max_length", min=16),
     test_share: float = typer.Option(0.1, help="dialogues held out for perplexity"),
-    epochs: int = typer.Option(GENERATOR_TRAINING.epochs, min=1),
-    batch_size: int = typer.Option(GENERATOR_TRAINING.batch_size, min=1),
+    epochs: int = epochs_option(GENERATOR_TRAINING.epochs),
+    batch_size: int = batch_size_option(GENERATOR_TRAINING.batch_size),
     lr: float = typer.Option(GENERATOR_TRAINING.lr, help="the adapters' learning rate"),
     max_steps: Optional[int] = MAX_STEPS,
-    seed: int = SEED,
-    progress: bool = PROGRESS,
+    seed: int = TRAIN_SEED_OPTION,
+    progress: bool = PROGRESS_OPTION,
     checkpoint_every: float = CHECKPOINT_EVERY,
 ):
     """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""

@@ -36,7 +36,7 @@ def serve_command(
     host: str = typer.Option(
         "127.0.0.1", help="0.0.0.0 to listen on every interface (put TLS in front)"
     ),
-    port: int = typer.Option(8000, min=1, max=65535),
+    port: int = typer.Option(8000, min=1, max=65535, help="the port to listen on"),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     secure_cookies: Optional[bool] = typer.Option(
         None,

@@ -230,11 +230,14 @@ class Bot:
             classifier = load_classifier(directory / "classifier")
         user_checks = _user_checks(directory / "user_checks")
         if selector is None and generator is None:
+            inside = sorted(p.parent for p in directory.glob("*/bot.json"))
             raise InputFileError(
                 directory,
                 "holds neither retriever/ nor generator/",
-                fix="train at least one: rolecall train retriever EXAMPLES "
-                f"--out {directory}/retriever",
+                fix=f"did you mean {inside[0]}? (a bot directory holds bot.json)"
+                if inside
+                else "build a bot: rolecall bot run BOT.yaml (docs/bots.md), or train one "
+                f"part: rolecall train retriever EXAMPLES --out {directory}/retriever",
             )
         return cls(settings, selector, generator, classifier, user_checks)
 
