@@ -41,6 +41,7 @@ from rolecall.cli.web import serve_command, web_app
 from rolecall.errors import RolecallError
 from rolecall.interrupt import EXIT_CODE as INTERRUPTED_EXIT_CODE
 from rolecall.interrupt import Interrupted
+from rolecall.train.backbone import DEFAULT_BACKBONE
 
 app = typer.Typer(
     help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",
@@ -106,9 +107,9 @@ def demo(
         None, help="the repository's examples/ folder (found by default)"
     ),
     backbone: str = typer.Option(
-        "sentence",
-        help="of the classifier, retriever and reranker: 'sentence' (the bundled sentence "
-        "encoder), 'embedded' (the Gemma's states) or a local model directory",
+        DEFAULT_BACKBONE["bot"],
+        help="of the retriever and reranker: 'sentence' (the bundled sentence encoder), "
+        "'embedded' (the Gemma's states) or a local model directory",
     ),
     progress: bool = PROGRESS_OPTION,
 ):

@@ -37,6 +37,7 @@ from rolecall.cli.common import (
     validated,
 )
 from rolecall.errors import ConfigError
+from rolecall.train.backbone import DEFAULT_BACKBONE
 from rolecall.train.settings import (
     CLASSIFIER_TRAINING,
     FROZEN_CLASSIFIER_EPOCHS,
@@ -149,7 +150,7 @@ FEATURE_WORKERS = typer.Option(
 def train_classifier_command(
     examples: Path = typer.Argument(..., help="examples JSONL (positives and negatives)"),
     out_dir: Path = OUT_DIR,
-    backbone: str = typer.Option("embedded", help=CLASSIFIER_BACKBONE_HELP),
+    backbone: str = typer.Option(DEFAULT_BACKBONE["classifier"], help=CLASSIFIER_BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
     tune_layers: Optional[int] = TUNE_LAYERS,
@@ -230,7 +231,7 @@ def train_retriever_command(
         "else poly]",
     ),
     codes: int = setting_option(RetrieverSettings, "codes", min=1),
-    backbone: str = typer.Option("sentence", help=RETRIEVER_BACKBONE_HELP),
+    backbone: str = typer.Option(DEFAULT_BACKBONE["retriever"], help=RETRIEVER_BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
     tune_layers: Optional[int] = TUNE_LAYERS,
@@ -287,7 +288,7 @@ def train_reranker_command(
     hard_negatives: Optional[Path] = typer.Option(
         None, help="a candidate index (from 'train retriever') to mine hard negatives"
     ),
-    backbone: str = typer.Option("embedded", help=BACKBONE_HELP),
+    backbone: str = typer.Option(DEFAULT_BACKBONE["reranker"], help=BACKBONE_HELP),
     frozen: Optional[bool] = FROZEN,
     layer: Optional[int] = LAYER,
     tune_layers: Optional[int] = TUNE_LAYERS,
@@ -322,7 +323,8 @@ def train_reranker_command(
 def features_command(
     texts_file: Path = typer.Argument(..., help="UTF-8 text file: one text a line"),
     backbone: str = typer.Option(
-        "embedded", help="'embedded' or a local transformers model directory (frozen here)"
+        DEFAULT_BACKBONE["features"],
+        help="'embedded' or a local transformers model directory (frozen here)",
     ),
     layer: Optional[int] = LAYER,
     max_length: int = typer.Option(

@@ -29,6 +29,7 @@ from pydantic import Field, model_validator
 from rolecall.errors import InputFileError
 from rolecall.pipelines.run_config import Section, relative_path
 from rolecall.records import Example, RoleSpec
+from rolecall.train.backbone import DEFAULT_BACKBONE
 
 CONFIG_HELP = "see examples/carecall/bot.yaml and docs/bots.md"
 GUARD_CANDIDATES = ("tfidf", "sentence", "embedded")
@@ -78,7 +79,8 @@ class BotRunConfig(Section):
     held_out_share: float = Field(0.15, gt=0, lt=1, description="dialogues held out")
     seed: int = 0
     backbone: Literal["sentence", "embedded"] = Field(
-        "sentence", description="the retriever's and reranker's backbone (docs/models.md)"
+        DEFAULT_BACKBONE["bot"],
+        description="the retriever's and reranker's backbone (docs/models.md)",
     )
     guard: list[Literal["tfidf", "sentence", "embedded"]] = Field(
         ["tfidf", "sentence"],

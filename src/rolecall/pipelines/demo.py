@@ -43,6 +43,7 @@ from pathlib import Path
 from rolecall.errors import InputFileError
 from rolecall.pipelines.demo_safety import check_stage, default_data
 from rolecall.rundir import write_json
+from rolecall.train.backbone import DEFAULT_BACKBONE
 
 # a newcomer's first call (issue 46): ordinary turns, a question about the bot, off-role
 # requests, an insult and a turn that may be suicidal; none of them is a training turn
@@ -64,7 +65,7 @@ class DemoOptions:
     out: Path = Path("runs/demo")
     examples: Path | None = None  # the repository's examples/ folder
     model: str | None = None  # default: the embedded model
-    backbone: str = "sentence"  # of the classifier, retriever and reranker (docs/models.md)
+    backbone: str = DEFAULT_BACKBONE["bot"]  # of the retriever and reranker (docs/models.md)
     dialogues: int = 4
     sentences: int = 4
     held_out_share: float = 0.15  # dialogues held out of the bot's training

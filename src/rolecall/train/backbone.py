@@ -73,6 +73,16 @@ EMBEDDED_DEFAULTS = {"classifier": HeadDefaults(layer=7, tune=4)}
 # chosen on a dev split of chatbot_data's training questions, docs/models.md)
 SENTENCE_DEFAULTS = {"retriever": HeadDefaults(layer=None, tune=5, backbone_lr=3e-4)}
 HEAD_DEFAULTS = {EMBEDDED: EMBEDDED_DEFAULTS, SENTENCE: SENTENCE_DEFAULTS}
+# the backbone each model kind trains on when none is named: the one table the training
+# commands, 'rolecall bot run' (its retriever and reranker) and the demo read; why each,
+# with the benches' numbers: docs/models.md ("Which backbone by default")
+DEFAULT_BACKBONE = {
+    "classifier": EMBEDDED,
+    "retriever": SENTENCE,
+    "reranker": EMBEDDED,
+    "features": EMBEDDED,
+    "bot": SENTENCE,  # the bot pipeline's retriever and reranker
+}
 # where a transformers model keeps its list of transformer layers
 LAYER_LISTS = ("layers", "encoder.layer", "h", "model.layers", "decoder.layers", "transformer.h")
 BACKBONE_DIR = "backbone"
