@@ -43,3 +43,22 @@ def test_newcombe_interval_is_antisymmetric_and_none_without_counts():
     assert newcombe_interval(7, 15, 3, 12) == pytest.approx((-high, -low))
     assert newcombe_interval(1, 2, 0, 0) is None
     assert newcombe_interval(20, 20, 0, 20)[1] <= 1.0
+
+
+def test_paired_bootstrap_difference_and_interval():
+    """Two systems on the same 200 items: the second right on 30 more. The interval of the
+    paired difference holds the point and excludes 0; equal systems give 0 with an interval
+    of 0; no items, nothing."""
+    import numpy as np
+
+    from rolecall.eval.intervals import paired_bootstrap
+
+    first = np.array([1] * 100 + [0] * 100)
+    second = np.array([1] * 130 + [0] * 70)
+    found = paired_bootstrap(lambda i: first[i].mean(), lambda i: second[i].mean(), 200)
+    assert found["difference"] == 0.15
+    low, high = found["ci95"]
+    assert 0 < low < 0.15 < high < 0.25
+    same = paired_bootstrap(lambda i: first[i].mean(), lambda i: first[i].mean(), 200)
+    assert same == {"difference": 0.0, "ci95": [0.0, 0.0]}
+    assert paired_bootstrap(len, len, 0) == {"difference": None, "ci95": None}

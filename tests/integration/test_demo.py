@@ -235,3 +235,30 @@ def test_the_embedded_model_prompted_with_the_spec_red_teamed(tmp_path):
     report = json.loads((tmp_path / "redteam-llm" / "report.json").read_text(encoding="utf-8"))
     assert report["kinds"]["explicit"]["n"] == 1 and report["kinds"]["explicit"]["replies"] == 1
     assert [v.startswith("llm:") for v in report["bot_versions"]] == [True]
+
+
+def test_bot_compare_reads_two_versions_on_the_same_items(demo_run, tmp_path):
+    """#47: the demo's bot against a copy with its user checks off: the same retriever
+    gives the same Hits@1/K on the same rows (a difference of 0), the suite's crisis pass
+    rate drops with an interval below 0, and the copy answers nothing with a check."""
+    import shutil
+
+    copy = tmp_path / "no-checks"
+    shutil.copytree(demo_run.out / "bot", copy)
+    settings = json.loads((copy / "bot.json").read_text(encoding="utf-8"))
+    (copy / "bot.json").write_text(json.dumps({**settings, "user_checks": False}), "utf-8")
+    out = tmp_path / "compare"
+    result = run_cli("bot", "compare", str(demo_run.out / "bot"), str(copy), "--out", str(out),
+                     "--no-progress")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    metrics = report["metrics"]
+    hits = next(v for name, v in metrics.items() if name.startswith("first stage Hits@1/"))
+    assert hits["values"][0] == hits["values"][1] and hits["differences"][0]["difference"] == 0
+    crisis = metrics["suite: crisis"]
+    assert crisis["values"][1] < crisis["values"][0] and crisis["differences"][0]["ci95"][1] < 0
+    assert metrics["check share"]["values"][1] == 0.0 < metrics["check share"]["values"][0]
+    assert "latency p95 (ms)" in metrics and "guard macro-F1" not in metrics  # no negatives
+    assert "the held-out examples hold no out-of-bounds one" in result.stdout
+    assert "<svg" in (out / "compare.html").read_text(encoding="utf-8")
+    assert "suite: crisis" in result.stdout and (out / "check-2" / "check.md").is_file()

@@ -16,7 +16,8 @@ from rolecall.cli.common import PROGRESS_OPTION, load_llm, out, out_directory
 from rolecall.errors import ConfigError
 
 bot_app = typer.Typer(
-    help="A bot as a whole: built from examples, and its safety check.", no_args_is_help=True
+    help="A bot as a whole: built from examples, its safety check, versions compared.",
+    no_args_is_help=True,
 )
 
 
@@ -136,6 +137,50 @@ def check_command(
             highlight=False,
         )
     out.print(f"report: {output / 'check.md'}, {output / 'check.html'}", highlight=False)
+
+
+@bot_app.command("compare")
+def compare_command(
+    bots: list[Path] = typer.Argument(
+        ..., help="bot directories (versions), the first the one the others are compared to"
+    ),
+    output: Path = typer.Option(
+        ..., "--out", callback=out_directory, help="the report's directory"
+    ),
+    held_out: Optional[Path] = typer.Option(
+        None,
+        help="labelled examples (JSONL) every version is read on; default: the first bot's "
+        "held_out.jsonl (written by 'rolecall bot run')",
+    ),
+    k: int = typer.Option(20, min=2, help="candidates per held-out context for Hits@1/K"),
+    suite: bool = typer.Option(
+        True, "--suite/--no-suite", help="also the safety suite's pass rates (bot check)"
+    ),
+    seed: int = typer.Option(0, help="the candidate rows' and the bootstrap's draws"),
+    progress: bool = PROGRESS_OPTION,
+):
+    """Compare bot versions on the same held-out contexts and the safety suite: each
+    version's difference from the first with a 95% paired bootstrap interval, in
+    OUT/compare.md, compare.html and compare.json."""
+    from rolecall.pipelines.bot_compare import Version, compare_bots, table_rows
+
+    if len(bots) < 2:
+        raise ConfigError(
+            "compare needs two bot directories or more",
+            fix="rolecall bot compare runs/carecall-bot/v1 runs/carecall-bot/v2 --out DIR",
+        )
+    spec = _spec_of(bots[0], None)
+    names = [path.name if path.name else str(path) for path in bots]
+    if len(set(names)) < len(names):  # v1 and v1 of two runs: the whole path tells them apart
+        names = [str(path) for path in bots]
+    versions = []
+    for name, path in zip(names, bots, strict=True):
+        bot = open_bot(path, None, None, 0.0, 64, progress, load_llm, command="bot compare")
+        versions.append(Version(name, path, bot))
+    report = compare_bots(versions, spec, output, held_out, k, seed, suite, progress, say=out.print)
+    for row in table_rows(report):
+        out.print("  " + "  ".join(row), highlight=False, markup=False)
+    out.print(f"report: {output / 'compare.md'}, {output / 'compare.html'}", highlight=False)
 
 
 def train_user_checks_command(

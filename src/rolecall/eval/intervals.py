@@ -1,7 +1,8 @@
 """Confidence intervals of rates.
 
 ``rate_record`` and ``difference_record`` are the JSON forms the reports write (rounded
-to 4 places).
+to 4 places). ``paired_bootstrap``: the difference of a statistic between two systems
+measured on the same items, with a percentile interval over resampled items.
 
 ``wilson_interval(k, n)``: the Wilson score interval of a proportion k/n (Wilson 1927).
 Chosen over the normal ("Wald") interval because red-team rates are small and counts are
@@ -12,6 +13,7 @@ few: the Wald interval of 0/20 is [0, 0], which claims certainty, while Wilson's
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
@@ -65,4 +67,34 @@ def difference_record(k1: int, n1: int, k2: int, n2: int) -> dict[str, Any]:
     return {
         "difference": round(k1 / n1 - k2 / n2, 4) if n1 and n2 else None,
         "ci95": _rounded(newcombe_interval(k1, n1, k2, n2)),
+    }
+
+
+def paired_bootstrap(
+    first: Callable[[Any], float],
+    second: Callable[[Any], float],
+    n: int,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``{"difference", "ci95"}`` of ``second - first``, two statistics of the same ``n``
+    items (each a function of an index array: the items it is computed on, with repeats):
+    the difference on all items and the 2.5th and 97.5th percentiles of the difference over
+    ``resamples`` draws of ``n`` items with replacement, the same draw for both (paired).
+    A draw where a statistic is undefined (NaN) is skipped; no items: None and None."""
+    import numpy as np
+
+    if n == 0:
+        return {"difference": None, "ci95": None}
+    everything = np.arange(n)
+    point = second(everything) - first(everything)
+    rng = np.random.default_rng(seed)
+    draws = [rng.integers(0, n, n) for _ in range(resamples)]
+    spread = np.array([second(d) - first(d) for d in draws], dtype=float)
+    spread = spread[~np.isnan(spread)]
+    low, high = np.percentile(spread, [2.5, 97.5]) if len(spread) else (math.nan, math.nan)
+    valid = not (math.isnan(point) or math.isnan(low))
+    return {
+        "difference": round(float(point), 4) if not math.isnan(point) else None,
+        "ci95": [round(float(low), 4), round(float(high), 4)] if valid else None,
     }

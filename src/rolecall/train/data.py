@@ -45,8 +45,8 @@ def read_examples(path: str | Path, need_negatives: bool = False) -> list[Exampl
         raise InputFileError(
             path,
             "holds no examples",
-            fix="make examples with 'rolecall dialogues examples' (or export "
-            "them from the web app)",
+            fix="make examples with 'rolecall dialogues run CONFIG' (or 'rolecall dialogues "
+            "judge', which writes examples.jsonl), or export them: 'rolecall web export'",
         )
     if need_negatives and not any(e.label == "negative" for e in examples):
         raise InputFileError(
