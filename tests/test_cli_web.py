@@ -303,3 +303,30 @@ def test_bots_and_outputs_are_checked_before_they_are_stored(tmp_path):
     nested = tmp_path / "new" / "folder" / "ex.jsonl"
     result = run_cli("web", "export", "p", "--out", str(nested), "--db", url)
     assert result.returncode == 0 and nested.is_file()
+
+
+def test_a_project_moves_to_the_next_bot_version(tmp_path):
+    """#47: set-bot stores the new bot (checked as add-project checks it) and keeps the rest
+    of the project's settings; a refused bot stores nothing."""
+    from rolecall.web.settings import parse_settings
+
+    url = f"sqlite:///{tmp_path / 'web.sqlite'}"
+    made = run_cli("web", "add-project", "p", "--spec", SPEC, "-m", "fake:v1", "--db", url)
+    assert made.returncode == 0, made.stderr
+    for extra, message in [
+        ([], "give the bot to move to"),
+        (["-m", "embedded"], "did you mean llamacpp:embedded?"),
+        (["--bot", str(tmp_path)], "not a bot directory (no bot.json in it)"),
+    ]:
+        result = run_cli("web", "set-bot", "p", *extra, "--db", url)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    moved = run_cli("web", "set-bot", "p", "-m", "fake:v2", "--db", url)
+    assert moved.returncode == 0, moved.stderr
+    answer = json.loads(moved.stdout)
+    assert (answer["from"]["model"], answer["to"]["model"]) == ("fake:v1", "fake:v2")
+    engine = connect(url)
+    with session(engine) as db:
+        project = db.scalar(select(Project).where(Project.name == "p"))
+        settings = parse_settings(project.settings)
+        assert settings.bot.model == "fake:v2" and settings.spec.name == "carecall"
+    engine.dispose()

@@ -109,30 +109,12 @@ def add_project_command(
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ):
     """Create a project whose people chat with its bot."""
-    from rolecall.llm.registry import parse_model_string
     from rolecall.spec import load_role_spec
     from rolecall.store import session
     from rolecall.web.admin import add_project
-    from rolecall.web.settings import BotConfig, ProjectSettings
+    from rolecall.web.settings import ProjectSettings
 
-    if model and bot:
-        raise ConfigError(
-            "give --model or --bot, not both",
-            fix="--model for an LLM prompted with the spec, --bot for trained models",
-        )
-    if model:
-        parse_model_string(model)  # checked where it is stored, not at the first chat
-    if bot and not (bot / "bot.json").is_file():
-        raise ConfigError(
-            f"{bot} is not a bot directory (no bot.json in it)",
-            fix="give the directory 'rolecall bot run' wrote (e.g. runs/demo/bot)",
-        )
-    config = (
-        BotConfig(kind="models", path=str(bot.expanduser().resolve()))
-        if bot
-        else BotConfig(model=model)
-    )
-    settings = ProjectSettings(spec=load_role_spec(spec), bot=config)
+    settings = ProjectSettings(spec=load_role_spec(spec), bot=_bot_config(model, bot))
     with session(_engine(db)) as s:
         project = add_project(s, name, settings)
         _add_members(s, project, member)
@@ -141,6 +123,64 @@ def add_project_command(
                 {"project": project.name, "id": project.id, "members": member}, ensure_ascii=False
             )
         )
+
+
+@web_app.command("set-bot")
+def set_bot_command(
+    project: str = typer.Argument(..., help="project name"),
+    model: Optional[str] = typer.Option(
+        None, "--model", "-m", help="an LLM prompted with the project's spec"
+    ),
+    bot: Optional[Path] = typer.Option(
+        None, help="a bot directory, e.g. the next version 'rolecall bot run' wrote"
+    ),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+):
+    """Move a project to another bot (a new version): its chats go on with it, and the
+    dashboard shows the error rates of each version side by side."""
+    from rolecall.store import session
+    from rolecall.web.admin import set_project_bot
+
+    if not (model or bot):
+        raise ConfigError("give the bot to move to", fix="--bot runs/carecall-bot/v2, or -m MODEL")
+    config = _bot_config(model, bot)
+    with session(_engine(db)) as s:
+        old, new = set_project_bot(_project(s, project), config)
+    out.print(
+        json.dumps(
+            {
+                "project": project,
+                "from": old.model_dump(mode="json"),
+                "to": new.model_dump(mode="json"),
+            },
+            ensure_ascii=False,
+        ),
+        markup=False,
+        highlight=False,
+    )
+
+
+def _bot_config(model: Optional[str], bot: Optional[Path]):
+    """The bot a project chats with, checked where it is stored (not at the first chat):
+    a model string that parses, or a directory that holds bot.json."""
+    from rolecall.llm.registry import parse_model_string
+    from rolecall.web.settings import BotConfig
+
+    if model and bot:
+        raise ConfigError(
+            "give --model or --bot, not both",
+            fix="--model for an LLM prompted with the spec, --bot for trained models",
+        )
+    if model:
+        parse_model_string(model)
+    if bot is None:
+        return BotConfig(model=model)
+    if not (bot / "bot.json").is_file():
+        raise ConfigError(
+            f"{bot} is not a bot directory (no bot.json in it)",
+            fix="give the directory 'rolecall bot run' wrote (e.g. runs/demo/bot)",
+        )
+    return BotConfig(kind="models", path=str(bot.expanduser().resolve()))
 
 
 @web_app.command("add-member")

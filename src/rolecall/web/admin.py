@@ -106,6 +106,17 @@ def create_project(
     return answered(db, once, "/admin")
 
 
+def set_project_bot(project: Project, bot: BotConfig) -> tuple[BotConfig, BotConfig]:
+    """Move a project to another bot (a new version of its bot directory, or a model);
+    the caller commits. Every later bot turn records the new bot's version, so the
+    dashboard's error rates per version set the two side by side. Returns (old, new)."""
+    from rolecall.web.settings import parse_settings
+
+    settings = parse_settings(project.settings)
+    project.settings = settings.model_copy(update={"bot": bot}).model_dump(mode="json")
+    return settings.bot, bot
+
+
 def add_member(db: Session, project_id: int, user_id: int) -> None:
     """Make the user a member of the project; a member already is one (no error)."""
     # one statement, not check-then-insert: two identical submits both found no row and
