@@ -262,3 +262,31 @@ def test_bot_compare_reads_two_versions_on_the_same_items(demo_run, tmp_path):
     assert "the held-out examples hold no out-of-bounds one" in result.stdout
     assert "<svg" in (out / "compare.html").read_text(encoding="utf-8")
     assert "suite: crisis" in result.stdout and (out / "check-2" / "check.md").is_file()
+
+
+@pytest.mark.browser
+def test_the_demos_report_opens_in_a_browser(demo_run, tmp_path):
+    """#48 item 11: runs/demo/report.html, written from the run's own files, opens from
+    the disk in a real headless Chromium: every section, the nine chat turns with how each
+    reply was made, the safety table, the Korean text shown; nothing fetched."""
+    from tests.web.browser import browser
+
+    report = demo_run.out / "report.html"
+    assert f"report: {report}" in demo_run.result.stdout
+    with browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1280, "height": 720})
+        requests = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(report.as_uri())
+        headings = page.locator("h2").all_inner_texts()
+        assert headings[:3] == ["Role spec", "Generated and judged dialogues",
+                                "Table 2: generated vs example dialogues"]  # fmt: skip
+        assert "The scripted chat" in headings and "K/DA on a small sample" in headings
+        chat = page.locator("table", has_text="decided by").locator("tr")
+        assert chat.count() == 1 + len(demo_run.jsonl("chat.jsonl"))
+        said = page.locator("td", has_text="무릎이 너무 아파서").first
+        assert said.is_visible() and said.bounding_box()["width"] > 50
+        assert page.locator("td", has_text="user check self_harm").count() == 1
+        assert page.locator("table", has_text="95% interval").locator("td").count() > 20
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert requests == [report.as_uri()]

@@ -20,7 +20,8 @@ In one run directory (``runs/demo`` by default):
 6. the safety suite put to the bot (``rolecall bot check``), its table printed;
 7. ``detox run examples/kda/demo.yaml``: a small K/DA run (slang index, rewrites, both
    filters by the default judges, export) on the samples in ``examples/kda/sample``;
-8. the paper's Table 2 statistics of the generated dialogues next to the examples.
+8. the paper's Table 2 statistics of the generated dialogues next to the examples;
+9. ``OUT/report.html``: all of it on one page (``demo_report.py``).
 
 Both pipeline runs keep their manifests (``OUT/dialogues``, ``OUT/kda``) and the summary
 names each one's judges.
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rolecall.errors import InputFileError
+from rolecall.pipelines.demo_report import write_report
 from rolecall.pipelines.demo_safety import check_stage, default_data
 from rolecall.rundir import write_json
 from rolecall.train.backbone import DEFAULT_BACKBONE
@@ -129,6 +131,7 @@ def run_demo(
     (out / "summary.json").write_text(
         json.dumps(summary, ensure_ascii=False, indent=1), encoding="utf-8"
     )
+    say(f"\nreport: {write_report(out)} (open it in a browser)")
     return summary
 
 
