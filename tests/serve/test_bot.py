@@ -293,3 +293,20 @@ def test_a_tfidf_classifier_guards_the_bot_as_the_trained_one_does(bot_dir, tmp_
     assert guard["threshold"] == 0.5 and guard["flagged"] == (expected >= 0.5)
     loaded.classifier.settings = loaded.classifier.settings.model_copy(update={"threshold": 1e-6})
     assert loaded.reply(history).path == "fallback"
+
+
+def test_a_bot_loaded_for_a_typing_person_builds_bm25_meanwhile_and_answers_the_same(bot_dir):
+    """#48 item 10: with ``typing`` the BM25 index is built in a thread after the load (a
+    chat is ready sooner); the first turn that needs it waits for it, and every reply is
+    the one the bot loaded at once gives."""
+    (bot_dir / "bot.json").write_text('{"lexical_weight": 0.5}', encoding="utf-8")
+    try:
+        now, later = Bot.load(bot_dir), Bot.load(bot_dir, typing=True)
+        assert now.selector._lexical is not None and now.selector._building is None
+        assert later.selector._building is not None or later.selector._lexical is not None
+        for line in USER_LINES[:3]:
+            history = [Turn(role="user", text=line)]
+            assert later.reply(history).text == now.reply(history).text
+        assert later.selector._building is None and later.selector._lexical is not None
+    finally:
+        (bot_dir / "bot.json").unlink()

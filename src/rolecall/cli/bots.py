@@ -24,6 +24,7 @@ def open_bot(
     progress: bool,
     open_llm: Callable[[str], Any],
     command: str = "chat",
+    typing: bool = False,
 ):
     """The bot in ``models_dir``, or ``model`` (opened with ``open_llm``) prompted with
     ``spec``: exactly one. ``command`` names the command in the fixes."""
@@ -42,7 +43,7 @@ def open_bot(
             )
         from rolecall.serve.version import models_version
 
-        bot = Bot.load(models_dir, progress=progress)
+        bot = Bot.load(models_dir, progress=progress, typing=typing)
         bot.version = models_version(models_dir)
         return bot
     if spec is None:

@@ -12,6 +12,7 @@ thresholds and latency, for tests and for logs.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -49,7 +50,15 @@ def chat_command(
     from rolecall.textfiles import input_lines
 
     bot = open_bot(
-        models_dir, model, spec, temperature, max_tokens, progress, lambda m: load_llm(m, None)
+        models_dir,
+        model,
+        spec,
+        temperature,
+        max_tokens,
+        progress,
+        lambda m: load_llm(m, None),
+        # a person types: the BM25 index is built meanwhile (ROLECALL_CHAT_EAGER=1: first)
+        typing=script is None and not os.environ.get("ROLECALL_CHAT_EAGER"),
     )
     if models_dir is not None and getattr(bot, "user_checks", None) is None:
         err.print(

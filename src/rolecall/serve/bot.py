@@ -178,10 +178,15 @@ class Bot:
         self.user_checks = user_checks
 
     @classmethod
-    def load(cls, directory: str | Path, progress: bool = False, llm: Any = None) -> Bot:
+    def load(
+        cls, directory: str | Path, progress: bool = False, llm: Any = None, typing: bool = False
+    ) -> Bot:
         """The bot in ``directory`` (see the module docstring); what is absent is skipped,
         what is present but broken is an error naming the part. ``llm``: an open ``LLM``
-        to use for ``generator_model`` when it is that model (saves loading it twice)."""
+        to use for ``generator_model`` when it is that model (saves loading it twice).
+        ``typing``: a person types the first turn (an interactive chat): the BM25 index is
+        built in a thread while they do, so the bot is ready sooner (in a script, at once:
+        two loads side by side only slow each other)."""
         directory = Path(directory)
         if not directory.is_dir():
             raise InputFileError(
@@ -217,7 +222,7 @@ class Bot:
                 rerank=settings.rerank,
                 lexical_weight=settings.lexical_weight,
             )
-            selector.prepare(progress)
+            selector.prepare(progress, lexical=not typing)
         if (directory / "generator").exists():
             from rolecall.train.generator import Generator
 
@@ -239,6 +244,8 @@ class Bot:
                 else "build a bot: rolecall bot run BOT.yaml (docs/bots.md), or train one "
                 f"part: rolecall train retriever EXAMPLES --out {directory}/retriever",
             )
+        if selector is not None and typing:
+            selector.build_lexical_in_background()  # once the rest is loaded
         return cls(settings, selector, generator, classifier, user_checks)
 
     # ---- one turn ----------------------------------------------------------------------

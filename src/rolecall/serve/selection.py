@@ -16,6 +16,7 @@ backbone pass per candidate: correct, but far slower on a CPU.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,21 +80,38 @@ class ResponseSelector:
         self.index, self.reranker, self.k, self.rerank = index, reranker, k, rerank
         self.lexical_weight, self.depth = lexical_weight, depth
         self._lexical: LexicalScorer | None = None
+        self._building: threading.Thread | None = None
         self.retriever = index.retriever
         self.shared = reranker is not None and _shares_context_pass(self.retriever, reranker)
 
     @property
     def lexical(self) -> LexicalScorer:
+        if self._building is not None:
+            self._building.join()
+            self._building = None
         if self._lexical is None:
             self._lexical = LexicalScorer(self.index.texts)
         return self._lexical
 
-    def prepare(self, progress: bool = True) -> None:
-        """Build the BM25 index (with ``lexical_weight``) and compute the reranker's states
-        of every indexed candidate now (a frozen backbone only), so that no turn pays for
-        them; kept in memory, and on disk when the reranker's features have a cache
+    def build_lexical_in_background(self) -> None:
+        """Build the BM25 index (its Korean analyser takes a second or two to load) in a
+        thread: a chat is ready sooner and builds it while the person types; the first
+        turn that needs it waits for it."""
+        if self.lexical_weight and self._lexical is None and self._building is None:
+
+            def build() -> None:
+                self._lexical = LexicalScorer(self.index.texts)
+
+            self._building = threading.Thread(target=build, name="bm25-index", daemon=True)
+            self._building.start()
+
+    def prepare(self, progress: bool = True, lexical: bool = True) -> None:
+        """Build the BM25 index (with ``lexical_weight``; ``lexical`` False: leave it to
+        ``build_lexical_in_background`` or the first turn) and compute the reranker's
+        states of every indexed candidate now (a frozen backbone only), so that no turn pays
+        for them; kept in memory, and on disk when the reranker's features have a cache
         directory."""
-        if self.lexical_weight:
+        if self.lexical_weight and lexical:
             self.lexical  # noqa: B018 - built now, not in the first turn
         reranker = self.reranker
         if reranker is None or reranker.joint or not reranker.backbone.frozen:
