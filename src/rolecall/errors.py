@@ -30,6 +30,10 @@ class ConfigError(RolecallError):
     exit_code = 2
 
 
+class ChangedSettings(ConfigError):
+    """A run directory started with other settings than the command now gives it."""
+
+
 class BadModelString(ConfigError):
     """A model string does not parse or names an unknown backend or option."""
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rolecall import __version__
-from rolecall.errors import BatchFailed, ConfigError, InputFileError
+from rolecall.errors import BatchFailed, ChangedSettings, InputFileError
 
 MANIFEST = "manifest.json"
 # config keys that do not change what a run writes: they may differ on a resume
@@ -216,7 +216,7 @@ class RunDir:
             k for k in set(previous) | set(current) if previous.get(k) != current.get(k)
         )
         if changed:
-            raise ConfigError(
+            raise ChangedSettings(
                 f"{self.path} was started by '{command}' with other settings "
                 f"({', '.join(changed)} changed): its records would mix two settings",
                 fix="use a new output directory, or run again with the settings it was "

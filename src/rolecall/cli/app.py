@@ -111,6 +111,11 @@ def demo(
         help="of the retriever and reranker: 'sentence' (the bundled sentence encoder), "
         "'embedded' (the Gemma's states) or a local model directory",
     ),
+    data: Optional[Path] = typer.Option(
+        None,
+        help="the shared data folder: the corpora of the user checks and the K/DA judges' "
+        "training data (default: ../shared/data beside the repository, when it is there)",
+    ),
     progress: bool = PROGRESS_OPTION,
 ):
     """The main job end to end, small: spec -> dialogues -> judge -> examples -> classifier,
@@ -124,6 +129,7 @@ def demo(
         dialogues=dialogues,
         sentences=sentences,
         backbone=backbone,
+        data=data,
         progress=progress,
     )
     opened = []
@@ -143,6 +149,7 @@ def demo(
         ("bot (its parts, bot.json, card.md, manifest)", summary["chat"]["bot"]),
         ("chat transcript with scores", summary["chat"]["file"]),
         ("K/DA run (candidates, verdicts, kda.csv, manifest)", summary["kda"]["run"]),
+        ("the report, one page", str(out_dir / "report.html")),
         ("Table 2 statistics", summary["stats"]["file"]),
         ("this summary", str(out_dir / "summary.json")),
     ]
@@ -165,7 +172,7 @@ def demo(
         highlight=False,
         markup=False,
     )
-    for line in honest_note():
+    for line in honest_note(summary):
         out.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False)
     for llm in opened:
         err.print(f"[dim]{llm.model_id}: {llm.stats.summary()}[/dim]")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rolecall.errors import ConfigError
+from rolecall.errors import ChangedSettings, ConfigError
 from rolecall.pipelines.bot_sources import BotRunConfig, merged_examples, sources_digest
 from rolecall.pipelines.steps import run_steps
 from rolecall.rundir import MANIFEST, RunDir, fingerprint, write_json
@@ -125,7 +125,7 @@ def run_bot(
         config = config.model_copy(update={"out": str(out)})
     try:
         run = RunDir(config.out, COMMAND, settings)
-    except ConfigError:
+    except ChangedSettings:
         if not replace_stale:
             raise
         say(f"{config.out}: built from other settings or examples, built again")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +74,7 @@ class DemoOptions:
     held_out_share: float = 0.15  # dialogues held out of the bot's training
     seed: int = 0
     progress: bool = True
-    data: Path | None = None  # the shared corpora for the user checks (default: found)
+    data: Path | None = None  # the shared corpora: user checks, K/DA judges (default: found)
     script: list[str] = field(default_factory=lambda: list(DEMO_SCRIPT))
 
 
@@ -123,7 +124,7 @@ def run_demo(
     timed(
         "check", lambda: check_stage(out / "bot", spec_path, out / "check", options.progress, say)
     )
-    timed("kda", lambda: _kda_stage(llm, root, options, say))
+    timed("kda", lambda: _kda_stage(llm, root, data_dir, options, say))
     timed("stats", lambda: _stats_stage(Path(data["run"]), out, say))
 
     summary["seconds"] = {**timings, "total": round(time.perf_counter() - started, 1)}
@@ -255,29 +256,54 @@ def _chat_stage(llm, options: DemoOptions, say) -> dict:
 # ---- 5. K/DA --------------------------------------------------------------------------------
 
 
-def _kda_stage(llm, root: Path, options: DemoOptions, say) -> dict:
+def _kda_stage(llm, root: Path, data: Path | None, options: DemoOptions, say) -> dict:
+    """``detox run examples/kda/demo.yaml`` into ``OUT/kda``; with the shared data folder,
+    the filters are the trained judges (the embedded model judges near random)."""
+    from rolecall.errors import ChangedSettings
     from rolecall.pipelines.detox import load_detox_config, run_detox
 
     config = load_detox_config(root / "kda" / "demo.yaml")
     out = options.out / "kda"
+    judge_data = str(data) if data is not None else None
     config = config.model_copy(
         update={
             "out": str(out),
             "slang": config.slang.model_copy(update={"index": str(options.out / "slang-index")}),
             "sentences": config.sentences.model_copy(update={"limit": options.sentences}),
+            "filter": config.filter.model_copy(update={"judge_data": judge_data}),
         }
     )
-    results = run_detox(
-        config, lambda model: llm, "export", options.progress, say=lambda line: say(f"  {line}")
-    )
-    filters = results.get("filter", {}).get("filters", [])
-    return {
-        "run": str(out),
-        "judge": run_judges(out),
-        "candidates": results.get("generate", {}),
-        "filters": [{k: f[k] for k in ("filter", "in", "kept")} for f in filters],
-        "export": results.get("export", {}),
-    }
+
+    def run() -> dict:
+        return run_detox(config, lambda model: llm, "export", options.progress,
+                         say=lambda line: say(f"  {line}"))  # fmt: skip
+
+    try:
+        results = run()
+    except ChangedSettings:  # the demo's own directory, from other settings: made again
+        say(f"  {out}: made with other settings, made again")
+        shutil.rmtree(out)
+        results = run()
+    filters = [{k: f[k] for k in ("filter", "in", "kept")} for f in
+               results.get("filter", {}).get("filters", [])]  # fmt: skip
+    judges = run_judges(out)
+    summary = {"run": str(out), "judge": judges, "candidates": results.get("generate", {}),
+               "filters": filters, "export": results.get("export", {})}  # fmt: skip
+    empty = next((f for f in filters if f["in"] and not f["kept"]), None)
+    if empty is not None:
+        summary["empty_because"] = why_empty(empty, judges.get(empty["filter"]), data)
+        say(f"  no pair kept: {summary['empty_because']}")
+    return summary
+
+
+def why_empty(step: dict, judge: str | None, data: Path | None) -> str:
+    """Why the demo's K/DA dataset came out empty, in words a newcomer can act on."""
+    which = f"the {step['filter']} filter passed none of the {step['in']} rewrites"
+    if data is None:
+        return (f"{which}, judged by the embedded model (near random): give the shared data "
+                "folder (rolecall demo --data PATH) for the trained judges")  # fmt: skip
+    return (f"{which} ({judge}): the embedded 270M model's rewrites are not offensive "
+            "enough to keep; a real model writes them (-m, docs/kda.md)")  # fmt: skip
 
 
 # ---- 6. statistics --------------------------------------------------------------------------
@@ -301,13 +327,18 @@ def _stats_stage(run: Path, out: Path, say) -> dict:
     return {"file": str(path)}
 
 
-def honest_note() -> list[str]:
+def honest_note(summary: dict) -> list[str]:
+    trained = any(j.startswith("classifier") for j in summary["kda"]["judge"].values())
+    kda = (
+        "its K/DA rewrites are filtered by judges trained on the shared data"
+        if trained
+        else "its K/DA filters are the embedded model itself (no shared data folder: "
+        "--data), which keeps or drops nearly at random"
+    )
     return [
         "The embedded model is Gemma 3 270M, a small base model: its dialogues loop and "
         "drift, and it cannot judge: the dialogues are judged by the rule judge "
-        "rules:carecall instead, and its K/DA filters (the run's model here: the demo's "
-        "sample has no judge data) keep or drop nearly at random. The demo shows the "
-        "pipeline, not the quality.",
+        f"rules:carecall instead, and {kda}. The demo shows the pipeline, not the quality.",
         "For real data point the same commands at a real model: -m openai:http://HOST:PORT/v1"
         "?model=NAME (vLLM, SGLang, llama.cpp's server, Ollama, a hosted API) or "
         "-m llamacpp:/path/to/bigger.gguf; see docs/models-and-servers.md ('Pointing "

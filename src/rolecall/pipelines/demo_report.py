@@ -203,8 +203,12 @@ def _kda(summary: dict) -> str:
     judge = ", ".join(f"{k}: {v}" for k, v in kda.get("judge", {}).items())
     candidates = kda.get("candidates", {})
     made = ", ".join(f"{k} {v}" for k, v in candidates.items())
-    return f"<p>Candidates: {_e(made)}. Judges: {_e(judge)}.</p>" + _table(
-        ["filter", "in", "kept"], rows
+    empty = kda.get("empty_because")
+    said = f"<p>No pair kept: {_e(empty)}</p>" if empty else ""
+    return (
+        f"<p>Candidates: {_e(made)}. Judges: {_e(judge)}.</p>"
+        + _table(["filter", "in", "kept"], rows)
+        + said
     )
 
 
