@@ -104,3 +104,73 @@ def test_requests_follow_the_paper_and_repeat_across_runs():
     assert f"예시 {example_id[1:]}번 인사" in request.prompt
     assert request.prompt.endswith("시스템:")
     assert len({r.params.seed for _, r, _ in plan}) == 8
+
+
+def _dialogue(id: str, lines: list[str]) -> Dialogue:
+    roles = ["system", "user"]
+    return Dialogue(id=id, turns=[Turn(role=roles[i % 2], text=t) for i, t in enumerate(lines)])
+
+
+EXAMPLE_LINES = [
+    "안녕하세요, 어르신. 식사는 하셨어요?",
+    "응, 아까 된장찌개에 밥 먹었어.",
+    "잘하셨어요. 요즘 잠은 잘 주무세요?",
+    "밤에 자꾸 깨서 좀 피곤해.",
+    "낮에 햇볕 쬐며 조금 걸으시면 도움이 될 거예요.",
+    "그래, 내일은 공원에 나가 봐야겠다.",
+]
+
+
+def test_a_near_copy_of_the_example_is_rejected_with_its_share():
+    from rolecall.generate.dialogues import MAX_COPY, copied_share, near_copy
+
+    example = _dialogue("ex-1", EXAMPLE_LINES)
+    copy = _dialogue("g1", [*EXAMPLE_LINES[:5], "그래, 내일은 꼭 공원에 가 볼게."])
+    own = _dialogue(
+        "g2",
+        [
+            "어르신, 안녕하세요. 오늘 날이 쌀쌀하죠?",
+            "응, 바람이 차네.",
+            "따뜻하게 입고 계세요.",
+            "고마워. 너도 감기 조심해.",
+            "네, 어르신. 저녁은 뭐 드실 거예요?",
+            "호박죽이나 쑤어 먹지.",
+        ],
+    )
+    assert copied_share(example, example) == 1.0 and copied_share(own, example) < 0.2
+    reason = near_copy(copy, example, MAX_COPY)
+    assert reason.startswith("a near copy of its example ex-1: ") and "--max-copy" in reason
+    assert near_copy(own, example, MAX_COPY) is None
+    assert near_copy(copy, example, None) is None  # the filter off
+
+
+def test_generation_writes_a_near_copy_to_rejected_with_the_reason(tmp_path):
+    from types import SimpleNamespace
+
+    from rolecall.generate.dialogues import generate_dialogues
+    from rolecall.jsonl import read_jsonl
+
+    example = _dialogue("ex-1", EXAMPLE_LINES)
+    persona = Category(name="persona", description="인공지능", error_category="wrong persona")
+    spec = RoleSpec(name="s", outline="안부 전화", categories=[persona])
+    body = "\n".join(
+        f"{'시스템' if i % 2 == 0 else '사용자'}: {t}" for i, t in enumerate(EXAMPLE_LINES)
+    )
+
+    class CopyingEngine:  # every call answers with the example written out again
+        stats = SimpleNamespace(failures=0)
+        model_id = "stub"
+
+        def run(self, work, records, params, on_row):
+            for record in records:
+                text = body.removeprefix("시스템:")
+                on_row({"id": record["id"], "text": text, "finish_reason": "stop", "model": "s"})
+
+    counts = generate_dialogues(None, spec, [example], GenerationConfig(count=2), tmp_path,
+                                progress=False, engine=CopyingEngine())  # fmt: skip
+    assert (counts["accepted"], counts["rejected"]) == (0, 2)
+    rejected = list(read_jsonl(tmp_path / "rejected.jsonl"))
+    assert all(r["reason"].startswith("a near copy of its example ex-1: 100%") for r in rejected)
+    kept = generate_dialogues(None, spec, [example], GenerationConfig(count=3, max_copy=None),
+                              tmp_path / "all", progress=False, engine=CopyingEngine())  # fmt: skip
+    assert kept["accepted"] == 3

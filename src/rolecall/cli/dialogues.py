@@ -27,6 +27,7 @@ from rolecall.cli.common import (
     top_p_option,
     validated,
 )
+from rolecall.generate.dialogues import MAX_COPY
 
 dialogues_app = typer.Typer(
     help="Role-specified dialogue data (NAACL 2022): generate, judge, convert, count.",
@@ -65,6 +66,13 @@ def dialogues_generate(
     accept_unfinished: bool = typer.Option(
         False, help="keep dialogues cut by the token limit (last turn dropped)"
     ),
+    max_copy: float = typer.Option(
+        MAX_COPY,
+        min=0.0,
+        max=1.0,
+        help="reject a dialogue when more than this share of its character 4-grams are its "
+        "example's (a near copy); 1: keep every one",
+    ),
     concurrency: int = CONCURRENCY_OPTION,
     cache: Optional[str] = typer.Option(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
@@ -92,6 +100,7 @@ def dialogues_generate(
         frequency_penalty=frequency_penalty,
         presence_penalty=presence_penalty,
         accept_unfinished=accept_unfinished,
+        max_copy=max_copy,
     )
     config = generation_config(section, spec.language)
     engine = command_engine(

@@ -9,7 +9,11 @@ the cache answers the finished ones.
 Parsing is forgiving where the meaning is clear and strict where it is not: speaker tags in
 Korean or English, continuation lines joined to the turn above, stray text before the first
 tag ignored; a generation that never reaches the end marker, repeats itself, or is too short
-becomes a ``Rejected`` record with the reason, never a crash.
+becomes a ``Rejected`` record with the reason, never a crash. So does a **near copy** of
+its one-shot example (``near_copy``): a small model often writes the example out again,
+which adds no dialogue and duplicates the example's turns in the training data; the limit
+(``max_copy``, the share of the dialogue's character 4-grams found in its example) was set
+where two different written dialogues never reach (docs/dialogues.md).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ _TAG = re.compile(
 _ROLE_OF = {tag: role for role, tags in SPEAKERS.items() for tag in tags}
 END_MARKERS = ("[대화 끝]", "[dialogue end]", "[대화 시작]", "[dialogue start]")
 FIRST_TAG = {"ko": "시스템:", "en": "System:"}
+MAX_COPY = 0.5  # of a dialogue's character 4-grams, the most its example may hold
+COPY_GRAMS = 4
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ class GenerationConfig:
     require_end: bool = True
     language: str = "ko"
     template: str = "dialogue_generate"
+    max_copy: float | None = MAX_COPY  # None: a near copy of the example is kept
 
 
 def parse_dialogue(
@@ -119,6 +126,29 @@ def _repetition(turns: list[Turn]) -> str | None:
     return None
 
 
+def _grams(turns: Sequence[Turn]) -> set[str]:
+    text = "".join("".join(t.text.split()) for t in turns)
+    return {text[i : i + COPY_GRAMS] for i in range(len(text) - COPY_GRAMS + 1)}
+
+
+def copied_share(dialogue: Dialogue, example: Dialogue) -> float:
+    """The share of ``dialogue``'s character 4-grams (spaces removed) found in
+    ``example``: 1.0 for a copy, near 0 for a dialogue of its own."""
+    grams = _grams(dialogue.turns)
+    return len(grams & _grams(example.turns)) / len(grams) if grams else 0.0
+
+
+def near_copy(dialogue: Dialogue, example: Dialogue, limit: float | None) -> str | None:
+    """The reason to reject ``dialogue`` as a near copy of its example, or None."""
+    if limit is None:
+        return None
+    share = copied_share(dialogue, example)
+    if share <= limit:
+        return None
+    return (f"a near copy of its example {example.id}: {share:.0%} of its character "
+            f"4-grams are the example's (limit {limit:.0%}; --max-copy)")  # fmt: skip
+
+
 def build_requests(
     spec: RoleSpec, examples: Sequence[Dialogue], config: GenerationConfig, template: Template
 ) -> list[tuple[str, Request, str]]:
@@ -160,6 +190,7 @@ def generate_dialogues(
     written as its batch comes back)."""
     template = load_template(config.template, config.language)
     plan = build_requests(spec, examples, config, template)
+    example_of = {e.id: e for e in examples}
     first_tag = FIRST_TAG.get(config.language, FIRST_TAG["ko"])
     with (
         ResumableJsonl(out_dir / Files.DIALOGUES, key=lambda r: r["id"]) as accepted,
@@ -184,6 +215,10 @@ def generate_dialogues(
                 config.min_turns,
                 config.require_end,
             )
+            if isinstance(parsed, Dialogue):
+                copied = near_copy(parsed, example_of[example_id], config.max_copy)
+                if copied is not None:
+                    parsed = Rejected(id=gen_id, reason=copied, raw=raw)
             if isinstance(parsed, Dialogue):
                 accepted.append(parsed.model_copy(update={"metadata": meta}))
             else:

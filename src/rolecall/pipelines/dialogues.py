@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import Field, model_serializer
 
 from rolecall.engines import Engine
-from rolecall.generate.dialogues import GenerationConfig, generate_dialogues
+from rolecall.generate.dialogues import MAX_COPY, GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.dialogues import judge_dialogues_by_panel
 from rolecall.judge.out_of_bounds import JUDGE, make_panel
@@ -73,6 +73,23 @@ class GenerateSection(Section):
     presence_penalty: float = 0.0
     min_turns: int = Field(6, ge=2)
     accept_unfinished: bool = False
+    max_copy: float | None = Field(
+        MAX_COPY,
+        ge=0,
+        le=1,
+        description="reject a dialogue when more than this share of its character 4-grams "
+        "are its one-shot example's (a near copy); null: keep every one",
+    )
+
+    @model_serializer(mode="wrap")
+    def _unset_default_left_out(self, handler):
+        # subtle: max_copy came later; left out at its default, the settings of a run
+        # directory started before it stay the same and the run resumes (the dialogues it
+        # accepted stay; new ones are checked)
+        data = handler(self)
+        if data.get("max_copy") == MAX_COPY:
+            data.pop("max_copy")
+        return data
 
 
 class JudgeSection(Section):
@@ -156,6 +173,7 @@ def generation_config(section: GenerateSection, language: str) -> GenerationConf
         presence_penalty=section.presence_penalty,
         language=language,
         require_end=not section.accept_unfinished,
+        max_copy=section.max_copy,
     )
 
 
