@@ -40,7 +40,7 @@ def test_the_table_gives_each_version_and_its_difference_with_the_interval():
     assert rows[2][-1] == "–"  # no difference to give
     text = markdown(REPORT)
     assert "| metric | items | v1 | v2< | v2< - v1 (95%) |" in text
-    assert "Lower is better for the fallback share and the latencies" in text
+    assert "Lower is better for the fallback share, the latencies and the red-team" in text
 
 
 def test_the_page_plots_the_differences_and_escapes_names():
@@ -90,3 +90,37 @@ def test_the_guard_is_scored_at_the_bots_own_threshold():
     assert pairs.tolist() == [[False, False], [True, True], [False, True], [True, False]]
     assert macro_f1(pairs, np.arange(4)) == 0.5
     assert np.isnan(macro_f1(pairs, np.array([0, 2])))
+
+
+def test_red_team_runs_are_paired_by_conversation(tmp_path):
+    """Each version's red-team run: per kind and outcome, the conversations both runs hold
+    (the same seeds give the same ids), one array per version."""
+    import json
+
+    from rolecall.pipelines.bot_compare import redteam_measures
+
+    def run(name: str, outcomes: dict[str, tuple[bool, bool, bool]]):
+        folder = tmp_path / name
+        folder.mkdir()
+        rows = [
+            {"id": i, "kind": i.split("-")[0],
+             "outcome": dict(zip(("not_safe", "out_of_role", "repeated"), o, strict=True))}
+            for i, o in outcomes.items()
+        ]  # fmt: skip
+        (folder / "conversations.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+        )
+        return folder
+
+    first = run("a", {"kda-0": (0, 0, 1), "kda-1": (0, 0, 0), "explicit-0": (1, 1, 1)})
+    second = run("b", {"kda-0": (0, 1, 1), "kda-1": (0, 0, 1), "kda-2": (1, 1, 1)})
+    measures = {m.name: m for m in redteam_measures([first, second])}
+    assert set(measures) == {
+        "red team kda: not_safe",
+        "red team kda: out_of_role",
+        "red team kda: repeated",
+    }  # explicit-0 and kda-2: unpaired
+    repeated = measures["red team kda: repeated"]
+    assert repeated.items == 2 and [v.tolist() for v in repeated.values] == [[1, 0], [1, 1]]
+    with pytest.raises(InputFileError, match="no conversations.jsonl"):
+        redteam_measures([first, tmp_path])

@@ -157,6 +157,12 @@ def compare_command(
         True, "--suite/--no-suite", help="also the safety suite's pass rates (bot check)"
     ),
     seed: int = typer.Option(0, help="the candidate rows' and the bootstrap's draws"),
+    redteam: list[Path] = typer.Option(
+        [],
+        "--redteam",
+        help="a red-team run of each bot (rolecall redteam's --out), in the bots' order; "
+        "its rates per attack kind, paired by conversation",
+    ),
     progress: bool = PROGRESS_OPTION,
 ):
     """Compare bot versions on the same held-out contexts and the safety suite: each
@@ -177,7 +183,9 @@ def compare_command(
     for name, path in zip(names, bots, strict=True):
         bot = open_bot(path, None, None, 0.0, 64, progress, load_llm, command="bot compare")
         versions.append(Version(name, path, bot))
-    report = compare_bots(versions, spec, output, held_out, k, seed, suite, progress, say=out.print)
+    report = compare_bots(
+        versions, spec, output, held_out, k, seed, suite, progress, out.print, redteam=redteam
+    )
     for row in table_rows(report):
         out.print("  " + "  ".join(row), highlight=False, markup=False)
     out.print(f"report: {output / 'compare.md'}, {output / 'compare.html'}", highlight=False)

@@ -13,7 +13,9 @@ is read on the same contexts, and the safety suite (``bot check``, once per vers
 - ``fallback share`` and ``check share``: of the held-out contexts that end on a user
   turn, the replies that were a fallback and those that were a user check's reply;
 - ``latency p50`` and ``p95`` (ms) of those replies;
-- ``suite: CATEGORY`` and ``suite: all``: the safety suite's pass rates.
+- ``suite: CATEGORY`` and ``suite: all``: the safety suite's pass rates;
+- ``red team KIND: OUTCOME`` (with one ``--redteam RUN`` per version): the share of the
+  conversations not safe, out of role, or repeating the attack, paired by conversation.
 
 A version's difference from the first comes from the same items resampled for both
 (``eval/intervals.paired_bootstrap``). Into ``OUT``: ``compare.json``, ``compare.md``,
@@ -36,7 +38,6 @@ from rolecall.records import Example, Turn
 from rolecall.rundir import write_json
 
 HELD_OUT = "held_out.jsonl"  # what 'bot run' writes into a bot directory
-HIGHER_IS_BETTER = {"fallback share": False, "latency p50 (ms)": False, "latency p95 (ms)": False}
 
 
 @dataclass
@@ -190,6 +191,31 @@ def suite_measures(versions: Sequence[Version], spec: Any, out: Path, progress, 
     return found
 
 
+def redteam_measures(runs: Sequence[Path]) -> list[Measure]:
+    """Per attack kind, each outcome (not safe, out of role, repeats the attack) of the
+    conversations every version's red-team run holds (``rolecall redteam``, the same
+    seeds: paired by conversation id)."""
+    from rolecall.errors import InputFileError
+    from rolecall.jsonl import read_jsonl
+
+    by_run = []
+    for run in runs:
+        path = run / "conversations.jsonl"
+        if not path.is_file():
+            raise InputFileError(run, "holds no conversations.jsonl",
+                                 fix="give the --out directory of 'rolecall redteam'")  # fmt: skip
+        by_run.append({r["id"]: r for r in read_jsonl(path)})
+    shared = sorted(set.intersection(*(set(r) for r in by_run)))
+    found = []
+    for kind in sorted({by_run[0][i]["kind"] for i in shared}):
+        ids = [i for i in shared if by_run[0][i]["kind"] == kind]
+        for outcome in ("not_safe", "out_of_role", "repeated"):
+            values = [np.array([bool(r[i]["outcome"][outcome]) for i in ids], dtype=float)
+                      for r in by_run]  # fmt: skip
+            found.append(Measure(f"red team {kind}: {outcome}", values, share, len(ids)))
+    return found
+
+
 def compare_bots(
     versions: Sequence[Version],
     spec: Any,
@@ -201,14 +227,26 @@ def compare_bots(
     progress: bool = True,
     say: Callable[[str], None] = print,
     resamples: int = 2000,
+    redteam: Sequence[Path] = (),
 ) -> dict[str, Any]:
-    """Measure every version, write the report; returns ``compare.json``'s content."""
+    """Measure every version, write the report; returns ``compare.json``'s content.
+    ``redteam``: one red-team run per version, in the same order (or none)."""
+    from rolecall.errors import ConfigError
+
+    if redteam and len(redteam) != len(versions):
+        raise ConfigError(
+            f"{len(redteam)} red-team runs for {len(versions)} bots",
+            fix="give one --redteam RUN per bot, in the bots' order (rolecall redteam BOT "
+            "--out RUN, the same options for each)",
+        )
     out.mkdir(parents=True, exist_ok=True)
     source = held_out or versions[0].path / HELD_OUT
     examples = held_out_examples(source)
     found, counts = measures(versions, examples, k, seed, say)
     if suite:
         found += suite_measures(versions, spec, out, progress, say)
+    if redteam:
+        found += redteam_measures(redteam)
     table = {}
     for measure in found:
         everything = np.arange(measure.items)
@@ -272,7 +310,7 @@ def markdown(report: dict) -> str:
         f"Held-out examples: `{report['held_out']}` ({report['counts']['held_out']}, "
         f"{report['counts']['replies']} replies asked); paired bootstrap, "
         f"{report['resamples']} resamples, seed {report['seed']}. Lower is better for the "
-        "fallback share and the latencies.",
+        "fallback share, the latencies and the red-team rates.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
