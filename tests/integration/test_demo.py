@@ -297,3 +297,20 @@ def test_the_demos_report_opens_in_a_browser(demo_run, tmp_path):
         assert page.locator("table", has_text="95% interval").locator("td").count() > 20
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert requests == [report.as_uri()]
+
+
+def test_a_copied_bot_directory_chats_as_the_original(demo_run, tmp_path):
+    """#48 item 5: the demo's bot copied elsewhere (and the run around it gone from the
+    copy's reach) chats, with the same replies to the demo's script: every path in it is
+    relative to itself."""
+    import shutil
+
+    copy = tmp_path / "moved" / "bot"
+    shutil.copytree(demo_run.out / "bot", copy)
+    script = tmp_path / "script.txt"
+    turns = demo_run.jsonl("chat.jsonl")
+    script.write_text("".join(t["user"] + "\n" for t in turns), encoding="utf-8")
+    chatted = run_cli("chat", str(copy), "--script", str(script), "--no-progress")
+    assert chatted.returncode == 0, chatted.stdout[-3000:] + chatted.stderr[-3000:]
+    replies = [json.loads(line) for line in chatted.stdout.splitlines() if line.startswith("{")]
+    assert [r["text"] for r in replies] == [t["text"] for t in turns]

@@ -48,6 +48,10 @@ def generate_args(n: int) -> list[str]:
         "0.5",
         "--presence-penalty",
         "0.3",
+        # the 270M model often writes its example out again; kept here (the near-copy filter
+        # is tested in tests/generate/), so that the kill and resume have dialogues to judge
+        "--max-copy",
+        "1",
         "--no-progress",
     ]
 

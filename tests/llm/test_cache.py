@@ -89,3 +89,32 @@ def test_a_postgres_cache_url_is_shown_without_its_password():
     assert shown("postgresql://ann:s3cret@db:5432/calls") == "postgresql://ann:***@db:5432/calls"
     assert shown("postgresql://ann@db/calls") == "postgresql://ann@db/calls"
     assert shown("/tmp/calls.sqlite") == "/tmp/calls.sqlite"
+
+
+def test_a_busy_switch_to_wal_mode_is_tried_again():
+    """Ray workers open the run's cache together; SQLite can refuse the switch of a new
+    file to WAL mode as "database is locked" without waiting its timeout (seen in CI on
+    the Ray dialogue test). The switch is tried again; another error is not hidden."""
+    import sqlite3
+
+    from rolecall.llm.cache import _write_ahead_log
+
+    class Busy:
+        def __init__(self, refusals: int, error: str = "database is locked"):
+            self.refusals, self.error, self.statements = refusals, error, []
+
+        def execute(self, statement):
+            self.statements.append(statement)
+            if self.refusals:
+                self.refusals -= 1
+                raise sqlite3.OperationalError(self.error)
+            mode = "wal" if statement == "PRAGMA journal_mode=WAL" else "delete"
+            return type("Row", (), {"fetchone": lambda _: [mode]})()
+
+    db = Busy(refusals=3)
+    _write_ahead_log(db)
+    assert db.statements[-1] == "PRAGMA journal_mode=WAL" and len(db.statements) == 5
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        _write_ahead_log(Busy(refusals=1, error="disk I/O error"))
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _write_ahead_log(Busy(refusals=10), tries=3)

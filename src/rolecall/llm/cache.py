@@ -80,6 +80,23 @@ def open_cache(where: str | Path) -> Cache | PostgresCache:
     return Cache(where)
 
 
+def _write_ahead_log(db: sqlite3.Connection, tries: int = 100) -> None:
+    """WAL mode, so that many processes (Ray workers) read and write one cache file.
+    subtle: switching a new file to WAL takes an exclusive lock and SQLite answers "database
+    is locked" at once, without waiting the connection's timeout, when another process
+    opens the same new file at that moment; so a busy switch is tried again, and a file
+    already in WAL mode is left as it is."""
+    for attempt in range(tries):
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(0.05)
+
+
 class Cache:
     """A thread-safe handle on one cache file (``":memory:"`` for a throwaway cache)."""
 
@@ -90,7 +107,7 @@ class Cache:
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _write_ahead_log(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)
             self._db.commit()
