@@ -37,8 +37,6 @@ from rolecall.eval.intervals import paired_bootstrap
 from rolecall.records import Example, Turn
 from rolecall.rundir import write_json
 
-HELD_OUT = "held_out.jsonl"  # what 'bot run' writes into a bot directory
-
 
 @dataclass
 class Version:
@@ -72,10 +70,7 @@ def held_out_examples(path: Path) -> list[Example]:
             fix="give a labelled examples file with --held-out (positives and negatives), or "
             "build the bot with 'rolecall bot run' (it writes held_out.jsonl)",
         )
-    examples = read_examples(path)
-    if not any(e.label == "positive" for e in examples):
-        raise InputFileError(path, "holds no positive example", fix="give --held-out FILE")
-    return examples
+    return read_examples(path)  # an empty file, or one without positives, is its error
 
 
 def first_stage_hits(bot: Any, positives: Sequence[Example], rows: np.ndarray) -> np.ndarray:
@@ -240,7 +235,9 @@ def compare_bots(
             "--out RUN, the same options for each)",
         )
     out.mkdir(parents=True, exist_ok=True)
-    source = held_out or versions[0].path / HELD_OUT
+    from rolecall.pipelines.bot_run import HELD_OUT_FILE
+
+    source = held_out or versions[0].path / HELD_OUT_FILE
     examples = held_out_examples(source)
     found, counts = measures(versions, examples, k, seed, say)
     if suite:
@@ -346,14 +343,14 @@ def _plot(report: dict) -> str:
 
 
 def page(report: dict) -> str:
-    cells = lambda row, tag: "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in row)  # noqa: E731
-    body = "".join(f"<tr>{cells(row, 'td')}</tr>" for row in table_rows(report))
+    from rolecall.pipelines.redteam.html import table
+
     return (
         '<!doctype html><html lang="en"><meta charset="utf-8"><title>Bot versions compared'
         "</title><body><h1>Bot versions compared</h1>"
         f"<p>Held-out examples: {html.escape(report['held_out'])}; the differences from "
         f"{html.escape(report['versions'][0]['name'])} with 95% paired bootstrap intervals "
         "(the axis runs from -1 to +1).</p>"
-        f"{_plot(report)}<table><tr>{cells(_header(report), 'th')}</tr>{body}</table>"
+        f"{_plot(report)}{table(_header(report), table_rows(report))}"
         "</body></html>\n"
     )

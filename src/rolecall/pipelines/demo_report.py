@@ -1,7 +1,8 @@
 """The demo's report: ``runs/demo/report.html``, one page a person can open after ``make
 demo`` (issue #48 item 11), written from the run's own files (``summary.json``,
-``stats.json``, ``chat.jsonl``, the bot's ``card.json``), never from numbers kept
-elsewhere.
+``stats.json``, ``chat.jsonl``), never from numbers kept elsewhere. Its tables are the
+red-team report's (``redteam/html.table``), the safety rows ``bot check``'s, each chat
+reply's line what ``rolecall chat`` prints under it (``Reply.describe``).
 
 Sections: what ran and on which model; the role spec; the generated and judged dialogues;
 the paper's Table 2; the bot (its examples, every guard candidate's held-out numbers, the
@@ -39,17 +40,9 @@ def _number(value: Any) -> str:
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_e(_number(c))}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    from rolecall.pipelines.redteam.html import table
 
-
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return table(header, [[_number(c) for c in row] for row in rows])
 
 
 def _section(title: str, body: str) -> str:
@@ -158,37 +151,24 @@ def _bot(models: dict) -> str:
     return "".join(parts)
 
 
-def _decided_by(turn: dict) -> str:
-    """The score that decided a chat reply, in words."""
-    for stage in turn.get("stages", []):
-        if stage.get("stage") == "user_check" and stage.get("check"):
-            how = stage.get("by", "")
-            if stage.get("probability") is not None:
-                how += f" {stage['probability']:.2f} (threshold {stage['threshold']:.2f})"
-            flagged = ", flagged for the operator" if stage.get("flagged") else ""
-            return f"user check {stage['check']}: {how}{flagged}"
-        if stage.get("stage") == "guard" and stage.get("flagged"):
-            return f"guard P(out of bounds) {stage['p_out_of_bounds']:.2f}: fallback"
-        if stage.get("stage") == "retrieve":
-            best = (stage.get("candidates") or [{}])[0]
-            return f"retrieved, score {_number(best.get('retrieval_score'))}"
-    return ""
-
-
 def _chat(out: Path) -> str:
-    turns = _read_jsonl(out / "chat.jsonl")
-    rows = [[t.get("user"), t.get("text"), t.get("path"), _decided_by(t)] for t in turns]
-    return _table(["user", "bot", "path", "decided by"], rows)
+    from rolecall.jsonl import read_jsonl
+    from rolecall.serve.reply import Reply
+
+    path = out / "chat.jsonl"
+    turns = list(read_jsonl(path)) if path.is_file() else []
+    rows = [
+        [t["user"], t["text"], Reply(t["text"], t["path"], t["stages"], t["latency_ms"]).describe()]
+        for t in turns
+    ]
+    return _table(["user", "bot", "decided by"], rows)
 
 
 def _check(summary: dict) -> str:
+    from rolecall.pipelines.bot_check import rate_table
+
     check = summary.get("check", {})
-    rates = check.get("rates", {})
-    rows = [
-        [name, f"{r['k']}/{r['n']}", r.get("rate"),
-         "–" if not r.get("ci95") else f"{r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}"]
-        for name, r in rates.items()
-    ]  # fmt: skip
+    rows = rate_table(check["rates"]) if check.get("rates") else []
     control = check.get("control", {})
     said = ", ".join(f"{k} {_number(v)}" for k, v in control.items())
     return _table(["category", "passed", "rate", "95% interval"], rows) + (

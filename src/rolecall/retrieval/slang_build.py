@@ -17,7 +17,6 @@ import shutil
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,7 @@ from rolecall.jsonl import write_jsonl
 from rolecall.retrieval import dense
 from rolecall.retrieval.clean import clean_records
 from rolecall.retrieval.tokens import search_tokens, tokenizer_info
-from rolecall.rundir import write_json
+from rolecall.rundir import now_iso, write_json
 from rolecall.textfiles import SPREADSHEET_DELIMITERS, normalize_delimiter, read_corpus
 
 INDEX_FORMAT = "rolecall-slang-index"
@@ -253,7 +252,7 @@ def build_index(
         vectors = (embeddings, dense.dense_info(encoder, dense_model, embeddings))
     embedded = time.perf_counter()
     manifest = {
-        "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "built_at": now_iso(),
         "rolecall": __version__,
         "default_retriever": retriever,
         "sources": sources,
