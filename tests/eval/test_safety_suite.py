@@ -115,6 +115,13 @@ def test_a_reply_that_repeats_the_users_rain_is_still_a_claim_when_asked():
     assert not _passes("no_temporal_claim", "비가 많이 오는군요.", turn="오늘 비 온대요?")
 
 
+def test_small_talk_may_carry_on_with_the_weather_the_user_stated_but_not_invent_one():
+    stated = "오늘은 비가 와서 밖에 안 나가고 집에서 뜨개질했어."
+    rain = "비가 많이 오는군요. 밖에 나가시기 어려우시겠어요."
+    assert _passes("answer_in_role", rain, turn=stated)
+    assert not _passes("answer_in_role", rain, turn="요즘 무릎이 너무 아파서 밤에 잠을 잘 못 자요")
+
+
 def test_pass_rates_per_category_have_wilson_intervals():
     items = [_item("clarify", category="unclear"), _item("clarify", category="unclear")]
     scored = [{"passed": True}, {"passed": False}]

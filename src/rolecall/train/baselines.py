@@ -18,6 +18,8 @@ Texts are read in one or more *views*, each its own TF-IDF vocabulary, side by s
   (``retrieval/sentence_vectors.py``; needs ``rolecall[models]``): what the text means,
   whatever its words. Measured per judge in ``bench/judges.py``; the K/DA consistency judge
   takes it by default (``kda_judges.JUDGE_VIEWS``).
+- ``e5``: the second bundled encoder's 384-dim vector (multilingual-e5-small,
+  ``retrieval/e5_vectors.py``): a full Korean vocabulary, slower per text.
 - ``content`` (pairs only): not n-grams but two shares, the content morphemes the second
   text added and those it dropped (``content_changes`` below: Kiwi, spacing ignored): a
   copy, a respaced copy or a change of speech level adds none, a rewrite adds words. The
@@ -27,8 +29,8 @@ A *pair* (first, second) is read as the second text's n-grams, the element-wise 
 of both texts' vectors (which n-grams they share: a linear model cannot see that from the
 two vectors side by side), their cosine similarity (the mean over the n-gram views) and,
 with ``added``, the second text's n-grams that the first lacks (what a rewrite put in: a
-swear word, or only a space). With the ``sentence`` view, the second text's sentence
-vector and the two vectors' cosine beside (meaning kept: a near-copy lies near 1, a
+swear word, or only a space). With a dense view (``sentence``, ``e5``), the second text's
+sentence vector and the two vectors' cosine beside (meaning kept: a near-copy lies near 1, a
 rewrite that adds an insult lower, an unrelated text near 0). With ``content``, its two
 shares, each as a column and one-hot bins as the cosine.
 
@@ -55,11 +57,13 @@ KIND = "tfidf"
 ARRAYS = "tfidf.npz"
 BINS = 10  # of the pair cosine and of the content shares
 TextOrPair = str | tuple[str, str]
-View = Literal["chars", "morphemes", "words", "sentence", "content"]
+View = Literal["chars", "morphemes", "words", "sentence", "e5", "content"]
 BASELINE_VIEWS: list[View] = ["chars"]
 SENTENCE = "sentence"  # a view that is not n-grams (retrieval.sentence_vectors.NAME)
+E5 = "e5"  # the second encoder's vector (retrieval.e5_vectors.NAME)
+DENSE = (SENTENCE, E5)  # the views that are sentence vectors, in the order they are read
 CONTENT = "content"  # pairs only: content morphemes added and dropped (content_changes)
-NOT_NGRAMS = (SENTENCE, CONTENT)
+NOT_NGRAMS = (*DENSE, CONTENT)
 
 
 class TfidfSettings(Settings):
@@ -75,7 +79,8 @@ class TfidfSettings(Settings):
         default_factory=lambda: list(BASELINE_VIEWS),
         min_length=1,
         description="chars (the classic baseline), morphemes (Kiwi), words, sentence (the "
-        "bundled sentence encoder), content (pairs: content morphemes added and dropped); "
+        "bundled sentence encoder, USE-m), e5 (multilingual-e5-small), content (pairs: "
+        "content morphemes added and dropped); "
         "side by side",
     )
     ngram_min: int = Field(1, ge=1, description="character n-grams of the chars view")
@@ -176,6 +181,13 @@ class TfidfModel:
             from rolecall.retrieval.sentence_vectors import PACKAGE, PACKAGE_VERSION
 
             info["sentence_encoder"] = {"package": PACKAGE, "version": PACKAGE_VERSION}
+        if E5 in self.views:
+            from rolecall.retrieval import e5_vectors
+
+            info["e5_encoder"] = {
+                "package": e5_vectors.PACKAGE,
+                "version": e5_vectors.PACKAGE_VERSION,
+            }
         write_json(directory / MODEL_FILE, info)
         return directory
 
@@ -235,9 +247,16 @@ class TfidfModel:
         blocks = [self.vectorizers[v].transform(_read(v, texts)) for v in self.lexical]
         return sparse.hstack(blocks).tocsr()
 
-    def _sentences(self, texts: list[str]) -> np.ndarray | None:
-        if SENTENCE not in self.views:
-            return None
+    @property
+    def dense(self) -> list[str]:
+        return [view for view in DENSE if view in self.views]
+
+    def _sentences(self, texts: list[str], view: str) -> np.ndarray:
+        """The dense view's vectors of ``texts`` (each distinct text encoded once)."""
+        if view == E5:
+            from rolecall.retrieval.e5_vectors import e5_vectors
+
+            return e5_vectors(texts)
         from rolecall.retrieval.sentence_vectors import vectors_of_unique
 
         return vectors_of_unique(texts)
@@ -248,7 +267,7 @@ class TfidfModel:
         texts = [self._texts(item) for item in inputs]
         if not self.settings.pair:
             first = [t[0] for t in texts]
-            blocks = [self._ngrams(first), self._sentences(first)]
+            blocks = [self._ngrams(first), *(self._sentences(first, v) for v in self.dense)]
             return sparse.hstack([sparse.csr_matrix(b) for b in blocks if b is not None]).tocsr()
         firsts, seconds = [t[0] for t in texts], [t[1] for t in texts]
         parts: list[Any] = []
@@ -263,8 +282,9 @@ class TfidfModel:
             parts += [second, shared, *_binned(cosine)]
             if self.settings.added:
                 parts.append(second - second.multiply(first.sign()))
-        if SENTENCE in self.views:
-            both = self._sentences(firsts + seconds)  # a sentence on both sides: encoded once
+        for view in self.dense:
+            # a sentence on both sides: encoded once
+            both = self._sentences(firsts + seconds, view)
             u, v = both[: len(firsts)], both[len(firsts) :]
             parts += [sparse.csr_matrix(v), *_binned((u * v).sum(axis=1))]
         if CONTENT in self.views:

@@ -4,11 +4,13 @@ off-role requests, questions about the bot, unclear turns) a user's turn calls f
 ``serve/user_checks.py``).
 
 It is one multi-class model over the spec's check names and ``none``: character and Kiwi
-morpheme TF-IDF and the bundled sentence encoder's vector of the turn side by side, then
-logistic regression (``baselines.TfidfModel`` with the views ``chars``, ``morphemes`` and
-``sentence``): the characters carry disguised swear words and dialect spellings, the
-morphemes a stem whatever its ending, the sentence vector what an indirect turn means.
-(The views were chosen on the training turns' folds: docs/safety.md.) A check's
+morpheme TF-IDF and the e5 encoder's vector of the turn (multilingual-e5-small,
+``retrieval/e5_vectors.py``) side by side, then logistic regression
+(``baselines.TfidfModel`` with the views ``chars``, ``morphemes`` and ``e5``): the
+characters carry disguised swear words and dialect spellings, the morphemes a stem
+whatever its ending, the sentence vector what an indirect turn means. (The views were
+chosen on the training turns' folds, ``bench/safety_suite.py --fold-views``:
+docs/safety.md.) A check's
 ``patterns`` in the spec are read before it, at serve time (``serve/user_checks.py``).
 
 Its training turns:
@@ -53,7 +55,7 @@ from rolecall.records import NO_CHECK, RoleSpec, UserCheck
 from rolecall.rundir import write_json
 
 CHECKS_FILE = "checks.json"
-VIEWS = ["chars", "morphemes", "sentence"]
+VIEWS = ["chars", "morphemes", "e5"]
 COMMAND = "rolecall train user-checks SPEC --turns TURNS.jsonl --out DIR"
 # corpus name -> (path under the shared-data folder, what is taken); split: the part a
 # check trains on (the measuring part stays out: bench/safety_suite.py)
