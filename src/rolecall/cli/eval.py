@@ -21,7 +21,7 @@ from rolecall.cli.common import (
     out,
     output_file,
 )
-from rolecall.cli.train import _print
+from rolecall.cli.train_options import print_metrics
 from rolecall.errors import ConfigError
 
 eval_app = typer.Typer(
@@ -91,7 +91,7 @@ def unanswerable_command(
         if method in wanted
     ]
     results = compare_detectors(detectors, items, roc)
-    _print(
+    print_metrics(
         {
             "items": len(items),
             "unanswerable": sum(i["label"] for i in items),

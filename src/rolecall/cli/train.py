@@ -15,7 +15,6 @@ one on a CPU: ``docs/trained-judges.md``).
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -31,10 +30,26 @@ from rolecall.cli.common import (
     epochs_option,
     field_default,
     lora_r_option,
-    out,
-    out_directory,
     setting_option,
     validated,
+)
+from rolecall.cli.train_options import (
+    BACKBONE_HELP,
+    BACKBONE_LR,
+    BATCH,
+    CLASSIFIER_BACKBONE_HELP,
+    FEATURE_WORKERS,
+    FEATURES_ENGINE,
+    FROZEN,
+    LAYER,
+    LR,
+    MAX_STEPS,
+    OUT_DIR,
+    RETRIEVER_BACKBONE_HELP,
+    TUNE_LAYERS,
+    print_metrics,
+    train_config,
+    training_job,
 )
 from rolecall.errors import ConfigError
 from rolecall.train.backbone import DEFAULT_BACKBONE
@@ -56,93 +71,6 @@ train_app = typer.Typer(
     help="Train the dialogue models (NAACL 2022, section 4): out-of-bounds "
     "classifier, retriever, reranker, generator; and the K/DA judges.",
     no_args_is_help=True,
-)
-
-
-BACKBONE_HELP = (
-    "'embedded' (the embedded Gemma 3 270M, frozen), 'sentence' (the bundled sentence "
-    "encoder, frozen: one state per turn) or a local transformers model directory (trained "
-    "whole unless --frozen)"
-)
-
-CLASSIFIER_BACKBONE_HELP = (
-    BACKBONE_HELP + ", or 'tfidf': character TF-IDF + LR over (the turn before, the "
-    "response), no backbone (on care-call out-of-bounds turns macro-F1 0.861 vs 0.791 on "
-    "'sentence' with its TF-IDF half, docs/models.md)"
-)
-# the retriever's default follows bench/retrieval_quality.py (docs/models.md): Hits@1/20 on
-# chatbot_data 0.553 on the sentence encoder vs 0.425 on the embedded Gemma; on care-call
-# fused with BM25 0.530 vs BM25's 0.420
-RETRIEVER_BACKBONE_HELP = (
-    BACKBONE_HELP + "; the retriever defaults to 'sentence' (measured: chatbot_data Hits@1/20 "
-    "0.553 vs 0.425 on 'embedded')"
-)
-OUT_DIR = typer.Option(..., "--out", "-o", callback=out_directory, help="model directory to write")
-
-
-def _print(metrics: dict) -> None:
-    out.print(
-        json.dumps({k: v for k, v in metrics.items() if k != "losses"}, ensure_ascii=False),
-        highlight=False,
-    )
-
-
-def _config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make=TrainConfig):
-    """The ``TrainConfig`` of the options, made by ``make`` (checked: a bad value names
-    its option)."""
-    return validated(
-        make,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        backbone_lr=backbone_lr,
-        max_steps=max_steps,
-        seed=seed,
-    )
-
-
-def _job(examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every):
-    from rolecall.train.jobs import Job
-
-    return Job(examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every)
-
-
-# typer options shared by every command, with TrainConfig's defaults
-BATCH = batch_size_option(field_default(TrainConfig, "batch_size"))
-LR = setting_option(TrainConfig, "lr")
-BACKBONE_LR = typer.Option(
-    field_default(TrainConfig, "backbone_lr"), help="a trainable backbone's learning rate"
-)
-MAX_STEPS = setting_option(TrainConfig, "max_steps", min=1)
-FROZEN = typer.Option(
-    None,
-    "--frozen/--trainable",
-    help="freeze the backbone or train it whole (default: embedded frozen, a model "
-    "directory trained; the classifier tunes the embedded model's top layers: --tune-layers)",
-)
-LAYER = typer.Option(
-    None,
-    min=1,
-    help="keep the backbone's first N transformer layers: their states are the features "
-    "and extraction is faster (default: embedded's default layer, see docs/models.md; all "
-    "of a model directory's; the model's layer count keeps all); kept in the model directory",
-)
-TUNE_LAYERS = typer.Option(
-    None,
-    min=0,
-    help="train the backbone's top N transformer layers (of those --layer keeps) and keep the "
-    "rest as loaded; 0: frozen (default: the embedded Gemma's measured default for this model, "
-    "see docs/models.md; else --frozen/--trainable); only the tuned layers are saved; "
-    "--backbone sentence: the last N (1-5) layers of the encoder's dense top",
-)
-FEATURES_ENGINE = typer.Option(
-    "local",
-    "--engine",
-    help="where a frozen backbone's features are extracted: local (this process) or ray "
-    "(a Ray Data job; the training then runs here)",
-)
-FEATURE_WORKERS = typer.Option(
-    2, "--workers", min=1, help="Ray actors with --engine ray, each loading the backbone once"
 )
 
 
@@ -205,7 +133,7 @@ def train_classifier_command(
                 "TF-IDF; --backbone tfidf is TF-IDF already",
                 fix="leave --lexical/--no-lexical out, or name a backbone",
             )
-        _print(train_lexical_classifier(examples, out_dir, test_share, seed))
+        print_metrics(train_lexical_classifier(examples, out_dir, test_share, seed))
         return
     if lexical is None:
         lexical = field_default(ClassifierSettings, "lexical")
@@ -214,10 +142,10 @@ def train_classifier_command(
     )
     choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
     make = functools.partial(jobs.classifier_config, choice)  # its passes follow the choice
-    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)
-    job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,
-               checkpoint_every)  # fmt: skip
-    _print(jobs.classifier(job, choice, settings, config, test_share))
+    config = train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)
+    job = training_job(examples, out_dir, features_cache, progress, engine_name, ray_address,
+                       workers, checkpoint_every)  # fmt: skip
+    print_metrics(jobs.classifier(job, choice, settings, config, test_share))
 
 
 @train_app.command("retriever")
@@ -264,14 +192,14 @@ def train_retriever_command(
     settings = validated(RetrieverSettings, kind=retriever_kind(backbone, kind), codes=codes)
     choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
     make = functools.partial(jobs.retriever_config, choice)  # a tuned top's learning rate
-    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)
-    job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,
-               checkpoint_every)  # fmt: skip
+    config = train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)
+    job = training_job(examples, out_dir, features_cache, progress, engine_name, ray_address,
+                       workers, checkpoint_every)  # fmt: skip
     metrics = jobs.retriever(job, choice, settings, config)
     if index:
         built = index_examples(out_dir, examples, job.cache(), progress)
         metrics["candidate_index"] = str(built.path)
-    _print(metrics)
+    print_metrics(metrics)
 
 
 @train_app.command("reranker")
@@ -313,10 +241,10 @@ def train_reranker_command(
     settings = validated(RerankerSettings, negatives=negatives, interaction=interaction)
     mined = None if hard_negatives is None else hard_negative_miner(hard_negatives, progress)
     choice = jobs.BackboneChoice(backbone, frozen, layer, tune_layers)
-    config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
-    job = _job(examples, out_dir, features_cache, progress, engine_name, ray_address, workers,
-               checkpoint_every)  # fmt: skip
-    _print(jobs.reranker(job, choice, settings, config, mined, test_share))
+    config = train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+    job = training_job(examples, out_dir, features_cache, progress, engine_name, ray_address,
+                       workers, checkpoint_every)  # fmt: skip
+    print_metrics(jobs.reranker(job, choice, settings, config, mined, test_share))
 
 
 @train_app.command("features")
@@ -372,7 +300,9 @@ def features_command(
         )
     else:
         features.precompute("texts", texts, max_length, progress, side=side)
-    _print({"texts": len(texts), "computed": missing, "cache": str(cache), "engine": engine_name})
+    print_metrics(
+        {"texts": len(texts), "computed": missing, "cache": str(cache), "engine": engine_name}
+    )
 
 
 JUDGE_BACKBONE_HELP = (
@@ -382,7 +312,8 @@ JUDGE_BACKBONE_HELP = (
 )
 JUDGE_VIEWS_HELP = (
     "the tfidf judge's views, comma-separated: chars (character n-grams; alone, the classic "
-    "baseline), morphemes (Kiwi), words, sentence (the bundled sentence encoder), content "
+    "baseline), morphemes (Kiwi), words, sentence (the bundled sentence encoder), e5 "
+    "(multilingual-e5-small), content "
     "(pairs: the content morphemes the rewrite adds and drops); default: chars,morphemes "
     "for the implicit judge, chars,morphemes,sentence,content for consistency"
 )
@@ -430,8 +361,8 @@ def _kda_judge_command(task: str, summary: str):
         data = jobs.JudgeData(data_dir, kda_holdout, seed, limit, test_limit, baseline)
         chosen = [v.strip() for v in views.split(",") if v.strip()] if views else None
         choice = jobs.BackboneChoice(backbone, frozen, layer)
-        config = _config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
-        _print(
+        config = train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
+        print_metrics(
             jobs.kda_judge(task, data, out_dir, choice, chosen, config, features_cache, progress)
         )
 
@@ -498,7 +429,7 @@ def train_generator_command(
         TrainConfig, epochs=epochs, batch_size=batch_size, lr=lr, max_steps=max_steps, seed=seed
     )
     job = jobs.Job(examples, out_dir, progress=progress, checkpoint_every=checkpoint_every)
-    _print(jobs.generator(job, base, settings, config, test_share))
+    print_metrics(jobs.generator(job, base, settings, config, test_share))
 
 
 @train_app.command("export")
@@ -521,7 +452,7 @@ def export_command(
     model_type = Generator if kind == KIND else DetoxModel
     model = model_type.load(model_dir)
     written = model.export(target, merged=not adapter)
-    _print(
+    print_metrics(
         {
             "kind": kind,
             "export": "adapter" if adapter else "merged",

@@ -19,6 +19,7 @@ Its training turns:
 - a turns file (JSONL, ``{"text": ..., "check": NAME or "none"}``; the care-call one is
   ``examples/carecall/user_turns.jsonl``, written by the project);
 - the user turns of example dialogues (``none``: ordinary talk in the role);
+- with a ``clarify`` check, ``GARBLED`` turns of random syllables (``garbled_turns``);
 - with a shared-data folder, the corpora a check names (``CORPORA``: SQuARe's sensitive
   questions, BEEP! and Curse-detection comments), at most ``per_corpus`` turns each, and
   everyday questions of chatbot_data as ``none``.
@@ -75,6 +76,8 @@ MAX_FALSE_ALARM = 0.02
 # issue 46's bound of 5% on the small-talk control: a referral said to "죽을 끓여 먹어"
 # (porridge) frightens the person it was meant to protect
 MAX_CRISIS_FALSE_ALARM = 0.035
+# random-syllable turns trained as the spec's clarify check (``garbled_turns``)
+GARBLED, GARBLED_SOURCE = 150, "garbled"
 
 
 @dataclass
@@ -197,6 +200,10 @@ def training_turns(
             for corpus in check.corpora:
                 turns.add(corpus_turns(corpus, data, per_corpus, seed), check.name, corpus)
         turns.add(corpus_turns(ORDINARY_CORPUS, data, per_corpus, seed), NO_CHECK, ORDINARY_CORPUS)
+    clarify = next((c.name for c in spec.user_checks if c.kind == "clarify"), None)
+    if clarify is not None:
+        ordinary = [t for t, label in zip(turns.texts, turns.labels) if label == NO_CHECK]
+        turns.add(garbled_turns(ordinary, GARBLED, seed), clarify, GARBLED_SOURCE)
     seen: set[str] = set()
     kept = Turns([], [], [])
     for text, label, source in zip(turns.texts, turns.labels, turns.sources):
@@ -208,6 +215,25 @@ def training_turns(
             seen.add(key)
             kept.add([key], label, source)
     return kept
+
+
+def garbled_turns(texts: Sequence[str], count: int, seed: int) -> list[str]:
+    """``count`` turns of speech-to-text garble: words of one to three syllables drawn at
+    random from the syllables of ``texts`` (as often as they occur there), three to eight
+    words; no word order, so no meaning. A written list of garble is short and alike ("어
+    그 뭐냐"); without these, "가나다 갸 뇨 뎌 리 므" read as a crisis."""
+    syllables = [ch for text in texts for ch in text if "가" <= ch <= "힣"]
+    if not syllables:
+        return []
+    rng = random.Random(f"{seed}|garbled")
+    turns = []
+    for _ in range(count):
+        words = [
+            "".join(rng.choice(syllables) for _ in range(rng.choice((1, 1, 2, 2, 3))))
+            for _ in range(rng.randint(3, 8))
+        ]
+        turns.append(" ".join(words))
+    return turns
 
 
 def unspaced_copies(turns: Turns) -> tuple[list[str], list[str]]:

@@ -1,0 +1,105 @@
+"""The options and helpers the ``rolecall train ...`` commands share (``cli/train.py``):
+typer options with ``TrainConfig``'s defaults, the help texts of ``--backbone``, the
+``TrainConfig`` and ``Job`` of the options, the metrics printed as JSON."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from rolecall.cli.common import (
+    batch_size_option,
+    field_default,
+    out,
+    out_directory,
+    setting_option,
+    validated,
+)
+from rolecall.train.settings import TrainConfig
+
+BACKBONE_HELP = (
+    "'embedded' (the embedded Gemma 3 270M, frozen), 'sentence' (the bundled sentence "
+    "encoder, frozen: one state per turn) or a local transformers model directory (trained "
+    "whole unless --frozen)"
+)
+
+CLASSIFIER_BACKBONE_HELP = (
+    BACKBONE_HELP + ", or 'tfidf': character TF-IDF + LR over (the turn before, the "
+    "response), no backbone (the stronger one on the care-call out-of-bounds turns: "
+    "docs/models.md)"
+)
+# the retriever's default follows bench/retrieval_quality.py (docs/models.md)
+RETRIEVER_BACKBONE_HELP = (
+    BACKBONE_HELP + "; the retriever defaults to 'sentence' (the stronger one in "
+    "bench/retrieval_quality.py: docs/models.md)"
+)
+OUT_DIR = typer.Option(..., "--out", "-o", callback=out_directory, help="model directory to write")
+
+
+def print_metrics(metrics: dict) -> None:
+    out.print(
+        json.dumps({k: v for k, v in metrics.items() if k != "losses"}, ensure_ascii=False),
+        highlight=False,
+    )
+
+
+def train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make=TrainConfig):
+    """The ``TrainConfig`` of the options, made by ``make`` (checked: a bad value names
+    its option)."""
+    return validated(
+        make,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        backbone_lr=backbone_lr,
+        max_steps=max_steps,
+        seed=seed,
+    )
+
+
+def training_job(
+    examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every
+):
+    from rolecall.train.jobs import Job
+
+    return Job(examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every)
+
+
+# typer options shared by every command, with TrainConfig's defaults
+BATCH = batch_size_option(field_default(TrainConfig, "batch_size"))
+LR = setting_option(TrainConfig, "lr")
+BACKBONE_LR = typer.Option(
+    field_default(TrainConfig, "backbone_lr"), help="a trainable backbone's learning rate"
+)
+MAX_STEPS = setting_option(TrainConfig, "max_steps", min=1)
+FROZEN = typer.Option(
+    None,
+    "--frozen/--trainable",
+    help="freeze the backbone or train it whole (default: embedded frozen, a model "
+    "directory trained; the classifier tunes the embedded model's top layers: --tune-layers)",
+)
+LAYER = typer.Option(
+    None,
+    min=1,
+    help="keep the backbone's first N transformer layers: their states are the features "
+    "and extraction is faster (default: embedded's default layer, see docs/models.md; all "
+    "of a model directory's; the model's layer count keeps all); kept in the model directory",
+)
+TUNE_LAYERS = typer.Option(
+    None,
+    min=0,
+    help="train the backbone's top N transformer layers (of those --layer keeps) and keep the "
+    "rest as loaded; 0: frozen (default: the embedded Gemma's measured default for this model, "
+    "see docs/models.md; else --frozen/--trainable); only the tuned layers are saved; "
+    "--backbone sentence: the last N (1-5) layers of the encoder's dense top",
+)
+FEATURES_ENGINE = typer.Option(
+    "local",
+    "--engine",
+    help="where a frozen backbone's features are extracted: local (this process) or ray "
+    "(a Ray Data job; the training then runs here)",
+)
+FEATURE_WORKERS = typer.Option(
+    2, "--workers", min=1, help="Ray actors with --engine ray, each loading the backbone once"
+)
