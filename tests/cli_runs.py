@@ -139,6 +139,10 @@ def keyed(path: Path, key) -> dict:
 
 
 def metrics_of(result: subprocess.CompletedProcess) -> dict:
-    """The JSON object a successful command printed last."""
+    """The JSON object a successful command printed last; for a training command, which
+    prints its numbers for a person, the ``metrics.json`` its last line names."""
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.splitlines()[-1])
+    last = result.stdout.splitlines()[-1]
+    if last.strip().startswith("every number: "):
+        return json.loads(Path(last.strip().removeprefix("every number: ")).read_text())
+    return json.loads(last)

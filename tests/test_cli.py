@@ -134,6 +134,35 @@ def test_every_option_has_a_help_text():
     assert not missing, f"options without a help text: {', '.join(missing)}"
 
 
+def test_every_out_is_a_directory_or_one_file_and_says_which_before_any_work():
+    """``--out`` is where a command writes its product: a directory (a run, a model, an
+    index, a report) or, for the commands whose product is one JSONL file, that file; its
+    help says which, and its check runs before any work (docs/setup.md)."""
+    import typer
+
+    from rolecall.cli.app import app
+
+    seen, wrong = 0, []
+
+    def walk(command, path):
+        nonlocal seen
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+        for param in command.params:
+            if "--out" not in param.opts:
+                continue
+            seen += 1
+            check = getattr(param.callback, "__name__", None) or getattr(
+                getattr(param.callback, "func", None), "__name__", None
+            )
+            says = {"out_directory": "director", "output_file": "JSONL"}.get(check)
+            if says is None or says not in param.help:
+                wrong.append(f"{' '.join(path)}: {check} {param.help!r}")
+
+    walk(typer.main.get_command(app), [])
+    assert seen > 15 and not wrong, wrong
+
+
 def test_bad_sampling_options_are_clear():
     result = run_cli("llm", "complete", "x", "-m", "fake:a", "--temperature", "5")
     assert result.returncode == 2 and "temperature" in result.stderr

@@ -87,7 +87,7 @@ def test_train_classifier_reads_them(kda_csv, tmp_path):
         "--epochs", "1", "--batch-size", "8", "--no-progress",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    metrics = json.loads(result.stdout.strip().splitlines()[-1])
+    metrics = json.loads((tmp_path / "clf" / "metrics.json").read_text())
     assert metrics["train_examples"] + metrics["test_examples"] == len(
         list(read_jsonl(out, Example))
     )

@@ -46,7 +46,7 @@ def test_train_classifier_and_reranker(setup):
     assert saved["kind"] == "classifier" and saved["settings"]["lexical"]
     assert json.loads((root / "clf" / "lexical" / "model.json").read_text())["kind"] == "tfidf"
     assert not (root / "clf" / ".checkpoint").exists()  # written at every step, then removed
-    # what the command printed is what the model directory keeps, and it is a real score
+    # what the command wrote is what the model directory keeps, and it is a real score
     assert all(saved["metrics"][key] == metrics[key] for key in ("accuracy", "f1"))
     assert (
         0 <= metrics["f1"] <= 1
@@ -388,3 +388,25 @@ def test_the_sentence_encoder_backbone_from_the_command_line(setup):
     )
     assert refused.returncode != 0 and "--backbone embedded --layer N" in refused.stderr
     assert not (root / "y" / "model.json").exists()
+
+
+def test_a_training_command_prints_its_numbers_for_a_person_and_keeps_the_json(tmp_path, capsys):
+    from rolecall.cli.train_options import report_training
+
+    metrics = {
+        "train_examples": 248,
+        "f1": 0.8,
+        "roc_auc": 0.93939393,
+        "held_out_threshold": {"threshold": 0.375, "precision": 1.0, "recall": 0.6667},
+        "losses": [2.0, 1.0],
+        "per_label": [1, 2],
+    }
+    report_training("classifier", metrics, tmp_path / "model")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"classifier trained -> {tmp_path / 'model'}"
+    assert "  roc auc: 0.9394" in printed
+    assert "  held out threshold: threshold 0.375, precision 1, recall 0.6667" in printed
+    assert printed[-1] == f"  every number: {tmp_path / 'model' / 'metrics.json'}"
+    assert not any(line.lstrip().startswith("{") for line in printed)  # no raw JSON line
+    saved = json.loads((tmp_path / "model" / "metrics.json").read_text())
+    assert "losses" not in saved and saved["per_label"] == [1, 2] and saved["f1"] == 0.8

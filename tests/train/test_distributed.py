@@ -86,7 +86,7 @@ def test_train_classifier_under_torchrun(tmp_path):
         app, [*command, "--out", str(tmp_path / "one"), "--features-cache", str(tmp_path / "f1")]
     )
     assert alone.exit_code == 0, alone.output
-    one = json.loads(alone.stdout.strip().splitlines()[-1])
+    one = json.loads((tmp_path / "one" / "metrics.json").read_text())
 
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
     launcher += ["--master_port", str(free_port()), "-m", "rolecall.cli"]
@@ -99,9 +99,9 @@ def test_train_classifier_under_torchrun(tmp_path):
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    printed = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    printed = [line for line in result.stdout.splitlines() if " trained -> " in line]
     assert len(printed) == 1, result.stdout  # rank 1 printed nothing
-    two = json.loads(printed[0])
+    two = json.loads((out / "metrics.json").read_text())
     assert json.loads((out / "model.json").read_text())["metrics"] == two
     assert [p.name for p in cache.iterdir()] == ["shard-00000.npz"]
     assert two["train_examples"] == one["train_examples"] and two["steps"] == one["steps"]

@@ -194,7 +194,7 @@ def test_train_classifier_engine_ray_extracts_then_trains_here(
     args += ["--layer", "1"]  # a backbone option: every actor must load it the same way
     result = CliRunner().invoke(app, [*args, "--engine", "ray", "--workers", "2"])
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.stdout.splitlines()[-1])
+    metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
     assert metrics["train_examples"] > 0
     # the pairs it extracted on Ray are the states extracted here, of the layer asked for
     backbone = load_backbone(str(saved), frozen=True, layer=1)

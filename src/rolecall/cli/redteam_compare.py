@@ -16,7 +16,10 @@ def redteam_compare_command(
         ..., help="two or more `rolecall redteam --out` directories; the first is the base"
     ),
     out_dir: Path = typer.Option(
-        ..., "--out", callback=out_directory, help="where compare.json/.md/.html go"
+        ...,
+        "--out",
+        callback=out_directory,
+        help="the report's directory (compare.json, .md, .html)",
     ),
 ):
     """Compare red-team runs of bot versions: not-safe and out-of-role rates per attack

@@ -2,10 +2,11 @@
 
 Each command trains one model on a JSONL file of ``Example`` records, saves it to
 ``--out`` (``model.json``, the head, the backbone or a reference to it) and prints its
-metrics as JSON. ``--backbone`` is ``embedded`` (the embedded Gemma, frozen: its hidden
-states are cached under ``--features-cache`` so a second model on the same data is fast;
-the classifier instead tunes its top layers, ``EMBEDDED_DEFAULTS``) or a local
-transformers model directory (trained whole unless ``--frozen``).
+numbers for a person (every number, as JSON, in ``OUT/metrics.json``). ``--backbone`` is
+``embedded`` (the embedded Gemma, frozen: its hidden states are cached under
+``--features-cache`` so a second model on the same data is fast; the classifier instead
+tunes its top layers, ``EMBEDDED_DEFAULTS``) or a local transformers model directory
+(trained whole unless ``--frozen``).
 
 ``implicit-judge`` and ``consistency-judge`` train the K/DA judges from the shared corpora
 folder instead (``train/kda_judges.py``; default backbone ``tfidf``, the measured stronger
@@ -48,6 +49,7 @@ from rolecall.cli.train_options import (
     RETRIEVER_BACKBONE_HELP,
     TUNE_LAYERS,
     print_metrics,
+    report_training,
     train_config,
     training_job,
 )
@@ -133,7 +135,9 @@ def train_classifier_command(
                 "TF-IDF; --backbone tfidf is TF-IDF already",
                 fix="leave --lexical/--no-lexical out, or name a backbone",
             )
-        print_metrics(train_lexical_classifier(examples, out_dir, test_share, seed))
+        report_training(
+            "classifier", train_lexical_classifier(examples, out_dir, test_share, seed), out_dir
+        )
         return
     if lexical is None:
         lexical = field_default(ClassifierSettings, "lexical")
@@ -145,7 +149,9 @@ def train_classifier_command(
     config = train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make)
     job = training_job(examples, out_dir, features_cache, progress, engine_name, ray_address,
                        workers, checkpoint_every)  # fmt: skip
-    print_metrics(jobs.classifier(job, choice, settings, config, test_share))
+    report_training(
+        "classifier", jobs.classifier(job, choice, settings, config, test_share), out_dir
+    )
 
 
 @train_app.command("retriever")
@@ -199,7 +205,7 @@ def train_retriever_command(
     if index:
         built = index_examples(out_dir, examples, job.cache(), progress)
         metrics["candidate_index"] = str(built.path)
-    print_metrics(metrics)
+    report_training("retriever", metrics, out_dir)
 
 
 @train_app.command("reranker")
@@ -244,7 +250,8 @@ def train_reranker_command(
     config = train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
     job = training_job(examples, out_dir, features_cache, progress, engine_name, ray_address,
                        workers, checkpoint_every)  # fmt: skip
-    print_metrics(jobs.reranker(job, choice, settings, config, mined, test_share))
+    metrics = jobs.reranker(job, choice, settings, config, mined, test_share)
+    report_training("reranker", metrics, out_dir)
 
 
 @train_app.command("features")
@@ -362,9 +369,10 @@ def _kda_judge_command(task: str, summary: str):
         chosen = [v.strip() for v in views.split(",") if v.strip()] if views else None
         choice = jobs.BackboneChoice(backbone, frozen, layer)
         config = train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed)
-        print_metrics(
-            jobs.kda_judge(task, data, out_dir, choice, chosen, config, features_cache, progress)
+        metrics = jobs.kda_judge(
+            task, data, out_dir, choice, chosen, config, features_cache, progress
         )
+        report_training(f"{task} judge", metrics, out_dir)
 
     command.__doc__ = summary
     return command
@@ -429,7 +437,7 @@ def train_generator_command(
         TrainConfig, epochs=epochs, batch_size=batch_size, lr=lr, max_steps=max_steps, seed=seed
     )
     job = jobs.Job(examples, out_dir, progress=progress, checkpoint_every=checkpoint_every)
-    print_metrics(jobs.generator(job, base, settings, config, test_share))
+    report_training("generator", jobs.generator(job, base, settings, config, test_share), out_dir)
 
 
 @train_app.command("export")

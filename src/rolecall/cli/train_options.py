@@ -5,6 +5,7 @@ typer options with ``TrainConfig``'s defaults, the help texts of ``--backbone``,
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
@@ -16,7 +17,10 @@ from rolecall.cli.common import (
     setting_option,
     validated,
 )
+from rolecall.rundir import write_json
 from rolecall.train.settings import TrainConfig
+
+METRICS_FILE = "metrics.json"  # a trained model's numbers, beside it (report_training)
 
 BACKBONE_HELP = (
     "'embedded' (the embedded Gemma 3 270M, frozen), 'sentence' (the bundled sentence "
@@ -38,10 +42,43 @@ OUT_DIR = typer.Option(..., "--out", "-o", callback=out_directory, help="model d
 
 
 def print_metrics(metrics: dict) -> None:
-    out.print(
-        json.dumps({k: v for k, v in metrics.items() if k != "losses"}, ensure_ascii=False),
-        highlight=False,
-    )
+    """The metrics as one JSON line (what scripts read: ``rolecall eval``, ``train
+    features``)."""
+    out.print(json.dumps(_kept(metrics), ensure_ascii=False), highlight=False)
+
+
+def report_training(model: str, metrics: dict, out_dir: Path) -> None:
+    """A trained model's numbers for a person: one line each, a group of numbers (the
+    held-out threshold's precision and recall, say) on one line; every number, as JSON, in
+    ``OUT/metrics.json`` for scripts."""
+    kept = _kept(metrics)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    write_json(Path(out_dir) / METRICS_FILE, kept)
+    out.print(f"{model} trained -> {out_dir}", highlight=False)
+    for key, value in kept.items():
+        if isinstance(value, dict):
+            parts = [f"{k} {_number(v)}" for k, v in value.items() if _scalar(v)]
+            if parts:
+                out.print(f"  {key.replace('_', ' ')}: {', '.join(parts)}", highlight=False)
+        elif _scalar(value) and value is not None:
+            out.print(f"  {key.replace('_', ' ')}: {_number(value)}", highlight=False)
+    out.print(f"  every number: {Path(out_dir) / METRICS_FILE}", highlight=False)
+
+
+def _kept(metrics: dict) -> dict:
+    """The metrics without the per-step losses (a long list; the model directory keeps
+    them where the model saves them)."""
+    return {k: v for k, v in metrics.items() if k != "losses"}
+
+
+def _scalar(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _number(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value)
 
 
 def train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make=TrainConfig):
