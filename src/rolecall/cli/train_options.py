@@ -24,8 +24,8 @@ METRICS_FILE = "metrics.json"  # a trained model's numbers, beside it (report_tr
 
 BACKBONE_HELP = (
     "'embedded' (the embedded Gemma 3 270M, frozen), 'sentence' (the bundled sentence "
-    "encoder, frozen: one state per turn) or a local transformers model directory (trained "
-    "whole unless --frozen)"
+    "encoder, USE-m, frozen: one state per turn), 'e5' (multilingual-e5-small, frozen: one "
+    "state per turn) or a local transformers model directory (trained whole unless --frozen)"
 )
 
 CLASSIFIER_BACKBONE_HELP = (

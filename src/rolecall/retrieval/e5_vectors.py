@@ -69,6 +69,10 @@ class E5Vectors:
             out[i] = vector if vector is not None else self._one(text, passage)
         return out
 
+    def forget(self) -> None:
+        """Drop the memo (a speed bench times the engine, not the memo)."""
+        self._memo = {False: {}, True: {}}
+
     def _one(self, text: str, passage: bool) -> np.ndarray:
         """A text the memo dropped between the batch and the copy (a full memo)."""
         return np.asarray(self.engine.passage(text) if passage else self.engine.query(text))

@@ -47,6 +47,7 @@ EMBEDDED = "embedded"
 # path): nothing could load it again, so a model directory keeps its weights whole
 IN_CODE = "in-code"
 SENTENCE = "sentence"  # the bundled sentence encoder (sentence_encoder.py; its NAME)
+E5 = "e5"  # the second bundled encoder, multilingual-e5-small (e5_encoder.py), frozen
 EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # layers kept of the embedded Gemma when none is asked for (None: all). Layer 7 is the
 # best single layer for the classifier and retriever probes and 2.5x faster to extract
@@ -412,14 +413,15 @@ def keep_layers(model: Any, layer: int | None) -> int | None:
 
 
 def load_backbone(name: str, frozen: bool | None = None, layer: int | None = None) -> Backbone:
-    """``"embedded"`` (frozen unless told otherwise) or a local model directory (trainable
-    unless told otherwise). ``layer``: keep the first ``layer`` transformer layers (default:
-    ``EMBEDDED_LAYER`` for the embedded model, all of a model directory's; the model's
-    own layer count keeps them all)."""
+    """``"embedded"`` (frozen unless told otherwise), ``"sentence"`` or ``"e5"`` (the
+    bundled encoders, frozen) or a local model directory (trainable unless told otherwise).
+    ``layer``: keep the first ``layer`` transformer layers (default: ``EMBEDDED_LAYER``
+    for the embedded model, all of a model directory's; the model's own layer count keeps
+    them all)."""
     if name == EMBEDDED:
         frozen = True if frozen is None else frozen
         return _load_source(name, frozen, EMBEDDED_LAYER if layer is None else layer)
-    if name == SENTENCE:
+    if name in (SENTENCE, E5):
         return _load_source(name, True if frozen is None else frozen, layer)
     return _load_source(name, False if frozen is None else frozen, layer)
 
@@ -437,6 +439,15 @@ def _load_source(name: str, frozen: bool, layer: int | None) -> Backbone:
         from rolecall.train.sentence_encoder import SentenceEncoder
 
         return SentenceEncoder()
+    if name == E5:
+        if not frozen or layer is not None:
+            raise ConfigError(
+                "the e5 encoder is used whole and frozen: its package gives sentence vectors only",
+                fix="leave --trainable, --layer and --tune-layers out for --backbone e5",
+            )
+        from rolecall.train.e5_encoder import E5Encoder
+
+        return E5Encoder()
     if name == EMBEDDED:
         from rolecall.llm.hf import embedded_snapshot
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from rolecall import config as settings_file
 from rolecall.errors import ConfigError
-from rolecall.train.backbone import EMBEDDED, HEAD_DEFAULTS, SENTENCE, HeadDefaults
+from rolecall.train.backbone import E5, EMBEDDED, HEAD_DEFAULTS, SENTENCE, HeadDefaults
 from rolecall.train.settings import (
     RETRIEVER_TRAINING,
     ClassifierSettings,
@@ -36,7 +36,7 @@ from rolecall.train.settings import (
     classifier_training,
 )
 
-FROZEN_BY_DEFAULT = (EMBEDDED, SENTENCE)
+FROZEN_BY_DEFAULT = (EMBEDDED, SENTENCE, E5)
 ENGINES = ("local", "ray")
 
 

