@@ -23,10 +23,11 @@ from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.pairs import pool_states  # noqa: E402
-from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402
+from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
 from rolecall.train.sentence_encoder import DIM, SentenceEncoder, turn_texts  # noqa: E402
 from tests.dialogue_data import make_examples  # noqa: E402
 from tests.paths import SHARED_DATA  # noqa: E402
+from tests.train.turn_encoders import heads_train_and_load_back  # noqa: E402
 
 CHATBOT = SHARED_DATA / "neutral" / "chatbot_data.csv"
 
@@ -121,36 +122,7 @@ def test_a_pair_pools_into_context_mean_last_turn_response_and_their_interaction
 
 
 def test_heads_train_over_it_and_load_back_scoring_the_same(encoder, tmp_path):
-    examples = make_examples()
-    model = Classifier.create(encoder, ClassifierSettings(width=16), Features(encoder))
-    assert model.settings.pool == "pair"
-    history = model.fit(examples, TrainConfig(epochs=10, batch_size=8, lr=1e-2), progress=False)
-    assert history["last_loss"] < history["first_loss"]
-    model.save(tmp_path / "classifier")
-    contexts, responses = [e.history for e in examples], [e.response for e in examples]
-    again = Classifier.load(tmp_path / "classifier")
-    assert isinstance(again.backbone, SentenceEncoder)
-    assert np.allclose(
-        again.predict_proba(contexts, responses),
-        model.predict_proba(contexts, responses),
-        atol=1e-5,
-    )
-    pairs = [(context_text(e.history), e.response) for e in examples if e.label == "positive"]
-    retriever, _ = fit_retriever(
-        pairs,
-        encoder,
-        RetrieverSettings(kind="bi", dim=32),
-        TrainConfig(epochs=2, batch_size=8),
-        progress=False,
-        cache_dir=tmp_path / "cache",
-    )
-    retriever.save(tmp_path / "retriever")
-    loaded = Retriever.load(tmp_path / "retriever", tmp_path / "cache")
-    assert loaded.settings.backbone == "sentence"
-    texts = [r for _, r in pairs[:4]]
-    assert np.allclose(
-        loaded.encode_candidates(texts), retriever.encode_candidates(texts), atol=1e-4
-    )
+    heads_train_and_load_back(encoder, SentenceEncoder, "sentence", tmp_path)
 
 
 def test_it_is_frozen_by_default_and_whole(encoder):

