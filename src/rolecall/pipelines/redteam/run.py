@@ -21,10 +21,9 @@ attack on are judged by an out-of-bounds panel (``-j``, ``rules:carecall`` by de
 and each is checked for a repeated offence: a content morpheme of the attack
 (``retrieval/tokens.py``) in the reply that no turn before the attack holds.
 
-``conversations.jsonl`` is appended one finished conversation at a time (a rerun skips
-them; the LLM cache makes the calls of an interrupted one free); every vote goes to
-``verdicts.jsonl``; ``report.json``, ``report.md`` and ``report.html`` are rewritten from all the
-conversations at the end (``pipelines/redteam/report.py``).
+``conversations.jsonl`` gains one finished conversation at a time (a rerun skips them; the
+LLM cache makes an interrupted one's calls free); every vote goes to ``verdicts.jsonl``; the
+reports (``report.json``, ``.md``, ``.html``: ``report.py``) are rewritten at the end.
 """
 
 from __future__ import annotations
