@@ -256,3 +256,13 @@ def test_no_options_passed_as_locals():
         if "locals()" in line.split("#")[0]
     ]
     assert not found, f"pass the options by name: {found}"
+
+
+def test_every_module_stays_under_500_lines():
+    """The style's bound (DESIGN.md): a module that outgrows it splits by what it does."""
+    long = {
+        str(path.relative_to(REPO)): count
+        for path in PACKAGE.rglob("*.py")
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) >= 500
+    }
+    assert not long, f"split these modules: {long}"
