@@ -79,6 +79,7 @@ from rolecall.spec import load_role_spec
 from rolecall.train.baselines import (
     BASELINE_VIEWS,
     CONTENT,
+    E5,
     NOT_NGRAMS,
     SENTENCE,
     TfidfModel,
@@ -195,6 +196,7 @@ def beep_set(data_dir: Path, implicit_judge: TfidfModel, seed: int) -> JudgeSet:
         ("trained", views),
         ("tfidf", BASELINE_VIEWS),
         (SENTENCE, [*views, SENTENCE]),
+        (E5, [*views, E5]),
     ):
         model = fit_tfidf("offensive", ["offensive", "none"], train, views, seed)
         out.rows[key] = Row(*timed(model.predict, out.inputs))
@@ -213,6 +215,7 @@ def kda_implicit_set(data_dir: Path, seed: int) -> tuple[JudgeSet, TfidfModel]:
         ("trained", views),
         ("tfidf", BASELINE_VIEWS),
         (SENTENCE, [*views, SENTENCE]),
+        (E5, [*views, E5]),
     ):
         model = fit_tfidf("implicit", data.labels, data.train, views, seed)
         out.rows[key] = Row(*timed(mapped(model, {"explicit": "implicit"}), out.inputs))
@@ -245,6 +248,7 @@ def kda_consistency_sets(data_dir: Path, seed: int) -> dict[str, JudgeSet]:
         ("tfidf", BASELINE_VIEWS),
         ("ngrams", ngrams),
         ("no_content", before),
+        (E5, [*views, E5]),
     ):
         model = fit_tfidf("consistency", data.labels, data.train, views, seed, pair=True)
         for judge_set in out.values():

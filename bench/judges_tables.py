@@ -12,6 +12,7 @@ NAMES = {
     "tfidf": "baseline (tfidf chars)",
     "kda_implicit": "K/DA implicit judge (info)",
     "sentence": "trained judge + sentence (info)",
+    "e5": "trained judge + e5 (info)",
     "ngrams": "trained judge, n-grams only (info)",
     "no_content": "trained judge, no content view (info)",
     "rules": "rules:carecall",

@@ -56,9 +56,19 @@ def test_one_seed_prints_every_model_and_the_target(tmp_path):
         "sentence",
         "sentence --no-lexical",
         "tfidf + morphemes + sentence",
+        "e5",
+        "tfidf + e5",
+        "tfidf + morphemes + e5",
+        "tfidf + morphemes + sentence + e5",
     }
     assert all(0 < row["mean"] <= 1 for row in line["summary"].values())
-    check_targets(line["targets"], {"sentence_vs_tfidf", "best_sentence_vs_tfidf"})
+    check_targets(
+        line["targets"], {"sentence_vs_tfidf", "best_sentence_vs_tfidf", "best_e5_vs_tfidf"}
+    )
+    e5 = line["targets"]["best_e5_vs_tfidf"]
+    assert "e5" in e5["model"] and e5["value"] == pytest.approx(
+        line["summary"][e5["model"]]["mean"] - line["summary"]["tfidf"]["mean"], abs=1e-4
+    )
     value = line["summary"]["sentence"]["mean"] - line["summary"]["tfidf"]["mean"]
     assert line["targets"]["sentence_vs_tfidf"]["value"] == pytest.approx(value, abs=1e-4)
     best = line["targets"]["best_sentence_vs_tfidf"]

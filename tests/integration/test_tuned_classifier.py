@@ -41,7 +41,7 @@ def test_the_default_classifier_tunes_the_top_layers_and_reloads_them(tmp_path):
         "--no-progress",
     )
     assert result.returncode == 0, result.stderr
-    metrics = json.loads(result.stdout.splitlines()[-1])
+    metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
     assert metrics["test_examples"] > 0 and 0 <= metrics["f1"] <= 1
     info = json.loads((tmp_path / "model" / "backbone.json").read_text())
     assert info == {
