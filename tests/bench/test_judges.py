@@ -93,12 +93,14 @@ def test_without_the_llm_every_target_is_reported(data_dir, capsys):
         "tfidf",
         "kda_implicit",
         "sentence",
+        "e5",
     }
     assert set(summary["sets"]["kda_consistency_hard"]["judges"]) == {
         "trained",
         "tfidf",
         "ngrams",
         "no_content",
+        "e5",
     }
     for found in summary["sets"].values():
         for judge in found["judges"].values():
