@@ -160,11 +160,12 @@ def stratified(gold: Sequence[str], limit: int, seed: int) -> list[int]:
 def timed(predict: Callable[[list[Any]], list[str]], inputs: list[Any], repeats: int = 3):
     """(predictions, median seconds per item) of ``predict`` over all ``inputs``; the e5
     view's memo is dropped before each pass, so that every pass encodes its texts."""
-    from rolecall.retrieval.e5_vectors import forget_vectors
+    from rolecall.retrieval.e5_vectors import shared_e5
 
     times, predicted = [], []
     for _ in range(repeats):
-        forget_vectors()
+        if shared_e5.cache_info().currsize:  # loaded: drop its memo
+            shared_e5().forget()
         started = time.perf_counter()
         predicted = predict(inputs)
         times.append(time.perf_counter() - started)

@@ -84,12 +84,6 @@ def shared_e5() -> E5Vectors:
     return E5Vectors()
 
 
-def forget_vectors() -> None:
-    """Drop the process's memo, if the encoder was loaded (a bench times the engine)."""
-    if shared_e5.cache_info().currsize:
-        shared_e5().forget()
-
-
 def e5_vectors(texts: Sequence[str], passage: bool = False) -> np.ndarray:
     """[n, 384] e5 vectors of ``texts`` (``query: `` unless ``passage``)."""
     if not texts:
