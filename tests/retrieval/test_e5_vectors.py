@@ -30,3 +30,14 @@ def test_the_prefix_matters_and_each_text_is_encoded_once_per_prefix():
     passage = encoder.vectors(["밥 드셨어요?"], passage=True)
     assert not np.allclose(passage[0], again[0])  # "passage: " is another input
     assert shared_e5() is shared_e5()
+
+
+def test_a_full_memo_starts_again_and_gives_the_same_vectors(monkeypatch):
+    from rolecall.retrieval import e5_vectors
+
+    monkeypatch.setattr(e5_vectors, "MEMO_LIMIT", 3)
+    encoder = E5Vectors()
+    first = encoder.vectors(["가", "나"])
+    again = encoder.vectors(["다", "라", "가"])  # 2 + 2 new > 3: the memo starts again
+    assert set(encoder._memo[False]) == {"다", "라", "가"}
+    assert np.allclose(again[2], first[0], atol=1e-6)

@@ -56,26 +56,20 @@ class E5Vectors:
     def vectors(self, texts: Sequence[str], passage: bool = False) -> np.ndarray:
         memo = self._memo[passage]
         missing = list(dict.fromkeys(t for t in texts if t not in memo))
+        if len(memo) + len(missing) > MEMO_LIMIT:  # full: start again with these texts
+            memo.clear()
+            missing = list(dict.fromkeys(texts))
         for start in range(0, len(missing), BATCH):
             batch = missing[start : start + BATCH]
             found = self.engine.passage(batch) if passage else self.engine.query(batch)
-            found = np.atleast_2d(np.asarray(found, dtype=np.float32))
-            if len(memo) + len(batch) > MEMO_LIMIT:
-                memo.clear()
-            memo.update(zip(batch, found))
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for i, text in enumerate(texts):
-            vector = memo.get(text)
-            out[i] = vector if vector is not None else self._one(text, passage)
-        return out
+            memo.update(zip(batch, np.asarray(found, dtype=np.float32)))
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        return np.stack([memo[t] for t in texts])
 
     def forget(self) -> None:
         """Drop the memo (a speed bench times the engine, not the memo)."""
         self._memo = {False: {}, True: {}}
-
-    def _one(self, text: str, passage: bool) -> np.ndarray:
-        """A text the memo dropped between the batch and the copy (a full memo)."""
-        return np.asarray(self.engine.passage(text) if passage else self.engine.query(text))
 
 
 @functools.cache
