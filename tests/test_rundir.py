@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from rolecall.errors import InputFileError
+from rolecall.errors import ChangedSettings, InputFileError
 from rolecall.rundir import RunDir, text_hash
 
 
@@ -39,6 +39,60 @@ def test_a_resumed_command_must_keep_its_settings(tmp_path):
     RunDir(tmp_path, "detox filter", {"samples": 3})  # another command: its own settings
     RunDir(tmp_path, "detox export", {"formats": ["csv"]}, check_config=False)
     RunDir(tmp_path, "detox export", {"formats": ["hf"]}, check_config=False)
+
+
+def test_paths_are_stored_relative_to_the_run_and_resume_from_another_folder(
+    tmp_path, monkeypatch
+):
+    inputs = tmp_path / "project" / "inputs"
+    inputs.mkdir(parents=True)
+    (inputs / "spec.yaml").write_text("name: x", encoding="utf-8")
+    (inputs / "rows.csv").write_text("text\n가\n", encoding="utf-8")
+    config = {
+        "spec": str(inputs / "spec.yaml"),  # absolute, as a config file's loader gives it
+        "sentences": {"path": "inputs/rows.csv:text"},  # typed, with its column
+        "model": "embedded",
+        "judges": ["rules:carecall", "gguf:models/judge.gguf"],
+    }
+    monkeypatch.chdir(tmp_path / "project")
+    run = RunDir("runs/r1", "detox run", config)
+    stored = json.loads(run.file("manifest.json").read_text())["config"]["detox run"]
+    assert stored == {
+        "spec": "../../inputs/spec.yaml",
+        "sentences": {"path": "../../inputs/rows.csv:text"},
+        "model": "embedded",
+        "judges": ["rules:carecall", "gguf:models/judge.gguf"],
+    }
+    # the same files typed from another working directory: the same settings, resumed
+    monkeypatch.chdir(inputs)
+    RunDir("../runs/r1", "detox run", {**config, "sentences": {"path": "rows.csv:text"}})
+    # another file is another setting
+    (inputs / "other.csv").write_text("text\n나\n", encoding="utf-8")
+    with pytest.raises(ChangedSettings, match=r"\(sentences changed\)"):
+        RunDir("../runs/r1", "detox run", {**config, "sentences": {"path": "other.csv:text"}})
+
+
+def test_a_manifest_written_with_typed_or_absolute_paths_still_resumes(tmp_path, monkeypatch):
+    (tmp_path / "spec.yaml").write_text("name: x", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for typed in ("spec.yaml", str(tmp_path / "spec.yaml")):
+        run = tmp_path / f"run-{len(typed)}"
+        run.mkdir()
+        manifest = {"command": "dialogues run", "runs": [], "config": {}}
+        manifest["config"]["dialogues run"] = {"spec": typed}  # as rolecall stored it before
+        (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        RunDir(run, "dialogues run", {"spec": "spec.yaml"})
+
+
+def test_a_directory_of_another_kind_of_run_is_refused_and_kept(tmp_path):
+    RunDir(tmp_path / "d", "dialogues run", {"seed": 0})
+    before = (tmp_path / "d" / "manifest.json").read_text()
+    with pytest.raises(InputFileError, match="holds a dialogues run") as caught:
+        RunDir(tmp_path / "d", "detox filter", {})
+    assert "--out" in caught.value.fix
+    assert (tmp_path / "d" / "manifest.json").read_text() == before
+    RunDir(tmp_path / "d", "dialogues judge", {})  # the same kind: a later stage of it
+    RunDir(tmp_path / "d", "llm batch", {})  # a batch of calls may be kept beside any run
 
 
 @pytest.mark.parametrize("where", ["file", "file/below"])

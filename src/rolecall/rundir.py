@@ -9,7 +9,11 @@ a killed run leaves a manifest of the stages it finished; a resumed run adds to 
 that appends records (generate, judge, filter) must be resumed with the config it started
 with: ``RunDir`` compares the config with the one in the manifest (settings that do not
 change the records, such as concurrency or the cache, are left out) and refuses a change,
-so that one directory never mixes two settings. ``RunDir.finish_stage`` is the one way a
+so that one directory never mixes two settings. Paths in a config are stored relative to
+the run directory (``stored_config``), so that a manifest holds no path typed from one
+working directory or another machine's absolute path, and a run started from one folder
+resumes from another; a directory made by one kind of run (dialogues, detox, bot,
+redteam) is refused to another kind. ``RunDir.finish_stage`` is the one way a
 stage ends: its LLM statistics recorded, its failed calls written to
 ``<stage>.failures.jsonl`` and raised as ``BatchFailed`` with every finished record kept.
 """
@@ -42,6 +46,8 @@ VOLATILE = (
     "ray_address",
     "workers",
 )
+# the kinds of run that own a directory (a command's first word): one kind per directory
+RUN_KINDS = ("dialogues", "detox", "bot", "redteam")
 
 
 class Files:
@@ -108,6 +114,76 @@ def fingerprint(config: dict[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key not in VOLATILE}
 
 
+def _is_path(text: str) -> tuple[Path, str] | None:
+    """``(path, rest)``: the file or folder a config string names (when it exists, or is
+    absolute) and what follows it (``:COLUMN`` of ``PATH:COLUMN``, else ""); None for
+    anything else (a model string, a URL, a word)."""
+    if "://" in text or not ("/" in text or Path(text).suffix):
+        return None
+    if Path(text).exists():
+        return Path(text), ""
+    head, colon, column = text.rpartition(":")
+    if colon and head and column and "/" not in column and Path(head).exists():
+        return Path(head), colon + column
+    # an absolute path is a path before it exists (an index a run builds later)
+    return (Path(text), "") if Path(text).is_absolute() else None
+
+
+def _map_strings(data: Any, change) -> Any:
+    if isinstance(data, dict):
+        return {key: _map_strings(value, change) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_map_strings(value, change) for value in data]
+    return change(data) if isinstance(data, str) else data
+
+
+def stored_config(
+    config: dict[str, Any] | None, run_path: Path, fingerprinted: bool = True
+) -> dict[str, Any]:
+    """``fingerprint(config)`` (``config`` whole, when not ``fingerprinted``) with every
+    path in it relative to the run directory (a ``PATH:COLUMN`` keeps its column): what a
+    manifest stores."""
+
+    def relative(text: str) -> str:
+        found = _is_path(text)
+        if found is None:
+            return text
+        return os.path.relpath(found[0].resolve(), Path(run_path).resolve()) + found[1]
+
+    data = (
+        fingerprint(config) if fingerprinted else json.loads(json.dumps(config or {}, default=str))
+    )
+    return _map_strings(data, relative)
+
+
+def _comparable(config: dict[str, Any], run_path: Path) -> dict[str, Any]:
+    """A stored config with its paths absolute: a relative one read against the run
+    directory (stored so) or, failing that, the working directory (typed so, by rolecall
+    before paths were stored relative); an absolute one as it is."""
+
+    def absolute(text: str) -> str:
+        if "://" in text:
+            return text
+        for candidate in (text,) if Path(text).is_absolute() else (run_path / text, text):
+            found = _is_path(str(candidate))
+            if found is not None and (found[0].exists() or candidate == text):
+                return os.path.realpath(found[0]) + found[1]
+        return text
+
+    run_path = Path(run_path)
+    return _map_strings(config, absolute)
+
+
+def changed_settings(
+    previous: dict[str, Any], config: dict[str, Any] | None, run_path: Path
+) -> list[str]:
+    """The keys in which ``config`` differs from the ``previous`` one a manifest stores
+    (volatile keys left out; paths compared as the files they name)."""
+    before = _comparable(fingerprint(previous), run_path)
+    now = _comparable(stored_config(config, run_path), run_path)
+    return sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+
+
 def record_failures(
     path: Path, failed: Sequence[dict[str, Any]], what: str, kept: Path, of: int | None = None
 ) -> None:
@@ -165,10 +241,11 @@ class RunDir:
                 fix="give the run a new directory (out in its config, or --out)",
             ) from None
         self.manifest = self._read_manifest(command)
+        self._check_same_kind(command)
         if check_config:
             self._check_same_config(command, config)
         # one config per command: a directory holds several stages (generate, judge...)
-        self.manifest["config"][command] = fingerprint(config) if check_config else (config or {})
+        self.manifest["config"][command] = stored_config(config, self.path, check_config)
         self.manifest["runs"].append(
             {
                 "command": command,
@@ -207,14 +284,22 @@ class RunDir:
             ) from None
         return manifest
 
+    def _check_same_kind(self, command: str) -> None:
+        made_by = str(self.manifest.get("command", ""))
+        kind, made_kind = command.split()[0], made_by.split()[0] if made_by else ""
+        if kind in RUN_KINDS and made_kind in RUN_KINDS and kind != made_kind:
+            raise InputFileError(
+                self.path,
+                f"holds a {made_kind} run (made by 'rolecall {made_by}'); "
+                f"'rolecall {command}' would mix a {kind} run into it",
+                fix="give this command a directory of its own (--out, or out: in its config)",
+            )
+
     def _check_same_config(self, command: str, config: dict[str, Any] | None) -> None:
         previous = self.manifest["config"].get(command)
         if not previous:
             return
-        previous, current = fingerprint(previous), fingerprint(config)
-        changed = sorted(
-            k for k in set(previous) | set(current) if previous.get(k) != current.get(k)
-        )
+        changed = changed_settings(previous, config, self.path)
         if changed:
             raise ChangedSettings(
                 f"{self.path} was started by '{command}' with other settings "

@@ -41,7 +41,7 @@ from typing import Any
 from rolecall.errors import ChangedSettings, ConfigError
 from rolecall.pipelines.bot_sources import BotRunConfig, merged_examples, sources_digest
 from rolecall.pipelines.steps import run_steps
-from rolecall.rundir import MANIFEST, RunDir, fingerprint, write_json
+from rolecall.rundir import MANIFEST, RunDir, changed_settings, write_json
 
 COMMAND = "bot run"
 STAGES = ("examples", "guard", "retriever", "reranker", "unanswerable", "checks", "bot")
@@ -150,7 +150,7 @@ def version_dir(home: Path, settings: dict[str, Any]) -> tuple[Path, bool]:
         started = manifest["config"][COMMAND]
     except (OSError, ValueError, KeyError, TypeError):
         started = None
-    if started == fingerprint(settings):
+    if isinstance(started, dict) and not changed_settings(started, settings, newest):
         return newest, True
     return home / f"v{number + 1}", False
 
