@@ -41,9 +41,7 @@ def test_a_resumed_command_must_keep_its_settings(tmp_path):
     RunDir(tmp_path, "detox export", {"formats": ["hf"]}, check_config=False)
 
 
-def test_paths_are_stored_relative_to_the_run_and_resume_from_another_folder(
-    tmp_path, monkeypatch
-):
+def test_paths_are_stored_relative_to_the_run_and_resume_from_another_folder(tmp_path, monkeypatch):
     inputs = tmp_path / "project" / "inputs"
     inputs.mkdir(parents=True)
     (inputs / "spec.yaml").write_text("name: x", encoding="utf-8")
