@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +41,36 @@ def test_an_out_that_is_a_file_is_a_usage_error_and_the_file_is_kept(tmp_path, c
         flat = re.sub(r"[\s│]", "", failed.stderr)  # rich boxes and wraps the message
         assert re.sub(r"\s", "", f"{taken} is a file, not a directory") in flat
     assert taken.read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize(
+    "command", [["redteam", "bot"], ["bot", "check", "bot"], ["detox", "export"]]
+)
+def test_an_out_made_by_another_kind_of_run_is_a_usage_error_before_any_work(tmp_path, command):
+    run = tmp_path / "run"
+    run.mkdir()
+    manifest = json.dumps({"command": "dialogues run", "runs": [], "config": {}})
+    (run / "manifest.json").write_text(manifest, encoding="utf-8")
+    failed = run_cli(*command, "--out", str(run))
+    flat = re.sub(r"[\s│]", "", failed.stderr)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert "holdsadialoguesrun(madeby'rolecalldialoguesrun')" in flat
+    assert "adirectoryofitsown" in flat
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]  # nothing written
+    # a run of its own kind is taken (it resumes)
+    run_kind = {"redteam": "redteam", "bot": "bot run", "detox": "detox run"}[command[0]]
+    (run / "manifest.json").write_text(manifest.replace("dialogues run", run_kind), "utf-8")
+    assert "holds a" not in run_cli(*command, "--out", str(run)).stderr
+
+
+def test_an_out_this_user_cannot_write_is_a_usage_error(tmp_path, monkeypatch):
+    import os
+
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != tmp_path and real(p, mode))
+    failed = run_cli("slang", "index", "corpus.txt", "--out", str(tmp_path / "index"))
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert "isnotwritablebythisuser" in re.sub(r"[\s│]", "", failed.stderr)
 
 
 def test_doctor_checks_the_default_model():

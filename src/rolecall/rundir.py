@@ -114,6 +114,31 @@ def fingerprint(config: dict[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key not in VOLATILE}
 
 
+OWN_DIRECTORY = "give this command a directory of its own (--out, or out: in its config)"
+
+
+def other_kind(command: str, made_by: str) -> str | None:
+    """Why ``command`` may not write into a run directory that ``made_by`` (its manifest's
+    ``command``) made, when the two are different kinds of run (``RUN_KINDS``); else None."""
+    kind, made_kind = command.split()[0], made_by.split()[0] if made_by.strip() else ""
+    if kind in RUN_KINDS and made_kind in RUN_KINDS and kind != made_kind:
+        return (
+            f"holds a {made_kind} run (made by 'rolecall {made_by}'); "
+            f"'rolecall {command}' would mix a {kind} run into it"
+        )
+    return None
+
+
+def made_by(path: Path) -> str:
+    """The command that made the run directory ``path`` ("" when it holds no readable
+    manifest)."""
+    try:
+        manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(manifest.get("command", "")) if isinstance(manifest, dict) else ""
+
+
 def _is_path(text: str) -> tuple[Path, str] | None:
     """``(path, rest)``: the file or folder a config string names (when it exists, or is
     absolute) and what follows it (``:COLUMN`` of ``PATH:COLUMN``, else ""); None for
@@ -285,15 +310,9 @@ class RunDir:
         return manifest
 
     def _check_same_kind(self, command: str) -> None:
-        made_by = str(self.manifest.get("command", ""))
-        kind, made_kind = command.split()[0], made_by.split()[0] if made_by else ""
-        if kind in RUN_KINDS and made_kind in RUN_KINDS and kind != made_kind:
-            raise InputFileError(
-                self.path,
-                f"holds a {made_kind} run (made by 'rolecall {made_by}'); "
-                f"'rolecall {command}' would mix a {kind} run into it",
-                fix="give this command a directory of its own (--out, or out: in its config)",
-            )
+        mixed = other_kind(command, str(self.manifest.get("command", "")))
+        if mixed:
+            raise InputFileError(self.path, mixed, fix=OWN_DIRECTORY)
 
     def _check_same_config(self, command: str, config: dict[str, Any] | None) -> None:
         previous = self.manifest["config"].get(command)

@@ -36,17 +36,44 @@ WORKERS_OPTION = typer.Option(
 )
 
 
-def out_directory(path: Optional[Path]) -> Optional[Path]:
-    """An ``--out`` that names a directory (a typer callback): a file there, or above it, is
-    a usage error that says so, before anything runs."""
+def out_directory(ctx: typer.Context, path: Optional[Path]) -> Optional[Path]:
+    """An ``--out`` that names a directory (a typer callback), checked before anything
+    runs: a file there or above it, a folder this user cannot write, or a run directory
+    another kind of run made (``rundir.other_kind``) is a usage error that says so."""
+    from rolecall.rundir import OWN_DIRECTORY, made_by, other_kind
+
     if path is None:
         return path
+    _writable_directory(path)
+    mixed = other_kind(command_of(ctx), made_by(path)) if path.is_dir() else None
+    if mixed:
+        raise typer.BadParameter(f"{path} {mixed}: {OWN_DIRECTORY}")
+    return path
+
+
+def _writable_directory(path: Path) -> None:
+    """A usage error when ``path`` or a folder above it is a file, or the nearest folder
+    that exists is not writable by this user."""
+    import os
+
     existing = next((p for p in (path, *path.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
+    if existing is None:
+        return
+    if not existing.is_dir():
         raise typer.BadParameter(
             f"{existing} is a file, not a directory: give a new or an existing directory"
         )
-    return path
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise typer.BadParameter(f"{existing} is not writable by this user: give another directory")
+
+
+def command_of(ctx: typer.Context) -> str:
+    """The command being run, as its words after ``rolecall`` ("detox filter")."""
+    names = []
+    while ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names))
 
 
 def output_file(path: Optional[Path]) -> Optional[Path]:
@@ -56,7 +83,7 @@ def output_file(path: Optional[Path]) -> Optional[Path]:
         return path
     if path.is_dir():
         raise typer.BadParameter(f"{path} is a directory: give a file name in it")
-    out_directory(path.parent)
+    _writable_directory(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
