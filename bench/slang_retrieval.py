@@ -16,18 +16,21 @@ detection; the same files and cleaning as ``rolecall slang index``):
    own cost, and ours / (tokenize + floor). Target p50 < 10 ms.
 3. recall@k on queries made from corpus comments by dropping ~30% of their words (fixed
    seed): is the source comment among the top k? For ours and for raw bm25s.
-4. With ``--dense-model PATH`` (a sentence-transformers directory): on a random subsample
+4. With ``--dense-model`` (``sentence`` and ``e5``, the bundled encoders, or a
+   sentence-transformers directory; several, comma-separated): on a random subsample
    of ``--dense-comments`` comments (embedding is the slow part on a CPU), the time to
    embed them, then p50/p95 query latency and recall@k of bm25, dense and hybrid on the
    same subsample and queries.
 
 Usage: python bench/slang_retrieval.py [--queries 500] [--rounds 3] [--k 9] [--seed 0]
-       [--dense-model PATH [--dense-comments 5000] [--dense-queries 200]]
+       [--dense-model sentence,e5,PATH [--dense-comments 5000] [--dense-queries 200]]
+The last line printed is a JSON object with every number and the targets.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import tempfile
@@ -74,7 +77,7 @@ def make_queries(texts: list[str], n: int, seed: int, share: float = 0.3) -> lis
     return out
 
 
-def build(records, tokens, rounds: int) -> None:
+def build(records, tokens, rounds: int) -> dict:
     times: dict[str, list[float]] = {"ours": [], "raw": [], "raw+texts": []}
     corpus = [{"id": i, "text": t} for i, t in records]
     with tempfile.TemporaryDirectory() as tmp:
@@ -105,9 +108,10 @@ def build(records, tokens, rounds: int) -> None:
         f"{o:.2f}s; raw bm25s index+save {w:.2f}s, ratio {o / w:.3f}; raw bm25s "
         f"index+save with the texts as its corpus {wt:.2f}s, ratio {o / wt:.3f}"
     )
+    return {"ours_s": round(o, 3), "raw_s": round(w, 3), "raw_with_texts_s": round(wt, 3)}
 
 
-def latency(index: SlangIndex, raw, queries: list[str], k: int, block: int = 10) -> None:
+def latency(index: SlangIndex, raw, queries: list[str], k: int, block: int = 10) -> dict:
     pre = search_tokens(queries)  # raw gets its tokens for free
     times: dict[str, list[float]] = {}
 
@@ -149,9 +153,15 @@ def latency(index: SlangIndex, raw, queries: list[str], k: int, block: int = 10)
     )
     print(f"  ratio ours/(tokenize + floor) p50 = {floor_ratio:.3f}  (ties, ids, Hit records)")
     print(f"  ours p50 = {p['ours'][0]:.3f} ms  (target < 10 ms)")
+    return {
+        "p50_ms": {name: round(float(v[0]), 3) for name, v in p.items()},
+        "p95_ms": {name: round(float(v[1]), 3) for name, v in p.items()},
+        "ours_over_raw": round(float(ratio), 3),
+        "ours_over_tokenize_raw": round(float(fair), 3),
+    }
 
 
-def recall(index: SlangIndex, raw, pairs: list[tuple[int, str]], k: int) -> None:
+def recall(index: SlangIndex, raw, pairs: list[tuple[int, str]], k: int) -> dict:
     queries = [q for _, q in pairs]
     ours = index.search_many(queries, k)
     found_ours = sum(index.ids[i] in {h.id for h in hits} for (i, _), hits in zip(pairs, ours))
@@ -162,10 +172,12 @@ def recall(index: SlangIndex, raw, pairs: list[tuple[int, str]], k: int) -> None
         f"  recall@{k}: ours {found_ours / n:.3f} ({found_ours}/{n}), "
         f"raw bm25s {found_raw / n:.3f} ({found_raw}/{n})"
     )
+    return {"ours": round(found_ours / n, 4), "raw": round(found_raw / n, 4), "queries": n}
 
 
-def retrievers(records, tokens, model: str, comments: int, queries: int, k: int, seed: int) -> None:
+def retrievers(records, tokens, model: str, comments: int, queries: int, k: int, seed: int) -> dict:
     """bm25 vs dense vs hybrid on one subsample: embedding time, latency, recall@k."""
+    row: dict = {}
     chosen = sorted(random.Random(seed).sample(range(len(records)), min(comments, len(records))))
     records = [records[i] for i in chosen]
     texts = [t for _, t in records]
@@ -177,6 +189,7 @@ def retrievers(records, tokens, model: str, comments: int, queries: int, k: int,
         f"dense: {model}, {len(texts):,} comments (random, seed {seed}) embedded in "
         f"{embed_s:.1f}s ({embed_s / len(texts) * 1000:.1f} ms/comment)"
     )
+    row["embed_ms_per_comment"] = round(embed_s / len(texts) * 1000, 2)
     pairs = make_queries(texts, queries, seed + 1)
     with tempfile.TemporaryDirectory() as tmp:
         save_index(
@@ -200,6 +213,11 @@ def retrievers(records, tokens, model: str, comments: int, queries: int, k: int,
                 f"{np.percentile(times, 95):7.2f} ms  recall@{k} {found / len(pairs):.3f} "
                 f"({found}/{len(pairs)})"
             )
+            row[name] = {
+                "recall": round(found / len(pairs), 4),
+                "p50_ms": round(float(np.percentile(times, 50)), 3),
+            }
+    return row
 
 
 def main() -> None:
@@ -210,8 +228,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--dense-model",
-        help="sentence-transformers model directory: also "
-        "compare dense and hybrid retrieval on a subsample",
+        help="also compare dense and hybrid retrieval on a subsample, with each of these "
+        "models (comma-separated: sentence, e5, a sentence-transformers directory), on "
+        "the same comments and queries",
     )
     parser.add_argument("--dense-comments", type=int, default=5000)
     parser.add_argument("--dense-queries", type=int, default=200)
@@ -233,7 +252,7 @@ def main() -> None:
         f"  tokenization (shared by both sides): {tokenize_s:.2f}s "
         f"({tokenize_s / len(texts) * 1000:.2f} ms/comment)"
     )
-    build(records, tokens, args.rounds)
+    numbers = {"build": build(records, tokens, args.rounds)}
 
     with tempfile.TemporaryDirectory() as tmp:
         save_index(tmp, records, tokens, {"sources": [], "cleaning": report})
@@ -245,18 +264,47 @@ def main() -> None:
             f"queries: {len(pairs)} corpus comments with ~30% of words dropped "
             f"(seed {args.seed}), k={args.k}"
         )
-        latency(index, raw, [q for _, q in pairs], args.k)
-        recall(index, raw, pairs, args.k)
-    if args.dense_model:
-        retrievers(
+        numbers["latency"] = latency(index, raw, [q for _, q in pairs], args.k)
+        numbers["recall"] = recall(index, raw, pairs, args.k)
+    models = [m.strip() for m in (args.dense_model or "").split(",") if m.strip()]
+    numbers["dense"] = {
+        model: retrievers(
             records,
             tokens,
-            args.dense_model,
+            model,
             args.dense_comments,
             args.dense_queries,
             args.k,
             args.seed,
         )
+        for model in models
+    }
+    print(json.dumps(result(numbers, args), ensure_ascii=False))
+
+
+def result(numbers: dict, args) -> dict:
+    """The last line: every number and the targets (the layer's cost over raw bm25s,
+    its p50; per dense model, its hybrid's recall over BM25's on the same subsample)."""
+    ratio, p50 = numbers["latency"]["ours_over_raw"], numbers["latency"]["p50_ms"]["ours"]
+    targets = {
+        "ours_over_raw_p50": {"value": ratio, "target": "<= 1.2", "met": ratio <= 1.2},
+        "ours_p50_ms": {"value": p50, "target": "< 10", "met": p50 < 10},
+    }
+    for model, row in numbers["dense"].items():
+        gain = round(row["hybrid"]["recall"] - row["bm25"]["recall"], 4)
+        targets[f"hybrid_{model}_vs_bm25_recall"] = {
+            "value": gain,
+            "target": ">= 0.0",
+            "met": gain >= 0.0,
+        }
+    return {
+        "bench": "slang_retrieval",
+        "k": args.k,
+        "seed": args.seed,
+        "dense_comments": args.dense_comments,
+        **numbers,
+        "targets": targets,
+    }
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ def test_the_examples_are_a_seeded_beep_sample_or_the_readme_mixture():
 
 def test_one_seed_gives_every_row_as_numbers_per_domain(monkeypatch):
     """``one_seed`` with every row asked for (the default with its TF-IDF half, the head
-    alone, a frozen layer, the sentence encoder), each model on a tiny backbone and a tiny
-    examples file so that it runs in seconds: one dict of numbers per row."""
+    alone, a frozen layer, both bundled encoders' heads and views), each head on a tiny
+    backbone and a tiny examples file so that it runs in seconds: one dict of numbers per
+    row."""
     import argparse
 
     from tests.dialogue_data import make_examples, tiny
@@ -55,7 +56,8 @@ def test_one_seed_gives_every_row_as_numbers_per_domain(monkeypatch):
     monkeypatch.setattr(bench, "training_examples", lambda *args: examples)
     args = argparse.Namespace(
         data_dir=DATA, examples="beep", limit=None, per_source=10, curse=0,
-        frozen_layers="1", sentence=True, epochs=1, cache_dir=None,
+        frozen_layers="1", sentence=True, encoders="e5", skip_gemma=False, epochs=1,
+        cache_dir=None,
     )  # fmt: skip
     rows, size = bench.one_seed(args, 0, make_examples(16))
     assert size == len(examples)
@@ -65,7 +67,20 @@ def test_one_seed_gives_every_row_as_numbers_per_domain(monkeypatch):
         bench.HEAD_ALONE,
         "classifier, frozen layer 1",
         "classifier, sentence encoder",
+        "tfidf + sentence view",
+        "classifier, e5",
+        "tfidf + e5 view",
+        bench.BOTH,
     }
     for name, row in rows.items():
         assert isinstance(row, dict) and {"beep_dev_macro_f1", "texts_per_second"} <= set(row)
         assert all(isinstance(v, float) for v in row.values()), name
+
+
+def test_the_encoders_come_from_both_options_and_an_unknown_one_is_refused():
+    import argparse
+
+    args = argparse.Namespace(encoders="e5, sentence", sentence=False)
+    assert bench.encoders_of(args) == ["sentence", "e5"]
+    with pytest.raises(SystemExit, match="--encoders takes sentence, e5, not use"):
+        bench.encoders_of(argparse.Namespace(encoders="use", sentence=False))

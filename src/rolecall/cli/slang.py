@@ -39,7 +39,7 @@ def slang_index(
     ),
     dense_model: Optional[str] = typer.Option(
         None,
-        help="for dense/hybrid: 'sentence' (the bundled sentence encoder), a "
+        help="for dense/hybrid: 'sentence' or 'e5' (the bundled encoders), a "
         "sentence-transformers model directory, or a name already in the local Hugging "
         "Face cache (never downloaded)",
     ),

