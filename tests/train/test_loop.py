@@ -70,6 +70,6 @@ def test_the_classifier_trains_one_pass_or_400_steps_and_frozen_three_passes():
 def test_the_retriever_kind_follows_the_backbone_unless_given():
     from rolecall.train.settings import retriever_kind
 
-    assert retriever_kind("sentence") == "residual"
+    assert retriever_kind("sentence") == retriever_kind("e5") == "residual"
     assert retriever_kind("embedded") == retriever_kind("/models/klue-roberta") == "poly"
     assert retriever_kind("sentence", "poly") == "poly"

@@ -108,8 +108,8 @@ def demo(
     ),
     backbone: str = typer.Option(
         DEFAULT_BACKBONE["bot"],
-        help="of the retriever and reranker: 'sentence' (the bundled sentence encoder), "
-        "'embedded' (the Gemma's states) or a local model directory",
+        help="of the retriever and reranker: 'sentence' or 'e5' (the bundled sentence "
+        "encoders), 'embedded' (the Gemma's states) or a local model directory",
     ),
     data: Optional[Path] = typer.Option(
         None,

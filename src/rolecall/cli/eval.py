@@ -39,7 +39,8 @@ def unanswerable_command(
     methods: str = typer.Option(
         "mc-dropout,ppl",
         help="comma-separated: mc-dropout, ppl, cosine (the sentence encoder's, untrained), "
-        "cosine+reranker (both standardised and summed; reports the scales a bot needs)",
+        "e5 (multilingual-e5-small's), cosine+reranker, e5+reranker (a cosine and the "
+        "reranker standardised and summed; reports the scales a bot needs)",
     ),
     model: Optional[str] = typer.Option(
         None, "--model", "-m", help="the LM of the ppl method (default: the embedded model)"
@@ -69,7 +70,7 @@ def unanswerable_command(
     from rolecall.train.reranker import Reranker
 
     wanted = [m.strip() for m in methods.split(",") if m.strip()]
-    known = ("mc-dropout", "ppl", "cosine", "cosine+reranker")
+    known = ("mc-dropout", "ppl", "cosine", "cosine+reranker", "e5", "e5+reranker")
     unknown = sorted(set(wanted) - set(known))
     if unknown or not wanted:
         raise ConfigError(
@@ -81,7 +82,7 @@ def unanswerable_command(
 
     items = validation_items(pairs, index_hard_negatives(index), share, seed)
     reranker = None
-    if {"mc-dropout", "cosine+reranker"} & set(wanted):
+    if {"mc-dropout", "cosine+reranker", "e5+reranker"} & set(wanted):
         reranker = Reranker.load(reranker_dir, features_cache_dir(features_cache))
     detectors = [
         PerplexityDetector(open_llm(model))

@@ -11,8 +11,9 @@ stages, resumable (issue 47; the config and the sources: ``bot_sources.py``).
    ``classifier/``, every candidate's numbers in the card;
 3. ``retriever``: the retriever of the config's backbone and its candidate index;
 4. ``reranker``: on hard negatives the index mines;
-5. ``unanswerable``: each detector (MC dropout, cosine, cosine + reranker) calibrated on
-   the held-out dialogues (max F1); the best ROC AUC is kept;
+5. ``unanswerable``: each detector (``serve/unanswerable.METHODS``: MC dropout, each
+   encoder's cosine alone and with the reranker) calibrated on the held-out dialogues (max
+   F1); the best ROC AUC is kept;
 6. ``checks``: the user-turn checks (``train/user_checks.py``), when the config gives
    their training turns and the spec declares them;
 7. ``bot``: the served candidate pool (the held-out dialogues' replies join it, as a bot

@@ -78,7 +78,7 @@ class BotRunConfig(Section):
     )
     held_out_share: float = Field(0.15, gt=0, lt=1, description="dialogues held out")
     seed: int = 0
-    backbone: Literal["sentence", "embedded"] = Field(
+    backbone: Literal["sentence", "e5", "embedded"] = Field(
         DEFAULT_BACKBONE["bot"],
         description="the retriever's and reranker's backbone (docs/models.md)",
     )

@@ -73,6 +73,9 @@ FALLBACK_QUESTIONS = [
 ]
 
 
+UnanswerableMethod = Literal["mc_dropout", "cosine", "cosine+reranker", "e5", "e5+reranker"]
+
+
 class BotSettings(BaseModel):
     """``bot.json``: how the parts are joined."""
 
@@ -95,16 +98,16 @@ class BotSettings(BaseModel):
         description="confidence (by unanswerable_method) at or below which retrieval "
         "fails (from 'rolecall eval unanswerable'); None: retrieval never fails",
     )
-    unanswerable_method: Literal["mc_dropout", "cosine", "cosine+reranker"] = Field(
+    unanswerable_method: UnanswerableMethod = Field(
         "mc_dropout",
         description="what gives the confidence (serve/unanswerable.py): the reranker's MC "
-        "dropout, the sentence encoder's cosine of context and reply, or both standardised "
-        "and summed",
+        "dropout, the sentence encoder's (cosine) or multilingual-e5-small's (e5) cosine of "
+        "context and reply, or one of them and the reranker standardised and summed",
     )
     unanswerable_scales: list[tuple[float, float]] | None = Field(
         None,
-        description="cosine+reranker: each part's mean and standard deviation on the "
-        "calibration items (the 'scales' its calibration reports)",
+        description="cosine+reranker, e5+reranker: each part's mean and standard deviation "
+        "on the calibration items (the 'scales' its calibration reports)",
     )
     mc_passes: int = Field(10, ge=2, description="MC dropout passes")
     when_unanswerable: Literal["generate", "safe_reply"] = Field(
@@ -123,15 +126,13 @@ class BotSettings(BaseModel):
 
     @model_validator(mode="after")
     def _summed_needs_scales(self) -> BotSettings:
-        if (
-            self.unanswerable_method == "cosine+reranker"
-            and self.unanswerable_threshold is not None
-        ):
+        method = self.unanswerable_method
+        if method.endswith("+reranker") and self.unanswerable_threshold is not None:
             if not self.unanswerable_scales or len(self.unanswerable_scales) != 2:
                 raise ValueError(
-                    "unanswerable_method 'cosine+reranker' needs unanswerable_scales: two "
+                    f"unanswerable_method {method!r} needs unanswerable_scales: two "
                     "[mean, std] pairs, the 'scales' that 'rolecall eval unanswerable "
-                    "--methods cosine+reranker' reports"
+                    f"--methods {method}' reports"
                 )
         return self
 

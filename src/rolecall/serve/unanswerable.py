@@ -20,11 +20,15 @@ not fit the context; then it falls back to the generator. Two ways to tell:
   the context text and the response, untrained: low means unanswerable. It reads meaning
   the retriever was not tuned on, so it does not share the validation set's bias (the
   hard negatives are the retriever's own best guesses, which it scores high).
+- **e5 cosine** (``E5CosineDetector``, ``e5``, issue #49): the same with
+  multilingual-e5-small, the context read as a query (``query:``) and the response as a
+  passage (``passage:``).
 - **Summed** (``SummedDetector``): several detectors' scores, each standardised over the
   validation items (``fit_scores``: mean and standard deviation kept in ``scales``) and
-  turned so that high means answerable, summed. ``cosine+reranker`` (the cosine and the
-  reranker's plain score, dropout off) is the demo's choice when it separates best:
-  measured on the demo's held-out contexts (``bench/unanswerable_detectors.py``).
+  turned so that high means answerable, summed: ``cosine+reranker`` and ``e5+reranker``
+  (a cosine and the reranker's plain score, dropout off). ``rolecall bot run`` serves the
+  one that separates its own held-out contexts best (``bench/unanswerable_detectors.py``
+  compares them over several draws).
 
 ``detector_named`` builds any of them by name from a bot's settings, so a bot serves the
 detector its threshold was calibrated for.
@@ -151,6 +155,23 @@ class CosineDetector:
 
 
 @dataclass
+class E5CosineDetector:
+    """multilingual-e5-small's cosine between the context (``query:``) and the response
+    (``passage:``); low = unanswerable. Untrained (``retrieval/e5_vectors.py``)."""
+
+    name: ClassVar[str] = "e5"
+    higher_is_unanswerable: ClassVar[bool] = False
+
+    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+        from rolecall.retrieval.e5_vectors import e5_vectors
+
+        texts = [as_context(c, MAX_TURNS) for c in contexts]
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        return (e5_vectors(texts) * e5_vectors(list(responses), passage=True)).sum(axis=1)
+
+
+@dataclass
 class RerankerDetector:
     """The reranker's plain score (a logit, dropout off); low = unanswerable."""
 
@@ -207,7 +228,9 @@ class SummedDetector:
         return ((oriented - means[:, None]) / stds[:, None]).sum(axis=0)
 
 
-METHODS = ("mc_dropout", "cosine", "cosine+reranker")  # what a bot can serve
+# what a bot can serve; a cosine named alone needs no reranker
+METHODS = ("mc_dropout", "cosine", "cosine+reranker", "e5", "e5+reranker")
+COSINES = {"cosine": CosineDetector, "e5": E5CosineDetector}
 
 
 def detector_named(
@@ -219,8 +242,8 @@ def detector_named(
 ) -> Any:
     """The detector a bot's settings name (``METHODS``), or None when it needs a reranker
     the bot lacks."""
-    if method == "cosine":
-        return CosineDetector()
+    if method in COSINES:
+        return COSINES[method]()
     if method not in METHODS:
         raise ConfigError(
             f"unknown unanswerable method {method!r}", fix=f"use one of {', '.join(METHODS)}"
@@ -230,7 +253,8 @@ def detector_named(
     if method == "mc_dropout":
         return MCDropoutDetector(reranker, passes, seed)
     given = [(float(m), float(s)) for m, s in scales] if scales is not None else None
-    return SummedDetector([CosineDetector(), RerankerDetector(reranker)], given)
+    cosine = COSINES[method.split("+")[0]]()
+    return SummedDetector([cosine, RerankerDetector(reranker)], given)
 
 
 def index_hard_negatives(index: Any) -> HardNegatives:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rolecall.train.backbone import EMBEDDED, SENTENCE
+from rolecall.train.backbone import E5, EMBEDDED, SENTENCE
 from rolecall.train.data import MAX_TURNS
 
 Pool = Literal["auto", "mean", "mean+first", "mean+last", "pair"]
@@ -123,9 +123,9 @@ class RetrieverSettings(Settings):
     frozen: bool = True
 
 
-# the sentence encoder's cosine already ranks (bench/retrieval_quality.py, care-call
-# Hits@1/20 fused with BM25: residual 0.533, poly on the same vectors 0.507)
-RETRIEVER_KIND_OF_BACKBONE = {SENTENCE: "residual"}
+# a sentence encoder's cosine already ranks (bench/retrieval_quality.py on care-call, fused
+# with BM25: residual above poly on the same vectors; docs/models.md)
+RETRIEVER_KIND_OF_BACKBONE = {SENTENCE: "residual", E5: "residual"}
 
 
 def retriever_kind(backbone: str, given: str | None = None) -> str:
