@@ -144,3 +144,15 @@ def test_finish_stage_records_the_calls_since_the_start_and_raises_on_failures(t
     ]
     assert failures == [{"model": "b", "request": 1, "attempts": 5, "error": "HTTP 503"}]
     assert run.manifest["stages"]["filter"]["counts"] == {"pairs": 2}  # recorded first
+
+
+def test_an_absolute_path_a_stage_records_is_written_relative_to_the_run(tmp_path):
+    (tmp_path / "data").mkdir()
+    run = RunDir(tmp_path / "runs" / "r", "detox run", {})
+    run.manifest["judge_defaults"] = {"implicit": {"data": str(tmp_path / "data")}}
+    run.manifest["slang_index"] = {"path": "/no/such/index"}  # not there: kept as given
+    run.save()
+    saved = json.loads(run.file("manifest.json").read_text())
+    assert saved["judge_defaults"]["implicit"]["data"] == "../../data"
+    assert saved["slang_index"]["path"] == "/no/such/index"
+    assert run.manifest["judge_defaults"]["implicit"]["data"] == str(tmp_path / "data")

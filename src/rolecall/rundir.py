@@ -378,4 +378,14 @@ class RunDir:
         record_failures(self.path / Files.failures_of(stage), failed, stage, self.path)
 
     def save(self) -> None:
-        write_json(self.path / MANIFEST, self.manifest)
+        """The manifest, atomically, with every absolute path in it that exists written
+        relative to the run directory (where a stage recorded one: an index's sources, a
+        judge's training data), so that the run moves with its inputs."""
+        here = self.path.resolve()
+
+        def relative(text: str) -> str:
+            if not text.startswith("/") or not Path(text).exists():
+                return text
+            return os.path.relpath(Path(text).resolve(), here)
+
+        write_json(self.path / MANIFEST, _map_strings(self.manifest, relative))

@@ -52,7 +52,8 @@ def test_the_index_finds_the_gold_and_reloads_identically(trained, tmp_path):
     assert len(index) == len(TOPICS) and index.texts == [a for _, a in TOPICS]
     manifest = json.loads((tmp_path / "index" / "manifest.json").read_text("utf-8"))
     assert manifest["count"] == len(TOPICS) and manifest["dim"] == SMALL["dim"]
-    assert manifest["retriever"] == str(trained.path)
+    # the retriever relative to the index, so that the two move together
+    assert (tmp_path / "index" / manifest["retriever"]).resolve() == trained.path.resolve()
     assert len(manifest["candidates_sha256"]) == 64 and manifest["kind"] == trained.settings.kind
     contexts = [c for c, _ in PAIRS]
     hits = index.search(contexts, k=3)
@@ -64,6 +65,18 @@ def test_the_index_finds_the_gold_and_reloads_identically(trained, tmp_path):
     assert index.texts[candidate_id] == text
     again = CandidateIndex.load(tmp_path / "index")  # the retriever from the manifest
     assert again.search(contexts, k=3) == hits
+
+    # a bot's index lies inside its retriever: the two move together
+    import shutil
+
+    from rolecall.train.retriever import Retriever
+
+    shutil.copytree(trained.path, tmp_path / "bot" / "retriever")
+    inside = Retriever.load(tmp_path / "bot" / "retriever")
+    build_candidate_index(inside, answers, tmp_path / "bot" / "retriever" / "c", progress=False)
+    shutil.move(tmp_path / "bot", tmp_path / "moved")
+    moved = CandidateIndex.load(tmp_path / "moved" / "retriever" / "c")
+    assert moved.search(contexts, k=3) == hits
 
 
 def test_search_scores_are_the_retrievers_scores(trained, tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import shutil
 import time
@@ -242,6 +243,8 @@ def build_index(
         kept_by_source[name] = kept_by_source.get(name, 0) + 1
     for source in sources:
         source["kept"] = kept_by_source.get(source["name"], 0)
+        # relative to the index: it moves with its corpora
+        source["path"] = os.path.relpath(source["path"], Path(out_dir).resolve())
     cleaned = time.perf_counter()
     texts = [text for _, text in records]
     tokens = search_tokens(texts, progress=progress)

@@ -83,7 +83,13 @@ def build_candidate_index(
         "count": len(texts),
         "dim": int(vectors.shape[1]),
         "kind": retriever.settings.kind,
-        "retriever": str(retriever.path) if retriever.path else None,
+        # relative to the index: an index inside its retriever's directory (a bot's) moves
+        # with it
+        "retriever": (
+            os.path.relpath(Path(retriever.path).resolve(), out.resolve())
+            if retriever.path
+            else None
+        ),
         "candidates_sha256": hashlib.sha256(lines).hexdigest(),
         "faiss_index": "IndexFlatIP (exact, inner product)",
         "faiss": faiss.__version__,
@@ -253,7 +259,8 @@ def _retriever(path: Path, manifest: dict, retriever):
     if isinstance(retriever, Retriever):
         given = retriever
     else:
-        where = retriever or manifest.get("retriever")
+        recorded = manifest.get("retriever")
+        where = retriever or (recorded and Path(path) / recorded)  # absolute: kept as is
         if not where:
             raise InputFileError(
                 path / MANIFEST,
