@@ -175,6 +175,12 @@ def recall(index: SlangIndex, raw, pairs: list[tuple[int, str]], k: int) -> dict
     return {"ours": round(found_ours / n, 4), "raw": round(found_raw / n, 4), "queries": n}
 
 
+def forget_e5() -> None:
+    from rolecall.retrieval.e5_vectors import shared_e5
+
+    shared_e5().forget()
+
+
 def retrievers(records, tokens, model: str, comments: int, queries: int, k: int, seed: int) -> dict:
     """bm25 vs dense vs hybrid on one subsample: embedding time, latency, recall@k."""
     row: dict = {}
@@ -201,6 +207,7 @@ def retrievers(records, tokens, model: str, comments: int, queries: int, k: int,
         )
         index = SlangIndex.load(tmp)
         for name in ("bm25", "dense", "hybrid"):
+            forget_e5()  # each retriever embeds its queries afresh (e5 memoises vectors)
             index.search(pairs[0][1], k, name)  # warm-up
             times, found = [], 0
             for i, query in pairs:
