@@ -145,30 +145,31 @@ class CosineDetector:
     higher_is_unanswerable: ClassVar[bool] = False
 
     def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
-        from rolecall.retrieval.sentence_vectors import vectors_of_unique
-
         texts = [as_context(c, MAX_TURNS) for c in contexts]
         if not texts:
             return np.zeros(0, dtype=np.float32)
+        contexts_vectors, responses_vectors = self.unit_vectors(texts, list(responses))
+        return (contexts_vectors * responses_vectors).sum(axis=1)
+
+    def unit_vectors(self, texts: list[str], responses: list[str]):
+        """(the contexts' vectors, the responses'), unit length: their dot is the cosine."""
+        from rolecall.retrieval.sentence_vectors import vectors_of_unique
+
         both = vectors_of_unique([*texts, *responses])
-        return (both[: len(texts)] * both[len(texts) :]).sum(axis=1)
+        return both[: len(texts)], both[len(texts) :]
 
 
 @dataclass
-class E5CosineDetector:
+class E5CosineDetector(CosineDetector):
     """multilingual-e5-small's cosine between the context (``query:``) and the response
     (``passage:``); low = unanswerable. Untrained (``retrieval/e5_vectors.py``)."""
 
     name: ClassVar[str] = "e5"
-    higher_is_unanswerable: ClassVar[bool] = False
 
-    def scores(self, contexts: Sequence[Context], responses: Sequence[str]) -> np.ndarray:
+    def unit_vectors(self, texts: list[str], responses: list[str]):
         from rolecall.retrieval.e5_vectors import e5_vectors
 
-        texts = [as_context(c, MAX_TURNS) for c in contexts]
-        if not texts:
-            return np.zeros(0, dtype=np.float32)
-        return (e5_vectors(texts) * e5_vectors(list(responses), passage=True)).sum(axis=1)
+        return e5_vectors(texts), e5_vectors(responses, passage=True)
 
 
 @dataclass
