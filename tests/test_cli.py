@@ -362,3 +362,55 @@ def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
         assert (tmp_path / "index" / "manifest.json").stat().st_mtime_ns == built
         assert (tmp_path / "run" / "kda.csv").is_file()
         assert list(read_jsonl(tmp_path / "run" / "generate.failures.jsonl")) == []
+
+
+def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
+    """Tries from issue 48's re-run: each a clear error, no traceback, nothing half-made."""
+    repo = Path(__file__).resolve().parents[1]
+    spec, examples = (
+        repo / "examples/carecall/spec.yaml",
+        repo / "examples/carecall/dialogues.jsonl",
+    )
+
+    def failed(result, code, says):
+        flat = re.sub(r"[\s│]", "", result.stderr)
+        assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
+        assert re.sub(r"\s", "", says) in flat, result.stderr
+
+    # one-shot generation from an empty examples file: no run directory is left to refuse
+    # the corrected command
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    gen = ["dialogues", "generate", "--spec", str(spec), "-n", "1", "-m", "fake:x"]
+    failed(
+        run_cli(*gen, "--examples", str(empty), "--out", str(tmp_path / "g")),
+        1,
+        "holds no dialogue",
+    )
+    assert not (tmp_path / "g" / "manifest.json").exists()
+    # an unknown stage leaves an existing run as it was
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(
+        json.dumps({"command": "dialogues run", "runs": [], "config": {}}), "utf-8"
+    )
+    before = (run / "manifest.json").read_bytes()
+    config = tmp_path / "run.yaml"
+    config.write_text(f"spec: {spec}\nexamples: {examples}\nout: {run}\n", encoding="utf-8")
+    failed(run_cli("dialogues", "run", str(config), "--until", "bogus"), 2, "unknown stage 'bogus'")
+    assert (run / "manifest.json").read_bytes() == before
+    # a turns file in CP949, and a folder given for it
+    cp949 = tmp_path / "turns.jsonl"
+    cp949.write_bytes('{"text": "안녕", "check": "none"}\n'.encode("cp949"))
+    checks = ["train", "user-checks", str(spec), "--out", str(tmp_path / "uc")]
+    failed(run_cli(*checks, "--turns", str(cp949)), 1, "is not UTF-8 text")
+    failed(run_cli(*checks, "--turns", str(tmp_path)), 1, "is a directory, not a file")
+    # a CareCall export to a folder; a judge mode that does not exist
+    failed(
+        run_cli("dialogues", "export-carecall", str(examples), str(tmp_path)), 2, "is a directory"
+    )
+    judge = ["dialogues", "judge", "--spec", str(spec), "--dialogues", str(examples)]
+    failed(
+        run_cli(*judge, "--out", str(tmp_path / "j"), "--mode", "bogus"), 2, "'bogus' is not one of"
+    )
+    assert not (tmp_path / "j").exists()

@@ -114,6 +114,18 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
     )
     result = run_cli("web", "export", "missing", "--out", str(tmp_path / "x"), "--db", url)
     assert result.returncode == 2 and "no project" in result.stderr
+    # an export replaces its own earlier files, never another file
+    again = [*exported.args[:3], "--out", str(tmp_path / "ex.jsonl"), "--db", url]
+    assert run_cli(*again).returncode == 0
+    (tmp_path / "notes.txt").write_text("keep me", encoding="utf-8")
+    refused = run_cli(*again[:3], "--out", str(tmp_path / "notes.txt"), "--db", url)
+    assert refused.returncode == 2 and "is not an earlier export" in refused.stderr
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "keep me"
+    # nothing to export: said, not silent
+    made = run_cli("web", "add-project", "empty", "--spec", SPEC, "--db", url)
+    assert made.returncode == 0, made.stderr
+    nothing = run_cli("web", "export", "empty", "--out", str(tmp_path / "e.jsonl"), "--db", url)
+    assert nothing.returncode == 0 and "holds 0 examples" in nothing.stderr
 
 
 def test_rolecall_serve_answers_on_loopback(tmp_path):
@@ -250,6 +262,11 @@ def test_add_redteam_errors_say_what_to_fix(tmp_path):
     from tests.redteam_runs import redteam_run
 
     run = redteam_run(tmp_path / "rt")
+    # a red-team run stopped before its report: not taken
+    (run / "report.json").rename(tmp_path / "report.json")
+    result = run_cli("web", "add-redteam", "carecall", str(run), "--db", url)
+    assert result.returncode == 2 and "unfinished red-team run" in result.stderr
+    (tmp_path / "report.json").rename(run / "report.json")
     result = run_cli("web", "add-redteam", "carecall", str(run), "--db", url)
     assert result.returncode == 2 and "rolecall web add-member PROJECT NAME" in result.stderr
     from rolecall.store import Item, RedteamRate

@@ -27,6 +27,7 @@ def test_a_resumed_command_must_keep_its_settings(tmp_path):
     from rolecall.errors import ConfigError
 
     RunDir(tmp_path, "detox generate", {"ns": (0, 3), "seed": 0, "concurrency": 8})
+    (tmp_path / "candidates.jsonl").write_text("{}\n", encoding="utf-8")  # records made
     # the same settings (a tuple saved as a list), another concurrency and cache: resumes
     RunDir(
         tmp_path,
@@ -64,7 +65,8 @@ def test_paths_are_stored_relative_to_the_run_and_resume_from_another_folder(tmp
     # the same files typed from another working directory: the same settings, resumed
     monkeypatch.chdir(inputs)
     RunDir("../runs/r1", "detox run", {**config, "sentences": {"path": "rows.csv:text"}})
-    # another file is another setting
+    # another file is another setting (once the run has made something)
+    (tmp_path / "project" / "runs" / "r1" / "candidates.jsonl").write_text("{}\n", "utf-8")
     (inputs / "other.csv").write_text("text\n나\n", encoding="utf-8")
     with pytest.raises(ChangedSettings, match=r"\(sentences changed\)"):
         RunDir("../runs/r1", "detox run", {**config, "sentences": {"path": "other.csv:text"}})
@@ -156,3 +158,19 @@ def test_an_absolute_path_a_stage_records_is_written_relative_to_the_run(tmp_pat
     assert saved["judge_defaults"]["implicit"]["data"] == "../../data"
     assert saved["slang_index"]["path"] == "/no/such/index"
     assert run.manifest["judge_defaults"]["implicit"]["data"] == str(tmp_path / "data")
+
+
+def test_a_run_that_made_nothing_may_start_again_with_other_settings(tmp_path):
+    RunDir(tmp_path / "r", "dialogues generate", {"examples": "empty.jsonl"})  # then failed
+    RunDir(tmp_path / "r", "dialogues generate", {"examples": "real.jsonl"})  # taken
+    saved = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert saved["config"]["dialogues generate"] == {"examples": "real.jsonl"}
+    (tmp_path / "r" / "dialogues.jsonl").write_text("{}\n", encoding="utf-8")
+    with pytest.raises(ChangedSettings):
+        RunDir(tmp_path / "r", "dialogues generate", {"examples": "other.jsonl"})
+
+
+def test_a_run_directory_that_cannot_be_made_is_a_clear_error():
+    with pytest.raises(InputFileError, match="cannot be made") as caught:
+        RunDir("/proc/rolecall-run", "dialogues run", {})
+    assert "can write" in caught.value.fix

@@ -265,6 +265,12 @@ class RunDir:
                 "is a file (or lies under one), not a run directory",
                 fix="give the run a new directory (out in its config, or --out)",
             ) from None
+        except OSError as exc:
+            raise InputFileError(
+                self.path,
+                f"cannot be made ({exc.strerror})",
+                fix="give the run a directory this user can write (out in its config, or --out)",
+            ) from None
         self.manifest = self._read_manifest(command)
         self._check_same_kind(command)
         if check_config:
@@ -319,13 +325,18 @@ class RunDir:
         if not previous:
             return
         changed = changed_settings(previous, config, self.path)
-        if changed:
+        if changed and self._holds_records():
             raise ChangedSettings(
                 f"{self.path} was started by '{command}' with other settings "
                 f"({', '.join(changed)} changed): its records would mix two settings",
                 fix="use a new output directory, or run again with the settings it was "
                 f"started with (manifest.json, config.{command})",
             )
+
+    def _holds_records(self) -> bool:
+        """Whether anything was made here: a finished stage, or any file but the manifest
+        (a run that failed before making anything may start again with other settings)."""
+        return bool(self.manifest["stages"]) or any(p.name != MANIFEST for p in self.path.iterdir())
 
     def file(self, name: str) -> Path:
         return self.path / name

@@ -77,9 +77,13 @@ def _quote(path: Path, suffix: str = "") -> str:
 
 def _path_problem(path: Path) -> InputFileError | None:
     if not path.exists():
-        return InputFileError(
-            path, "file not found", fix=f"check the path (a relative path starts at {Path.cwd()})"
+        where = (
+            ""
+            if path.is_absolute()
+            else f" (a relative path starts at {Path.cwd()}; in a "
+            "config file, at the config's folder)"
         )
+        return InputFileError(path, "file not found", fix=f"check the path{where}")
     if path.is_dir():
         files = sorted(p.name for p in path.iterdir() if p.is_file())
         return InputFileError(

@@ -116,3 +116,21 @@ def test_a_run_resumes_the_newest_version_with_its_settings_and_else_starts_the_
     assert version_dir(home, {**settings, "sources_digest": "b"}) == (home / "v2", False)
     (home / "v10").mkdir()  # numbered, not sorted as text; no manifest: not resumed
     assert version_dir(home, settings) == (home / "v11", False)
+
+
+def test_bot_run_refuses_a_home_made_by_another_kind_of_run(tmp_path):
+    from rolecall.pipelines.bot_run import run_bot
+
+    home = tmp_path / "dialogues"
+    home.mkdir()
+    (home / "manifest.json").write_text(
+        json.dumps({"command": "dialogues run", "runs": [], "config": {}}), "utf-8"
+    )
+    config = BotRunConfig(
+        spec=str(CARECALL / "spec.yaml"),
+        out=str(home),
+        sources=[{"dialogues": str(CARECALL / "dialogues.jsonl")}],
+    )
+    with pytest.raises(InputFileError, match="holds a dialogues run"):
+        run_bot(config, say=lambda _: None)
+    assert [p.name for p in home.iterdir()] == ["manifest.json"]  # no v1/ made in it

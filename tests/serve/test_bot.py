@@ -231,9 +231,17 @@ def test_rolecall_chat_runs_a_script_and_shows_both_paths(bot_dir, tmp_path):
 
 
 def test_broken_bot_directories_are_clear_errors(bot_dir, tmp_path):
-    with pytest.raises(InputFileError, match="neither retriever/ nor generator/") as raised:
+    with pytest.raises(InputFileError, match="not a bot directory") as raised:
         Bot.load(tmp_path)
     assert "rolecall bot run" in raised.value.fix
+    with pytest.raises(InputFileError, match="no such bot directory"):
+        Bot.load(tmp_path / "missing")
+    (tmp_path / "file.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(InputFileError, match="is a file, not a bot directory"):
+        Bot.load(tmp_path / "file.json")
+    (tmp_path / "file.json").unlink()
+    result = run_cli("bot", "check", str(tmp_path), "--out", str(tmp_path / "check"))
+    assert result.returncode == 1 and "not a bot directory" in result.stderr  # not "add --spec"
     run = tmp_path / "run"  # a run directory given for the bot inside it (#48)
     (run / "bot").mkdir(parents=True)
     (run / "bot" / "bot.json").write_text("{}", encoding="utf-8")

@@ -23,9 +23,11 @@ bot_app = typer.Typer(
 
 def _spec_of(models_dir: Optional[Path], spec: Optional[Path]):
     """The role spec the replies are scored with: --spec, else the bot's bot.json one."""
-    from rolecall.serve.bot import BOT_FILE
+    from rolecall.serve.bot import BOT_FILE, check_bot_directory
     from rolecall.spec import load_role_spec
 
+    if models_dir is not None:
+        check_bot_directory(models_dir)
     if spec is not None:
         return load_role_spec(spec)
     if models_dir is not None and (models_dir / BOT_FILE).is_file():
@@ -74,7 +76,11 @@ def run_command(
     config = load_bot_config(config_path)
     found = run_bot(config, until, progress, say=lambda line: out.print(line, highlight=False))
     where = found["dir"]
-    out.print(f"bot: {where} (chat: rolecall chat {where}; card: {where}/card.md)", highlight=False)
+    if "bot" in found:
+        line = f"bot: {where} (chat: rolecall chat {where}; card: {where}/card.md)"
+    else:  # no bot yet: nothing to chat with
+        line = f"stopped after {until}: {where} (the command without --until finishes the bot)"
+    out.print(line, highlight=False)
 
 
 @bot_app.command("check")

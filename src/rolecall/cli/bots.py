@@ -30,7 +30,9 @@ def open_bot(
     ``spec``: exactly one. ``command`` names the command in the fixes."""
     if (models_dir is None) == (model is None):
         raise ConfigError(
-            "give a bot directory or --model (with --spec), not both",
+            "give a bot directory or --model (with --spec), not both"
+            if models_dir is not None
+            else "give a bot directory, or --model with --spec",
             fix=f"rolecall {command} bot/  or  rolecall {command} --model MODEL --spec spec.yaml",
         )
     if models_dir is not None:

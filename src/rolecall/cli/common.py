@@ -84,7 +84,10 @@ def output_file(path: Optional[Path]) -> Optional[Path]:
     if path.is_dir():
         raise typer.BadParameter(f"{path} is a directory: give a file name in it")
     _writable_directory(path.parent)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(f"{path.parent} cannot be made ({exc.strerror})") from None
     return path
 
 

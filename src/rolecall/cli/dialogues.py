@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -22,6 +23,7 @@ from rolecall.cli.common import (
     max_tokens_option,
     out,
     out_directory,
+    output_file,
     run_pipeline,
     temperature_option,
     top_p_option,
@@ -35,8 +37,22 @@ dialogues_app = typer.Typer(
 )
 
 
+class JudgeMode(str, Enum):
+    """How an LLM judge answers (``judge/out_of_bounds.py``)."""
+
+    auto = "auto"
+    score = "score"
+    generate = "generate"
+
+
 def read_dialogues(path: Path):
     from rolecall.pipelines.dialogues import read_dialogues as read  # lazy: fast CLI start
+
+    return read(path)
+
+
+def example_dialogues(path: Path):
+    from rolecall.pipelines.dialogues import example_dialogues as read
 
     return read(path)
 
@@ -88,7 +104,7 @@ def dialogues_generate(
     from rolecall.spec import load_role_spec
 
     spec = load_role_spec(spec_path)
-    shots = read_dialogues(examples)
+    shots = example_dialogues(examples)
     section = validated(
         GenerateSection,
         count=count,
@@ -138,8 +154,8 @@ def dialogues_judge(
         help=MODEL_HELP + "; or classifier:PATH (a trained judge) or rules:NAME (a rule "
         "judge). Repeat for a panel: majority over all their votes, a tie flags the turn",
     ),
-    mode: str = typer.Option(
-        "auto", help="auto, score (label log-likelihoods) or generate (JSON answer)"
+    mode: JudgeMode = typer.Option(
+        JudgeMode.auto, help="auto, score (label log-likelihoods) or generate (JSON answer)"
     ),
     samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
     temperature: float = JUDGE_TEMPERATURE_OPTION,
@@ -175,7 +191,7 @@ def dialogues_judge(
     )
     try:
         strings = models or [s for d in defaults.values() for s in d.strings()]
-        panel = judge_panel(strings, spec, open_llm, mode, temperature)
+        panel = judge_panel(strings, spec, open_llm, mode.value, temperature)
         llm_judges = [m[1] for m in panel if isinstance(m, tuple)]
         config = {
             "spec": str(spec_path),
@@ -262,7 +278,12 @@ def dialogues_import(
 
 
 @dialogues_app.command("export-carecall")
-def dialogues_export(source: Path, target: Path):
+def dialogues_export(
+    source: Path = typer.Argument(..., help="rolecall dialogue JSONL"),
+    target: Path = typer.Argument(
+        ..., help="the CareCall JSON file to write", callback=output_file
+    ),
+):
     """Rolecall dialogue JSONL (e.g. judged.jsonl) -> CareCall corpus JSON."""
     from rolecall.formats.carecall import write_carecall
 

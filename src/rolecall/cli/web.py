@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from rolecall.cli.common import out, output_file
+from rolecall.cli.common import err, out, output_file
 from rolecall.errors import ConfigError
 
 web_app = typer.Typer(help="The web app's accounts, projects and exports.", no_args_is_help=True)
@@ -256,6 +256,28 @@ def add_redteam_command(
     )
 
 
+def _replaceable(path: Path, text: str) -> None:
+    """A ``ConfigError`` when ``path`` holds something that is not an earlier export of the
+    same kind (a JSONL of examples, or a CSV with the same header as ``text``): an export
+    replaces its own file, never another one."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        first = handle.readline().strip()
+    if path.suffix != ".csv":
+        try:
+            earlier = isinstance(json.loads(first), dict) and "response" in json.loads(first)
+        except ValueError:
+            earlier = False
+    else:
+        earlier = first == text.partition("\n")[0].strip()
+    if not earlier:
+        raise ConfigError(
+            f"{path} exists and is not an earlier export: it would be replaced",
+            fix="give a new file name, or delete it first",
+        )
+
+
 @web_app.command("export")
 def export_command(
     project: str = typer.Argument(..., help="project name"),
@@ -289,14 +311,28 @@ def export_command(
         examples = project_examples(s, found.id)
         approved = approved_pairs(s, found.id) if pairs else []
         labels = pair_labels_csv(s, found.id) if pair_labels else ""
-    out_path.write_text(examples_jsonl(examples), encoding="utf-8")
+    written = {out_path: examples_jsonl(examples)}
+    if pairs:
+        written[pairs] = pairs_csv(approved)
+    if pair_labels:
+        written[pair_labels] = labels
+    for path, text in written.items():
+        _replaceable(path, text)
+    out_path.write_text(written[out_path], encoding="utf-8")
+    if not examples:
+        err.print(
+            f"warning: {project} has no feedback to export yet (no Fix, saved chat or labelled "
+            f"dialogue): {out_path} holds 0 examples",
+            markup=False,
+            highlight=False,
+        )
     summary = {
         "examples": len(examples),
         "negatives": sum(e.label == "negative" for e in examples),
         "out": str(out_path),
     }
     if pairs:
-        pairs.write_text(pairs_csv(approved), encoding="utf-8")
+        pairs.write_text(written[pairs], encoding="utf-8")
         summary |= {"pairs": len(approved), "pairs_out": str(pairs)}
     if pair_labels:
         pair_labels.write_text(labels, encoding="utf-8")

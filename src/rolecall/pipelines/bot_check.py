@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rolecall.errors import InputFileError
 from rolecall.eval.safety_suite import SuiteItem, load_suite, pass_rates, score_replies
 from rolecall.jsonl import ResumableJsonl, write_jsonl
 from rolecall.records import RoleSpec
@@ -50,7 +51,12 @@ def run_bot_check(
     from rolecall.progress import progress_bar
 
     items = load_suite(suite)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputFileError(
+            out, f"cannot be made ({exc.strerror})", fix="give --out a directory you can write"
+        ) from None
     version = getattr(bot, "version", None)
     one_bot_version(
         out / "replies.jsonl",

@@ -39,10 +39,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rolecall.errors import ChangedSettings, ConfigError
+from rolecall.errors import ChangedSettings, ConfigError, InputFileError
 from rolecall.pipelines.bot_sources import BotRunConfig, merged_examples, sources_digest
-from rolecall.pipelines.steps import run_steps
-from rolecall.rundir import MANIFEST, RunDir, changed_settings, write_json
+from rolecall.pipelines.steps import check_until, run_steps
+from rolecall.rundir import (
+    MANIFEST,
+    OWN_DIRECTORY,
+    RunDir,
+    changed_settings,
+    made_by,
+    other_kind,
+    write_json,
+)
 
 COMMAND = "bot run"
 STAGES = ("examples", "guard", "retriever", "reranker", "unanswerable", "checks", "bot")
@@ -118,9 +126,13 @@ def run_bot(
     """Run the stages up to ``until``; the results by stage."""
     from rolecall.spec import load_role_spec
 
+    check_until(STEPS, until)
     spec = load_role_spec(config.spec)
     settings = run_settings(config)
     if config.versions:
+        mixed = other_kind(COMMAND, made_by(Path(config.out)))  # out holds the versions
+        if mixed:
+            raise InputFileError(Path(config.out), mixed, fix=OWN_DIRECTORY)
         out, resumed = version_dir(Path(config.out), settings)
         say(f"version: {out} ({'resumed' if resumed else 'new'})")
         config = config.model_copy(update={"out": str(out)})

@@ -44,6 +44,7 @@ from rolecall.pipelines.run_config import RunConfig, Section, common_paths, rela
 from rolecall.pipelines.steps import (
     RunModels,
     Step,
+    check_until,
     engine_summary,
     llm_stage,
     run_steps,
@@ -481,6 +482,7 @@ def run_detox(
     another config is refused (``RunDir``): its records would mix two settings; the
     filters' default judges are part of that config (``default_judges.config_entry``).
     """
+    check_until(STEPS, until)
     defaults = kda_defaults(config.filter, config.model)
     if until not in STAGES[: STAGES.index("filter")]:  # said before the work, not after
         for warning in warnings_of(defaults):

@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import Field, model_serializer
 
 from rolecall.engines import Engine
+from rolecall.errors import InputFileError
 from rolecall.generate.dialogues import MAX_COPY, GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.dialogues import judge_dialogues_by_panel
@@ -46,6 +47,7 @@ from rolecall.pipelines.run_config import RunConfig, Section, common_paths, rela
 from rolecall.pipelines.steps import (
     RunModels,
     Step,
+    check_until,
     engine_summary,
     llm_stage,
     run_steps,
@@ -159,6 +161,19 @@ def read_dialogues(path: str | Path) -> list[Dialogue]:
     if path.suffix == ".json":
         return read_carecall(path)
     return list(read_jsonl(path, Dialogue))
+
+
+def example_dialogues(path: str | Path) -> list[Dialogue]:
+    """The one-shot examples (``read_dialogues``); a file without a dialogue is an error
+    before any run directory is made."""
+    shots = read_dialogues(path)
+    if not shots:
+        raise InputFileError(
+            path,
+            "holds no dialogue to show the model",
+            fix="give example dialogues with --examples (examples/carecall/dialogues.jsonl is one)",
+        )
+    return shots
 
 
 def generation_config(section: GenerateSection, language: str) -> GenerationConfig:
@@ -348,8 +363,9 @@ def run_dialogues(
     unless it is the embedded model (``pipelines/default_judges.py``: then the rule judge
     ``rules:carecall``, and the choice is part of the recorded config).
     """
+    check_until(STEPS, until)
     spec = load_role_spec(config.spec)
-    shots = read_dialogues(config.examples)
+    shots = example_dialogues(config.examples)
     section = config.judge
     defaults = out_of_bounds_default(
         judge_strings(section), section.default_judges, config.model, spec

@@ -88,13 +88,20 @@ def engine_summary(engine: str, judges: dict, opened: dict) -> str:
     )
 
 
+def check_until(steps: Sequence[tuple[str, Any]], until: str) -> list[str]:
+    """The stages' names, when ``until`` is one of them; else a ``ConfigError``: called
+    before a run directory is opened, so that a refused command changes nothing."""
+    names = [name for name, _ in steps]
+    if until not in names:
+        raise ConfigError(f"unknown stage '{until}'", fix=f"use one of {tuple(names)}")
+    return names
+
+
 def run_steps(
     steps: Sequence[tuple[str, Step]], state: Any, until: str, say: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Run ``steps`` in order up to and including ``until``; the results by stage."""
-    names = [name for name, _ in steps]
-    if until not in names:
-        raise ConfigError(f"unknown stage '{until}'", fix=f"use one of {tuple(names)}")
+    names = check_until(steps, until)
     results: dict[str, Any] = {}
     for name, step in steps[: names.index(until) + 1]:
         done = step(state)

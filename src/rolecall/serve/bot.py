@@ -189,12 +189,7 @@ class Bot:
         built in a thread while they do, so the bot is ready sooner (in a script, at once:
         two loads side by side only slow each other)."""
         directory = Path(directory)
-        if not directory.is_dir():
-            raise InputFileError(
-                directory,
-                "no such bot directory",
-                fix="give the directory holding retriever/, reranker/, generator/ and classifier/",
-            )
+        check_bot_directory(directory)
         settings = _read_settings(directory / BOT_FILE)
         selector = generator = classifier = None
         if (directory / "retriever").exists():
@@ -401,6 +396,26 @@ class Bot:
         stage["ms"] = ms_since(started)
         stages.append(stage)
         return question
+
+
+def check_bot_directory(directory: Path) -> None:
+    """An ``InputFileError`` that says what ``directory`` is instead, unless it holds a bot
+    (``bot.json``, ``retriever/`` or ``generator/``): a missing folder, a file (``bot.json``
+    itself), a run directory with its bot one level down ("did you mean ...?")."""
+    build = "build a bot: rolecall bot run BOT.yaml (docs/bots.md; the demo's is runs/demo/bot)"
+    if not directory.exists():
+        raise InputFileError(directory, "no such bot directory", fix=build)
+    if not directory.is_dir():
+        fix = f"give its folder: {directory.parent}" if directory.name == BOT_FILE else build
+        raise InputFileError(directory, "is a file, not a bot directory", fix=fix)
+    if any((directory / part).exists() for part in (BOT_FILE, "retriever", "generator")):
+        return
+    inside = sorted(p.parent for p in directory.glob(f"*/{BOT_FILE}"))
+    raise InputFileError(
+        directory,
+        f"is not a bot directory (it holds no {BOT_FILE}, retriever/ or generator/)",
+        fix=f"did you mean {inside[0]}?" if inside else build,
+    )
 
 
 def _user_checks(directory: Path) -> Any:

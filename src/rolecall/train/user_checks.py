@@ -120,21 +120,29 @@ def read_turns_file(path: Path, names: Sequence[str]) -> list[tuple[str, str]]:
 
     known = set(names) | {NO_CHECK}
     if not Path(path).is_file():
-        raise InputFileError(path, "file not found", fix="check the path given with --turns")
+        found = "is a directory, not a file" if Path(path).exists() else "file not found"
+        raise InputFileError(path, found, fix="check the path given with --turns")
     rows = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            row = parse_line(path, number, line, UserTurn)
-            if row.check not in known:
-                raise InputFileError(
-                    path,
-                    f"names the check {row.check!r}, which the spec does not declare",
-                    line=number,
-                    fix=f"use one of: {', '.join(sorted(known))}",
-                )
-            rows.append((row.text, row.check))
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputFileError(
+            path,
+            "is not UTF-8 text",
+            fix=f"save it as UTF-8 (from CP949: iconv -f cp949 -t utf-8 {path} > turns.jsonl)",
+        ) from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        row = parse_line(path, number, line, UserTurn)
+        if row.check not in known:
+            raise InputFileError(
+                path,
+                f"names the check {row.check!r}, which the spec does not declare",
+                line=number,
+                fix=f"use one of: {', '.join(sorted(known))}",
+            )
+        rows.append((row.text, row.check))
     return rows
 
 

@@ -60,6 +60,12 @@ def read_run(run_dir: str | Path) -> tuple[Path, list[RedteamConversation], dict
             "conversation yet",
             fix=RUN_FIX,
         )
+    if command == "redteam" and not (path / REPORT_JSON).is_file():
+        raise ConfigError(
+            f"{path} is an unfinished red-team run: it holds no {REPORT_JSON} yet",
+            fix="run the same 'rolecall redteam' command again (it resumes and writes the "
+            "report), then add it",
+        )
     conversations = list(read_jsonl(path / CONVERSATIONS, RedteamConversation))
     if not conversations:
         raise ConfigError(f"{path / CONVERSATIONS} holds no conversation", fix=RUN_FIX)
