@@ -10,6 +10,7 @@ import gzip
 import io
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -109,7 +110,9 @@ def test_nul_bytes_and_archives(tmp_path):
 
 def test_missing_file_and_directory(tmp_path):
     err = error(tmp_path / "nope.txt")
-    assert "file not found" in err.message and "relative path starts at" in err.fix
+    assert "file not found" in err.message and err.fix == "check the path"  # absolute
+    err = error(Path("nope.txt"))
+    assert "relative path starts at" in err.fix and "the config's folder" in err.fix
     write(tmp_path / "comments.txt", "댓글\n")
     err = error(tmp_path)
     assert "is a directory, not a file" in err.message

@@ -127,7 +127,7 @@ def test_rolecall_chat_talks_to_a_prompted_bot(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((), "give a bot directory or --model"),
+        ((), "give a bot directory, or --model with --spec"),
         (("--model", "fake:x"), "--model needs --spec"),
         (("some/bot", "--model", "fake:x"), "give a bot directory or --model"),
     ],
