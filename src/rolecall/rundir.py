@@ -186,6 +186,8 @@ def _comparable(config: dict[str, Any], run_path: Path) -> dict[str, Any]:
     directory (stored so) or, failing that, the working directory (typed so, by rolecall
     before paths were stored relative); an absolute one as it is."""
 
+    run_path = Path(run_path)
+
     def absolute(text: str) -> str:
         if "://" in text:
             return text
@@ -195,7 +197,6 @@ def _comparable(config: dict[str, Any], run_path: Path) -> dict[str, Any]:
                 return os.path.realpath(found[0]) + found[1]
         return text
 
-    run_path = Path(run_path)
     return _map_strings(config, absolute)
 
 

@@ -266,9 +266,10 @@ def _replaceable(path: Path, text: str) -> None:
         first = handle.readline().strip()
     if path.suffix != ".csv":
         try:
-            earlier = isinstance(json.loads(first), dict) and "response" in json.loads(first)
+            record = json.loads(first)
         except ValueError:
-            earlier = False
+            record = None
+        earlier = isinstance(record, dict) and "response" in record
     else:
         earlier = first == text.partition("\n")[0].strip()
     if not earlier:

@@ -117,20 +117,12 @@ def read_turns_file(path: Path, names: Sequence[str]) -> list[tuple[str, str]]:
     ``context``); a malformed line or an unknown check name is an error naming the line."""
     from rolecall.jsonl import parse_line
     from rolecall.records import UserTurn
+    from rolecall.textfiles import read_text_file
 
     known = set(names) | {NO_CHECK}
-    if not Path(path).is_file():
-        found = "is a directory, not a file" if Path(path).exists() else "file not found"
-        raise InputFileError(path, found, fix="check the path given with --turns")
     rows = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise InputFileError(
-            path,
-            "is not UTF-8 text",
-            fix=f"save it as UTF-8 (from CP949: iconv -f cp949 -t utf-8 {path} > turns.jsonl)",
-        ) from None
+    # missing, a folder, CP949 (with the iconv line), NUL bytes: textfiles says which
+    lines = read_text_file(path).splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
