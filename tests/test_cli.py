@@ -58,9 +58,13 @@ def test_an_out_made_by_another_kind_of_run_is_a_usage_error_before_any_work(tmp
     assert "adirectoryofitsown" in flat
     assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]  # nothing written
     # a run of its own kind is taken (it resumes)
-    run_kind = {"redteam": "redteam", "bot": "bot run", "detox": "detox run"}[command[0]]
+    run_kind = {"redteam": "redteam", "bot": "bot check", "detox": "detox run"}[command[0]]
     (run / "manifest.json").write_text(manifest.replace("dialogues run", run_kind), "utf-8")
     assert "holds a" not in run_cli(*command, "--out", str(run)).stderr
+    if command[:2] == ["bot", "check"]:  # a bot's report is not written into the bot
+        (run / "manifest.json").write_text(manifest.replace("dialogues run", "bot run"), "utf-8")
+        flat = re.sub(r"[\s│]", "", run_cli(*command, "--out", str(run)).stderr)
+        assert "holdsabotrun(madeby'rolecallbotrun')" in flat
 
 
 def test_an_out_this_user_cannot_write_is_a_usage_error(tmp_path, monkeypatch):
@@ -142,7 +146,7 @@ def test_records_check_counts_valid_records_and_names_bad_lines(tmp_path):
     assert result.returncode == 1 and "bad.jsonl:2:" in result.stderr
     assert "error category" in result.stderr and "Traceback" not in result.stderr
     result = run_cli("records", "check", str(good), "--as", "speech")
-    assert result.returncode == 2 and "unknown record type" in result.stderr
+    assert result.returncode == 2 and "'speech' is not one of 'example'" in result.stderr
 
 
 def test_every_option_has_a_help_text():
@@ -163,6 +167,36 @@ def test_every_option_has_a_help_text():
 
     walk(typer.main.get_command(app), [])
     assert not missing, f"options without a help text: {', '.join(missing)}"
+
+
+def test_help_shows_every_option_name_whole_at_80_and_at_rich_width():
+    """Below ``RICH_HELP_COLUMNS`` the help is click's plain text, which wraps; rich's
+    option table, from that width up, cut "--consistency-model" to "--consistency-…" at
+    80 columns."""
+    import typer
+
+    from rolecall.cli.app import RICH_HELP_COLUMNS, app
+
+    commands = []
+
+    def walk(command, path):
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+        if not getattr(command, "commands", None):
+            names = [o for p in command.params for o in p.opts if o.startswith("--")]
+            commands.append((path, names))
+
+    walk(typer.main.get_command(app), [])
+    assert len(commands) > 40
+    cut = []
+    for columns in (80, RICH_HELP_COLUMNS):
+        for path, names in commands:
+            result = run_cli(*path, "--help", env_extra={"COLUMNS": str(columns)})
+            assert result.returncode == 0, (path, result.stderr)
+            cut += [(columns, *path, n) for n in names if n not in result.stdout]
+            assert "…" not in result.stdout, (columns, path)
+            assert max(map(len, result.stdout.splitlines())) <= columns, (columns, path)
+    assert not cut, cut
 
 
 def test_every_out_is_a_directory_or_one_file_and_says_which_before_any_work():
@@ -414,3 +448,14 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
         run_cli(*judge, "--out", str(tmp_path / "j"), "--mode", "bogus"), 2, "'bogus' is not one of"
     )
     assert not (tmp_path / "j").exists()
+    # a JSON line without its final "}" is placed at the line's end, not "column 1"
+    unclosed = tmp_path / "unclosed.jsonl"
+    unclosed.write_text('{"text": "안녕", "check": "none"\n', encoding="utf-8")
+    failed(
+        run_cli("records", "check", str(unclosed), "--as", "turn"),
+        1,
+        "unclosed.jsonl:1: not valid JSON (Expecting ',' delimiter at the end of the line)",
+    )
+    # an account made without a terminal to type the password on
+    db = f"sqlite:///{tmp_path / 'web.db'}"
+    failed(run_cli("web", "add-user", "ann", "--db", db), 2, "ann --password-stdin")

@@ -116,7 +116,7 @@ def test_missing_file_and_directory(tmp_path):
     write(tmp_path / "comments.txt", "댓글\n")
     err = error(tmp_path)
     assert "is a directory, not a file" in err.message
-    assert err.fix == f"name a file inside it, e.g. {tmp_path / 'comments.txt'}"
+    assert err.fix == "name a file, not a directory (this one holds comments.txt)"
     (tmp_path / "empty").mkdir()
     assert error(tmp_path / "empty").fix == "name a file, not a directory"
 

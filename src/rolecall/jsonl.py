@@ -31,9 +31,13 @@ def parse_line(path: str | Path, number: int, line: str, model: type[M] | None =
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
+        # exc.colno counts from the last newline, which is the line's own end: a missing "}"
+        # would read as "column 1" of the next line
+        end = exc.pos >= len(line.rstrip("\r\n"))
+        where = "at the end of the line" if end else f"at column {exc.pos + 1}"
         raise InputFileError(
             path,
-            f"not valid JSON ({exc.msg} at column {exc.colno})",
+            f"not valid JSON ({exc.msg} {where})",
             fix="each line must be one JSON object",
             line=number,
         ) from None

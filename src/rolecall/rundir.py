@@ -120,13 +120,23 @@ OWN_DIRECTORY = "give this command a directory of its own (--out, or out: in its
 def other_kind(command: str, made_by: str) -> str | None:
     """Why ``command`` may not write into a run directory that ``made_by`` (its manifest's
     ``command``) made, when the two are different kinds of run (``RUN_KINDS``); else None."""
-    kind, made_kind = command.split()[0], made_by.split()[0] if made_by.strip() else ""
-    if kind in RUN_KINDS and made_kind in RUN_KINDS and kind != made_kind:
+    kind, made_kind = _run_kind(command), _run_kind(made_by)
+    if kind and made_kind and kind != made_kind:
         return (
             f"holds a {made_kind} run (made by 'rolecall {made_by}'); "
             f"'rolecall {command}' would mix a {kind} run into it"
         )
     return None
+
+
+def _run_kind(command: str) -> str:
+    """The kind of run a command makes: its group (``RUN_KINDS``), except that a bot's
+    reports (``bot check``, ``bot compare``) are not the bot a ``bot run`` builds; "" for a
+    command that makes no run directory."""
+    words = command.split()
+    if not words or words[0] not in RUN_KINDS:
+        return ""
+    return " ".join(words[:2]) if words[0] == "bot" and words[1:2] != ["run"] else words[0]
 
 
 def made_by(path: Path) -> str:

@@ -86,10 +86,12 @@ def _path_problem(path: Path) -> InputFileError | None:
         return InputFileError(path, "file not found", fix=f"check the path{where}")
     if path.is_dir():
         files = sorted(p.name for p in path.iterdir() if p.is_file())
+        listed = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
         return InputFileError(
             path,
             "is a directory, not a file",
-            fix=f"name a file inside it, e.g. {path / files[0]}"
+            # which file was meant is the user's to say: list, do not guess
+            fix=f"name a file, not a directory (this one holds {listed})"
             if files
             else "name a file, not a directory",
         )

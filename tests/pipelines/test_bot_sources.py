@@ -96,6 +96,8 @@ def test_the_config_resolves_paths_against_its_file(tmp_path):
     found = load_bot_config(path)
     assert Path(found.out).resolve() == tmp_path / "bots" / "one"
     assert "conf/.." not in found.out  # normalised: printed short
+    # a config outside the working directory: absolute paths, not ../../tmp/...
+    assert not found.spec.startswith("..") and Path(found.spec).is_absolute()
     assert Path(found.sources[0].examples).resolve() == path.parent / "ex.jsonl"
     assert Path(found.user_checks.turns).resolve() == path.parent / "turns.jsonl"
     assert found.guard == ["tfidf", "sentence"]

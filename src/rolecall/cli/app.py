@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import faulthandler
 import logging
+import shutil
 import sys
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
 from rich.markup import escape
 
@@ -42,6 +44,9 @@ from rolecall.errors import RolecallError
 from rolecall.interrupt import EXIT_CODE as INTERRUPTED_EXIT_CODE
 from rolecall.interrupt import Interrupted
 from rolecall.train.backbone import DEFAULT_BACKBONE
+
+# the narrowest terminal on which rich draws every help without cutting a name or a URL
+RICH_HELP_COLUMNS = 140
 
 app = typer.Typer(
     help="rolecall: safe, role-specified Korean chatbots from LLM-made data.",
@@ -190,12 +195,28 @@ def doctor(
     raise typer.Exit(0 if ok else 1)
 
 
+def _command() -> click.Command:
+    """The app as a click command; on a terminal narrower than ``RICH_HELP_COLUMNS`` with
+    click's plain help and errors, which wrap at any width (rich's option table cuts long
+    option names to "--consistency-…" there)."""
+    command = typer.main.get_command(app)
+    if shutil.get_terminal_size().columns < RICH_HELP_COLUMNS:
+        _plain_help(command)
+    return command
+
+
+def _plain_help(command: click.Command) -> None:
+    command.rich_markup_mode = None
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
+
+
 def run(argv: list[str] | None = None) -> None:
     """The command line on ``argv`` (default ``sys.argv[1:]``), as the ``rolecall`` command
     runs it: every ``RolecallError`` becomes its message, its fix and its exit code
     (``SystemExit``). The tests call this in-process; ``main`` adds the process set-up."""
     try:
-        app(argv, prog_name="rolecall")
+        _command()(argv, prog_name="rolecall")
     except Interrupted:
         from rolecall.rundir import mark_interrupted
 

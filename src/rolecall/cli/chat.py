@@ -49,6 +49,7 @@ def chat_command(
     was made."""
     from rolecall.textfiles import input_lines
 
+    turns = None if script is None else input_lines(script)  # a bad script: before the load
     bot = open_bot(
         models_dir,
         model,
@@ -69,8 +70,8 @@ def chat_command(
             highlight=False,
         )
     history: list[Turn] = []
-    if script is not None:
-        for line in input_lines(script):
+    if turns is not None:
+        for line in turns:
             history.append(Turn(role="user", text=line))
             reply = bot.reply(history)
             history.append(Turn(role="system", text=reply.text))

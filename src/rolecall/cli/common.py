@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 from rich.console import Console
@@ -22,6 +22,10 @@ MODEL_HELP = (
     "model string, e.g. llamacpp:embedded (default), llamacpp:/m.gguf, "
     "openai:http://localhost:8000/v1?model=NAME, hf:/path/to/model"
 )
+
+# the fixed choices of options that many commands share
+Engine = Literal["local", "ray"]
+Language = Literal["ko", "en"]
 
 # where a stage's LLM calls run (rolecall.engines, #18): the same three options on every
 # command that takes them; typer only reads these, so one object serves every command

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -20,6 +20,8 @@ from rolecall.cli.common import (
     PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
+    Engine,
+    Language,
     command_engine,
     err,
     llm_opener,
@@ -144,7 +146,7 @@ def detox_generate(
     max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
     delimiter: Optional[str] = DELIMITER_OPTION,
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    language: str = typer.Option(
+    language: Language = typer.Option(
         "ko", help=LANGUAGE_HELP + "; ko also skips sentences without Hangul"
     ),
     temperature: float = temperature_option(0.8),
@@ -155,7 +157,7 @@ def detox_generate(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = ENGINE_OPTION,
+    engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
 ):
@@ -231,9 +233,11 @@ def detox_filter(
     implicit_models: Optional[list[str]] = typer.Option(
         None, "--implicit-model", help="a judge of the implicit filter only (repeatable)"
     ),
-    mode: str = typer.Option("auto", help="auto, score or generate"),
+    mode: Literal["auto", "score", "generate"] = typer.Option(
+        "auto", help="how an LLM judge answers: auto, score (label log-likelihoods) or generate"
+    ),
     samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
-    language: str = LANGUAGE_OPTION,
+    language: Language = LANGUAGE_OPTION,
     temperature: float = JUDGE_TEMPERATURE_OPTION,
     calibrate: bool = typer.Option(
         False, help="score mode: divide out each label word's prior on content-free inputs"
@@ -248,7 +252,7 @@ def detox_filter(
         help="the LLM implicit judges' prompt template, by name (default: judge_implicit, "
         "or judge_implicit_chat in generate mode)",
     ),
-    default_judges: str = typer.Option(
+    default_judges: Literal["auto", "llm", "trained"] = typer.Option(
         "auto",
         help="a filter with no judge named: auto (trained judges when the default model "
         "is the embedded one, else the LLM), llm or trained",
@@ -263,7 +267,7 @@ def detox_filter(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = ENGINE_OPTION,
+    engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
 ):

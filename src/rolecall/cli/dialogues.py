@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -17,6 +17,7 @@ from rolecall.cli.common import (
     PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
+    Engine,
     command_engine,
     err,
     llm_opener,
@@ -94,7 +95,7 @@ def dialogues_generate(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = ENGINE_OPTION,
+    engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
 ):
@@ -159,7 +160,7 @@ def dialogues_judge(
     ),
     samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
     temperature: float = JUDGE_TEMPERATURE_OPTION,
-    default_judges: str = typer.Option(
+    default_judges: Literal["auto", "llm", "rules"] = typer.Option(
         "auto",
         help="no -m given: auto (the rule judge rules:carecall when the default model is "
         "the embedded one, else the LLM), llm or rules",
@@ -169,7 +170,7 @@ def dialogues_judge(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = ENGINE_OPTION,
+    engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
 ):
@@ -253,7 +254,7 @@ def dialogues_import(
     source: Path,
     target: Path,
     examples: bool = typer.Option(False, help="write training examples instead of dialogues"),
-    unflagged: str = typer.Option(
+    unflagged: Literal["stop", "in-bounds"] = typer.Option(
         "stop",
         help="--examples: a system turn with no out-of-bounds flag ends its dialogue's "
         "split (stop) or is in bounds (in-bounds: e.g. human-fixed dialogues)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -16,6 +16,8 @@ from rolecall.cli.common import (
     PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
+    Engine,
+    Language,
     err,
     llm_opener,
     out,
@@ -136,16 +138,18 @@ def eval_geval(
         "of sentences), fluency",
     ),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    mode: str = typer.Option("auto", help="auto, score, logprobs or sample"),
+    mode: Literal["auto", "score", "logprobs", "sample"] = typer.Option(
+        "auto", help="how the LLM rates: auto, score, logprobs or sample"
+    ),
     samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
     limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
-    language: str = LANGUAGE_OPTION,
+    language: Language = LANGUAGE_OPTION,
     cache: Optional[str] = typer.Option(
         None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
     ),
     as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = ENGINE_OPTION,
+    engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
 ):

@@ -22,6 +22,7 @@ from rolecall.cli.common import (
     SAMPLES_OPTION,
     STOP_OPTION,
     WORKERS_OPTION,
+    Engine,
     command_engine,
     err,
     load_llm,
@@ -141,7 +142,7 @@ def llm_batch(
         None, help="write manifest.json here (default: next to --out)"
     ),
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = ENGINE_OPTION,
+    engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = WORKERS_OPTION,
 ):

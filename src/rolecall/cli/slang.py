@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -31,7 +31,7 @@ def slang_index(
         5, min=0, help="drop shorter comments (characters, after cleaning)"
     ),
     max_chars: int = typer.Option(300, min=1, help="drop longer comments"),
-    retriever: str = typer.Option(
+    retriever: Literal["bm25", "dense", "hybrid"] = typer.Option(
         "bm25",
         help="bm25 (Kiwi morphemes), dense (embeddings in FAISS) or hybrid "
         "(reciprocal-rank fusion of both): BM25 is always built; this "
@@ -71,7 +71,7 @@ def slang_search(
     query: str = typer.Argument(..., help="the sentence to find slang-bearing comments for"),
     k: int = typer.Option(9, "-k", "--k", min=0, help="how many comments (K/DA: 0-9)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per hit"),
-    retriever: Optional[str] = typer.Option(
+    retriever: Optional[Literal["bm25", "dense", "hybrid"]] = typer.Option(
         None, help="bm25, dense or hybrid (default: the one the index was built for)"
     ),
     dense_model: Optional[str] = typer.Option(

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
 from rolecall.cli.common import out
-from rolecall.errors import ConfigError
 
 db_app = typer.Typer(help="The feedback and annotation database.", no_args_is_help=True)
 records_app = typer.Typer(help="Check record files (JSONL).", no_args_is_help=True)
@@ -27,17 +26,18 @@ def db_upgrade(
     out.print(db_upgrade_command(url))
 
 
-RECORD_TYPES = ["example", "dialogue", "pair", "verdict", "turn"]
+RecordType = Literal["example", "dialogue", "pair", "verdict", "turn"]
 
 
 @records_app.command("check")
-def records_check(path: Path, kind: str = typer.Option(..., "--as", help="/".join(RECORD_TYPES))):
+def records_check(
+    path: Path,
+    kind: RecordType = typer.Option(..., "--as", help="the record type every line must be"),
+):
     """Validate every line of a JSONL file as one record type."""
     from rolecall import records
     from rolecall.jsonl import read_jsonl
 
-    if kind not in RECORD_TYPES:
-        raise ConfigError(f"unknown record type '{kind}'", fix=f"use one of {RECORD_TYPES}")
     model = getattr(records, kind.capitalize())
     count = sum(1 for _ in read_jsonl(path, model))
     out.print(f"{path}: {count} valid {model.__name__} records")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -27,6 +27,7 @@ from rolecall.cli.common import (
     PROGRESS_OPTION,
     RAY_ADDRESS_OPTION,
     TRAIN_SEED_OPTION,
+    Engine,
     batch_size_option,
     epochs_option,
     field_default,
@@ -89,7 +90,7 @@ def train_classifier_command(
         min=8,
         help="tokens of history + response; the history is cut from the left",
     ),
-    class_weights: str = typer.Option(
+    class_weights: Literal["none", "balanced"] = typer.Option(
         field_default(ClassifierSettings, "class_weights"), help="none or balanced"
     ),
     lexical: Optional[bool] = typer.Option(
@@ -117,7 +118,7 @@ def train_classifier_command(
     seed: int = TRAIN_SEED_OPTION,
     features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = FEATURES_ENGINE,
+    engine_name: Engine = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
     checkpoint_every: float = CHECKPOINT_EVERY,
@@ -158,7 +159,7 @@ def train_classifier_command(
 def train_retriever_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
     out_dir: Path = OUT_DIR,
-    kind: Optional[str] = typer.Option(
+    kind: Optional[Literal["poly", "bi", "residual"]] = typer.Option(
         None,
         help="poly (poly-encoder), bi (bi-encoder) or residual (the sentence encoder's "
         "cosine with trained residual maps) [default: residual for --backbone sentence, "
@@ -186,7 +187,7 @@ def train_retriever_command(
     seed: int = TRAIN_SEED_OPTION,
     features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = FEATURES_ENGINE,
+    engine_name: Engine = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
     checkpoint_every: float = CHECKPOINT_EVERY,
@@ -213,7 +214,7 @@ def train_reranker_command(
     examples: Path = typer.Argument(..., help="examples JSONL (its positives are used)"),
     out_dir: Path = OUT_DIR,
     negatives: int = setting_option(RerankerSettings, "negatives", min=1),
-    interaction: str = typer.Option(
+    interaction: Literal["joint", "attention", "auto"] = typer.Option(
         field_default(RerankerSettings, "interaction"),
         help="joint: each pair through the backbone (cross-encoder); attention: "
         "a cross-attention head over separately computed states (fast on a CPU); auto: "
@@ -235,7 +236,7 @@ def train_reranker_command(
     seed: int = TRAIN_SEED_OPTION,
     features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = FEATURES_ENGINE,
+    engine_name: Engine = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
     checkpoint_every: float = CHECKPOINT_EVERY,
@@ -265,13 +266,15 @@ def features_command(
     max_length: int = typer.Option(
         64, min=4, help="tokens kept of a text (a retriever's candidates: 64; contexts: 256 left)"
     ),
-    side: str = typer.Option("right", help="where a longer text is cut: right or left"),
+    side: Literal["right", "left"] = typer.Option(
+        "right", help="where a longer text is cut: right or left"
+    ),
     batch_size: int = typer.Option(
         field_default(TrainConfig, "batch_size"), min=1, help="texts through the backbone at once"
     ),
     features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
-    engine_name: str = FEATURES_ENGINE,
+    engine_name: Engine = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
 ):

@@ -87,6 +87,12 @@ def add_user_command(
 
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
+    elif not sys.stdin.isatty():
+        raise ConfigError(
+            "no terminal to ask the password on (stdin is not a terminal)",
+            fix=f'give it on stdin: read -rs PW && echo "$PW" | rolecall web add-user '
+            f"{username} --password-stdin",
+        )
     else:
         password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
     with session(_engine(db)) as s:

@@ -102,7 +102,10 @@ def load_bot_config(path: str | Path) -> BotRunConfig:
 
     path = Path(path)
     config = load_yaml_model(path, BotRunConfig, "bot config", CONFIG_HELP)
-    base = Path(os.path.relpath(path.resolve().parent))
+    folder = path.resolve().parent
+    # printed in every stage's line: relative when below here, else absolute (not ../../tmp)
+    relative = os.path.relpath(folder)
+    base = folder if relative.startswith("..") else Path(relative)
 
     def here(given: str | None) -> str | None:  # short: printed in every stage's line
         return given and os.path.normpath(relative_path(base, given))
