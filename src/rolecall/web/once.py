@@ -44,17 +44,21 @@ def repeat_of(db: Session, login: WebSession, token: str, fallback: str) -> Redi
     """``None`` when this is the form's first submit: the token is now claimed in this
     request's transaction, and the route ends with :func:`answered`. For a repeat, the
     first submit's redirect once it has one (a chat's repeat waits for the bot's reply,
-    up to :data:`WAIT_S`, then goes to ``fallback``); the repeat's transaction is rolled
-    back (it changes nothing, and on SQLite it must not hold the write lock while it
-    waits)."""
+    up to :data:`WAIT_S`, then goes to ``fallback``, at once when the claim is older than
+    that: its first submit died); the repeat's transaction is rolled back (it changes
+    nothing, and on SQLite it must not hold the write lock while it waits), and it holds
+    no pooled connection while it sleeps."""
+    # read once: after a rollback the ORM reloads an expired attribute, and that query
+    # would hold a pooled connection through every sleep below (40 waiters: the pool gone)
+    user_id = login.user_id
     claim = dialect_insert(db, FormSubmission).values(
-        token=token, user_id=login.user_id, created=utcnow()
+        token=token, user_id=user_id, created=utcnow()
     )
     claim = claim.on_conflict_do_nothing(index_elements=["token"]).returning(FormSubmission.token)
     if db.scalar(claim) is not None:  # (an ORM insert's rowcount is -1 on PostgreSQL)
         db.execute(
             delete(FormSubmission).where(
-                FormSubmission.user_id == login.user_id, FormSubmission.created < utcnow() - KEEP
+                FormSubmission.user_id == user_id, FormSubmission.created < utcnow() - KEEP
             )
         )
         return None
@@ -62,14 +66,17 @@ def repeat_of(db: Session, login: WebSession, token: str, fallback: str) -> Redi
     deadline = time.monotonic() + WAIT_S
     while True:
         first = db.execute(
-            select(FormSubmission.user_id, FormSubmission.location).where(
+            select(FormSubmission.user_id, FormSubmission.location, FormSubmission.created).where(
                 FormSubmission.token == token
             )
         ).one()
         db.rollback()  # the next look sees the first submit's later commits
-        if first.user_id != login.user_id:
+        if first.user_id != user_id:
             raise Refused(409, "this form was sent by another login: reload the page")
-        if first.location is not None or time.monotonic() >= deadline:
+        # a claim older than the wait has no first submit left to answer it (a server killed
+        # during a bot call): its repeats go to the fallback at once, not after WAIT_S each
+        orphan = first.created < utcnow() - timedelta(seconds=WAIT_S)
+        if first.location is not None or orphan or time.monotonic() >= deadline:
             return RedirectResponse(first.location or fallback, status_code=303)
         time.sleep(POLL_S)
 
