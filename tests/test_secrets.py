@@ -15,6 +15,10 @@ SPELLINGS = {
     "password=": f"postgresql://ann@127.0.0.1:1/rolecall?password={SECRET}",
     "sslpassword=": f"postgresql://ann@127.0.0.1:1/rolecall?sslmode=disable&sslpassword={SECRET}",
     "token=": f"postgresql://ann@127.0.0.1:1/rolecall?token={SECRET}",
+    # issue 50 D3, D5: a space in the password (decoded before it is printed), and a
+    # parameter name the driver percent-decodes
+    "a space in the password": f"postgresql://ann:{SECRET}%20x@127.0.0.1:1/rolecall",
+    "pass%77ord=": f"postgresql://ann@127.0.0.1:1/rolecall?pass%77ord={SECRET}",
 }
 
 
@@ -79,3 +83,29 @@ def test_a_model_server_url_and_its_key_are_masked(tmp_path):
     printed = result.stdout + result.stderr
     assert result.returncode != 0 and "127.0.0.1:1" in printed
     assert SECRET not in printed, printed[-800:]
+
+
+@pytest.mark.parametrize("scheme", ["postgresql+psycopg2", "postgresql+asyncpg", "mysql"])
+def test_another_drivers_url_is_refused_without_its_secret(scheme, tmp_path):
+    """Issue 50 D4: a URL of a driver rolecall does not use, given for the cache or the
+    database, is refused; its password is not in the message."""
+    url = f"{scheme}://ann:{SECRET}@127.0.0.1:1/rolecall"
+    env = {"ROLECALL_HOME": str(tmp_path)}
+    for args in (
+        ("logs", "--cache", url),
+        ("llm", "complete", "x", "-m", "fake:a", "--cache", url),
+        ("web", "add-user", "ann", "--db", url, "--password-stdin"),
+    ):
+        result = run_cli(*args, input="pw\n", env_extra=env)
+        printed = result.stdout + result.stderr
+        assert result.returncode != 0 and "Traceback" not in printed, printed[-800:]
+        assert SECRET not in printed, (args, printed[-800:])
+
+
+def test_doctor_masks_the_default_model_from_the_environment(tmp_path):
+    """Issue 50 D6: ROLECALL_MODEL may carry a key."""
+    model = f"openai:http://127.0.0.1:1/v1?model=m&api_key={SECRET}"
+    env = {"ROLECALL_HOME": str(tmp_path), "ROLECALL_MODEL": model}
+    result = run_cli("doctor", "--no-check", env_extra=env)
+    assert result.returncode == 0 and "api_key=***" in result.stdout
+    assert SECRET not in result.stdout + result.stderr

@@ -51,7 +51,9 @@ def run_doctor(out: Console, model: str | None, check: bool) -> bool:
     """Print the report; return False when the model check fails."""
     out.print(f"ROLECALL_HOME: {config.home()}")
     out.print(f"LLM cache:     {shown_cache(config.cache_path())}")
-    out.print(f"default model: {default_model()}")
+    from rolecall.secrets import masked
+
+    out.print(f"default model: {masked(default_model())}")  # ROLECALL_MODEL may hold a key
     out.print(f"CPU:           {cpu_summary()}")
     out.print(f"llama.cpp:     {build_summary()}")
     path = embedded_model_path(assemble=False)

@@ -38,6 +38,12 @@ def open_cache(path: str | Path):
 
     if is_postgres_url(path):
         return connect_readonly(str(path))
+    if "://" in str(path):  # another driver's URL: refused as the cache itself refuses it
+        raise RolecallError(
+            f"the LLM cache {str(path).split('://')[0]}:// is not a file or a PostgreSQL URL",
+            fix="give --cache (or ROLECALL_CACHE) a cache file or "
+            "postgresql://user:password@host:5432/dbname",
+        )
     path = Path(path)
     if not path.is_file():
         raise InputFileError(

@@ -96,12 +96,12 @@ class PostgresCache:
         except DBAPIError as exc:
             self._engine.dispose()
             raise ConfigError(
-                f"{self.path} is not a rolecall LLM cache: {_reason(exc)}",
+                f"{self.path} is not a rolecall LLM cache: {_reason(exc, self._engine.url)}",
                 fix="point --cache (or ROLECALL_CACHE) at a database without a 'calls' table",
             ) from None
 
     def _error(self, doing: str, exc: DBAPIError) -> RolecallError:
-        message = f"{doing} the PostgreSQL cache {self.path}: {_reason(exc)}"
+        message = f"{doing} the PostgreSQL cache {self.path}: {_reason(exc, self._engine.url)}"
         return RolecallError(message, fix=_FIX)
 
     def get(self, key: str) -> Completion | None:
@@ -156,9 +156,9 @@ class PostgresCache:
         self._engine.dispose()
 
 
-def _reason(exc: DBAPIError) -> str:
+def _reason(exc: DBAPIError, url: URL) -> str:
     """The driver's own first line, without SQLAlchemy's wrapping."""
-    return _first(getattr(exc, "orig", None) or exc)
+    return _first(getattr(exc, "orig", None) or exc, url)
 
 
 def _engine(url: URL) -> Engine:
@@ -195,7 +195,7 @@ def connect_readonly(raw: str):
             options="-c default_transaction_read_only=on",
         )
     except psycopg.Error as exc:
-        message = f"cannot read the PostgreSQL cache {safe(url)}: {_first(exc)}"
+        message = f"cannot read the PostgreSQL cache {safe(url)}: {_first(exc, url)}"
         raise RolecallError(message, fix=_FIX) from None
     try:
         db.execute(f"SELECT {_COLUMNS} FROM calls LIMIT 0")
@@ -209,13 +209,17 @@ def connect_readonly(raw: str):
     except psycopg.Error as exc:
         db.close()
         raise ConfigError(
-            f"{safe(url)} is not a rolecall LLM cache: {_first(exc)}",
+            f"{safe(url)} is not a rolecall LLM cache: {_first(exc, url)}",
             fix="point --cache (or ROLECALL_CACHE) at the database your runs used",
         ) from None
     return db
 
 
-def _first(exc: BaseException) -> str:
-    """An error's first line (psycopg adds hints and the server's detail below it)."""
+def _first(exc: BaseException, url: URL) -> str:
+    """An error's first line (psycopg adds hints and the server's detail below it), with
+    ``url``'s password masked: the driver may quote it decoded ('unexpected spaces found
+    in "my pw"'), where it looks like no password."""
+    from rolecall.secrets import masked
+
     lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    return masked(lines[0], url.password) if lines else type(exc).__name__

@@ -88,7 +88,9 @@ def safe_url(url: str | URL) -> str:
     from rolecall.secrets import masked
 
     if not isinstance(url, str):
-        url = url.set(drivername=url.get_backend_name()).render_as_string(hide_password=False)
+        # hidden here, not after: the rendered password is decoded ("my pass"), and a
+        # decoded password need not look like one
+        url = url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
     return masked(url)
 
 
@@ -170,7 +172,10 @@ def _check_reachable(engine: Engine) -> None:
     except DBAPIError as err:
         engine.dispose()
         reason = str(getattr(err, "orig", err) or err).strip().splitlines()
-        reason_text = reason[0] if reason else type(err).__name__
+        from rolecall.secrets import masked
+
+        # the driver may quote the password decoded ('unexpected spaces found in "my pw"')
+        reason_text = masked(reason[0], engine.url.password) if reason else type(err).__name__
         if engine.dialect.name == "sqlite":
             fix = f"check that the path is writable, or set ${ENV_VAR} / ROLECALL_HOME"
         else:
