@@ -10,7 +10,7 @@ import re
 from sqlalchemy import select, update
 
 from rolecall.store import Annotation, Item, User, session
-from tests.web.site import DIALOGUES, client_for, label, post, upload
+from tests.web.site import DIALOGUES, client_for, hidden_fields, label, post, upload
 
 
 def progress(page: str) -> tuple[int, int]:
@@ -88,6 +88,27 @@ def test_progress_pace_keys_and_undo_on_the_item_pages(site):
     assert refused.status_code == 409 and "되돌릴 것이 없습니다" in refused.text
     stranger = client_for(engine, "ann3")  # not a member: no such project
     assert stranger.post(undo, data={**_fields(stranger), "once": "y" * 24}).status_code == 404
+
+
+def test_undo_from_three_tabs_takes_back_one_label(site):
+    """Issue 50 D7: three tabs show the same last label; their undos take it back once,
+    and the other two delete nothing (not the labels before it)."""
+    engine, project_id = site
+    admin = client_for(engine, "admin")
+    jsonl = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DIALOGUES)
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
+    with session(engine) as db:
+        first, second = db.scalars(select(Item.id).order_by(Item.id)).all()
+    ann1 = client_for(engine, "ann1")
+    assert label(ann1, first, first_oob="none").status_code == 303
+    assert label(ann1, second, first_oob="none").status_code == 303
+    undo = f"/projects/{project_id}/undo"
+    tabs = [hidden_fields(ann1.get(f"/items/{second}").text, undo) for _ in range(3)]
+    assert len({tab["once"] for tab in tabs}) == 3 and len({tab["label"] for tab in tabs}) == 1
+    answers = [ann1.post(undo, data=tab) for tab in tabs]
+    assert [a.status_code for a in answers] == [303, 409, 409]
+    assert "다른 탭이나 창에서 마지막 라벨이 바뀌었습니다" in answers[1].text
+    assert labelled(engine, "ann1") == [first]
 
 
 def _fields(client, item: int | None = None) -> dict:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hmac
 import time
+from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from rolecall.store import Annotation, Assignment, Item, ItemKind, QueueEntry, WebSession
@@ -38,7 +39,7 @@ from rolecall.web.deps import (
 from rolecall.web.i18n import language_of
 from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ssa_rows
 from rolecall.web.once import Once, answered, repeat_of
-from rolecall.web.pace import category_keys, pace
+from rolecall.web.pace import category_keys, latest_label, pace
 from rolecall.web.queue import labels_since_ranking, refit
 from rolecall.web.settings import parse_settings
 
@@ -188,24 +189,33 @@ def masked_turns(item: Item) -> set[int]:
 
 
 @router.post("/projects/{project_id}/undo")
-def undo(project_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
+def undo(
+    project_id: ID,
+    once: Once,
+    label: Annotated[int | None, Form()] = None,
+    login: WebSession = Depends(writer),
+    db: Session = DB,
+):
     """The person's last label in the project (the latest saved) is taken back; its item
-    opens again, in the queue once more."""
+    opens again, in the queue once more. ``label`` is the one the page showed as the last:
+    when it no longer is (undone or followed by another in a second tab), nothing is
+    deleted, so undo never takes an answer the person did not just give."""
     if repeat := repeat_of(db, login, once, f"/projects/{project_id}/queue"):
         return repeat
     project = project_of(db, login, project_id)
-    last = db.scalar(
-        select(Annotation)
-        .join(Item, Item.id == Annotation.item_id)
-        .where(Annotation.user_id == login.user_id, Item.project_id == project.id)
-        .order_by(Annotation.updated.desc(), Annotation.id.desc())
-        .limit(1)
-    )
+    last = latest_label(db, login.user_id, project.id)
     if last is None:
         raise Refused(409, "nothing to undo: you have no labels in this project")
-    item_id = last.item_id
-    db.delete(last)
-    return answered(db, once, f"/items/{item_id}")
+    # a Core delete: a second tab's undo that waited on this row deletes 0 rows (the ORM's
+    # would raise StaleDataError, a 500) and is refused like a changed label
+    changed = label is not None and last.id != label
+    if changed or db.execute(delete(Annotation).where(Annotation.id == last.id)).rowcount != 1:
+        raise Refused(
+            409,
+            "your last label changed in another tab or window since this page was shown: "
+            "reload the page",
+        )
+    return answered(db, once, f"/items/{last.item_id}")
 
 
 def _sessions(request: Request):

@@ -30,6 +30,18 @@ class Pace:
     done: int  # the person's labelled items in the project
     total: int  # the items assigned to them there
     median_seconds: float | None  # over their labels there with a measured time
+    last_label: int | None = None  # the id of their latest label there: what undo takes
+
+
+def latest_label(db: Session, user_id: int, project_id: int) -> Annotation | None:
+    """The person's label in the project saved last (what ``u`` takes back)."""
+    return db.scalar(
+        select(Annotation)
+        .join(Item, Item.id == Annotation.item_id)
+        .where(Annotation.user_id == user_id, Item.project_id == project_id)
+        .order_by(Annotation.updated.desc(), Annotation.id.desc())
+        .limit(1)
+    )
 
 
 def pace(db: Session, user_id: int, project_id: int) -> Pace:
@@ -53,6 +65,7 @@ def pace(db: Session, user_id: int, project_id: int) -> Pace:
         done=db.scalar(assigned.where(Item.id.in_(labelled))),
         total=db.scalar(assigned),
         median_seconds=statistics.median(seconds) if seconds else None,
+        last_label=getattr(latest_label(db, user_id, project_id), "id", None),
     )
 
 
