@@ -147,7 +147,29 @@ def test_every_chat_form_sent_twice_at_once_acts_once_and_asks_the_bot_once(site
         form_burst(ann1, chat, f"{chat}/save")
         ann1.close()
         admin = logged_in(url, "admin")  # SSA items from the saved chat's 3 bot turns
-        form_burst(admin, "/admin", f"/admin/projects/{project_id}/ssa-items", per_item="1")
+        action = f"/admin/projects/{project_id}/ssa-items"
+        form_burst(admin, "/admin", action, per_item="1")
+        admin.close()
+        # the same button in five tabs (five tokens) at once, on another saved chat's turns:
+        # each bot turn still one item (issue 50 D2)
+        ann1 = logged_in(url, "ann1")
+        second = form_burst(ann1, chats, f"/projects/{project_id}/chats")
+        form_burst(ann1, second, f"{second}/message", text="오늘 날씨가 좋네요")
+        form_burst(ann1, second, f"{second}/save")
+        ann1.close()
+        admin = logged_in(url, "admin")
+        tabs = [
+            {**hidden_fields(admin.get("/admin").text, action), "per_item": "1"} for _ in range(5)
+        ]
+        start = threading.Barrier(len(tabs))
+
+        def press(fields: dict) -> int:
+            start.wait()
+            return admin.post(action, data=fields).status_code
+
+        with ThreadPoolExecutor(len(tabs)) as pool:
+            statuses = sorted(pool.map(press, tabs))
+        assert statuses[0] == 303 and set(statuses) <= {303, 409}, statuses
         admin.close()
     with session(engine) as db:
         assert (
@@ -156,14 +178,14 @@ def test_every_chat_form_sent_twice_at_once_acts_once_and_asks_the_bot_once(site
                 .select_from(ChatSession)
                 .where(ChatSession.project_id == project_id)
             )
-            == 1
+            == 2
         )
         assert db.get(ChatSession, chat_id(chat)).saved is not None
-    assert [s for _, s, _ in turns()].count(TurnStatus.SAVED) == 4
+    assert [s for _, s, _ in turns()].count(TurnStatus.SAVED) == 4 + 2
     with session(engine) as db:
         made = db.scalars(select(Item.payload).where(Item.project_id == project_id)).all()
     bot_turns = {t.id for t in turns_of(engine) if t.role == Speaker.BOT}
-    assert sorted(p["chat_turn_id"] for p in made) == sorted(bot_turns) and len(bot_turns) == 3
+    assert sorted(p["chat_turn_id"] for p in made) == sorted(bot_turns) and len(bot_turns) == 4
 
 
 def test_every_admin_form_sent_twice_at_once_acts_once(site):

@@ -22,7 +22,15 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from rolecall.store import Annotation, Assignment, Item, ItemKind, QueueEntry, WebSession
+from rolecall.store import (
+    Annotation,
+    Assignment,
+    Item,
+    ItemKind,
+    Project,
+    QueueEntry,
+    WebSession,
+)
 from rolecall.store.models import utcnow
 from rolecall.web.auth import sign
 from rolecall.web.chat import project_of
@@ -136,6 +144,10 @@ def make_ssa_items(
     if repeat := repeat_of(db, login, once, "/admin"):
         return repeat
     project = project_of(db, login, project_id)
+    # one maker at a time per project: on PostgreSQL two tabs' forms (two tokens) would
+    # otherwise both read the same bot turns as new and make each an item twice (SQLite's
+    # write lock, taken by the claim above, already serialises them)
+    db.execute(select(Project.id).where(Project.id == project.id).with_for_update())
     rows = ssa_rows(db, project_id)
     if not rows:
         raise Refused(409, "no new bot turns in saved chats to label")
