@@ -9,6 +9,7 @@ cluster cannot start.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -75,11 +76,16 @@ def test_a_missing_ray_names_the_extra(monkeypatch):
     assert "pip install 'rolecall[ray]'" in str(caught.value)
 
 
-def test_an_unknown_engine_is_a_config_error(tmp_path):
+def test_an_unknown_engine_is_a_usage_error_and_a_config_error(tmp_path):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     result = batch(prompts, tmp_path / "run", "fake:a", "--engine", "spark")
-    assert isinstance(result.exception, ConfigError)
-    assert "unknown engine 'spark'" in str(result.exception)
+    flat = re.sub(r"[\s│]", "", result.output)  # a rich box may wrap the message
+    assert result.exit_code == 2 and "'spark'isnotoneof'local','ray'" in flat
+    assert not (tmp_path / "run" / "out.jsonl").exists()
+    from rolecall.engines import open_engine
+
+    with pytest.raises(ConfigError, match="unknown engine 'spark'"):
+        open_engine("spark", None)
 
 
 @pytest.mark.parametrize(

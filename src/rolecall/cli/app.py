@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from rich.markup import escape
 
@@ -195,7 +194,7 @@ def doctor(
     raise typer.Exit(0 if ok else 1)
 
 
-def _command() -> click.Command:
+def _command() -> typer.core.TyperGroup:
     """The app as a click command; on a terminal narrower than ``RICH_HELP_COLUMNS`` with
     click's plain help and errors, which wrap at any width (rich's option table cuts long
     option names to "--consistency-…" there)."""
@@ -205,7 +204,7 @@ def _command() -> click.Command:
     return command
 
 
-def _plain_help(command: click.Command) -> None:
+def _plain_help(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
     command.rich_markup_mode = None
     for sub in getattr(command, "commands", {}).values():
         _plain_help(sub)

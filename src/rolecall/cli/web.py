@@ -87,14 +87,17 @@ def add_user_command(
 
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
-    elif not sys.stdin.isatty():
-        raise ConfigError(
-            "no terminal to ask the password on (stdin is not a terminal)",
-            fix=f'give it on stdin: read -rs PW && echo "$PW" | rolecall web add-user '
-            f"{username} --password-stdin",
-        )
     else:
-        password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+        try:
+            password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+        except typer.Abort:
+            if sys.stdin.isatty():  # Ctrl-C at the prompt
+                raise
+            raise ConfigError(  # stdin ended before a password (a script, no terminal)
+                "no password given: stdin ended before the prompt was answered",
+                fix='give it on stdin: read -rs PW && echo "$PW" | rolecall web add-user '
+                f"{username} --password-stdin",
+            ) from None
     with session(_engine(db)) as s:
         user = add_user(s, username, password, Role.ADMIN if admin else Role.ANNOTATOR)
         out.print(json.dumps({"user": user.username, "role": user.role.value}))
