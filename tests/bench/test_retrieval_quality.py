@@ -67,3 +67,27 @@ def test_targets_hold_on_the_mean_over_seeds_not_the_best_seed():
     assert measured["per_seed"] == [0.12, 0.05]
     assert bench.target([0.5, 0.46], 0.475, relative=False)["met"]
     assert bench.target([0.5, 0.46], 0.475, relative=False)["target"] == ">= 0.475"
+
+
+def test_a_pair_of_backbones_is_scored_on_its_fused_rows():
+    """--pair: the chatbot target reads both retrievers fused, care-call's adds BM25."""
+    rows = {"bm25": 0.40, "retriever": 0.45, "retrieve + rerank top 10": 0.4}
+    rows |= {"retriever + bm25 (fused)": 0.50, "both retrievers (fused)": 0.58}
+    rows |= {"both retrievers + bm25 (fused)": 0.55}
+    out = {
+        name: {"results": {m: {"hits@1/20": v} for m, v in rows.items()}}
+        for name in ("chatbot", "carecall")
+    }
+    values = bench.seed_targets(out, "retrieve + rerank top 10")
+    assert values["pair_retriever_chatbot"] == pytest.approx(0.58)
+    assert values["pair_first_stage_vs_bm25_carecall"] == pytest.approx(0.15)
+    assert "pair_retriever_chatbot" not in bench.seed_targets(
+        {
+            "chatbot": {
+                "results": {
+                    m: {"hits@1/20": 0.4} for m in ("bm25", "retriever", "retrieve + rerank top 10")
+                }
+            }
+        },
+        "retrieve + rerank top 10",
+    )

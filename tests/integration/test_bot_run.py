@@ -68,6 +68,9 @@ def test_a_bot_run_stopped_after_a_stage_finishes_with_the_demos_parts(demo_run,
     pool = ("retriever", "candidates", "candidates.jsonl")
     served = bot_dir.joinpath(*pool).read_bytes()
     assert served == demo_run.out.joinpath("bot", *pool).read_bytes()
+    # the second retriever (e5 beside the sentence encoder) indexes the same pool
+    assert bot_dir.joinpath("partner_retriever", *pool[1:]).read_bytes() == served
+    assert any(k.startswith("e5_") for k in found["retriever"])
 
 
 def test_a_bad_source_is_a_clear_error_and_a_changed_one_a_new_version(demo_run, tmp_path):

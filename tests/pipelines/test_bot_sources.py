@@ -15,6 +15,7 @@ from rolecall.pipelines.bot_sources import (
     Source,
     load_bot_config,
     merged_examples,
+    partner_of,
     sources_digest,
 )
 from rolecall.spec import load_role_spec
@@ -101,6 +102,13 @@ def test_the_config_resolves_paths_against_its_file(tmp_path):
     assert Path(found.sources[0].examples).resolve() == path.parent / "ex.jsonl"
     assert Path(found.user_checks.turns).resolve() == path.parent / "turns.jsonl"
     assert found.guard == ["tfidf", "sentence"]
+    # the second retriever by default: e5 beside the sentence encoder, and back; none asked
+    # for, or the first's own backbone: one retriever
+    assert partner_of(found) == "e5"
+    assert partner_of(found.model_copy(update={"backbone": "e5"})) == "sentence"
+    assert partner_of(found.model_copy(update={"backbone": "embedded"})) is None
+    assert partner_of(found.model_copy(update={"partner": "none"})) is None
+    assert partner_of(found.model_copy(update={"partner": "sentence"})) is None
     path.write_text("spec: s.yaml\nout: o\nsources: []\n", "utf-8")
     with pytest.raises(Exception, match="sources"):
         load_bot_config(path)

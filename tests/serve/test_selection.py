@@ -160,3 +160,24 @@ def test_bm25_brings_in_a_candidate_beyond_the_retrievers_depth(parts):
     encoded = index.retriever.encode_contexts([context_text(context)])
     own = index.score_ids(encoded, [best.candidate_id])
     assert own[0] == pytest.approx(whole[best.text], rel=1e-4, abs=1e-5)
+
+
+def test_a_partner_retriever_adds_its_scores_and_must_index_the_same_candidates(parts, tmp_path):
+    """A second retriever (another backbone's, in a bot) sums its standardised scores with
+    the first's: the same retriever twice ranks as it does alone; an index of other
+    candidates is refused."""
+    from rolecall.errors import ConfigError
+
+    index, _ = parts
+    context = [Turn(role="user", text="날씨 이야기 1")]
+    alone = ResponseSelector(index, k=4, rerank=False)
+    twice = ResponseSelector(index, k=4, rerank=False, partner=index)
+    assert [s.text for s in twice.retrieve(context)] == [s.text for s in alone.retrieve(context)]
+    assert [s.text for s in twice.select(context).ranked] == [
+        s.text for s in alone.select(context).ranked
+    ]
+    fewer = build_candidate_index(
+        index.retriever, [a for _, a in TOPICS][:-1], tmp_path / "fewer", progress=False
+    )
+    with pytest.raises(ConfigError, match="holds other candidates"):
+        ResponseSelector(index, partner=fewer)

@@ -75,9 +75,10 @@ def held_out_examples(path: Path) -> list[Example]:
 
 def first_stage_hits(bot: Any, positives: Sequence[Example], rows: np.ndarray) -> np.ndarray:
     """Per positive: 1 when its gold (column 0 of its row of reply indices) ranks first by
-    the bot's first stage, else 0; the replies are the positives' own responses."""
+    the bot's first stage (its retriever, and its partner's scores summed, then BM25's
+    fused), else 0; the replies are the positives' own responses."""
     from rolecall.eval.retrieval import gold_ranks
-    from rolecall.serve.lexical import LexicalScorer, fuse
+    from rolecall.serve.lexical import LexicalScorer, fuse, standardised
     from rolecall.serve.selection import last_user_text
     from rolecall.train.pairs import as_context
 
@@ -87,6 +88,13 @@ def first_stage_hits(bot: Any, positives: Sequence[Example], rows: np.ndarray) -
     contexts = [as_context(list(e.history), retriever.settings.max_turns) for e in positives]
     vectors = retriever.encode_candidates(texts)
     dense = np.asarray(retriever.score_vectors(retriever.encode_contexts(contexts), vectors[rows]))
+    if selector.partner is not None:  # a second retriever: the two scores summed, as served
+        other = selector.partner.retriever
+        cut = [as_context(list(e.history), other.settings.max_turns) for e in positives]
+        partner = other.score_vectors(
+            other.encode_contexts(cut), other.encode_candidates(texts)[rows]
+        )
+        dense = standardised(dense) + standardised(np.asarray(partner))
     if selector.lexical_weight:
         lexical = LexicalScorer(texts)
         for i, example in enumerate(positives):

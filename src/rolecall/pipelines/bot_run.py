@@ -9,7 +9,9 @@ stages, resumable (issue 47; the config and the sources: ``bot_sources.py``).
    on the training examples and scored on the dialogues its job holds out; the best ROC
    AUC (ties: F1 at its held-out threshold, then the config's order) is the bot's
    ``classifier/``, every candidate's numbers in the card;
-3. ``retriever``: the retriever of the config's backbone and its candidate index;
+3. ``retriever``: the retriever of the config's backbone and its candidate index, and the
+   partner backbone's (``partner_retriever/``; by default e5 beside the sentence encoder:
+   the served first stage sums the two retrievers' scores, then fuses BM25's);
 4. ``reranker``: on hard negatives the index mines;
 5. ``unanswerable``: each detector (``serve/unanswerable.METHODS``: MC dropout, each
    encoder's cosine alone and with the reranker) calibrated on the held-out dialogues (max
@@ -40,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from rolecall.errors import ChangedSettings, ConfigError, InputFileError
-from rolecall.pipelines.bot_sources import BotRunConfig, merged_examples, sources_digest
+from rolecall.pipelines.bot_sources import (
+    BotRunConfig,
+    merged_examples,
+    partner_of,
+    sources_digest,
+)
 from rolecall.pipelines.steps import check_until, run_steps
 from rolecall.rundir import (
     MANIFEST,
@@ -51,6 +58,7 @@ from rolecall.rundir import (
     other_kind,
     write_json,
 )
+from rolecall.serve.bot import PARTNER
 
 COMMAND = "bot run"
 STAGES = ("examples", "guard", "retriever", "reranker", "unanswerable", "checks", "bot")
@@ -110,6 +118,9 @@ def run_settings(config: BotRunConfig) -> dict[str, Any]:
         jobs.retriever_config(choice),
         jobs.classifier_config(jobs.BackboneChoice(config.backbone, frozen=True)),
     ]
+    partner = partner_of(config)
+    if partner is not None:
+        defaults.append(jobs.retriever_config(jobs.BackboneChoice(partner)))
     return config.model_dump(mode="json") | {
         "sources_digest": sources_digest(config),
         "defaults": text_hash(json.dumps([d.model_dump(mode="json") for d in defaults])),
@@ -262,14 +273,19 @@ def _retriever(state: _Run) -> dict:
     from rolecall.train.retriever import RetrieverSettings
     from rolecall.train.settings import retriever_kind
 
-    backbone = state.config.backbone
-    choice = jobs.BackboneChoice(backbone)  # the policy: on the sentence encoder, its top tuned
-    settings = RetrieverSettings(kind=retriever_kind(backbone))
-    config = jobs.retriever_config(choice, seed=state.config.seed)
-    metrics = jobs.retriever(state.job("retriever"), choice, settings, config)
-    index_examples(state.out / "retriever", state.out / TRAIN_FILE, state.features,
-                   state.progress)  # fmt: skip
-    return _short(metrics)
+    found = {}
+    partner = partner_of(state.config)
+    for part, backbone in (("retriever", state.config.backbone), (PARTNER, partner)):
+        if backbone is None:
+            continue
+        choice = jobs.BackboneChoice(backbone)  # the policy: on the sentence encoder, its top tuned
+        settings = RetrieverSettings(kind=retriever_kind(backbone))
+        config = jobs.retriever_config(choice, seed=state.config.seed)
+        metrics = jobs.retriever(state.job(part), choice, settings, config)
+        index_examples(state.out / part, state.out / TRAIN_FILE, state.features, state.progress)
+        prefix = "" if part == "retriever" else f"{backbone}_"  # the partner's: e5_hits@1/...
+        found |= {prefix + k: v for k, v in _short(metrics).items()}
+    return found
 
 
 def _reranker(state: _Run) -> dict:
@@ -361,8 +377,10 @@ def _bot(state: _Run) -> dict:
 
     out = state.out
     # held out from training and calibration only: the served pool holds them too
-    pool = len(index_examples(out / "retriever", [out / TRAIN_FILE, out / HELD_OUT_FILE],
-                              state.features, state.progress))  # fmt: skip
+    examples = [out / TRAIN_FILE, out / HELD_OUT_FILE]
+    pool = len(index_examples(out / "retriever", examples, state.features, state.progress))
+    if (out / PARTNER).is_dir():
+        index_examples(out / PARTNER, examples, state.features, state.progress)
     calibration = state.done("unanswerable") or {}
     threshold, why = fallback_threshold(calibration, state.config.generator)
     settings = BotSettings(

@@ -29,7 +29,7 @@ from pydantic import Field, model_validator
 from rolecall.errors import InputFileError
 from rolecall.pipelines.run_config import Section, relative_path
 from rolecall.records import Example, RoleSpec
-from rolecall.train.backbone import DEFAULT_BACKBONE
+from rolecall.train.backbone import BOT_PARTNER, DEFAULT_BACKBONE
 
 CONFIG_HELP = "see examples/carecall/bot.yaml and docs/bots.md"
 GUARD_CANDIDATES = ("tfidf", "sentence", "embedded")
@@ -82,6 +82,12 @@ class BotRunConfig(Section):
         DEFAULT_BACKBONE["bot"],
         description="the retriever's and reranker's backbone (docs/models.md)",
     )
+    partner: Literal["none", "sentence", "e5"] | None = Field(
+        None,
+        description="a second retriever's backbone, its scores summed with the first's "
+        "(default: e5 beside sentence, sentence beside e5, none beside embedded); none: "
+        "one retriever",
+    )
     guard: list[Literal["tfidf", "sentence", "embedded"]] = Field(
         ["tfidf", "sentence"],
         min_length=1,
@@ -94,6 +100,12 @@ class BotRunConfig(Section):
     features: str | None = Field(
         None, description="frozen backbones' states (default: ROLECALL_HOME/features)"
     )
+
+
+def partner_of(config: BotRunConfig) -> str | None:
+    """The backbone of the bot's second retriever (None: one retriever)."""
+    partner = config.partner or BOT_PARTNER.get(config.backbone, "none")
+    return None if partner in ("none", config.backbone) else partner
 
 
 def load_bot_config(path: str | Path) -> BotRunConfig:

@@ -33,6 +33,8 @@ A bot directory holds the models, each optional but at least one way to answer::
 
     MODELS_DIR/bot.json          thresholds, k, passes, fallback questions (all optional)
     MODELS_DIR/retriever/        rolecall train retriever (its candidates/ index inside)
+    MODELS_DIR/partner_retriever/  a second backbone's retriever of the same candidates:
+                                 the two retrievers' standardised scores are summed
     MODELS_DIR/reranker/         rolecall train reranker
     MODELS_DIR/generator/        rolecall train generator
     MODELS_DIR/classifier/       rolecall train classifier
@@ -55,6 +57,7 @@ from rolecall.records import Turn
 from rolecall.serve.reply import Reply, draw_unrejected, ms_since, unsaid
 
 BOT_FILE = "bot.json"
+PARTNER = "partner_retriever"  # a second backbone's retriever (serve/selection.py)
 CLARIFY_REPLIES = [
     "제가 잘 이해했는지 모르겠어요. 조금만 더 자세히 말씀해 주시겠어요?",
     "그 말씀은 제가 잘 답해 드리기 어려워요. 어떤 점이 궁금하신지 조금 더 말씀해 주시겠어요?",
@@ -206,6 +209,11 @@ class Bot:
                     "builds the index) or copy the index there",
                 )
             index = CandidateIndex.load(index_dir, Retriever.load(directory / "retriever"))
+            partner = None
+            if (directory / PARTNER).exists():  # a second backbone's retriever
+                partner = CandidateIndex.load(
+                    directory / PARTNER / "candidates", Retriever.load(directory / PARTNER)
+                )
             reranker = None
             if (directory / "reranker").exists():
                 from rolecall.train.reranker import Reranker
@@ -217,6 +225,7 @@ class Bot:
                 k=settings.k,
                 rerank=settings.rerank,
                 lexical_weight=settings.lexical_weight,
+                partner=partner,
             )
             selector.prepare(progress, lexical=not typing)
         if (directory / "generator").exists():

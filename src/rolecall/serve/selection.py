@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from rolecall.errors import ConfigError
 from rolecall.records import Turn
 from rolecall.serve.candidates import CandidateIndex
-from rolecall.serve.lexical import LexicalScorer, fuse
+from rolecall.serve.lexical import LexicalScorer, fuse, standardised
 from rolecall.serve.unanswerable import sigmoid_confidence
 from rolecall.train.data import LAST
 from rolecall.train.features import Features
@@ -69,14 +70,24 @@ class ResponseSelector:
         rerank: bool = True,
         lexical_weight: float = 0.0,
         depth: int = 50,
+        partner: CandidateIndex | None = None,
     ):
         """``rerank`` False: the retriever's order stands and the reranker only gives the
         best candidate's MC-dropout confidence (what a bot does by default: see
         ``BotSettings.rerank``). ``lexical_weight`` > 0: the retriever's ``depth`` best
         and BM25's ``depth`` best on the last user turn are ranked by the two scores fused
-        (``lexical.py``) before the ``k`` best are kept."""
+        (``lexical.py``) before the ``k`` best are kept. ``partner``: a second retriever's
+        index of the same candidates (another backbone's); its ``depth`` best join, and
+        the two retrievers' standardised scores are summed before BM25's are fused."""
         if k < 1:
             raise ValueError(f"k must be 1 or more, got {k}")
+        if partner is not None and partner.texts != index.texts:
+            raise ConfigError(
+                f"the second retriever's index ({partner.path}) holds other candidates than "
+                f"the first's ({index.path})",
+                fix="build both indexes from the same examples (rolecall bot run does)",
+            )
+        self.partner = partner
         self.index, self.reranker, self.k, self.rerank = index, reranker, k, rerank
         self.lexical_weight, self.depth = lexical_weight, depth
         self._lexical: LexicalScorer | None = None
@@ -134,21 +145,36 @@ class ResponseSelector:
 
     def _first_stage(self, encoded: Any, context: str | Sequence[Turn], k: int) -> list[Selection]:
         """The ``k`` best by the retriever, or by its scores fused with BM25's over the
-        retriever's ``depth`` best and BM25's own (those sharing a word with the turn)."""
-        if not self.lexical_weight:
+        retriever's ``depth`` best and BM25's own (those sharing a word with the turn);
+        with a partner, its ``depth`` best too and both retrievers' scores summed."""
+        if not self.lexical_weight and self.partner is None:
             return [Selection(i, t, s) for i, t, s in self.index.search_encoded(encoded, k)[0]]
         hits = self.index.search_encoded(encoded, max(k, self.depth))[0]
         ids = [i for i, _, _ in hits]
-        lexical = self.lexical.scores(last_user_text(context))
         found = set(ids)
-        extra = [
-            int(i)
-            for i in np.argsort(-lexical, kind="stable")[: self.depth]
-            if lexical[i] > 0 and int(i) not in found
-        ]
-        dense = np.concatenate([[s for _, _, s in hits], self.index.score_ids(encoded, extra)])
+        partnered = None
+        if self.partner is not None:
+            cut = as_context(context, self.partner.retriever.settings.max_turns)
+            partnered = self.partner.retriever.encode_contexts([cut])
+            more = self.partner.search_encoded(partnered, max(k, self.depth))[0]
+            ids += [i for i, _, _ in more if i not in found]
+            found = set(ids)
+        lexical = self.lexical.scores(last_user_text(context)) if self.lexical_weight else None
+        extra = (
+            [
+                int(i)
+                for i in np.argsort(-lexical, kind="stable")[: self.depth]
+                if lexical[i] > 0 and int(i) not in found
+            ]
+            if lexical is not None
+            else []
+        )
+        first = [s for _, _, s in hits]
+        dense = np.concatenate([first, self.index.score_ids(encoded, ids[len(hits) :] + extra)])
         ids += extra
-        fused = fuse(dense, lexical[ids], self.lexical_weight)
+        if partnered is not None:
+            dense = standardised(dense) + standardised(self.partner.score_ids(partnered, ids))
+        fused = fuse(dense, lexical[ids], self.lexical_weight) if lexical is not None else dense
         order = np.lexsort((np.arange(len(ids)), -fused))[:k]
         return [Selection(ids[i], self.index.texts[ids[i]], float(fused[i])) for i in order]
 

@@ -84,6 +84,9 @@ DEFAULT_BACKBONE = {
     "features": EMBEDDED,
     "bot": SENTENCE,  # the bot pipeline's retriever and reranker
 }
+# the bot's second retriever, by its first one's backbone: the two retrievers' scores are
+# summed (serve/selection.py); a backbone not listed gets none
+BOT_PARTNER = {SENTENCE: E5, E5: SENTENCE}
 # where a transformers model keeps its list of transformer layers
 LAYER_LISTS = ("layers", "encoder.layer", "h", "model.layers", "decoder.layers", "transformer.h")
 BACKBONE_DIR = "backbone"
