@@ -12,7 +12,8 @@ own ``USE.encode`` (its pure-Python tokenizer), the library call under the backb
 Also the second encoder, multilingual-e5-small (``--backbone e5``, issue 49), its memo
 dropped before every batch so that the engine is timed.
 
-Target: the sentence encoder >= 50 texts/s on 2 cores (``encoder_texts_per_second``).
+Target: the sentence encoder >= 50 texts/s on 2 cores (``encoder_texts_per_second``), and
+e5 the same (``e5_texts_per_second``, issue 49), the slower of sentences and contexts.
 
 Usage: python bench/sentence_encoder_speed.py [--texts 256] [--contexts 64] [--threads 2]
 The last line printed is a JSON object with every number and the targets.
@@ -110,6 +111,8 @@ def main() -> None:
     mine = rows["sentence encoder"]
     gemma_row = rows["embedded Gemma, layer 7"]
     value = min(mine["sentences"]["per_second"], mine["contexts"]["per_second"])
+    e5_row = rows["e5 encoder (multilingual-e5-small)"]
+    e5_value = min(e5_row["sentences"]["per_second"], e5_row["contexts"]["per_second"])
     print(
         json.dumps(
             {
@@ -125,7 +128,12 @@ def main() -> None:
                         "value": round(value, 1),
                         "target": f">= {TARGET:.0f}",
                         "met": value >= TARGET,
-                    }
+                    },
+                    "e5_texts_per_second": {  # issue 49: e5 as shipped, uncached
+                        "value": round(e5_value, 1),
+                        "target": f">= {TARGET:.0f}",
+                        "met": e5_value >= TARGET,
+                    },
                 },
             },
             ensure_ascii=False,
