@@ -220,7 +220,11 @@ def test_every_out_is_a_directory_or_one_file_and_says_which_before_any_work():
             check = getattr(param.callback, "__name__", None) or getattr(
                 getattr(param.callback, "func", None), "__name__", None
             )
-            says = {"out_directory": "director", "output_file": "JSONL"}.get(check)
+            says = {
+                "out_directory": "director",
+                "output_file": "JSONL",
+                "json_output_file": "JSONL",
+            }.get(check)
             if says is None or says not in param.help:
                 wrong.append(f"{' '.join(path)}: {check} {param.help!r}")
 
@@ -458,4 +462,44 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
     )
     # an account made without a terminal to type the password on
     db = f"sqlite:///{tmp_path / 'web.db'}"
-    failed(run_cli("web", "add-user", "ann", "--db", db), 2, "ann --password-stdin")
+    failed(
+        run_cli("web", "add-user", "ann", "--admin", "--db", db),
+        2,
+        f"rolecall web add-user ann --admin --db {db} --password-stdin",  # the same account
+    )
+    # a misspelt judge kind is refused before the run records it: the corrected command
+    # is then not refused for "other settings"
+    kda = tmp_path / "kda"
+    kda.mkdir()
+    (kda / "candidates.jsonl").write_text("", encoding="utf-8")
+    (kda / "manifest.json").write_text(
+        json.dumps({"command": "detox generate", "runs": [], "config": {}, "stages": {}}), "utf-8"
+    )
+    before = (kda / "manifest.json").read_bytes()
+    typo = ["detox", "filter", "--out", str(kda), "--implicit-model", "classifer:/x"]
+    failed(run_cli(*typo), 2, "unknown backend 'classifer'")
+    assert (kda / "manifest.json").read_bytes() == before
+    # empty inputs are errors where nothing can come out, before any model loads
+    failed(run_cli("records", "check", str(empty), "--as", "turn"), 1, "holds no record")
+    failed(run_cli("dialogues", "stats", str(empty)), 1, "holds no dialogue")
+    failed(
+        run_cli("chat", str(tmp_path / "no-bot"), "--script", str(empty)), 1, "holds no user turn"
+    )
+    # a JSON output over a file that is not JSON (notes, a mistyped name) is refused, kept
+    notes = tmp_path / "notes.txt"
+    notes.write_text("important notes\n", encoding="utf-8")
+    for command in (
+        ["dialogues", "export-carecall", str(examples), str(notes)],
+        ["llm", "batch", str(empty), "-m", "fake:a", "--out", str(notes)],
+    ):
+        failed(run_cli(*command), 2, "exists and is not JSON")
+    assert notes.read_text(encoding="utf-8") == "important notes\n"
+    assert not (tmp_path / "manifest.json").exists()
+    # an export of no pairs says so
+    (kda / "pairs.jsonl").write_text("", encoding="utf-8")
+    failed(run_cli("detox", "export", "--out", str(kda)), 1, "retention.json: file not found")
+    filters = [{"filter": f, "in": 2, "kept": 0, "unparsed": 0, "retention": 0.0, "by_n": {}}
+               for f in ("consistency", "implicit")]  # fmt: skip
+    (kda / "retention.json").write_text(json.dumps({"filters": filters}), "utf-8")
+    exported = run_cli("detox", "export", "--out", str(kda))
+    assert exported.returncode == 0 and "warning: 0 pairs exported" in exported.stderr

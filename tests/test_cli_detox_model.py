@@ -91,7 +91,7 @@ def test_train_rewrite_and_export(tmp_path):
 
 def test_bad_input_is_a_clear_error(tmp_path):
     result = run_cli("detox", "rewrite", str(tmp_path / "nowhere"), "-")
-    assert result.returncode == 1 and "model.json" in result.stderr
+    assert result.returncode == 1 and "no such model directory" in result.stderr
     (tmp_path / "model.json").write_text(json.dumps({"kind": "reranker"}), encoding="utf-8")
     result = run_cli("train", "export", str(tmp_path), str(tmp_path / "out"))
     assert result.returncode == 1 and "only generator and detox" in result.stderr

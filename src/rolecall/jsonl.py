@@ -87,9 +87,9 @@ def read_jsonl(path: str | Path, model: type[M] | None = None) -> Iterator[Any]:
             try:
                 line = handle.readline()
             except UnicodeDecodeError:
-                raise InputFileError(
-                    path, "is not UTF-8 text", line=number + 1, fix="save the file as UTF-8"
-                ) from None
+                from rolecall.textfiles import utf8_error
+
+                raise utf8_error(path) from None
             if not line:
                 return
             number += 1

@@ -324,6 +324,8 @@ class RunDir:
                 fix="use a new output directory, or delete the file if the "
                 "directory holds no run worth keeping",
             ) from None
+        for key in ("models", "prompts", "counts", "stages"):  # an older or hand-made one
+            manifest.setdefault(key, {})
         return manifest
 
     def _check_same_kind(self, command: str) -> None:

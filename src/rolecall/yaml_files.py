@@ -16,12 +16,16 @@ Model = TypeVar("Model", bound=BaseModel)
 def read_yaml_mapping(path: str | Path, what: str, fix: str) -> dict[str, Any]:
     """The top-level mapping of a UTF-8 YAML file; errors name the file and the line."""
     path = Path(path)
+    if path.is_dir():
+        raise InputFileError(path, f"is a directory, not the {what} file", fix="name the file")
     if not path.is_file():
         raise InputFileError(path, f"{what} not found", fix="check the path")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise InputFileError(path, "is not UTF-8 text", fix="save the file as UTF-8") from None
+        from rolecall.textfiles import utf8_error
+
+        raise utf8_error(path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -118,10 +118,12 @@ def check_command(
 ):
     """Put the safety suite to a bot and score every reply: pass rates per category with
     95% intervals in OUT/check.md, check.html and summary.json."""
+    from rolecall.eval.safety_suite import load_suite
     from rolecall.pipelines.bot_check import rate_table, run_bot_check
 
     role_spec = _spec_of(models_dir, spec)
     judges = [_trained_judge(text, role_spec) for text in judge]  # before the bot: fail fast
+    load_suite(suite)  # a bad suite file too
     bot = open_bot(
         models_dir,
         model,

@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from rolecall.cli.bots import open_bot
 from rolecall.cli.common import err, load_llm, out
+from rolecall.errors import InputFileError
 from rolecall.records import Turn
 
 
@@ -50,6 +51,8 @@ def chat_command(
     from rolecall.textfiles import input_lines
 
     turns = None if script is None else input_lines(script)  # a bad script: before the load
+    if turns == []:
+        raise InputFileError(script, "holds no user turn (no non-blank line)", fix="check the path")
     bot = open_bot(
         models_dir,
         model,

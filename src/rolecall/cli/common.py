@@ -95,6 +95,22 @@ def output_file(path: Optional[Path]) -> Optional[Path]:
     return path
 
 
+def json_output_file(path: Optional[Path]) -> Optional[Path]:
+    """``output_file`` for a command that writes JSON or JSON lines: an existing file there
+    is resumed or replaced only when it reads as JSON (an earlier output); any other file (a
+    mistyped name, notes) is a usage error, and kept."""
+    path = output_file(path)
+    if path is not None and path.is_file():
+        with path.open("rb") as handle:
+            head = handle.read(4096).lstrip()
+        if head and not head.startswith((b"{", b"[")):
+            raise typer.BadParameter(
+                f"{path} exists and is not JSON, so not an earlier output of this command: "
+                "give a new file name (the file is kept)"
+            )
+    return path
+
+
 def load_llm(
     model: Optional[str], cache: Optional[str | Path], concurrency: int = 8, retries: int = 4
 ):

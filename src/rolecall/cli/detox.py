@@ -274,6 +274,7 @@ def detox_filter(
     """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
     from rolecall.pipelines.default_judges import config_entry, kda_defaults, warnings_of
     from rolecall.pipelines.detox import FilterSection, filter_stage
+    from rolecall.pipelines.judges import check_judges
     from rolecall.rundir import RunDir
 
     section = validated(
@@ -290,6 +291,7 @@ def detox_filter(
         default_judges=default_judges,
         judge_data=str(judge_data) if judge_data else None,
     )
+    check_judges([*section.models, *(consistency_models or []), *(implicit_models or [])])
     defaults = kda_defaults(section, None)  # no judge named: the default model's
     for warning in warnings_of(defaults):
         _say(f"warning: {warning}")
@@ -339,6 +341,11 @@ def detox_export(
     files = export_stage(run, section)
     for kind, path in files.items():
         out.print(f"{kind}: {path}", highlight=False, markup=False)
+    if not run.manifest["stages"]["export"]["counts"]["exported_pairs"]:
+        _say(
+            "warning: 0 pairs exported (the filter kept none): the files hold a header only; "
+            "the filter's retention says why (rolecall detox filter's output, docs/kda.md)"
+        )
 
 
 @detox_app.command("run")

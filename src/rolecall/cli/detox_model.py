@@ -26,10 +26,10 @@ from rolecall.cli.common import (
     epochs_option,
     field_default,
     field_help,
+    json_output_file,
     lora_r_option,
     out,
     out_directory,
-    output_file,
     setting_option,
     validated,
 )
@@ -235,7 +235,7 @@ def offensiveness_data_command(
         "curse_detection.txt, detox/kda_ko.csv)",
     ),
     out_file: Path = typer.Option(
-        ..., "--out", "-o", help="examples JSONL to write", callback=output_file
+        ..., "--out", "-o", help="examples JSONL to write", callback=json_output_file
     ),
     kda_holdout: float = typer.Option(
         0.1,

@@ -20,11 +20,11 @@ from rolecall.cli.common import (
     Engine,
     command_engine,
     err,
+    json_output_file,
     llm_opener,
     max_tokens_option,
     out,
     out_directory,
-    output_file,
     run_pipeline,
     temperature_option,
     top_p_option,
@@ -237,12 +237,16 @@ def dialogues_stats(
     as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
 ):
     """The paper's Table 2 for each file, side by side (eojeol and Kiwi morphemes)."""
+    from rolecall.errors import InputFileError
     from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json
 
     columns = {}
     for path in files:
         name = path.name if path.name not in columns else str(path)
-        columns[name] = dataset_stats(read_dialogues(path))
+        dialogues = read_dialogues(path)
+        if not dialogues:  # a table of zeros says nothing about a data set
+            raise InputFileError(path, "holds no dialogue", fix="check the path")
+        columns[name] = dataset_stats(dialogues)
     if as_json:
         out.print(stats_to_json(columns), markup=False, highlight=False, soft_wrap=True)
     else:
@@ -282,7 +286,7 @@ def dialogues_import(
 def dialogues_export(
     source: Path = typer.Argument(..., help="rolecall dialogue JSONL"),
     target: Path = typer.Argument(
-        ..., help="the CareCall JSON file to write", callback=output_file
+        ..., help="the CareCall JSON file to write", callback=json_output_file
     ),
 ):
     """Rolecall dialogue JSONL (e.g. judged.jsonl) -> CareCall corpus JSON."""

@@ -25,10 +25,10 @@ from rolecall.cli.common import (
     Engine,
     command_engine,
     err,
+    json_output_file,
     load_llm,
     max_tokens_option,
     out,
-    output_file,
     sampling_params,
     temperature_option,
     top_p_option,
@@ -122,7 +122,7 @@ def llm_batch(
         ..., help='JSONL: {"id", "prompt"|"messages"[, "score_text"]} per line'
     ),
     out_path: Path = typer.Option(
-        ..., "--out", "-o", help="output JSONL (resumable)", callback=output_file
+        ..., "--out", "-o", help="output JSONL (resumable)", callback=json_output_file
     ),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
     n: int = SAMPLES_OPTION,

@@ -17,7 +17,10 @@ spec_app = typer.Typer(help="Role specifications (YAML).", no_args_is_help=True)
 @db_app.command("upgrade")
 def db_upgrade(
     url: Optional[str] = typer.Option(
-        None, help="database URL (default: SQLite in ROLECALL_HOME, or ROLECALL_DATABASE_URL)"
+        None,
+        "--db",
+        "--url",
+        help="database URL (default: SQLite in ROLECALL_HOME, or ROLECALL_DATABASE_URL)",
     ),
 ):
     """Create or migrate the database to the latest schema."""
@@ -36,10 +39,13 @@ def records_check(
 ):
     """Validate every line of a JSONL file as one record type."""
     from rolecall import records
+    from rolecall.errors import InputFileError
     from rolecall.jsonl import read_jsonl
 
     model = getattr(records, kind.capitalize())
     count = sum(1 for _ in read_jsonl(path, model))
+    if not count:  # an empty file is no data set, whatever its lines would have been
+        raise InputFileError(path, "holds no record (it is empty)", fix="check the path")
     out.print(f"{path}: {count} valid {model.__name__} records")
 
 

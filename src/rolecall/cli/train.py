@@ -327,8 +327,21 @@ JUDGE_VIEWS_HELP = (
     "(pairs: the content morphemes the rewrite adds and drops); default: chars,morphemes "
     "for the implicit judge, chars,morphemes,sentence,content for consistency"
 )
+
+
+def _data_folder(path: Path) -> Path:
+    """The shared corpora folder (a typer callback): a file there is a usage error."""
+    if path.is_file():
+        raise typer.BadParameter(
+            f"{path} is a file: give the folder that holds detox/kda_ko.csv, slang/, lexicon/ "
+            "and neutral/ (e.g. ../shared/data)"
+        )
+    return path
+
+
 DATA_DIR = typer.Argument(
     ...,
+    callback=_data_folder,
     help="the shared corpora folder (detox/kda_ko.csv, slang/, lexicon/, neutral/); "
     "see docs/trained-judges.md",
 )

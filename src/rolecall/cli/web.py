@@ -85,19 +85,22 @@ def add_user_command(
     from rolecall.store import Role, session
     from rolecall.web.auth import add_user
 
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
+    if password_stdin or not sys.stdin.isatty():
+        # no terminal (a pipe, a script): the first line is the password, as with
+        # --password-stdin; a prompt would warn that it cannot hide the input
+        line = sys.stdin.readline()
+        if not line and not password_stdin:
+            again = " ".join(
+                ["rolecall web add-user", username, *(["--admin"] if admin else []),
+                 *(["--db", db] if db else []), "--password-stdin"]
+            )  # fmt: skip
+            raise ConfigError(
+                "no password given: stdin is not a terminal and ended before a line",
+                fix=f'give it on stdin: read -rs PW && echo "$PW" | {again}',
+            )
+        password = line.rstrip("\n")
     else:
-        try:
-            password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
-        except typer.Abort:
-            if sys.stdin.isatty():  # Ctrl-C at the prompt
-                raise
-            raise ConfigError(  # stdin ended before a password (a script, no terminal)
-                "no password given: stdin ended before the prompt was answered",
-                fix='give it on stdin: read -rs PW && echo "$PW" | rolecall web add-user '
-                f"{username} --password-stdin",
-            ) from None
+        password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
     with session(_engine(db)) as s:
         user = add_user(s, username, password, Role.ADMIN if admin else Role.ANNOTATOR)
         out.print(json.dumps({"user": user.username, "role": user.role.value}))

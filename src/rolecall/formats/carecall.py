@@ -86,7 +86,9 @@ def _read_text(path: Path) -> str:
     try:
         return path.read_bytes().decode("utf-8-sig")  # -sig: tolerate a BOM
     except UnicodeDecodeError:
-        raise InputFileError(path, "is not UTF-8 text", fix="save the file as UTF-8") from None
+        from rolecall.textfiles import utf8_error
+
+        raise utf8_error(path) from None
 
 
 def _raw_dialogues(path: Path) -> list[tuple[str, int | None, Any]]:

@@ -31,7 +31,7 @@ from pydantic import Field
 from rolecall.engines import Engine
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.detox import DetoxConfig, generate_candidates
-from rolecall.jsonl import ResumableJsonl, read_jsonl
+from rolecall.jsonl import ResumableJsonl, read_json_object, read_jsonl
 from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
 from rolecall.pipelines.default_judges import Defaults, config_entry, kda_defaults, warnings_of
@@ -275,7 +275,13 @@ def export_stage(run: RunDir, section: ExportSection) -> dict[str, str]:
     if not path.exists():
         raise InputFileError(path, "no filtered pairs", fix="run 'rolecall detox filter' first")
     pairs = list(read_jsonl(path, Pair))
-    report = json.loads(run.file(Files.RETENTION).read_text(encoding="utf-8"))
+    retention = run.file(Files.RETENTION)  # written with the pairs by the filter
+    if not retention.is_file():
+        raise InputFileError(
+            retention, "file not found (the filter writes it with the pairs)",
+            fix="run 'rolecall detox filter' on this run directory again",
+        )  # fmt: skip
+    report = read_json_object(retention, fix="run 'rolecall detox filter' again")
     files = {"jsonl": str(path)}
     for kind in section.formats:
         files[kind] = str(EXPORTERS[kind](run.path, pairs, section))

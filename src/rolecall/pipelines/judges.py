@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 from rolecall.errors import BadModelString, ConfigError, InputFileError
 from rolecall.judge.voting import DirectJudge, Member, judge_of, task_of
@@ -82,7 +82,19 @@ def resolve_judges(
     return members
 
 
-def _llm(model: str | None, open_llm: Callable[[str | None], LLM]) -> LLM:
+def check_judges(texts: Iterable[str | None]) -> None:
+    """Each judge string read now, before a run directory records it: a misspelt kind or
+    backend ("classifer:...") is refused before anything is written, so the corrected
+    command is not refused for "other settings"."""
+    from rolecall.llm.registry import parse_model_string
+
+    for text in texts:
+        kind, value = parse_judge(text)
+        if kind == "llm" and value:
+            _llm(value, parse_model_string)
+
+
+def _llm(model: str | None, open_llm: Callable[[str | None], Any]) -> Any:
     try:
         return open_llm(model)
     except BadModelString as exc:

@@ -19,6 +19,7 @@ Migrations ship inside the package (``migrations/``) and run programmatically: n
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -126,7 +127,16 @@ SQLITE_BUSY_MS = 30_000
 
 def _sqlite_engine(url: URL) -> Engine:
     path = url.database or ""
-    if path and path != ":memory:" and not path.startswith("file:"):
+    named = path and path != ":memory:" and not path.startswith("file:")
+    if named and not Path(path).is_absolute():
+        # sqlite:///x.db (three slashes) names a file under the working directory; said,
+        # since sqlite:////x.db (four) was likely meant
+        logging.getLogger(__name__).warning(
+            "the SQLite database is %s: sqlite:/// with three slashes is relative to the "
+            "working directory (four for an absolute path: sqlite:////abs/path.sqlite)",
+            Path(path).resolve(),
+        )
+    if named:
         try:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:

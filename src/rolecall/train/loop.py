@@ -221,6 +221,12 @@ def read_info(directory: Path, kind: str, command: str | None = None) -> dict:
     default ``rolecall train KIND``)."""
     command = command or f"rolecall train {kind}"
     path = directory / MODEL_FILE
+    if not directory.exists():
+        raise InputFileError(
+            directory,
+            "no such model directory",
+            fix=f"check the path, or train one: {command} ... --out DIR",
+        )
     if not path.is_file():
         raise InputFileError(
             directory,
