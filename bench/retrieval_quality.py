@@ -260,22 +260,9 @@ def run_task(task: Task, backbone, args) -> dict:
         backbone_lr=args.backbone_lr,
         seed=args.seed,
     )
-    started = time.perf_counter()
-    retriever, history = fit_retriever(
-        [(p.context, p.response) for p in task.train],
-        retriever_backbone(args) or backbone,
-        RetrieverSettings(kind=args.kind),
-        config,
-        progress=True,
-        cache_dir=args.cache_dir,
+    retriever, history, trained, retriever_rows = fitted(
+        task, retriever_backbone(args) or backbone, args.kind, config, contexts, pool, args
     )
-    trained = time.perf_counter() - started
-    held_contexts = retriever.encode_contexts(contexts, progress=True)
-    pool_vectors = torch.from_numpy(retriever.encode_candidates(pool, progress=True))
-
-    def retriever_rows(rows):
-        return retriever.score_vectors(held_contexts, pool_vectors[torch.from_numpy(rows)])
-
     results["retriever"] = {
         **evaluator(recorder("retriever", retriever_rows), contexts, pool, gold),
         "train_seconds": round(trained, 1),
@@ -362,6 +349,29 @@ def run_task(task: Task, backbone, args) -> dict:
     }
 
 
+def fitted(task, backbone, kind, config, contexts, pool, args):
+    """``(retriever, history, training seconds, rows scorer)``: a retriever of ``kind``
+    fitted on the task's training pairs, and a function scoring rows of pool indices for
+    the held-out ``contexts``."""
+    started = time.perf_counter()
+    retriever, history = fit_retriever(
+        [(p.context, p.response) for p in task.train],
+        backbone,
+        RetrieverSettings(kind=kind),
+        config,
+        progress=True,
+        cache_dir=args.cache_dir,
+    )
+    trained = time.perf_counter() - started
+    held = retriever.encode_contexts(contexts, progress=True)
+    vectors = torch.from_numpy(retriever.encode_candidates(pool, progress=True))
+
+    def rows_of(rows):
+        return retriever.score_vectors(held, vectors[torch.from_numpy(rows)])
+
+    return retriever, history, trained, rows_of
+
+
 def pair_rows(task, contexts, pool, gold, evaluator, recorder, seen, results, args) -> None:
     """A second retriever on ``--pair``'s backbone (its own policy: what ``rolecall train
     retriever --backbone PAIR`` trains) and the two retrievers' standardised scores summed,
@@ -372,22 +382,8 @@ def pair_rows(task, contexts, pool, gold, evaluator, recorder, seen, results, ar
     config = retriever_config(
         choice, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed
     )
-    started = time.perf_counter()
-    second, _ = fit_retriever(
-        [(p.context, p.response) for p in task.train],
-        backbone,
-        RetrieverSettings(kind=retriever_kind(args.pair, None)),
-        config,
-        progress=True,
-        cache_dir=args.cache_dir,
-    )
-    trained = time.perf_counter() - started
-    held = second.encode_contexts(contexts, progress=True)
-    vectors = torch.from_numpy(second.encode_candidates(pool, progress=True))
-
-    def rows_of(rows):
-        return second.score_vectors(held, vectors[torch.from_numpy(rows)])
-
+    kind = retriever_kind(args.pair, None)
+    _, _, trained, rows_of = fitted(task, backbone, kind, config, contexts, pool, args)
     results[f"retriever ({args.pair})"] = {
         **evaluator(recorder("pair", rows_of), contexts, pool, gold),
         "train_seconds": round(trained, 1),

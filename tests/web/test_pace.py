@@ -30,13 +30,18 @@ def labelled(engine, username: str) -> list[int]:
         )
 
 
-def test_progress_pace_keys_and_undo_on_the_item_pages(site):
-    engine, project_id = site
+def two_dialogue_items(engine, project_id: int) -> list[int]:
+    """The ids of two dialogue items uploaded by the admin into the project."""
     admin = client_for(engine, "admin")
     jsonl = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DIALOGUES)
     assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
     with session(engine) as db:
-        first, second = db.scalars(select(Item.id).order_by(Item.id)).all()
+        return list(db.scalars(select(Item.id).order_by(Item.id)))
+
+
+def test_progress_pace_keys_and_undo_on_the_item_pages(site):
+    engine, project_id = site
+    first, second = two_dialogue_items(engine, project_id)
     ann1 = client_for(engine, "ann1")
     page = ann1.get(f"/items/{first}").text
     assert progress(page) == (0, 2) and "라벨링 <strong>0 / 2</strong>" in page
@@ -94,11 +99,7 @@ def test_undo_from_three_tabs_takes_back_one_label(site):
     """Issue 50 D7: three tabs show the same last label; their undos take it back once,
     and the other two delete nothing (not the labels before it)."""
     engine, project_id = site
-    admin = client_for(engine, "admin")
-    jsonl = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DIALOGUES)
-    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
-    with session(engine) as db:
-        first, second = db.scalars(select(Item.id).order_by(Item.id)).all()
+    first, second = two_dialogue_items(engine, project_id)
     ann1 = client_for(engine, "ann1")
     assert label(ann1, first, first_oob="none").status_code == 303
     assert label(ann1, second, first_oob="none").status_code == 303
