@@ -503,3 +503,12 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
     (kda / "retention.json").write_text(json.dumps({"filters": filters}), "utf-8")
     exported = run_cli("detox", "export", "--out", str(kda))
     assert exported.returncode == 0 and "warning: 0 pairs exported" in exported.stderr
+    # refused before a run directory is made: filter before generate, a folder as --pairs
+    failed(run_cli("detox", "filter", "--out", str(tmp_path / "f")), 1, "no candidates")
+    failed(
+        run_cli("redteam", "--model", "fake:a", "--spec", str(spec), "--pairs", str(tmp_path),
+                "--out", str(tmp_path / "rt")),
+        1,
+        "not a file",
+    )  # fmt: skip
+    assert not (tmp_path / "f").exists() and not (tmp_path / "rt").exists()

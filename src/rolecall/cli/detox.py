@@ -39,7 +39,7 @@ from rolecall.cli.detox_model import (
     score_command,
     train_command,
 )
-from rolecall.errors import ConfigError, describe_validation
+from rolecall.errors import ConfigError, InputFileError, describe_validation
 
 detox_app = typer.Typer(
     help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
@@ -275,7 +275,7 @@ def detox_filter(
     from rolecall.pipelines.default_judges import config_entry, kda_defaults, warnings_of
     from rolecall.pipelines.detox import FilterSection, filter_stage
     from rolecall.pipelines.judges import check_judges
-    from rolecall.rundir import RunDir
+    from rolecall.rundir import Files, RunDir
 
     section = validated(
         FilterSection,
@@ -292,6 +292,11 @@ def detox_filter(
         judge_data=str(judge_data) if judge_data else None,
     )
     check_judges([*section.models, *(consistency_models or []), *(implicit_models or [])])
+    candidates = out_dir / Files.CANDIDATES  # before the run directory is made or changed
+    if not candidates.exists():
+        raise InputFileError(
+            candidates, "no candidates", fix="run 'rolecall detox generate --out DIR' first"
+        )
     defaults = kda_defaults(section, None)  # no judge named: the default model's
     for warning in warnings_of(defaults):
         _say(f"warning: {warning}")

@@ -97,6 +97,7 @@ def redteam_command(
         RedteamSettings,
         Users,
         check_language,
+        read_pairs,
         run_config,
         run_redteam,
     )
@@ -122,8 +123,11 @@ def redteam_command(
         bot_temperature=temperature,
         bot_max_tokens=max_tokens,
     )
-    # a missing or broken index fails here, before any model is loaded
+    # a missing or broken index or pairs file fails here, before any model is loaded and
+    # before the run directory is made
     index = _slang_index(settings)
+    if settings.pairs and "kda" in settings.attacks:
+        read_pairs(settings.pairs)
     opened: dict = {}
 
     def open_llm(name):
