@@ -7,6 +7,7 @@ error class only when callers must tell it apart from the others.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -78,3 +79,12 @@ def describe_validation(exc: Any, whole: str = "record") -> str:
         message = error["msg"].removeprefix("Value error, ")
         problems.append(f"{path.lstrip('.') or whole}: {message}")
     return "; ".join(problems)
+
+
+def utf8_fix(path: str | Path) -> str:
+    """The fix for a text file that is not UTF-8: most often a Korean Windows (CP949) file
+    (``textfiles.read_text_file`` guesses the encoding; the readers below it say this)."""
+    return (
+        f"save it as UTF-8; a Korean Windows (CP949/EUC-KR) file converts with: "
+        f"iconv -f cp949 -t utf-8 {path} > {path}.utf8"
+    )

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rolecall.errors import InputFileError, describe_validation
+from rolecall.errors import InputFileError, describe_validation, utf8_fix
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -87,9 +87,9 @@ def read_jsonl(path: str | Path, model: type[M] | None = None) -> Iterator[Any]:
             try:
                 line = handle.readline()
             except UnicodeDecodeError:
-                from rolecall.textfiles import utf8_error
-
-                raise utf8_error(path) from None
+                raise InputFileError(
+                    path, "is not UTF-8 text", line=number + 1, fix=utf8_fix(path)
+                ) from None
             if not line:
                 return
             number += 1

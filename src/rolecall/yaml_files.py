@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from rolecall.errors import InputFileError, describe_validation
+from rolecall.errors import InputFileError, describe_validation, utf8_fix
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -23,9 +23,7 @@ def read_yaml_mapping(path: str | Path, what: str, fix: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        from rolecall.textfiles import utf8_error
-
-        raise utf8_error(path) from None
+        raise InputFileError(path, "is not UTF-8 text", fix=utf8_fix(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -262,7 +262,7 @@ def test_broken_bot_directories_are_clear_errors(bot_dir, tmp_path):
 
     shutil.copytree(bot_dir / "generator", broken / "generator")
     next((broken / "generator" / "adapter").glob("adapter_model.*")).write_bytes(b"junk")
-    result = run_cli("chat", str(broken), "--script", "-", "--no-progress")
+    result = run_cli("chat", str(broken), "--script", "-", "--no-progress", input="안녕\n")
     assert result.returncode == 1 and "adapter cannot be loaded" in result.stderr
     assert "Traceback" not in result.stderr
 

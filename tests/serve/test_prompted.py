@@ -133,6 +133,6 @@ def test_rolecall_chat_talks_to_a_prompted_bot(tmp_path):
     ],
 )
 def test_rolecall_chat_needs_a_bot_directory_or_a_model_with_a_spec(args, message):
-    result = run_cli("chat", *args, "--script", "-")
+    result = run_cli("chat", *args, "--script", "-", input="안녕하세요\n")
     assert result.returncode == 2 and message in result.stderr  # a ConfigError
     assert "Traceback" not in result.stderr
