@@ -512,3 +512,16 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
         "not a file",
     )  # fmt: skip
     assert not (tmp_path / "f").exists() and not (tmp_path / "rt").exists()
+    # the web commands' fixes reach the same database, and a misspelt project is named
+    made = run_cli(
+        "web", "add-project", "carecall", "--spec", str(spec), "-m", "fake:a", "--db", db
+    )
+    assert made.returncode == 0, made.stderr
+    failed(
+        run_cli("web", "add-member", "carecal", "ann", "--db", db), 2, "did you mean 'carecall'?"
+    )
+    failed(
+        run_cli("web", "add-member", "carecall", "nosuch", "--db", db),
+        2,
+        f"rolecall web add-user nosuch --db {db}",
+    )

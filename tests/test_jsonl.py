@@ -70,3 +70,12 @@ def test_a_json_object_file_is_read_or_refused_with_its_line_and_fix(tmp_path):
     path.write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(InputFileError, match="expected a JSON object, found list"):
         read_json_object(path, fix="rerun")
+
+
+def test_a_byte_order_mark_is_dropped(tmp_path):
+    """A JSONL saved by an editor that writes a UTF-8 BOM reads as without it."""
+    from rolecall.jsonl import read_jsonl
+
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + '{"text": "안녕"}\n{"text": "네"}\n'.encode())
+    assert [r["text"] for r in read_jsonl(path)] == ["안녕", "네"]

@@ -141,3 +141,13 @@ def test_rolecall_spec_check_names_the_user_checks_or_their_absence(tmp_path):
     bare.write_text(GOOD, encoding="utf-8")
     plain = run_cli("spec", "check", str(bare))
     assert plain.returncode == 0 and "no user_checks" in plain.stdout
+
+
+def test_a_spec_language_without_templates_is_refused(tmp_path):
+    """The package ships Korean and English prompt templates: another language is an
+    error at spec check, not at the first generation."""
+    text = (REPO / "examples/carecall/spec.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "spec.yaml"
+    path.write_text(text.replace("language: ko", "language: kr"), encoding="utf-8")
+    with pytest.raises(InputFileError, match="language: Input should be 'ko' or 'en'"):
+        load_role_spec(path)

@@ -81,7 +81,7 @@ def read_jsonl(path: str | Path, model: type[M] | None = None) -> Iterator[Any]:
         raise InputFileError(
             path, "file not found" if not path.exists() else "not a file", fix="check the path"
         )
-    with path.open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8-sig") as handle:  # -sig: a byte-order mark is dropped
         number = 0
         while True:
             try:

@@ -77,7 +77,8 @@ class RoleSpec(_Record):
 
     name: str = Field(min_length=1)
     outline: str = Field(min_length=1)
-    language: str = "ko"
+    # the prompt templates' language: the package ships Korean and English templates
+    language: Literal["ko", "en"] = "ko"
     categories: list[Category] = Field(min_length=1)
     # settings of the rule judges (``rules:NAME``), per rule name: lexicons and patterns
     # that the rules in ``judge/rules/`` validate and read; empty: each rule's defaults

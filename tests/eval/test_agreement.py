@@ -136,6 +136,16 @@ def test_bad_label_files(tmp_path):
     path.write_text("item_id,filter,label\nx,consistency,\n", encoding="utf-8")
     with pytest.raises(InputFileError, match=":2: empty"):
         read_human_labels(path)
+    # a misspelt filter or a label no judge gives: an error, not a block of 0 items or a
+    # disagreement counted
+    path.write_text("item_id,filter,label\nx,consistancy,shifted\n", encoding="utf-8")
+    with pytest.raises(InputFileError, match=":2: unknown filter 'consistancy'") as raised:
+        read_human_labels(path)
+    assert "consistency, implicit" in raised.value.fix
+    path.write_text("item_id,filter,label\nx,consistency,banana\n", encoding="utf-8")
+    with pytest.raises(InputFileError, match="unknown consistency label 'banana'") as raised:
+        read_human_labels(path)
+    assert "maintained, shifted" in raised.value.fix
 
 
 def test_krippendorff_alpha_by_hand():

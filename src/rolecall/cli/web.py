@@ -129,7 +129,7 @@ def add_project_command(
     settings = ProjectSettings(spec=load_role_spec(spec), bot=_bot_config(model, bot))
     with session(_engine(db)) as s:
         project = add_project(s, name, settings)
-        _add_members(s, project, member)
+        _add_members(s, project, member, db)
         out.print(
             json.dumps(
                 {"project": project.name, "id": project.id, "members": member}, ensure_ascii=False
@@ -157,7 +157,7 @@ def set_bot_command(
         raise ConfigError("give the bot to move to", fix="--bot runs/carecall-bot/v2, or -m MODEL")
     config = _bot_config(model, bot)
     with session(_engine(db)) as s:
-        old, new = set_project_bot(_project(s, project), config)
+        old, new = set_project_bot(_project(s, project, db), config)
     out.print(
         json.dumps(
             {
@@ -206,25 +206,38 @@ def add_member_command(
     from rolecall.store import session
 
     with session(_engine(db)) as s:
-        found = _project(s, project)
-        _add_members(s, found, usernames)
+        found = _project(s, project, db)
+        _add_members(s, found, usernames, db)
     out.print(json.dumps({"project": project, "members": usernames}, ensure_ascii=False))
 
 
-def _project(db, name: str):
+def _db_option(url: Optional[str]) -> str:
+    """`` --db URL`` when one was given: a fix line's command must reach the same database."""
+    return f" --db {url}" if url else ""
+
+
+def _project(db, name: str, url: Optional[str] = None):
+    import difflib
+
     from sqlalchemy import select
 
     from rolecall.store import Project
 
     found = db.scalar(select(Project).where(Project.name == name))
     if found is None:
+        names = list(db.scalars(select(Project.name).order_by(Project.name)))
+        close = difflib.get_close_matches(name, names, n=1)
         raise ConfigError(
-            f"no project {name!r}", fix="see the admin page for names, or: rolecall web add-project"
+            f"no project {name!r}",
+            fix=f"did you mean {close[0]!r}?"
+            if close
+            else f"the projects here: {', '.join(names) or 'none yet'}; make one: rolecall web "
+            f"add-project NAME --spec SPEC{_db_option(url)}",
         )
     return found
 
 
-def _add_members(db, project, usernames: list[str]) -> None:
+def _add_members(db, project, usernames: list[str], url: Optional[str] = None) -> None:
     from sqlalchemy import select
 
     from rolecall.store import User
@@ -234,7 +247,8 @@ def _add_members(db, project, usernames: list[str]) -> None:
         user = db.scalar(select(User).where(User.username == username))
         if user is None:
             raise ConfigError(
-                f"no user {username!r}", fix=f"create it first: rolecall web add-user {username}"
+                f"no user {username!r}",
+                fix=f"create it first: rolecall web add-user {username}{_db_option(url)}",
             )
         add_member(db, project.id, user.id)
 
@@ -259,7 +273,7 @@ def add_redteam_command(
     from rolecall.web.redteam import add_run
 
     with session(_engine(db)) as s:
-        found = _project(s, project)
+        found = _project(s, project, db)
         summary = add_run(s, found.id, run_dir, everything=everything, per_item=per_item)
     out.print(
         json.dumps({"project": project, **summary}, ensure_ascii=False),
@@ -320,7 +334,7 @@ def export_command(
     )
 
     with session(_engine(db)) as s:
-        found = _project(s, project)
+        found = _project(s, project, db)
         examples = project_examples(s, found.id)
         approved = approved_pairs(s, found.id) if pairs else []
         labels = pair_labels_csv(s, found.id) if pair_labels else ""

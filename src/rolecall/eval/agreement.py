@@ -27,7 +27,7 @@ import krippendorff
 import numpy as np
 
 from rolecall.errors import InputFileError
-from rolecall.judge.pair_filters import KEEP
+from rolecall.judge.pair_filters import KEEP, LABELS
 from rolecall.judge.voting import SAFE_LABEL, majority, most_common
 from rolecall.records import Verdict
 
@@ -74,6 +74,14 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
     return float(krippendorff.alpha(value_counts=value_counts, level_of_measurement="nominal"))
 
 
+# filter -> the labels a person may give: the judges' outcomes (consistency: maintained or
+# shifted; implicit: implicit, none or explicit)
+OUTCOMES = {
+    name: list(dict.fromkeys(o for words in by.values() for o in words.values()))
+    for name, by in LABELS.items()
+}
+
+
 def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
     """filter -> item_id -> annotator -> label."""
     from rolecall.formats.spreadsheet import restore
@@ -98,7 +106,18 @@ def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
             if not all((row.get(c) or "").strip() for c in REQUIRED):
                 raise InputFileError(path, "empty item_id, filter or label", line=reader.line_num)
             annotator = (row.get("annotator") or "").strip() or "annotator"
-            labels[row["filter"].strip()][row["item_id"].strip()][annotator] = row["label"].strip()
+            name, label = row["filter"].strip(), row["label"].strip()
+            if name not in OUTCOMES:  # a misspelt filter would be a block of 0 items
+                raise InputFileError(
+                    path, f"unknown filter {name!r}", line=reader.line_num,
+                    fix=f"the filter column is one of: {', '.join(OUTCOMES)}",
+                )  # fmt: skip
+            if label not in OUTCOMES[name]:  # any other word would count as a disagreement
+                raise InputFileError(
+                    path, f"unknown {name} label {label!r}", line=reader.line_num,
+                    fix=f"a {name} label is one of: {', '.join(OUTCOMES[name])}",
+                )  # fmt: skip
+            labels[name][row["item_id"].strip()][annotator] = label
     except UnicodeDecodeError:
         raise InputFileError(path, "is not UTF-8 text", fix="save it as UTF-8") from None
     except csv.Error as exc:
