@@ -525,3 +525,20 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
         2,
         f"rolecall web add-user nosuch --db {db}",
     )
+    # more retrieved comments than the slang index holds: refused, not recorded as none
+    corpus = tmp_path / "comments.txt"
+    corpus.write_text("오늘 회의 또 취소됐네 진짜\n점심 메뉴가 영 별로였다\n", encoding="utf-8")
+    assert run_cli("slang", "index", str(corpus), "--out", str(tmp_path / "idx")).returncode == 0
+    failed(
+        run_cli("detox", "generate", "--sentences", str(corpus), "--ns", "0,30", "-m", "fake:a",
+                "--index", str(tmp_path / "idx"), "--out", str(tmp_path / "gen30")),
+        2,
+        "--ns asks for 30 retrieved comments but the index holds 2",
+    )  # fmt: skip
+    assert not (tmp_path / "gen30").exists()
+    # a file of another record type: the fix names the --as it reads as
+    failed(
+        run_cli("records", "check", str(examples), "--as", "example"),
+        1,
+        "the line reads as a dialogue record: --as dialogue",
+    )

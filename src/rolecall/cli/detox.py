@@ -185,6 +185,11 @@ def detox_generate(
     if any(skipped.values()):
         err.print(f"skipped sentences: {skipped}")
     index = SlangIndex.load(index_dir) if index_dir else None
+    if index is not None and max(n_values) > len(index):  # more than it can give back
+        raise ConfigError(
+            f"--ns asks for {max(n_values)} retrieved comments but the index holds {len(index)}",
+            fix=f"keep every n of --ns at {len(index)} or less, or index a larger corpus",
+        )
     engine = command_engine(
         engine_name,
         model,

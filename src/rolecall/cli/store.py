@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, get_args
 
 import typer
 
@@ -32,6 +32,30 @@ def db_upgrade(
 RecordType = Literal["example", "dialogue", "pair", "verdict", "turn"]
 
 
+def _reads_as(path: Path, line: int, kind: str) -> str | None:
+    """The record type (other than ``kind``) that line ``line`` of ``path`` is valid as."""
+    import json
+
+    from pydantic import ValidationError
+
+    from rolecall import records
+
+    try:
+        text = path.read_text(encoding="utf-8-sig").splitlines()[line - 1]
+        data = json.loads(text)
+    except (OSError, ValueError, IndexError):
+        return None
+    for other in get_args(RecordType):
+        if other == kind:
+            continue
+        try:
+            getattr(records, other.capitalize()).model_validate(data)
+        except ValidationError:
+            continue
+        return other
+    return None
+
+
 @records_app.command("check")
 def records_check(
     path: Path,
@@ -43,7 +67,14 @@ def records_check(
     from rolecall.jsonl import read_jsonl
 
     model = getattr(records, kind.capitalize())
-    count = sum(1 for _ in read_jsonl(path, model))
+    try:
+        count = sum(1 for _ in read_jsonl(path, model))
+    except InputFileError as exc:
+        other = _reads_as(path, exc.line, kind) if exc.line else None
+        if other is None:
+            raise
+        exc.fix = f"the line reads as a {other} record: --as {other}"
+        raise
     if not count:  # an empty file is no data set, whatever its lines would have been
         raise InputFileError(path, "holds no record (it is empty)", fix="check the path")
     out.print(f"{path}: {count} valid {model.__name__} records")
