@@ -182,18 +182,6 @@ def _convert_fix(path: Path, source: str | None) -> str:
     return f"convert it: iconv -f {source.lower()} -t utf-8 {q} > {_quote(path, '.utf8')}"
 
 
-def utf8_error(path: str | Path) -> InputFileError:
-    """The error for a file that does not decode as UTF-8, as ``read_text_file`` words it:
-    the line and byte, and the ``iconv`` line for the encoding it looks like (CP949...)."""
-    path = Path(path)
-    data = path.read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _decode_error(path, data, "utf-8", exc)
-    return InputFileError(path, "is not UTF-8 text", fix="save the file as UTF-8")
-
-
 def _decode_error(
     path: Path, data: bytes, encoding: str, exc: UnicodeDecodeError
 ) -> InputFileError:

@@ -86,7 +86,6 @@ def detox_safety_examples(
     """Safety examples from K/DA pairs: an implicitly offensive user turn, then a reply
     that agrees or echoes it (negative, not safe) or a polite redirect (positive). Feed
     them to 'rolecall train classifier' and 'rolecall train generator' (UL negatives)."""
-    from rolecall.errors import InputFileError
     from rolecall.jsonl import write_jsonl
     from rolecall.pipelines.redteam.run import read_pairs
     from rolecall.train.safety_examples import safety_examples, split_pairs, unique_pairs
@@ -279,8 +278,9 @@ def detox_filter(
     """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
     from rolecall.pipelines.default_judges import config_entry, kda_defaults, warnings_of
     from rolecall.pipelines.detox import FilterSection, filter_stage
+    from rolecall.pipelines.detox_filter import candidates_file
     from rolecall.pipelines.judges import check_judges
-    from rolecall.rundir import Files, RunDir
+    from rolecall.rundir import RunDir
 
     section = validated(
         FilterSection,
@@ -297,11 +297,7 @@ def detox_filter(
         judge_data=str(judge_data) if judge_data else None,
     )
     check_judges([*section.models, *(consistency_models or []), *(implicit_models or [])])
-    candidates = out_dir / Files.CANDIDATES  # before the run directory is made or changed
-    if not candidates.exists():
-        raise InputFileError(
-            candidates, "no candidates", fix="run 'rolecall detox generate --out DIR' first"
-        )
+    candidates_file(out_dir)  # before the run directory is made or changed
     defaults = kda_defaults(section, None)  # no judge named: the default model's
     for warning in warnings_of(defaults):
         _say(f"warning: {warning}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -36,14 +35,6 @@ dialogues_app = typer.Typer(
     help="Role-specified dialogue data (NAACL 2022): generate, judge, convert, count.",
     no_args_is_help=True,
 )
-
-
-class JudgeMode(str, Enum):
-    """How an LLM judge answers (``judge/out_of_bounds.py``)."""
-
-    auto = "auto"
-    score = "score"
-    generate = "generate"
 
 
 def read_dialogues(path: Path):
@@ -155,8 +146,8 @@ def dialogues_judge(
         help=MODEL_HELP + "; or classifier:PATH (a trained judge) or rules:NAME (a rule "
         "judge). Repeat for a panel: majority over all their votes, a tie flags the turn",
     ),
-    mode: JudgeMode = typer.Option(
-        JudgeMode.auto, help="auto, score (label log-likelihoods) or generate (JSON answer)"
+    mode: Literal["auto", "score", "generate"] = typer.Option(
+        "auto", help="auto, score (label log-likelihoods) or generate (JSON answer)"
     ),
     samples: int = typer.Option(1, min=1, help="votes per turn (majority decides)"),
     temperature: float = JUDGE_TEMPERATURE_OPTION,
@@ -192,7 +183,7 @@ def dialogues_judge(
     )
     try:
         strings = models or [s for d in defaults.values() for s in d.strings()]
-        panel = judge_panel(strings, spec, open_llm, mode.value, temperature)
+        panel = judge_panel(strings, spec, open_llm, mode, temperature)
         llm_judges = [m[1] for m in panel if isinstance(m, tuple)]
         config = {
             "spec": str(spec_path),

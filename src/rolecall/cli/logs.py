@@ -24,7 +24,7 @@ from rich.markup import escape
 from rolecall import config
 from rolecall.cli.common import err, out
 from rolecall.errors import InputFileError, RolecallError
-from rolecall.llm.cache import is_postgres_url, shown
+from rolecall.llm.cache import is_postgres_url, refuse_other_url, shown
 
 ID_LENGTH = 12  # characters of the cache key shown; any unique prefix finds a call
 EXCERPT = 100
@@ -38,12 +38,7 @@ def open_cache(path: str | Path):
 
     if is_postgres_url(path):
         return connect_readonly(str(path))
-    if "://" in str(path):  # another driver's URL: refused as the cache itself refuses it
-        raise RolecallError(
-            f"the LLM cache {str(path).split('://')[0]}:// is not a file or a PostgreSQL URL",
-            fix="give --cache (or ROLECALL_CACHE) a cache file or "
-            "postgresql://user:password@host:5432/dbname",
-        )
+    refuse_other_url(path)  # another driver's URL: refused as the cache itself refuses it
     path = Path(path)
     if not path.is_file():
         raise InputFileError(

@@ -79,16 +79,11 @@ def read_carecall(path: str | Path) -> list[Dialogue]:
 
 
 def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise InputFileError(
-            path, "file not found" if not path.exists() else "not a file", fix="check the path"
-        )
-    try:
-        return path.read_bytes().decode("utf-8-sig")  # -sig: tolerate a BOM
-    except UnicodeDecodeError:
-        from rolecall.textfiles import utf8_error
+    """The file's text: missing, a folder, not UTF-8 (with the iconv line), a BOM dropped:
+    ``textfiles.read_text_file``'s checks."""
+    from rolecall.textfiles import read_text_file
 
-        raise utf8_error(path) from None
+    return read_text_file(path)
 
 
 def _raw_dialogues(path: Path) -> list[tuple[str, int | None, Any]]:

@@ -71,13 +71,19 @@ def open_cache(where: str | Path) -> Cache | PostgresCache:
         from rolecall.llm.cache_postgres import PostgresCache  # SQLAlchemy: only when used
 
         return PostgresCache(str(where))
-    if isinstance(where, str) and "://" in where:
+    refuse_other_url(where)
+    return Cache(where)
+
+
+def refuse_other_url(where: str | Path) -> None:
+    """A ``ConfigError`` for a ``--cache`` that is a URL but not a PostgreSQL one (another
+    driver's, mysql://...): read as a file path it would keep the URL, password and all."""
+    if isinstance(where, str) and "://" in where and not is_postgres_url(where):
         raise ConfigError(
             f"the LLM cache {where.split('://')[0]}:// is not a file or a PostgreSQL URL",
             fix="give --cache (or ROLECALL_CACHE) a file path (a SQLite cache) or "
             "postgresql://user:password@host:5432/dbname (a cache a cluster shares)",
         )
-    return Cache(where)
 
 
 def _write_ahead_log(db: sqlite3.Connection, tries: int = 100) -> None:

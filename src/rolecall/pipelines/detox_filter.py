@@ -101,12 +101,19 @@ def _natural_key(text: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
-def read_candidates(run_dir: Path) -> list[Pair]:
-    """The candidates in sentence order, then n: the same whatever order calls finished."""
+def candidates_file(run_dir: Path) -> Path:
+    """The run's candidates file, or an ``InputFileError`` when generate has not made it."""
     path = run_dir / Files.CANDIDATES
     if not path.exists():
-        raise InputFileError(path, "no candidates", fix="run 'rolecall detox generate' first")
-    pairs = list(read_jsonl(path, Pair))
+        raise InputFileError(
+            path, "no candidates", fix="run 'rolecall detox generate --out DIR' first"
+        )
+    return path
+
+
+def read_candidates(run_dir: Path) -> list[Pair]:
+    """The candidates in sentence order, then n: the same whatever order calls finished."""
+    pairs = list(read_jsonl(candidates_file(run_dir), Pair))
     return sorted(
         pairs,
         key=lambda p: (_natural_key(p.provenance.get("sentence_id", "")), p.provenance.get("n", 0)),
