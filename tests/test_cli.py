@@ -195,6 +195,7 @@ def test_help_shows_every_option_name_whole_at_80_and_at_rich_width():
             assert result.returncode == 0, (path, result.stderr)
             cut += [(columns, *path, n) for n in names if n not in result.stdout]
             assert "…" not in result.stdout, (columns, path)
+            assert "<bool>" not in result.stdout, (columns, path)  # an on/off flag takes no value
             assert max(map(len, result.stdout.splitlines())) <= columns, (columns, path)
     assert not cut, cut
 
@@ -443,13 +444,21 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
     checks = ["train", "user-checks", str(spec), "--out", str(tmp_path / "uc")]
     failed(run_cli(*checks, "--turns", str(cp949)), 1, "is not UTF-8 text")
     failed(run_cli(*checks, "--turns", str(tmp_path)), 1, "is a directory, not a file")
+    # a model string that is not one: the folders --out would have needed are not left
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "안녕"}\n', encoding="utf-8")
+    batch = ["llm", "batch", str(prompts), "-m", "embedded"]
+    failed(run_cli(*batch, "--out", str(tmp_path / "b" / "c" / "o.jsonl")), 2, "not a model string")
+    assert not (tmp_path / "b").exists()
     # a CareCall export to a folder; a judge mode that does not exist
     failed(
         run_cli("dialogues", "export-carecall", str(examples), str(tmp_path)), 2, "is a directory"
     )
     judge = ["dialogues", "judge", "--spec", str(spec), "--dialogues", str(examples)]
     failed(
-        run_cli(*judge, "--out", str(tmp_path / "j"), "--mode", "bogus"), 2, "'bogus' is not one of"
+        run_cli(*judge, "--out", str(tmp_path / "j"), "--mode", "bogus"),
+        2,
+        "Invalid value for '--mode': 'bogus' is not one of",  # not pydantic's "Value error, "
     )
     assert not (tmp_path / "j").exists()
     # a JSON line without its final "}" is placed at the line's end, not "column 1"

@@ -74,6 +74,14 @@ def test_written_file_is_readable_korean_indented_and_atomic(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["carecall.json"]  # no temp file left
 
 
+def test_a_jsonl_name_gets_one_dialogue_per_line(tmp_path):
+    out = tmp_path / "carecall.jsonl"
+    assert write_carecall(out, read_carecall(FIXTURE)) == 4
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == canonical_fixture()
+    assert read_carecall(out) == read_carecall(FIXTURE)
+
+
 def test_jsonl_and_single_object_files_are_detected(tmp_path):
     data = canonical_fixture()
     jsonl = tmp_path / "dialogues.jsonl"

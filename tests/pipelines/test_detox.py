@@ -202,6 +202,12 @@ def test_config_errors_name_the_field(tmp_path):
         load_detox_config(bad)
 
 
+def test_an_n_above_what_the_index_holds_is_refused_before_generating(tmp_path):
+    with pytest.raises(ConfigError, match="generate.ns asks for 30 .* index holds"):
+        run(write_config(tmp_path, generate={"ns": [0, 30]}))
+    assert not (tmp_path / "run" / "candidates.jsonl").exists()
+
+
 def _rows(path: Path) -> list[dict]:
     return list(read_jsonl(path)) if path.exists() else []
 

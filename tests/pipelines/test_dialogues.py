@@ -182,3 +182,21 @@ def test_a_panel_of_an_llm_and_a_trained_judge_from_the_config(tmp_path, monkeyp
     _, opened, _ = run(path, until="judge")
     assert sum(llm.backend.calls for llm in opened) == 0
     assert (out / "verdicts.jsonl").read_bytes() == before
+
+
+def test_a_json_list_of_rolecall_dialogues_reads_as_dialogues(tmp_path):
+    from rolecall.errors import InputFileError
+    from rolecall.pipelines.dialogues import read_dialogues
+
+    shots = list(read_jsonl(REPO / "examples" / "carecall" / "dialogues.jsonl", Dialogue))
+    listed = tmp_path / "dialogues.json"
+    listed.write_text(
+        json.dumps([d.model_dump(mode="json") for d in shots], ensure_ascii=False),
+        encoding="utf-8",
+    )
+    assert read_dialogues(listed) == shots
+    broken = [d.model_dump(mode="json") for d in shots]
+    broken[1]["turns"] = "not a list"
+    listed.write_text(json.dumps(broken, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(InputFileError, match=r"dialogues\[1\] is not a valid Dialogue"):
+        read_dialogues(listed)

@@ -17,6 +17,8 @@ from typing import Optional
 
 import typer
 from rich.markup import escape
+from typer import _coercion
+from typer._display import get_error_msg as _display_error
 
 from rolecall.cli.bot import bot_app, train_user_checks_command
 from rolecall.cli.chat import chat_command
@@ -199,15 +201,29 @@ def _command() -> typer.core.TyperGroup:
     click's plain help and errors, which wrap at any width (rich's option table cuts long
     option names to "--consistency-…" there)."""
     command = typer.main.get_command(app)
-    if shutil.get_terminal_size().columns < RICH_HELP_COLUMNS:
-        _plain_help(command)
+    plain = shutil.get_terminal_size().columns < RICH_HELP_COLUMNS
+    _help_style(command, plain)
+    _coercion.get_error_msg = _choice_error
     return command
 
 
-def _plain_help(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
-    command.rich_markup_mode = None
+def _help_style(command: typer.core.TyperCommand | typer.core.TyperGroup, plain: bool) -> None:
+    """Plain help below ``RICH_HELP_COLUMNS``; in rich help an on/off flag gets no
+    ``<bool>`` in the type column (it takes no value)."""
+    if plain:
+        command.rich_markup_mode = None
+    helped = command.get_help_option(typer.Context(command))  # made once, then kept
+    for param in [*command.params, *([helped] if helped else [])]:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
     for sub in getattr(command, "commands", {}).values():
-        _plain_help(sub)
+        _help_style(sub, plain)
+
+
+def _choice_error(exc) -> str:
+    """typer's message for a value it refused, without pydantic's "Value error, " prefix
+    (typer 0.29 shows a wrong choice as "Value error, 'x' is not one of ...")."""
+    return _display_error(exc).removeprefix("Value error, ")
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -80,26 +80,39 @@ def command_of(ctx: typer.Context) -> str:
     return " ".join(reversed(names))
 
 
-def output_file(path: Optional[Path]) -> Optional[Path]:
+def output_file(ctx: typer.Context, path: Optional[Path]) -> Optional[Path]:
     """An output option that names a file (a typer callback): a directory there, or a file
-    above it, is a usage error before anything runs; missing folders are made."""
+    above it, is a usage error before anything runs; missing folders are made, and taken
+    away again when the command ends without writing into them."""
     if path is None:
         return path
     if path.is_dir():
         raise typer.BadParameter(f"{path} is a directory: give a file name in it")
     _writable_directory(path.parent)
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise typer.BadParameter(f"{path.parent} cannot be made ({exc.strerror})") from None
+    if made:
+        ctx.call_on_close(lambda: _remove_empty(made))
     return path
 
 
-def json_output_file(path: Optional[Path]) -> Optional[Path]:
+def _remove_empty(folders: list[Path]) -> None:
+    """Take away the folders an output option made, deepest first, while they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def json_output_file(ctx: typer.Context, path: Optional[Path]) -> Optional[Path]:
     """``output_file`` for a command that writes JSON or JSON lines: an existing file there
     is resumed or replaced only when it reads as JSON (an earlier output); any other file (a
     mistyped name, notes) is a usage error, and kept."""
-    path = output_file(path)
+    path = output_file(ctx, path)
     if path is not None and path.is_file():
         with path.open("rb") as handle:
             head = handle.read(4096).lstrip()

@@ -161,7 +161,7 @@ def detox_generate(
     workers: int = WORKERS_OPTION,
 ):
     """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
-    from rolecall.generate.detox import DetoxConfig
+    from rolecall.generate.detox import DetoxConfig, check_index_holds
     from rolecall.pipelines.detox import generate_stage, neutral_sentences
     from rolecall.retrieval.slang import SlangIndex
     from rolecall.rundir import RunDir
@@ -184,11 +184,8 @@ def detox_generate(
     if any(skipped.values()):
         err.print(f"skipped sentences: {skipped}")
     index = SlangIndex.load(index_dir) if index_dir else None
-    if index is not None and max(n_values) > len(index):  # more than it can give back
-        raise ConfigError(
-            f"--ns asks for {max(n_values)} retrieved comments but the index holds {len(index)}",
-            fix=f"keep every n of --ns at {len(index)} or less, or index a larger corpus",
-        )
+    if index is not None:
+        check_index_holds(n_values, index, "--ns")
     engine = command_engine(
         engine_name,
         model,

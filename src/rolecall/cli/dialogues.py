@@ -277,7 +277,9 @@ def dialogues_import(
 def dialogues_export(
     source: Path = typer.Argument(..., help="rolecall dialogue JSONL"),
     target: Path = typer.Argument(
-        ..., help="the CareCall JSON file to write", callback=json_output_file
+        ...,
+        help="the CareCall file to write: a JSON list, or one dialogue a line if named .jsonl",
+        callback=json_output_file,
     ),
 ):
     """Rolecall dialogue JSONL (e.g. judged.jsonl) -> CareCall corpus JSON."""

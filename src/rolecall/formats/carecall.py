@@ -252,13 +252,18 @@ def dialogue_to_carecall(dialogue: Dialogue) -> dict:
 
 
 def write_carecall(path: str | Path, dialogues: Iterable[Dialogue]) -> int:
-    """Write dialogues as a CareCall JSON list, atomically; returns how many were written."""
+    """Write dialogues as a CareCall JSON list, or one dialogue object per line when the
+    name ends in ``.jsonl``, atomically; returns how many were written."""
     items = [dialogue_to_carecall(d) for d in dialogues]
     path = Path(path)
+    if path.suffix.lower() == ".jsonl":
+        text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
+    else:
+        text = json.dumps(items, ensure_ascii=False, indent=2) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(path.name + ".tmp")
     with temp.open("w", encoding="utf-8") as handle:
-        handle.write(json.dumps(items, ensure_ascii=False, indent=2) + "\n")
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
     temp.replace(path)

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rolecall.engines import Engine
+from rolecall.errors import ConfigError
 from rolecall.jsonl import ResumableJsonl
 from rolecall.llm import LLM, Request, SamplingParams
 from rolecall.llm.batch import complete_records_with_model
@@ -50,6 +51,16 @@ class DetoxConfig(BaseModel):
         if not ns or any(n < 0 for n in ns) or len(set(ns)) != len(ns):
             raise ValueError("a list of distinct numbers >= 0, e.g. [0, 3, 5, 7, 9]")
         return ns
+
+
+def check_index_holds(ns: Sequence[int], index: SlangIndex, option: str) -> None:
+    """A ``ConfigError`` naming ``option`` (``--ns``, ``generate.ns``) when an n asks for
+    more retrieved comments than the index holds: that many could never come back."""
+    if max(ns) > len(index):
+        raise ConfigError(
+            f"{option} asks for {max(ns)} retrieved comments but the index holds {len(index)}",
+            fix=f"keep every n of {option} at {len(index)} or less, or index a larger corpus",
+        )
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ and the run directory says how far it got:
 The individual commands (``detox generate``, ``detox filter``, ``detox export``) call the
 same stage functions, so a run made step by step and one made by ``detox run`` are the
 same directory. ``engine: ray`` in the config runs the LLM calls of the generate, filter
-and G-Eval stages on Ray Data (``rolecall.engines``; the same records); trained and rule
-judges, the index and export run in this process.
+and G-Eval stages on Ray Data (``rolecall.engines``; the same records); the rest runs here.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from pydantic import Field
 
 from rolecall.engines import Engine
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.generate.detox import DetoxConfig, generate_candidates
+from rolecall.generate.detox import DetoxConfig, check_index_holds, generate_candidates
 from rolecall.jsonl import ResumableJsonl, read_json_object, read_jsonl
 from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
@@ -401,6 +400,7 @@ def _index_step(r: _Run) -> tuple[dict, str] | None:
     if not r.config.slang or max(r.config.generate.ns) == 0:
         return None
     r.index = index_stage(r.config.slang, r.progress)
+    check_index_holds(r.config.generate.ns, r.index, "generate.ns")
     r.run.manifest["slang_index"] = {
         "path": str(r.index.path),
         "comments": len(r.index),

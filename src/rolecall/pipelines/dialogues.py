@@ -154,13 +154,47 @@ def judge_strings(section: JudgeSection) -> list[str]:
 
 
 def read_dialogues(path: str | Path) -> list[Dialogue]:
-    """Rolecall Dialogue JSONL, or a CareCall corpus file (.json)."""
+    """Rolecall Dialogue JSONL, a CareCall corpus file (.json), or a .json list of rolecall
+    dialogues."""
     from rolecall.formats.carecall import read_carecall
 
     path = Path(path)
-    if path.suffix == ".json":
+    if path.suffix != ".json":
+        return list(read_jsonl(path, Dialogue))
+    try:
         return read_carecall(path)
-    return list(read_jsonl(path, Dialogue))
+    except InputFileError:
+        listed = _rolecall_list(path)
+        if listed is None:
+            raise
+        return listed
+
+
+def _rolecall_list(path: Path) -> list[Dialogue] | None:
+    """A .json file that is a list of rolecall dialogues (objects with "turns" and no
+    CareCall "guid"), each read as a ``Dialogue``; None when the file is not such a list."""
+    from pydantic import ValidationError
+
+    from rolecall.errors import describe_validation
+    from rolecall.textfiles import read_text_file
+
+    try:
+        data = json.loads(read_text_file(path))
+    except (InputFileError, ValueError):
+        return None
+    if not isinstance(data, list) or not data:
+        return None
+    if not all(isinstance(d, dict) and "turns" in d and "guid" not in d for d in data):
+        return None
+    dialogues = []
+    for index, raw in enumerate(data):
+        try:
+            dialogues.append(Dialogue.model_validate(raw))
+        except ValidationError as exc:
+            raise InputFileError(
+                path, f"dialogues[{index}] is not a valid Dialogue: {describe_validation(exc)}"
+            ) from None
+    return dialogues
 
 
 def example_dialogues(path: str | Path) -> list[Dialogue]:
