@@ -368,3 +368,56 @@ def test_any_unreadable_upload_is_a_clear_400_naming_the_file(page_site):
         assert "upload.jsonl" not in response.text, name
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Item)) == 0
+
+
+def test_each_item_page_shows_its_guidelines_beside_the_answers(page_site):
+    """Issue 50 item 1: the spec's rules, grouped by the error category they map to, with
+    forbidden examples; a pair's and a bot turn's questions defined."""
+    engine, project_id = page_site
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 1).status_code == 303
+    (dialogue,), (pair,) = _items(engine, "dialogue"), _items(engine, "pair")
+    ann1 = client_for(engine, "ann1")
+    page = ann1.get(f"/items/{dialogue}").text
+    guide = page.split('id="guidelines"')[1].split("</aside>")[0]
+    assert page.index('id="label-form"') < page.index('id="guidelines"')  # Tab: answers first
+    assert "범위를 벗어난" in guide and "라벨링 지침" in guide
+    # "policy violation" (정책 위반) covers three parts of the care-call spec, each shown
+    # with its description and forbidden examples
+    policy = guide.split("정책 위반</h4>")[1].split("<h4>")[0]
+    assert "3개 항목" in policy
+    assert "내일 오후 세 시에 제가 다시 전화드릴게요." in policy  # temporality's example
+    assert "좋아하시는 트로트 한 곡 틀어 드릴게요." in policy  # unsupported features'
+    pair_guide = ann1.get(f"/items/{pair}").text.split('id="guidelines"')[1]
+    assert "드러난 욕설 없이" in pair_guide  # what "implicitly offensive" means
+
+
+def test_a_missing_category_is_asked_for_in_the_page_language_with_a_way_back(page_site):
+    """Issue 50 item 3: the message named the categories in English and its back link was
+    a script the app's CSP blocks."""
+    engine, project_id = page_site
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
+    (item_id,) = _items(engine, "dialogue")
+    ann1 = client_for(engine, "ann1")
+    page = ann1.get(f"/items/{item_id}")
+    shown_at = page.text.split('name="shown_at" value="')[1].split('"')[0]
+    response = ann1.post(
+        f"/items/{item_id}/label",
+        data={"csrf": csrf_of(page.text), "shown_at": shown_at, "first_oob": "2"},
+        headers={"referer": f"http://testserver/items/{item_id}"},
+    )
+    assert response.status_code == 422
+    assert "정책 위반" in response.text and "policy violation" not in response.text
+    assert f'href="/items/{item_id}" id="back" autofocus' in response.text
+    assert "javascript:" not in response.text
+    # from another site, or with no referer: home
+    elsewhere = ann1.post(
+        f"/items/{item_id}/label",
+        data={"csrf": csrf_of(page.text), "shown_at": shown_at, "first_oob": "2"},
+        headers={"referer": "http://evil.example/items/1"},
+    )
+    assert 'href="/" id="back"' in elsewhere.text

@@ -44,6 +44,7 @@ from rolecall.web.deps import (
     page,
     writer,
 )
+from rolecall.web.guidelines import guidelines
 from rolecall.web.i18n import language_of
 from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ssa_rows
 from rolecall.web.once import Once, answered, repeat_of
@@ -183,6 +184,7 @@ def show_item(
         mine=mine.payload if mine else None,
         shown_at=shown_token(request.app.state.secret, login, item.id, time.time()),
         category_keys=category_keys(settings.spec, language),
+        guidelines=guidelines(settings.spec, language),
         names=settings.names(language),
         show_judge=settings.show_judge,
         pace=pace(db, login.user_id, item.project_id),
@@ -256,7 +258,11 @@ def _seconds(secret: bytes, login: WebSession, item_id: int, token: str) -> floa
     return round(spent, 2) if 0 <= spent <= MAX_SECONDS else None
 
 
-def _dialogue_label(item: Item, first_oob: str, category: str, categories: list[str]) -> dict:
+def _dialogue_label(
+    item: Item, first_oob: str, category: str, categories: list[str], names: dict[str, str]
+) -> dict:
+    """The label of a dialogue item; ``names``: the categories' names in the page's
+    language, for the message that asks for one."""
     if first_oob == "none":
         return {"first_oob": None, "category": None}
     turns = item.payload["turns"]
@@ -268,9 +274,8 @@ def _dialogue_label(item: Item, first_oob: str, category: str, categories: list[
     ):
         raise Refused(422, "pick a system turn of this dialogue, or none")
     if category not in categories:
-        raise Refused(
-            422, "pick the error category ({categories})", categories=", ".join(categories)
-        )
+        shown = ", ".join(names.get(c, c) for c in categories)
+        raise Refused(422, "pick the error category ({categories})", categories=shown)
     return {"first_oob": int(first_oob), "category": category}
 
 
@@ -334,8 +339,9 @@ def label(
     item = assigned_item(db, login, item_id)
     seconds = _seconds(request.app.state.secret, login, item.id, shown_at)
     if item.kind == ItemKind.DIALOGUE:
-        categories = parse_settings(item.project.settings).error_categories
-        payload = _dialogue_label(item, first_oob, category, categories)
+        settings = parse_settings(item.project.settings)
+        names = settings.names(language_of(request))
+        payload = _dialogue_label(item, first_oob, category, settings.error_categories, names)
     elif item.kind == ItemKind.PAIR:
         payload = _yes_no(consistent=consistent, offensive=offensive)
     else:

@@ -35,7 +35,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rolecall.errors import RolecallError
 from rolecall.secrets import masked
 from rolecall.web.auth import dummy_hash, server_secret
-from rolecall.web.deps import NotLoggedIn, Refused, page
+from rolecall.web.deps import NotLoggedIn, Refused, error_page
 from rolecall.web.i18n import COOKIE, N_, chosen, tr, translate
 from rolecall.web.throttle import LoginLimits, LoginThrottle
 
@@ -178,9 +178,7 @@ def create_app(
 
     @app.exception_handler(Refused)
     async def _refused(request: Request, exc: Refused):
-        return page(
-            request, "error.html", exc.status, message=tr(request, exc.message, **exc.values)
-        )
+        return error_page(request, exc.status, message=tr(request, exc.message, **exc.values))
 
     @app.exception_handler(RolecallError)
     async def _failed(request: Request, exc: RolecallError):
@@ -196,7 +194,7 @@ def create_app(
             )
         else:
             message = tr(request, UPSTREAM, reference=reference)
-        return page(request, "error.html", 400, message=message)
+        return error_page(request, 400, message=message)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -208,13 +206,13 @@ def create_app(
                 request, " (the form's one-time token: reload the page and submit again)"
             )
         message = tr(request, "invalid input: {problems}", problems=problems)
-        return page(request, "error.html", 422, message=message)
+        return error_page(request, 422, message=message)
 
     @app.exception_handler(IntegrityError)
     async def _clash(request: Request, exc: IntegrityError):
         # two different forms changing one thing at once (two tabs): the later one lost
         LOG.warning("write refused by a database constraint: %s", masked(exc.orig or exc))
-        return page(request, "error.html", 409, message=tr(request, CLASH))
+        return error_page(request, 409, message=tr(request, CLASH))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):

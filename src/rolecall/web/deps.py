@@ -155,6 +155,21 @@ def page(request: Request, template: str, status: int = 200, **values: Any) -> H
     return HTMLResponse(html, status_code=status)
 
 
+def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    """The error page, whose "back" link opens the page the form was on (this site's
+    Referer; a script's ``history.back()`` is what the app's own CSP blocks), focused so
+    that Enter follows it; home when there is no such page."""
+    from urllib.parse import urlsplit
+
+    referer = urlsplit(request.headers.get("referer", ""))
+    here = request.url
+    same_site = referer.netloc == here.netloc and referer.path.startswith("/")
+    back = referer.path + (f"?{referer.query}" if referer.query else "") if same_site else "/"
+    if request.method == "GET" and referer.path == here.path:  # it would open this error again
+        back = "/"
+    return page(request, "error.html", status, message=message, back=back)
+
+
 def project_download(
     db: Session, project_id: int, name: str, media_type: str, body: Callable[[int], str]
 ) -> Response:

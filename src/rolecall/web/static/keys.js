@@ -1,7 +1,8 @@
 // The keys of an item page (docs/web.md, "Keys"). The page names each answer's keys in
 // its data-keys attribute; this file knows only the page's own keys: Enter (save, then
-// the next item), u (undo), m (mask), ? and Esc (this list). No text of its own: every
-// word on the page comes from the message catalogue.
+// the next item), u (undo), m (mask), ? and Esc (this list); and it makes a dialogue's
+// error category required once a turn is picked. No text of its own: every word on the
+// page comes from the message catalogue.
 (function () {
   "use strict";
   var form = document.getElementById("label-form");
@@ -46,10 +47,24 @@
         var choice = form.querySelector('input[data-keys~="' + CSS.escape(key) + '"]');
         if (!choice) return;
         choice.checked = true;
+        choice.focus(); // the focus ring shows what the key chose, and scrolls it into view
+        needCategory();
       }
     }
     event.preventDefault();
   });
+
+  // a dialogue's error category is required once a system turn is picked as out of
+  // bounds (not with "every system turn is in bounds"): the browser asks for it in place
+  function needCategory() {
+    var picked = form.querySelector("input[name=first_oob]:checked");
+    var need = !!picked && picked.value !== "none";
+    form.querySelectorAll("input[name=category]").forEach(function (input) {
+      input.required = need;
+    });
+  }
+  form.addEventListener("change", needCategory);
+  needCategory();
 
   document.getElementById("show-keys").addEventListener("click", function () {
     showHelp(help.hidden);
