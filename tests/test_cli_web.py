@@ -338,7 +338,9 @@ def test_a_project_moves_to_the_next_bot_version(tmp_path):
         result = run_cli("web", "set-bot", "p", *extra, "--db", url)
         assert result.returncode == 2 and message in result.stderr, result.stderr
     moved = run_cli("web", "set-bot", "p", "-m", "fake:v2", "--db", url)
-    assert moved.returncode == 0, moved.stderr
+    assert moved.returncode == 0 and "unchanged" not in moved.stderr, moved.stderr
+    again = run_cli("web", "set-bot", "p", "-m", "fake:v2", "--db", url)
+    assert again.returncode == 0 and "its setting is unchanged" in again.stderr
     answer = json.loads(moved.stdout)
     assert (answer["from"]["model"], answer["to"]["model"]) == ("fake:v1", "fake:v2")
     engine = connect(url)
@@ -347,3 +349,20 @@ def test_a_project_moves_to_the_next_bot_version(tmp_path):
         settings = parse_settings(project.settings)
         assert settings.bot.model == "fake:v2" and settings.spec.name == "carecall"
     engine.dispose()
+
+
+def test_a_database_that_is_not_there_is_made_only_by_the_commands_that_start_one(tmp_path):
+    """A mistyped --db made an empty database, even for an export (issue 48's third re-run)."""
+    missing = tmp_path / "nodir" / "web.sqlite"
+    url = f"sqlite:///{missing}"
+    for command in (
+        ["export", "p", "--out", str(tmp_path / "out.jsonl")],
+        ["add-member", "p", "u"],
+    ):
+        result = run_cli("web", *command, "--db", url)
+        assert result.returncode == 2 and f"no database at {missing}" in result.stderr
+        assert not missing.exists() and not (tmp_path / "nodir").exists()
+    made = run_cli("web", "add-project", "p", "--spec", SPEC, "-m", "fake:x", "--db", url)
+    assert made.returncode == 0 and f"a new database at {missing}" in made.stderr
+    again = run_cli("web", "add-project", "q", "--spec", SPEC, "-m", "fake:x", "--db", url)
+    assert again.returncode == 0 and "a new database" not in again.stderr

@@ -36,10 +36,7 @@ def parse_line(path: str | Path, number: int, line: str, model: type[M] | None =
         end = exc.pos >= len(line.rstrip("\r\n"))
         where = "at the end of the line" if end else f"at column {exc.pos + 1}"
         raise InputFileError(
-            path,
-            f"not valid JSON ({exc.msg} {where})",
-            fix="each line must be one JSON object",
-            line=number,
+            path, f"not valid JSON ({exc.msg} {where})", fix=_lines_fix(path, line), line=number
         ) from None
     if not isinstance(data, dict):
         raise InputFileError(
@@ -56,6 +53,16 @@ def parse_line(path: str | Path, number: int, line: str, model: type[M] | None =
         raise InputFileError(
             path, f"not a valid {model.__name__}: {describe_validation(exc)}", line=number
         ) from None
+
+
+def _lines_fix(path: str | Path, line: str) -> str:
+    """What to do about a line that is not JSON: the file may be a CSV, or a JSON list
+    written across lines, rather than JSON lines."""
+    if Path(path).suffix.lower() in (".csv", ".tsv"):
+        return "this is a CSV file, and JSON lines are read here: give the .jsonl file"
+    if line.lstrip().startswith("["):
+        return "the file is a JSON list: JSON lines hold one object per line, without [ ]"
+    return "each line must be one JSON object"
 
 
 def read_json_object(path: str | Path, fix: str) -> dict[str, Any]:

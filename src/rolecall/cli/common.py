@@ -40,6 +40,10 @@ WORKERS_OPTION = typer.Option(
 )
 
 
+# the fix of an input file that holds nothing: the path was right, the file is empty
+EMPTY_FIX = "give a file with records in it, e.g. runs/demo/dialogues/judged.jsonl after make demo"
+
+
 def out_directory(ctx: typer.Context, path: Optional[Path]) -> Optional[Path]:
     """An ``--out`` that names a directory (a typer callback), checked before anything
     runs: a file there or above it, a folder this user cannot write, or a run directory

@@ -329,7 +329,7 @@ def detox_export(
     from pydantic import ValidationError
 
     from rolecall.pipelines.detox import ExportSection, export_stage
-    from rolecall.rundir import RunDir
+    from rolecall.rundir import Files, RunDir
 
     try:
         section = ExportSection(
@@ -339,6 +339,12 @@ def detox_export(
         raise ConfigError(
             f"bad --formats: {describe_validation(exc)}", fix="use csv, parquet and/or hf"
         ) from None
+    if not (out_dir / Files.PAIRS).is_file():  # before the run directory is opened (made)
+        raise ConfigError(
+            f"{out_dir} holds no filtered pairs ({Files.PAIRS}): --out is the run directory "
+            "that 'rolecall detox filter' wrote",
+            fix="give that directory (e.g. runs/kda), or run 'rolecall detox filter' first",
+        )
     # export rewrites its files whole from the records: new settings mix nothing
     run = RunDir(out_dir, "detox export", section.model_dump(), check_config=False)
     files = export_stage(run, section)

@@ -10,6 +10,7 @@ import typer
 
 from rolecall.cli.common import (
     CONCURRENCY_OPTION,
+    EMPTY_FIX,
     ENGINE_OPTION,
     JUDGE_TEMPERATURE_OPTION,
     MODEL_HELP,
@@ -228,15 +229,25 @@ def dialogues_stats(
     as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
 ):
     """The paper's Table 2 for each file, side by side (eojeol and Kiwi morphemes)."""
+    from rolecall.cli.store import reads_as
     from rolecall.errors import InputFileError
     from rolecall.eval.stats import dataset_stats, format_stats_table, stats_to_json
 
     columns = {}
     for path in files:
         name = path.name if path.name not in columns else str(path)
-        dialogues = read_dialogues(path)
+        try:
+            dialogues = read_dialogues(path)
+        except InputFileError as exc:
+            other = reads_as(path, exc.line, "dialogue") if exc.line else None
+            if other:
+                exc.fix = (
+                    f"the line is a valid {other} record; stats reads dialogues "
+                    "(a run's dialogues.jsonl or judged.jsonl, or a CareCall .json)"
+                )
+            raise
         if not dialogues:  # a table of zeros says nothing about a data set
-            raise InputFileError(path, "holds no dialogue", fix="check the path")
+            raise InputFileError(path, "holds no dialogue (it is empty)", fix=EMPTY_FIX)
         columns[name] = dataset_stats(dialogues)
     if as_json:
         out.print(stats_to_json(columns), markup=False, highlight=False, soft_wrap=True)

@@ -69,7 +69,7 @@ def slang_index(
 def slang_search(
     index_dir: Path = typer.Argument(..., help="a directory built by 'slang index'"),
     query: str = typer.Argument(..., help="the sentence to find slang-bearing comments for"),
-    k: int = typer.Option(9, "-k", "--k", min=0, help="how many comments (K/DA: 0-9)"),
+    k: int = typer.Option(9, "-k", "--k", min=1, help="how many comments (K/DA: 1-9)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per hit"),
     retriever: Optional[Literal["bm25", "dense", "hybrid"]] = typer.Option(
         None, help="bm25, dense or hybrid (default: the one the index was built for)"

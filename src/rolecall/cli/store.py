@@ -7,7 +7,7 @@ from typing import Literal, Optional, get_args
 
 import typer
 
-from rolecall.cli.common import out
+from rolecall.cli.common import EMPTY_FIX, out
 
 db_app = typer.Typer(help="The feedback and annotation database.", no_args_is_help=True)
 records_app = typer.Typer(help="Check record files (JSONL).", no_args_is_help=True)
@@ -32,7 +32,7 @@ def db_upgrade(
 RecordType = Literal["example", "dialogue", "pair", "verdict", "turn"]
 
 
-def _reads_as(path: Path, line: int, kind: str) -> str | None:
+def reads_as(path: Path, line: int, kind: str) -> str | None:
     """The record type (other than ``kind``) that line ``line`` of ``path`` is valid as."""
     import json
 
@@ -68,15 +68,20 @@ def records_check(
 
     model = getattr(records, kind.capitalize())
     try:
-        count = sum(1 for _ in read_jsonl(path, model))
+        if kind == "dialogue" and path.suffix == ".json":  # a CareCall file, as stats reads it
+            from rolecall.pipelines.dialogues import read_dialogues
+
+            count = len(read_dialogues(path))
+        else:
+            count = sum(1 for _ in read_jsonl(path, model))
     except InputFileError as exc:
-        other = _reads_as(path, exc.line, kind) if exc.line else None
+        other = reads_as(path, exc.line, kind) if exc.line else None
         if other is None:
             raise
-        exc.fix = f"the line reads as a {other} record: --as {other}"
+        exc.fix = f"the line is a valid {other} record: --as {other}"
         raise
     if not count:  # an empty file is no data set, whatever its lines would have been
-        raise InputFileError(path, "holds no record (it is empty)", fix="check the path")
+        raise InputFileError(path, "holds no record (it is empty)", fix=EMPTY_FIX)
     out.print(f"{path}: {count} valid {model.__name__} records")
 
 

@@ -24,9 +24,21 @@ web_app = typer.Typer(help="The web app's accounts, projects and exports.", no_a
 DB_HELP = "database URL (default: SQLite in ROLECALL_HOME, or ROLECALL_DATABASE_URL)"
 
 
-def _engine(url: Optional[str]):
-    from rolecall.store import connect, upgrade
+def _engine(url: Optional[str], make: bool = False):
+    """The database, brought up to date. A SQLite file that is not there is made only by
+    the commands that start a database (``make``: add-user, add-project, serve), and said;
+    the others refuse it, so that a mistyped --db never leaves an empty database behind."""
+    from rolecall.store import connect, sqlite_file, upgrade
 
+    file = sqlite_file(url)
+    if file is not None and not file.exists():
+        if not make:
+            raise ConfigError(
+                f"no database at {file}",
+                fix="check --db (or ROLECALL_DATABASE_URL); the first 'rolecall web add-user "
+                "NAME --admin' makes the database",
+            )
+        err.print(f"note: a new database at {file}", highlight=False, markup=False)
     engine = connect(url)
     upgrade(engine)
     return engine
@@ -60,7 +72,7 @@ def serve_command(
     from rolecall.web.auth import is_loopback
     from rolecall.web.server import server_config
 
-    engine = _engine(db)
+    engine = _engine(db, make=True)
     secure = not is_loopback(host) if secure_cookies is None else secure_cookies
     app = create_app(engine, secure_cookies=secure, secret_file=home() / "web-secret")
     out.print(
@@ -101,7 +113,7 @@ def add_user_command(
         password = line.rstrip("\n")
     else:
         password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
-    with session(_engine(db)) as s:
+    with session(_engine(db, make=True)) as s:
         user = add_user(s, username, password, Role.ADMIN if admin else Role.ANNOTATOR)
         out.print(json.dumps({"user": user.username, "role": user.role.value}))
 
@@ -127,7 +139,7 @@ def add_project_command(
     from rolecall.web.settings import ProjectSettings
 
     settings = ProjectSettings(spec=load_role_spec(spec), bot=_bot_config(model, bot))
-    with session(_engine(db)) as s:
+    with session(_engine(db, make=True)) as s:
         project = add_project(s, name, settings)
         _add_members(s, project, member, db)
         out.print(
@@ -158,6 +170,13 @@ def set_bot_command(
     config = _bot_config(model, bot)
     with session(_engine(db)) as s:
         old, new = set_project_bot(_project(s, project, db), config)
+    if old == new:
+        err.print(
+            f"note: {project} already chats with this bot, so its setting is unchanged (a bot "
+            "directory's version comes from its files: one retrained in place needs no set-bot)",
+            markup=False,
+            highlight=False,
+        )
     out.print(
         json.dumps(
             {

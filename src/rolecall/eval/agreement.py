@@ -85,12 +85,12 @@ OUTCOMES = {
 def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
     """filter -> item_id -> annotator -> label."""
     from rolecall.formats.spreadsheet import restore
+    from rolecall.textfiles import read_text_file
 
     path = Path(path)
-    if not path.is_file():
-        raise InputFileError(path, "file not found", fix="check the path")
+    text = read_text_file(path)  # missing, a folder, not UTF-8 (with the iconv line)
     try:
-        reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig")))
+        reader = csv.DictReader(io.StringIO(text))
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
             raise InputFileError(
@@ -118,8 +118,6 @@ def read_human_labels(path: str | Path) -> dict[str, dict[str, dict[str, str]]]:
                     fix=f"a {name} label is one of: {', '.join(OUTCOMES[name])}",
                 )  # fmt: skip
             labels[name][row["item_id"].strip()][annotator] = label
-    except UnicodeDecodeError:
-        raise InputFileError(path, "is not UTF-8 text", fix="save it as UTF-8") from None
     except csv.Error as exc:
         raise InputFileError(path, f"broken CSV ({exc})", line=reader.line_num) from None
     return labels

@@ -43,7 +43,7 @@ from rolecall.pipelines.default_judges import (
     warnings_of,
 )
 from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
-from rolecall.pipelines.run_config import RunConfig, Section, common_paths, relative_path
+from rolecall.pipelines.run_config import RunConfig, Section, common_paths, input_path
 from rolecall.pipelines.steps import (
     RunModels,
     Step,
@@ -137,8 +137,8 @@ def load_dialogue_config(path: str | Path) -> DialogueRunConfig:
     base = path.resolve().parent
     updates = {
         **common_paths(config, base),
-        "spec": relative_path(base, config.spec),
-        "examples": relative_path(base, config.examples),
+        "spec": input_path(path, "spec", config.spec),
+        "examples": input_path(path, "examples", config.examples),
     }
     judges = [relative_to(base, m) for m in judge_strings(config.judge)]
     if judges:

@@ -36,6 +36,24 @@ def relative_path(base: Path, path: str) -> str:
     return path if Path(path).is_absolute() else str(base / path)
 
 
+def input_path(config_file: Path, key: str, path: str) -> str:
+    """``path`` of the config's ``key`` resolved against the config's folder, which must
+    exist: a config moved away from its inputs is named with the key, not as a missing
+    file somewhere later."""
+    from rolecall.errors import InputFileError
+
+    base = config_file.resolve().parent
+    resolved = relative_path(base, path)
+    if not Path(resolved).exists():
+        raise InputFileError(
+            config_file,
+            f"{key}: {resolved} not found (a relative path in a config is read from the "
+            f"config's folder, {base})",
+            fix=f"give {key} as a path from the config's folder, or an absolute path",
+        )
+    return resolved
+
+
 def common_paths(config: RunConfig, base: Path) -> dict[str, str]:
     """The shared fields' paths resolved against ``base``: ``out``, and ``cache`` when it
     is a file (a PostgreSQL URL is kept as given)."""

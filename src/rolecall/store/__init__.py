@@ -20,6 +20,7 @@ from rolecall.store.db import (
     head_revision,
     safe_url,
     session,
+    sqlite_file,
     upgrade,
 )
 from rolecall.store.models import (
@@ -69,5 +70,6 @@ __all__ = [
     "head_revision",
     "safe_url",
     "session",
+    "sqlite_file",
     "upgrade",
 ]

@@ -82,6 +82,16 @@ def _parse(raw: str) -> URL:
     return parsed
 
 
+def sqlite_file(url: str | None = None) -> Path | None:
+    """The file of a SQLite database URL (:func:`database_url`); None for another
+    database or one in memory."""
+    parsed = _parse(database_url(url))
+    path = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or not path or path == ":memory:":
+        return None
+    return None if path.startswith("file:") else Path(path).expanduser()
+
+
 def safe_url(url: str | URL) -> str:
     """The URL with every secret masked (``rolecall.secrets``), for messages and logs; a
     parsed URL is shown with its backend's scheme (``postgresql://``, whatever driver
