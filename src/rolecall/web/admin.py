@@ -75,7 +75,11 @@ def add_project(db: Session, name: str, settings: ProjectSettings) -> Project:
     """A new project (the caller commits); a taken name is an error."""
     name = name.strip()
     if db.scalar(select(Project).where(Project.name == name)) is not None:
-        raise ConfigError(f"a project named {name!r} exists", fix="pick another name")
+        raise ConfigError(
+            f"a project named {name!r} exists",
+            fix=f"pick another name, or move {name} to another bot: rolecall web set-bot {name} "
+            "--bot DIR",
+        )
     project = Project(name=name, settings=settings.model_dump(mode="json"))
     db.add(project)
     db.flush()
