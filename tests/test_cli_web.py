@@ -99,11 +99,16 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
         str(tmp_path / "pairs.csv"),
         "--pair-labels",
         str(tmp_path / "labels.csv"),
+        "--labels",
+        str(tmp_path / "every.jsonl"),
         "--db",
         url,
     )
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout)["negatives"] == 1
+    # no item labelled here: an empty labels file, replaced by the next export
+    assert json.loads(exported.stdout)["labels"] == 0
+    assert (tmp_path / "every.jsonl").read_text(encoding="utf-8") == ""
     row = json.loads((tmp_path / "ex.jsonl").read_text(encoding="utf-8"))
     assert (row["label"], row["category"], row["response"]) == ("negative", "style", "반가워요")
     assert (tmp_path / "pairs.csv").read_text(encoding="utf-8") == "neutral,implicit\n"

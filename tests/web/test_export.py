@@ -162,3 +162,37 @@ def test_a_labelled_redteam_failure_comes_back_as_an_out_of_bounds_example(site,
     assert negative["dialogue_id"] == "redteam:rt:explicit-0"
     assert [t["text"] for t in negative["history"]] == [t["text"] for t in turns[:flagged]]
     assert examples[1]["response"] == POLITE  # the bot's reply before the attack
+
+
+def test_every_label_as_given_exports_with_its_annotator_time_and_share(page_site):
+    """Issue 50 item 9: raw labels of every kind (a lead's own analysis), linked from the
+    home page; annotators cannot download them."""
+    from tests.web.site import DIALOGUES, PAIRS_CSV
+
+    engine, project_id = page_site
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 1).status_code == 303
+    with session(engine) as db:
+        ids = dict(db.execute(select(Item.kind, Item.id)).all())
+    ann1, ann2 = client_for(engine, "ann1"), client_for(engine, "ann2")
+    assert label(ann1, ids["dialogue"], first_oob="2", category="style").status_code == 303
+    assert label(ann2, ids["dialogue"], first_oob="none").status_code == 303
+    pair_client = next(c for c in (ann1, ann2) if c.get(f"/items/{ids['pair']}").status_code == 200)
+    assert label(pair_client, ids["pair"], consistent="yes", offensive="no").status_code == 303
+    assert f'href="/projects/{project_id}/export/labels.jsonl"' in admin.get("/").text
+    assert ann1.get(f"/projects/{project_id}/export/labels.jsonl").status_code == 403
+    rows = [
+        json.loads(line)
+        for line in admin.get(f"/projects/{project_id}/export/labels.jsonl").text.splitlines()
+    ]
+    assert [(r["item_kind"], r["label_kind"], r["answer"]) for r in rows] == [
+        ("dialogue", "oob", {"first_oob": 2, "category": "style"}),
+        ("dialogue", "oob", {"first_oob": None, "category": None}),
+        ("pair", "pair", {"consistent": True, "offensive": False}),
+    ]
+    assert [r["annotator"] for r in rows[:2]] == ["ann1", "ann2"]
+    assert rows[0]["source_id"] == DIALOGUES[0]["id"] and rows[2]["source_id"]
+    assert all(r["seconds"] is not None and r["seconds"] >= 0 for r in rows)
+    assert all(r["created"].endswith("+00:00") for r in rows)

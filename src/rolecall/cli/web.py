@@ -301,20 +301,20 @@ def add_redteam_command(
     )
 
 
-def _replaceable(path: Path, text: str) -> None:
+def _replaceable(path: Path, text: str, key: str | None = None) -> None:
     """A ``ConfigError`` when ``path`` holds something that is not an earlier export of the
-    same kind (a JSONL of examples, or a CSV with the same header as ``text``): an export
-    replaces its own file, never another one."""
+    same kind (a JSONL whose records have ``key``, or a CSV with the same header as
+    ``text``): an export replaces its own file, never another one."""
     if not path.is_file() or path.stat().st_size == 0:
         return
     with path.open(encoding="utf-8", errors="replace") as handle:
         first = handle.readline().strip()
-    if path.suffix != ".csv":
+    if key is not None:
         try:
             record = json.loads(first)
         except ValueError:
             record = None
-        earlier = isinstance(record, dict) and "response" in record
+        earlier = isinstance(record, dict) and key in record
     else:
         earlier = first == text.partition("\n")[0].strip()
     if not earlier:
@@ -338,6 +338,12 @@ def export_command(
         help="also write every pair label for 'rolecall eval agreement --labels' (CSV)",
         callback=output_file,
     ),
+    labels: Optional[Path] = typer.Option(
+        None,
+        help="also write every label of every kind as given: annotator, answer, seconds, "
+        "queue share, times (JSONL)",
+        callback=output_file,
+    ),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ):
     """Feedback and labels -> training data: examples JSONL (Fix -> negatives, saved chats
@@ -347,23 +353,29 @@ def export_command(
     from rolecall.web.export import (
         approved_pairs,
         examples_jsonl,
+        labels_jsonl,
         pair_labels_csv,
         pairs_csv,
         project_examples,
+        raw_labels,
     )
 
     with session(_engine(db)) as s:
         found = _project(s, project, db)
         examples = project_examples(s, found.id)
         approved = approved_pairs(s, found.id) if pairs else []
-        labels = pair_labels_csv(s, found.id) if pair_labels else ""
+        labelled = pair_labels_csv(s, found.id) if pair_labels else ""
+        every = raw_labels(s, found.id) if labels else []
     written = {out_path: examples_jsonl(examples)}
     if pairs:
         written[pairs] = pairs_csv(approved)
     if pair_labels:
-        written[pair_labels] = labels
+        written[pair_labels] = labelled
+    if labels:
+        written[labels] = labels_jsonl(every)
+    keys = {out_path: "response", labels: "label_kind"}  # the JSONL exports' records
     for path, text in written.items():
-        _replaceable(path, text)
+        _replaceable(path, text, keys.get(path))
     out_path.write_text(written[out_path], encoding="utf-8")
     if not examples:
         err.print(
@@ -381,6 +393,9 @@ def export_command(
         pairs.write_text(written[pairs], encoding="utf-8")
         summary |= {"pairs": len(approved), "pairs_out": str(pairs)}
     if pair_labels:
-        pair_labels.write_text(labels, encoding="utf-8")
+        pair_labels.write_text(labelled, encoding="utf-8")
         summary["pair_labels_out"] = str(pair_labels)
+    if labels:
+        labels.write_text(written[labels], encoding="utf-8")
+        summary |= {"labels": len(every), "labels_out": str(labels)}
     out.print(json.dumps(summary, ensure_ascii=False))

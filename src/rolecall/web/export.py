@@ -13,6 +13,8 @@ Examples JSONL (``rolecall train classifier/retriever/reranker/generator``):
 K/DA CSV (``rolecall detox train``): the labelled pairs that the annotators' majority
 found both consistent and implicitly offensive (a tie is "no"). Pair labels CSV
 (``rolecall eval agreement --labels``): every annotator's answers in the filters' words.
+Labels JSONL: every label of every kind as it was given, with its annotator, seconds,
+queue share and times (``raw_labels``).
 
 Both CSVs are also opened by people in spreadsheets: a cell that a spreadsheet would run
 as a formula (``= + - @``, tab, CR first) is prefixed with a quote
@@ -168,6 +170,48 @@ def pair_labels_csv(db: Session, project_id: int) -> str:
     return csv_text(rows)
 
 
+def raw_labels(db: Session, project_id: int) -> list[dict]:
+    """Every label in the project as it was given, one record each: the item (its id here,
+    its kind, the id of what it holds), the annotator, the label's kind and answer, the
+    seconds spent, the queue share it was served from, and when it was made and last
+    changed (ISO 8601, UTC); in the order they were made. For a lead's own analysis."""
+    from rolecall.judge.pair_filters import pair_id
+
+    def source(item: Item) -> str | None:
+        if item.kind == ItemKind.PAIR:
+            return pair_id(Pair.model_validate(item.payload))
+        return item.payload.get("id")
+
+    rows = db.execute(
+        select(Annotation, Item, User.username)
+        .join(Item, Item.id == Annotation.item_id)
+        .join(User, User.id == Annotation.user_id)
+        .where(Item.project_id == project_id)
+        .order_by(Annotation.created, Annotation.id)
+    ).all()
+    return [
+        {
+            "item": item.id,
+            "item_kind": item.kind.value,
+            "source_id": source(item),
+            "annotator": username,
+            "label_kind": label.kind,
+            "answer": label.payload,
+            "seconds": label.seconds_spent,
+            "share": label.share,
+            "created": label.created.isoformat(),  # UTCDateTime: always aware, UTC
+            "updated": label.updated.isoformat(),
+        }
+        for label, item, username in rows
+    ]
+
+
+def labels_jsonl(rows: list[dict]) -> str:
+    import json
+
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
 def pairs_csv(pairs: list[Pair]) -> str:
     return csv_text([COLUMNS, *((p.neutral, p.toxic) for p in pairs)])
 
@@ -202,4 +246,15 @@ def export_pairs(project_id: ID, _login: WebSession = Depends(admin), db: Sessio
 def export_pair_labels(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     return project_download(
         db, project_id, "pair-labels.csv", "text/csv", lambda pid: pair_labels_csv(db, pid)
+    )
+
+
+@router.get("/projects/{project_id}/export/labels.jsonl")
+def export_labels(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
+    return project_download(
+        db,
+        project_id,
+        "labels.jsonl",
+        "application/x-ndjson",
+        lambda pid: labels_jsonl(raw_labels(db, pid)),
     )
