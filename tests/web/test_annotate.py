@@ -421,3 +421,31 @@ def test_a_missing_category_is_asked_for_in_the_page_language_with_a_way_back(pa
         headers={"referer": "http://evil.example/items/1"},
     )
     assert 'href="/" id="back"' in elsewhere.text
+
+
+def test_the_queue_page_offers_each_kind_not_each_item_and_enter_keeps_to_a_kind(page_site):
+    """Issue 50 items 2 and 6: the page listed every item as a link (cherry-picking past
+    the queue's order and its random share), and one queue mixed kinds, so that the digit
+    keys changed meaning from one item to the next."""
+    engine, project_id = page_site
+    admin = client_for(engine, "admin")
+    jsonl = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DIALOGUES)
+    csv = "neutral,implicit\n" + "".join(f"문장 {n}.,바꾼 문장 {n}\n" for n in range(2))
+    assert upload(admin, project_id, "pair", "kda.csv", csv, 2).status_code == 303
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
+    dialogues, pairs = _items(engine, "dialogue"), _items(engine, "pair")
+    ann1 = client_for(engine, "ann1")
+    page = ann1.get(f"/projects/{project_id}/queue").text
+    assert page.count('href="/items/') == 3  # start, and one start per kind
+    for kind in ("dialogue", "pair"):
+        assert f'data-kind="{kind}" data-count="2"' in page
+    first_dialogue = int(page.split('id="start-dialogue"')[0].rsplit('href="/items/', 1)[1][:-2])
+    assert first_dialogue in dialogues
+    # a dialogue's label opens the other dialogue, although pairs came first in the queue
+    after = label(ann1, first_dialogue, first_oob="none")
+    other = next(d for d in dialogues if d != first_dialogue)
+    assert after.headers["location"] == f"/items/{other}"
+    # the last dialogue done: the next kind
+    assert label(ann1, other, first_oob="none").headers["location"] in {
+        f"/items/{p}" for p in pairs
+    }

@@ -79,9 +79,15 @@ def queue(db: Session, login: WebSession, project_id: int) -> list[Item]:
     return list(db.scalars(_queue_query(login, project_id, Item)))
 
 
-def next_item(db: Session, login: WebSession, project_id: int) -> int | None:
-    """The first item of the queue (one id: this runs while a label's write is open)."""
-    return db.scalar(_queue_query(login, project_id, Item.id).limit(1))
+def next_item(
+    db: Session, login: WebSession, project_id: int, kind: ItemKind | None = None
+) -> int | None:
+    """The first item of the queue, of ``kind`` when given (one id: this runs while a
+    label's write is open)."""
+    query = _queue_query(login, project_id, Item.id)
+    if kind is not None:
+        query = query.where(Item.kind == kind)
+    return db.scalar(query.limit(1))
 
 
 def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
@@ -163,7 +169,11 @@ def show_queue(
     request: Request, project_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
 ):
     project = project_of(db, login, project_id)
-    return page(request, "queue.html", project=project, items=queue(db, login, project.id))
+    items = queue(db, login, project.id)
+    kinds: dict[str, list[Item]] = {}
+    for item in items:  # the queue's order within each kind
+        kinds.setdefault(item.kind.value, []).append(item)
+    return page(request, "queue.html", project=project, items=items, kinds=kinds)
 
 
 @router.get("/items/{item_id}")
@@ -351,6 +361,9 @@ def label(
     queue_settings = parse_settings(item.project.settings).queue
     if labels_since_ranking(db, item.project_id) >= queue_settings.refit_every:
         background.add_task(refit, _sessions(request), item.project_id, queue_settings.random_share)
-    following = next_item(db, login, item.project_id)
+    # the same kind first, so that the keys keep their meaning; then whatever is left
+    following = next_item(db, login, item.project_id, item.kind) or next_item(
+        db, login, item.project_id
+    )
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)
