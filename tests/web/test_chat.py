@@ -130,3 +130,31 @@ def test_bot_turns_keep_the_reply_and_group_with_turns_stored_before(site):
     with session(engine) as db:
         (row,) = path_shares(_bot_turns(db, project_id))
     assert (row["path"], row["turns"], row["share"], row["errors"]) == ("llm", 3, 1.0, 1)
+
+
+def test_a_bot_turn_left_out_at_save_is_in_no_example(page_site):
+    """Issue 50 item 12: Save made every unfixed bot turn a positive (a repeated greeting
+    became a training example); a ticked turn now stays out."""
+    engine, project_id = page_site
+    client = client_for(engine, "ann1")
+    chat = start_chat(client, project_id)
+    for text in ("안녕하세요", "네, 안녕하세요"):
+        assert post(client, f"{chat}/message", chat, text=text).status_code == 303
+    page = client.get(chat).text
+    assert 'form="save-form" name="leave_out"' in page and "좋은 예에서 빼기" in page
+    with session(engine) as db:
+        first_bot = db.scalars(
+            select(ChatTurn).where(ChatTurn.role == "bot").order_by(ChatTurn.index)
+        ).first()
+        left_out, kept_text = first_bot.id, None
+    assert post(client, f"{chat}/save", chat, leave_out=str(left_out)).status_code == 303
+    with session(engine) as db:
+        statuses = {t.id: t.status for t in db.scalars(select(ChatTurn))}
+        kept_text = db.scalars(
+            select(ChatTurn.text).where(ChatTurn.role == "bot", ChatTurn.id != left_out)
+        ).one()
+    assert statuses[left_out] == TurnStatus.SHOWN
+    assert sum(s == TurnStatus.SAVED for s in statuses.values()) == 3  # two users, one bot
+    rows = client_for(engine, "admin").get(f"/projects/{project_id}/export/examples.jsonl")
+    positives = [json.loads(line) for line in rows.text.splitlines()]
+    assert [(r["label"], r["response"]) for r in positives] == [("positive", kept_text)]

@@ -4,9 +4,10 @@ A person chats with the project's bot. **Fix** on the latest bot turn asks for t
 category (from the role spec), keeps the rejected turn as a negative example (status
 ``fixed``, its category, the full context before it) and replaces it with a regenerated
 alternative at the same position; repeatable until the reply is good. **Save dialogue**
-marks the live turns ``saved``: positives. Every bot turn records the bot's version and
-its provenance (the ``Reply`` of ``serve/reply.py`` without its text; only its ``path`` is
-read back, by the dashboard and the SSA items).
+marks the live turns ``saved``: positives, except the bot turns the person ticks "leave
+out" (neither wrong enough to Fix nor good enough to learn from). Every bot turn records
+the bot's version and its provenance (the ``Reply`` of ``serve/reply.py`` without its
+text; only its ``path`` is read back, by the dashboard and the SSA items).
 
 The person's act (a message, a Fix) is committed before the bot is asked: a bot that
 fails (a dead LLM server, a broken model directory) shows an error and loses nothing, and
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
@@ -238,7 +240,16 @@ def fix(
 
 
 @router.post("/chats/{chat_id}/save")
-def save(chat_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
+def save(
+    chat_id: ID,
+    once: Once,
+    leave_out: Annotated[list[int], Form()] = [],  # noqa: B006 (FastAPI copies defaults)
+    login: WebSession = Depends(writer),
+    db: Session = DB,
+):
+    """The chat's live turns become ``saved`` (its bot turns positives), except the bot
+    turns the person left out (a repeated greeting is not wrong enough to Fix, nor good
+    enough to learn from): they stay "shown", in no example."""
     if repeat := repeat_of(db, login, once, f"/chats/{chat_id}"):
         return repeat
     chat = chat_of(db, login, chat_id)
@@ -246,7 +257,9 @@ def save(chat_id: ID, once: Once, login: WebSession = Depends(writer), db: Sessi
     turns = live_turns(chat)
     if not any(t.role == Speaker.BOT for t in turns):
         raise Refused(409, "nothing to save yet: chat first")
+    left_out = set(leave_out)
     for turn in turns:
-        turn.status = TurnStatus.SAVED
+        if not (turn.role == Speaker.BOT and turn.id in left_out):
+            turn.status = TurnStatus.SAVED
     chat.saved = datetime.now(UTC)
     return answered(db, once, f"/chats/{chat.id}")
