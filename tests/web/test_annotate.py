@@ -265,7 +265,7 @@ def test_bot_turn_items_cannot_be_uploaded(page_site):
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
     response = upload(admin, project_id, "bot_turn", "turns.jsonl", jsonl, 1)
     assert response.status_code == 422
-    assert "저장된 대화로 SSA 항목 만들기" in response.text  # the button's name, in Korean
+    assert "저장된 채팅으로 SSA 항목 만들기" in response.text  # the button's name, in Korean
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Item)) == 0
 

@@ -92,6 +92,20 @@ def test_the_chart_escapes_names():
         [{"bot_version": "<v1>", "category": "all", "turns": 2, "errors": 1, "error_rate": 0.5}]
     )
     assert "&lt;v1&gt;" in svg and "<v1>" not in svg
+    assert 'viewBox="0 0 640' in svg and 'width="100%"' in svg  # fits a phone's screen
+
+
+def test_the_chart_speaks_the_page_language(page_site):
+    """Issue 50 item 10: the chart's title and category names stayed English."""
+    from tests.web.site import post, start_chat
+
+    engine, project_id = page_site
+    ann = client_for(engine, "ann1")
+    chat = start_chat(ann, project_id)
+    assert post(ann, f"{chat}/message", chat, text="안녕하세요").status_code == 303
+    svg = client_for(engine, "admin").get(f"/projects/{project_id}/dashboard/error-rates.svg")
+    assert "봇 버전과 범주별 오류율" in svg.text and " · 전체" in svg.text
+    assert "error rate by" not in svg.text
 
 
 def test_redteam_rates_per_version_beside_the_human_error_rate(site, tmp_path):

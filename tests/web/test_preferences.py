@@ -22,7 +22,7 @@ def test_korean_by_default_and_the_language_switch_is_the_persons(site):
     engine, project_id = site
     ann1 = client_for(engine, "ann1")
     home = ann1.get("/").text
-    assert '<html lang="ko">' in home and "로그아웃" in home and "봇과 대화하기" in home
+    assert '<html lang="ko">' in home and "로그아웃" in home and "봇과 채팅하기" in home
     assert 'value="en" lang="en">English</button>' in home  # the switch, in its own words
     queue = f"/projects/{project_id}/queue"
     response = post(ann1, "/settings/language", "/", language="en", next=queue)

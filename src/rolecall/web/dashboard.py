@@ -56,7 +56,7 @@ from rolecall.store import (
     WebSession,
 )
 from rolecall.web.deps import DB, ID, admin, page, project_download, project_or_404
-from rolecall.web.i18n import language_of
+from rolecall.web.i18n import language_of, tr
 from rolecall.web.items import labels_by_item, majority_yes
 from rolecall.web.label_rates import category_agreement, label_error_rates
 from rolecall.web.settings import parse_settings
@@ -282,20 +282,30 @@ def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
     }
 
 
-def error_rate_svg(rows: list[dict], width: int = 640, bar: int = 18) -> str:
-    """Horizontal bars: the error rate of each (version, category), 'all' first."""
+def error_rate_svg(
+    rows: list[dict],
+    title: str = "error rate by bot version and category",
+    names: dict[str, str] | None = None,
+    width: int = 640,
+    bar: int = 18,
+) -> str:
+    """Horizontal bars: the error rate of each (version, category), 'all' first; ``title``
+    and the categories' ``names`` in the page's language. It shrinks to a narrow screen
+    (a viewBox, not a fixed width)."""
+    names = names or {}
     height = 40 + bar * 1.5 * max(len(rows), 1)
     label_width, scale = 300, width - 320
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
-        'font-family="sans-serif" font-size="12">',
-        '<text x="4" y="16" font-weight="bold">error rate by bot version and category</text>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" '
+        f'width="100%" style="max-width: {width}px" font-family="sans-serif" font-size="12">',
+        f'<text x="4" y="16" font-weight="bold">{escape(title)}</text>',
     ]
     for i, row in enumerate(rows):
         y = 30 + i * bar * 1.5
         length = row["error_rate"] * scale
         colour = "#24324a" if row["category"] == "all" else "#8a94a6"
-        name = escape(f"{row['bot_version'][:28]} · {row['category']}")
+        category = names.get(row["category"], row["category"])
+        name = escape(f"{row['bot_version'][:28]} · {category}")
         parts += [
             f'<text x="4" y="{y + bar * 0.75:.0f}">{name}</text>',
             f'<rect x="{label_width}" y="{y:.0f}" width="{length:.1f}" height="{bar}" '
@@ -326,10 +336,7 @@ def tables_csv(everything: dict[str, list[dict]]) -> str:
 @router.get("/projects/{project_id}/dashboard")
 def show(request: Request, project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
-    try:
-        names = parse_settings(project.settings).names(language_of(request))
-    except ConfigError:  # the tables still show, with the identifiers
-        names = {}
+    names = _names(project, language_of(request))
     return page(
         request, "dashboard.html", project=project, tables=tables(db, project.id), names=names
     )
@@ -343,7 +350,18 @@ def as_csv(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB
 
 
 @router.get("/projects/{project_id}/dashboard/error-rates.svg")
-def chart(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
+def chart(request: Request, project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
     project = project_or_404(db, project_id)
     rows = error_rates(_bot_turns(db, project.id))
-    return Response(error_rate_svg(rows), media_type="image/svg+xml")
+    title = tr(request, "error rate by bot version and category")
+    names = {"all": tr(request, "all"), **_names(project, language_of(request))}
+    return Response(error_rate_svg(rows, title, names), media_type="image/svg+xml")
+
+
+def _names(project, language: str) -> dict[str, str]:
+    """The project's categories' names in ``language``; none when its spec is broken (the
+    tables still show, with the identifiers)."""
+    try:
+        return parse_settings(project.settings).names(language)
+    except ConfigError:
+        return {}
