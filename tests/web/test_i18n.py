@@ -154,8 +154,12 @@ def test_no_template_shows_english_outside_the_catalogue(name):
 def test_numbers_dates_and_python_messages_per_locale():
     when = datetime(2026, 11, 27, 15, 4, 5, tzinfo=UTC)
     ko, en = environment("ko").filters, environment("en").filters
-    assert ko["datetime"](when) == "2026. 11. 27. 오후 3:04:05 UTC"
-    shown = en["datetime"](when)  # CLDR puts a narrow no-break space before PM
+    # written in UTC, in a <time> the browser shows in the reader's zone (times.js)
+    assert ko["datetime"](when) == (
+        '<time datetime="2026-11-27T15:04:05+00:00" data-local>'
+        "2026. 11. 27. 오후 3:04:05 UTC</time>"
+    )
+    shown = en["datetime"](when).striptags()  # CLDR puts a narrow no-break space before PM
     assert shown.startswith("Nov 27, 2026, 3:04:05") and shown.endswith("PM UTC")
     assert (ko["number"](1234567), en["number"](1234.5, 1)) == ("1,234,567", "1,234.5")
     assert (ko["percent"](0.5), en["percent"](None)) == ("50.0%", "-")

@@ -176,6 +176,23 @@ def show_queue(
     return page(request, "queue.html", project=project, items=items, kinds=kinds)
 
 
+@router.get("/projects/{project_id}/labels")
+def my_labels(
+    request: Request, project_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
+):
+    """The person's own labels in the project, the latest first, each a link to its item
+    (its answer shown there, to change)."""
+    project = project_of(db, login, project_id)
+    rows = db.execute(
+        select(Annotation, Item)
+        .join(Item, Item.id == Annotation.item_id)
+        .where(Annotation.user_id == login.user_id, Item.project_id == project.id)
+        .order_by(Annotation.updated.desc(), Annotation.id.desc())
+    ).all()
+    names = parse_settings(project.settings).names(language_of(request))
+    return page(request, "my_labels.html", project=project, rows=rows, names=names)
+
+
 @router.get("/items/{item_id}")
 def show_item(
     request: Request, item_id: ID, login: WebSession = Depends(logged_in), db: Session = DB

@@ -31,6 +31,7 @@ from babel.dates import format_datetime
 from babel.numbers import format_decimal, format_percent
 from babel.support import Translations
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 LANGUAGES = ("ko", "en")  # the catalogues; the first is the default
 DEFAULT = LANGUAGES[0]
@@ -117,10 +118,15 @@ def _percent(language: str):
 
 
 def _datetime(language: str):
-    def when(value: datetime | None) -> str:  # stored in UTC, shown in UTC
+    def when(value: datetime | None) -> Markup | str:
+        """Stored in UTC and written in UTC (said), in a ``<time data-local>`` that
+        ``static/times.js`` shows in the reader's own time zone."""
         if value is None:
             return "-"
-        return format_datetime(value, "medium", tzinfo=UTC, locale=language) + " UTC"
+        shown = format_datetime(value, "medium", tzinfo=UTC, locale=language) + " UTC"
+        return Markup('<time datetime="{}" data-local>{}</time>').format(
+            value.astimezone(UTC).isoformat(), shown
+        )
 
     return when
 

@@ -24,6 +24,7 @@ from rolecall.web.once import Once, answered, repeat_of
 
 router = APIRouter()
 KEYS_JS = Path(__file__).with_name("static") / "keys.js"
+TIMES_JS = Path(__file__).with_name("static") / "times.js"
 
 
 @router.post("/settings/language")
@@ -70,6 +71,16 @@ def set_mask(
 def keys_script(_login: WebSession = Depends(logged_in)):
     return Response(
         KEYS_JS.read_bytes(),
+        media_type="text/javascript",
+        headers={"cache-control": "private, max-age=3600"},
+    )
+
+
+@router.get("/times.js")
+def times_script(_login: WebSession = Depends(logged_in)):
+    """Times in the reader's own time zone (every page that shows one loads it)."""
+    return Response(
+        TIMES_JS.read_bytes(),
         media_type="text/javascript",
         headers={"cache-control": "private, max-age=3600"},
     )
