@@ -10,7 +10,16 @@ import json
 from sqlalchemy import func, select
 
 from rolecall.store import Annotation, Assignment, Item, Project, session
-from tests.web.site import DIALOGUES, PAIRS_CSV, client_for, csrf_of, hidden_fields, label, upload
+from tests.web.site import (
+    DIALOGUES,
+    PAIRS_CSV,
+    client_for,
+    csrf_of,
+    hidden_fields,
+    label,
+    post,
+    upload,
+)
 
 
 def test_upload_assign_and_label(site):
@@ -46,14 +55,21 @@ def test_upload_assign_and_label(site):
     with session(engine) as db:
         assert db.scalar(select(func.count()).select_from(Annotation)) == 2
 
-    # export: the tie between turn 0 (ann1) and none (ann2) goes to the turn: one negative
-    rows = [
-        json.loads(line)
-        for line in admin.get(f"/projects/{project_id}/export/examples.jsonl").text.splitlines()
-    ]
+    # export: the tie between turn 0 (ann1) and none (ann2) stays out of training until a
+    # review breaks it: the dashboard lists it first, and the admin's label is a third vote
+    export = f"/projects/{project_id}/export/examples.jsonl"
+    assert admin.get(export).text == ""
+    dashboard = f"/projects/{project_id}/dashboard"
+    assert f'data-item="{first}" data-tie' in admin.get(dashboard).text
+    reviewed = post(admin, f"/projects/{project_id}/review/{first}", dashboard)
+    assert reviewed.headers["location"] == f"/items/{first}"
+    assert label(admin, first, first_oob="0", category="style").status_code == 303
+    rows = [json.loads(line) for line in admin.get(export).text.splitlines()]
     assert [(r["label"], r["category"], r["response"], r["dialogue_id"]) for r in rows] == [
         ("negative", "style", "안녕하세요, 식사는 하셨어요?", DIALOGUES[0]["id"])
     ]
+    agreement = admin.get(dashboard).text.split('id="annotator-agreement"')[1]
+    assert "<td>ann2</td><td>1</td><td>0.0%</td>" in agreement  # ann1 and admin said turn 0
     with session(engine) as db:  # both annotators have both dialogues (2 per item)
         second = db.scalars(select(Item.id).where(Item.kind == "dialogue", Item.id != first)).one()
     for client in (ann1, ann2):

@@ -358,11 +358,13 @@ def export_command(
         pairs_csv,
         project_examples,
         raw_labels,
+        tied_dialogues,
     )
 
     with session(_engine(db)) as s:
         found = _project(s, project, db)
         examples = project_examples(s, found.id)
+        ties = tied_dialogues(s, found.id)
         approved = approved_pairs(s, found.id) if pairs else []
         labelled = pair_labels_csv(s, found.id) if pair_labels else ""
         every = raw_labels(s, found.id) if labels else []
@@ -384,9 +386,17 @@ def export_command(
             markup=False,
             highlight=False,
         )
+    if ties:
+        err.print(
+            f"note: {ties} labelled dialogue(s) left out: their annotators split on the first "
+            "out-of-bounds turn; break the tie with 'review' on the project's dashboard",
+            markup=False,
+            highlight=False,
+        )
     summary = {
         "examples": len(examples),
         "negatives": sum(e.label == "negative" for e in examples),
+        "tied_dialogues_left_out": ties,
         "out": str(out_path),
     }
     if pairs:

@@ -50,6 +50,7 @@ from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ss
 from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.pace import category_keys, latest_label, pace
 from rolecall.web.queue import labels_since_ranking, refit
+from rolecall.web.review import system_turn
 from rolecall.web.settings import parse_settings
 
 router = APIRouter()
@@ -190,6 +191,7 @@ def my_labels(
         .order_by(Annotation.updated.desc(), Annotation.id.desc())
     ).all()
     names = parse_settings(project.settings).names(language_of(request))
+    rows = [(label, item, system_turn(item.payload, label.payload)) for label, item in rows]
     return page(request, "my_labels.html", project=project, rows=rows, names=names)
 
 

@@ -135,7 +135,7 @@ UPSTREAM = N_(
 
 
 def routers() -> list:
-    from rolecall.web import admin, annotate, chat, dashboard, export, login, preferences
+    from rolecall.web import admin, annotate, chat, dashboard, export, login, preferences, review
 
     return [
         login.router,
@@ -145,6 +145,7 @@ def routers() -> list:
         admin.router,
         dashboard.router,
         export.router,
+        review.router,
     ]
 
 

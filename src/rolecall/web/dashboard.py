@@ -59,6 +59,7 @@ from rolecall.web.deps import DB, ID, admin, page, project_download, project_or_
 from rolecall.web.i18n import language_of, tr
 from rolecall.web.items import labels_by_item, majority_yes
 from rolecall.web.label_rates import category_agreement, label_error_rates
+from rolecall.web.review import annotator_agreement, disagreements
 from rolecall.web.settings import parse_settings
 
 router = APIRouter()
@@ -279,6 +280,8 @@ def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
         "agreement": agreement(db, project_id),
         "category_agreement": category_agreement(db, project_id, categories),
         "label_error_rates": label_error_rates(db, project_id),
+        "disagreements": disagreements(db, project_id),
+        "annotator_agreement": annotator_agreement(db, project_id),
     }
 
 
@@ -325,12 +328,21 @@ def tables_csv(everything: dict[str, list[dict]]) -> str:
         for row in rows_of_table:
             keys = {k: v for k, v in row.items() if isinstance(v, str)}
             key = ";".join(f"{k}={v}" for k, v in keys.items())
-            rows += [
-                [table, key, metric, "" if value is None else value]
-                for metric, value in row.items()
-                if metric not in keys
-            ]
+            cells = [(metric, value) for metric, value in row.items() if metric not in keys]
+            rows += [[table, key, metric, _cell(value)] for metric, value in cells]
     return csv_text(rows)
+
+
+def _cell(value) -> object:
+    """A CSV cell: nothing for None, JSON for a list or a mapping (a disagreement's
+    answers), the value itself otherwise."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    return value
 
 
 @router.get("/projects/{project_id}/dashboard")

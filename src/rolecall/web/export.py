@@ -6,9 +6,10 @@ Examples JSONL (``rolecall train classifier/retriever/reranker/generator``):
   category and the dialogue up to it (saved or not: the rejection itself is the label);
   every bot turn of a saved dialogue -> a **positive** one. ``dialogue_id`` = ``chat-<id>``;
   unsaved dialogues give no positives (nobody vouched for them);
-- labelled dialogues: the annotators' majority first out-of-bounds turn (a tie goes to the
-  earliest turn named: the cautious choice) and its majority category, then the paper's
-  first-out-of-bounds split (``rolecall/examples.py``): positives before it, one negative.
+- labelled dialogues: the annotators' majority first out-of-bounds turn and its majority
+  category, then the paper's first-out-of-bounds split (``rolecall/examples.py``):
+  positives before it, one negative. A dialogue whose annotators split evenly on the turn
+  is left out until a review breaks the tie (``web/review.py``).
 
 K/DA CSV (``rolecall detox train``): the labelled pairs that the annotators' majority
 found both consistent and implicitly offensive (a tie is "no"). Pair labels CSV
@@ -99,9 +100,23 @@ def majority_first_oob(labels: list[dict]) -> tuple[int | None, str | None]:
     )[0]
 
 
+def split_on_the_turn(labels: list[dict]) -> bool:
+    """The annotators split evenly on the first out-of-bounds turn (one says turn 2, one
+    says none): no majority to train on until someone breaks the tie (``web/review.py``)."""
+    return len(most_common(label["first_oob"] for label in labels)) > 1
+
+
+def tied_dialogues(db: Session, project_id: int) -> int:
+    """How many labelled dialogues the examples leave out, their annotators split."""
+    labelled = _labelled(db, project_id, ItemKind.DIALOGUE, "oob")
+    return sum(split_on_the_turn(labels) for _, labels in labelled)
+
+
 def dialogue_examples(db: Session, project_id: int) -> list[Example]:
     examples = []
     for item, labels in _labelled(db, project_id, ItemKind.DIALOGUE, "oob"):
+        if split_on_the_turn(labels):
+            continue
         first, category = majority_first_oob(labels)
         dialogue = Dialogue.model_validate(item.payload)
         turns = []

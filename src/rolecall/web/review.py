@@ -1,0 +1,127 @@
+"""Agreement a lead can act on: the items whose annotators disagree (ties first), each
+annotator's agreement with the others, and review: an admin takes a disagreeing item into
+their own queue and labels it, a further vote that breaks a tie.
+
+An item's answer is its label's payload (a dialogue's first out-of-bounds turn and
+category, a pair's two yes/no answers, a bot turn's two); two labels agree when their
+answers are equal. A tie is an item whose most common answer is shared by two or more
+answers: the dialogue export leaves a tied dialogue out of training until it is broken
+(``web/export.py``); a tied pair or bot turn already counts as "no".
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from fastapi import APIRouter, Depends
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rolecall.judge.voting import most_common
+from rolecall.store import Annotation, Assignment, Item, User, WebSession
+from rolecall.web.deps import DB, ID, Refused, admin_writer, dialect_insert, project_or_404
+from rolecall.web.once import Once, answered, repeat_of
+
+router = APIRouter()
+
+
+def _key(answer: dict) -> tuple:
+    """An answer as something to count (its questions in a fixed order)."""
+    return tuple(sorted(answer.items()))
+
+
+def system_turn(payload: dict, answer: dict) -> int | None:
+    """A dialogue answer's first out-of-bounds turn as people count it: the how-manyth
+    system turn it is (its key on the item page); None for any other answer."""
+    first = answer.get("first_oob")
+    if first is None or "turns" not in payload:
+        return None
+    return sum(turn.get("role") == "system" for turn in payload["turns"][: first + 1])
+
+
+def tied(answers: list[dict]) -> bool:
+    """No answer was given more often than every other (two or more labels)."""
+    return len(answers) >= 2 and len(most_common(_key(a) for a in answers)) > 1
+
+
+def _answers(db: Session, project_id: int) -> dict[int, list[tuple[str, dict]]]:
+    """item id -> (annotator, answer) of every label in the project, in labelling order."""
+    found: dict[int, list[tuple[str, dict]]] = defaultdict(list)
+    for item_id, username, payload in db.execute(
+        select(Annotation.item_id, User.username, Annotation.payload)
+        .join(Item, Item.id == Annotation.item_id)
+        .join(User, User.id == Annotation.user_id)
+        .where(Item.project_id == project_id)
+        .order_by(Annotation.id)
+    ):
+        found[item_id].append((username, payload))
+    return found
+
+
+def disagreements(db: Session, project_id: int) -> list[dict]:
+    """Every item whose annotators gave different answers: ties first, then by how split
+    the answers are, then by item."""
+    items = {
+        item_id: (kind, payload)
+        for item_id, kind, payload in db.execute(
+            select(Item.id, Item.kind, Item.payload).where(Item.project_id == project_id)
+        )
+    }
+    rows = []
+    for item_id, given in _answers(db, project_id).items():
+        if len({_key(answer) for _, answer in given}) < 2:
+            continue
+        counts = Counter(_key(answer) for _, answer in given)
+        rows.append(
+            {
+                "item": item_id,
+                "kind": items[item_id][0].value,
+                "labels": len(given),
+                "tie": tied([answer for _, answer in given]),
+                "agreeing": max(counts.values()) / len(given),
+                "answers": [
+                    {
+                        "annotator": name,
+                        "answer": answer,
+                        "system_turn": system_turn(items[item_id][1], answer),
+                    }
+                    for name, answer in given
+                ],
+            }
+        )
+    return sorted(rows, key=lambda r: (not r["tie"], r["agreeing"], r["item"]))
+
+
+def annotator_agreement(db: Session, project_id: int) -> list[dict]:
+    """Per annotator, over the items someone else labelled too: how often their answer is
+    one the others gave most often (the others' majority; any of them on a tie)."""
+    shared: dict[str, list[bool]] = defaultdict(list)
+    for given in _answers(db, project_id).values():
+        for index, (name, answer) in enumerate(given):
+            others = [_key(a) for i, (_, a) in enumerate(given) if i != index]
+            if others:
+                shared[name].append(_key(answer) in most_common(others))
+    return [
+        {"annotator": name, "shared_items": len(hits), "agrees_with_others": sum(hits) / len(hits)}
+        for name, hits in sorted(shared.items())
+    ]
+
+
+@router.post("/projects/{project_id}/review/{item_id}")
+def review(
+    project_id: ID,
+    item_id: ID,
+    once: Once,
+    login: WebSession = Depends(admin_writer),
+    db: Session = DB,
+):
+    """The item joins the admin's own queue and opens: their label is one more vote."""
+    if repeat := repeat_of(db, login, once, f"/items/{item_id}"):
+        return repeat
+    project = project_or_404(db, project_id)
+    item = db.get(Item, item_id)
+    if item is None or item.project_id != project.id:
+        raise Refused(404, "no such item in this project")
+    statement = dialect_insert(db, Assignment).values(item_id=item.id, user_id=login.user_id)
+    db.execute(statement.on_conflict_do_nothing(index_elements=["item_id", "user_id"]))
+    return answered(db, once, f"/items/{item.id}")
