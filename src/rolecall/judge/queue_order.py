@@ -25,7 +25,7 @@ RANDOM_SHARE = 0.2  # the issue's default share of random items
 
 def vote_entropy(votes: Sequence[Sequence[str]]) -> list[float]:
     """Per item, the entropy in nats (natural log) of the labels its judges gave: 0 when
-    they agree, ln 2 (0.693) when two labels split evenly, ln 3 for three. ``votes[i]``
+    they agree, ln 2 when two labels split evenly, ln 3 for three. ``votes[i]``
     holds item ``i``'s labels, one per judge of the panel."""
     out = []
     for index, labels in enumerate(votes):

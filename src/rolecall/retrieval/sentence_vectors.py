@@ -8,7 +8,7 @@ downloaded. The forward pass is the package's numpy one; token ids come from
 ``sentencepiece`` on the package's own ``resources/sp.model``: the package's pure-Python
 tokenizer is 10-20x slower and, where a text has several unknown characters in a row, gives
 one ``<unk>`` per character where the original tokenizer (and this one) gives one for the
-run (tests/train/test_sentence_encoder.py; about 3% of chatbot_data texts). A piece the
+run (tests/train/test_sentence_encoder.py; a few chatbot_data texts, docs/models.md). A piece the
 vocabulary lacks keeps an id of its own (``token_ids``): the package reads it as <unk>, a
 tuned top learns a vector for it.
 
@@ -43,7 +43,7 @@ GAP = 2  # zero rows between texts in one array: the widest n-gram window's reac
 # tokens of one forward micro-batch (the package's own budget): weights are streamed once
 # per micro-batch, and the working set stays cache-sized
 TOKEN_BUDGET = 384
-# a piece the 128k vocabulary lacks (4.7% of the care-call pieces: 셨 녕 좀 밥 릎 ...) is
+# a piece the 128k vocabulary lacks (many common syllables: 셨 녕 좀 밥 릎 ...; docs/models.md) is
 # <unk> to the package; ``token_ids`` gives it an id of its own past the vocabulary,
 # the vocabulary's size + a stable hash of its text into this many buckets, which the package's
 # forward pass reads as <unk> again and a tuned top learns a vector for (sentence_top.py)

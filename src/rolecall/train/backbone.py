@@ -52,7 +52,7 @@ EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # layers kept of the embedded Gemma when none is asked for (None: all). Layer 7 is the
 # best single layer for the classifier and retriever probes and 2.5x faster to extract
 # (bench/feature_layers.py, docs/models.md#which-layer), but the attention reranker did
-# not learn on it in tests/integration/test_dialogue_models.py (loss flat at ~1.40, it
+# not learn on it in tests/integration/test_dialogue_models.py (its loss stayed flat; it
 # falls through all 18), and the bot's retriever and reranker share one context pass: the
 # default stays whole until the reranker is measured per layer (#17 item 2). The classifier
 # has its own default below (it shares no pass with them).

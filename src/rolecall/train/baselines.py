@@ -72,8 +72,8 @@ class TfidfSettings(Settings):
     pair: bool = Field(False, description="inputs are (first, second) text pairs")
     added: bool = Field(
         True,
-        description="pairs: also the second text's n-grams the first lacks (not saved "
-        "before 2026-11-27: such models read pairs without them)",
+        description="pairs: also the second text's n-grams the first lacks (a model saved "
+        "without this setting reads pairs without them)",
     )
     views: list[View] = Field(
         default_factory=lambda: list(BASELINE_VIEWS),

@@ -119,7 +119,7 @@ class SentenceEncoder(TurnEncoder):
 
     def put_tuned_weights(self, weights: dict[str, Any]) -> bool:
         """``Backbone.put_tuned_weights``; a model saved before the unknown pieces' table
-        (2026-11-28) loads with it at zero, as it was trained."""
+        existed loads with it at zero, as it was trained."""
         weights = dict(weights)
         rows, values = weights.pop(UNKNOWN_ROWS, None), weights.pop(UNKNOWN, None)
         layers = {n: w for n, w in super().tuned_weights().items() if n != UNKNOWN}

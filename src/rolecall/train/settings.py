@@ -88,9 +88,9 @@ class ClassifierSettings(PairSettings):
     lexical: bool = Field(
         True,
         description="also character TF-IDF + logistic regression over the response, fitted "
-        "on the same examples; P(out) is the mean of both (a late fusion, the default since "
-        "2026-11-28: better than the head alone on 4 of the 5 sets measured, "
-        "docs/models.md); a model directory saved without it (false) loads as it was",
+        "on the same examples; P(out) is the mean of both (a late fusion, the default: "
+        "better than the head alone on most sets measured, docs/models.md); a model "
+        "directory saved without it (false) loads as it was",
     )
 
 

@@ -111,7 +111,7 @@ def _number(language: str):
 
 
 def _percent(language: str):
-    def percent(value) -> str:  # a share (0.5) as "50.0%"
+    def percent(value) -> str:  # a share as a percent with one decimal
         return "-" if value is None else format_percent(value, "#,##0.0%", locale=language)
 
     return percent
