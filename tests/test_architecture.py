@@ -189,36 +189,58 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 WORD = re.compile(r"\w+")
-# Known package code that only tests and benches use (issue #33 moved the last out): only
-# what an open issue is about to call from the package, named with that issue
+# Known package code that only tests use (issue #33 moved the last out): only what an open
+# issue is about to call from the package, named with that issue
 TEST_ONLY_KNOWN: set[str] = set()
 
 
+def references(tree: ast.AST) -> list[str]:
+    """The names code refers to (not its docstrings or comments): a name, an attribute, an
+    import; names inside f-strings too (they are expressions)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.append(node.attr)
+        elif isinstance(node, ast.alias):
+            found.append(node.name.rpartition(".")[2])
+    return found
+
+
 def test_test_helpers_do_not_ship_in_the_package():
-    """A public function or class that no other package code names but tests or benches
-    do is test-only code: it belongs in tests/ (commands, registered by decorators, are
-    used by the command line)."""
+    """A public function or class that no package code refers to (a docstring's mention is
+    no use) but tests do is test-only code: it belongs in tests/. Used by a bench, or named
+    in docs/ as an API to call, it is the product's (commands, registered by decorators,
+    are used by the command line; a migration's upgrade and downgrade by alembic)."""
     sources = {path: path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")}
-    in_package = Counter(word for text in sources.values() for word in WORD.findall(text))
+    trees = {path: ast.parse(text) for path, text in sources.items()}
+    used = Counter(name for tree in trees.values() for name in references(tree))
     in_tests = {
         word
-        for folder in ("tests", "bench")
-        for path in (REPO / folder).rglob("*.py")
+        for path in (REPO / "tests").rglob("*.py")
+        for word in WORD.findall(path.read_text(encoding="utf-8"))
+    }
+    elsewhere = {
+        word
+        for path in [*(REPO / "bench").rglob("*.py"), *(REPO / "docs").glob("*.md")]
         for word in WORD.findall(path.read_text(encoding="utf-8"))
     }
     test_only = set()
-    for path, text in sources.items():
-        for node in ast.parse(text).body:
+    for path, tree in trees.items():
+        if "migrations" in path.parts:
+            continue
+        for node in tree.body:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             if node.name.startswith("_"):
                 continue
             if node.decorator_list and not isinstance(node, ast.ClassDef):
                 continue  # a command, registered by its decorator
-            if in_package[node.name] == 1 and node.name in in_tests:
+            if not used[node.name] and node.name in in_tests and node.name not in elsewhere:
                 test_only.add(f"{path.relative_to(PACKAGE).as_posix()}:{node.name}")
     assert test_only <= TEST_ONLY_KNOWN, (
-        f"used only by tests or benches, move into tests/: {sorted(test_only - TEST_ONLY_KNOWN)}"
+        f"used only by tests, move into tests/: {sorted(test_only - TEST_ONLY_KNOWN)}"
     )
     assert TEST_ONLY_KNOWN <= test_only, (
         f"no longer test-only: drop from TEST_ONLY_KNOWN: {sorted(TEST_ONLY_KNOWN - test_only)}"

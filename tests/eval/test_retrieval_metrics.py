@@ -6,9 +6,14 @@ from rolecall.eval.retrieval import (
     HitsEvaluator,
     gold_ranks,
     hits_at,
-    hits_at_1_of_k,
     sample_candidates,
 )
+
+
+def hits_at_1_of_k(score_fn, queries, pool, gold_index, K, seed=0) -> float:
+    """Hits@1/K of a scorer, as ``HitsEvaluator`` gives it for one K."""
+    return HitsEvaluator(ks=(K,), seed=seed)(score_fn, queries, pool, gold_index)[f"hits@1/{K}"]
+
 
 # Three queries, three candidates each, gold in column 0:
 #   row 0: gold 0.9 beats 0.1 and 0.5          -> rank 1

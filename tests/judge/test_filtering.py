@@ -12,12 +12,18 @@ from pydantic import BaseModel, ConfigDict
 from rolecall.errors import ConfigError
 from rolecall.jsonl import read_jsonl
 from rolecall.judge.filtering import filter_pairs
-from rolecall.judge.pair_filters import make_pair_judge, make_panel, make_panels
+from rolecall.judge.pair_filters import FILTERS, make_pair_judge, make_panel
 from rolecall.llm import LLM, Cache, load_backend
 from rolecall.llm.base import Backend, Completion, TokenLogprob
 from rolecall.llm.registry import BackendEntry
 from rolecall.records import Pair, Verdict
 from tests.fakes import use_backend
+
+
+def make_panels(llms, calibrated=False):
+    """One panel per filter, in K/DA's order, each judge of ``llms`` on each (as the
+    detox filter stage makes them, ``pipelines/detox_filter.py``)."""
+    return [make_panel(name, llms, "ko", "auto", None, 0.0, calibrated) for name in FILTERS]
 
 
 def rewrite_of(prompt: str) -> str:

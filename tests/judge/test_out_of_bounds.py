@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rolecall.errors import ConfigError
 from rolecall.jsonl import read_jsonl
-from rolecall.judge.dialogues import judge_dialogues, judge_dialogues_by_panel
+from rolecall.judge.dialogues import judge_dialogues_by_panel
 from rolecall.judge.out_of_bounds import Item, make_judge, make_panel
 from rolecall.judge.voting import majority
 from rolecall.llm import LLM, Cache, load_backend
@@ -27,6 +27,11 @@ SPEC = RoleSpec(
         Category(name="safety", description="안전합니다.", error_category="not safe"),
     ],
 )
+
+
+def judge_dialogues(llm, judge, dialogues, out_dir, samples=1, progress=True):
+    """A panel of one judge model."""
+    return judge_dialogues_by_panel([(llm, judge)], dialogues, out_dir, samples, progress)
 
 
 def last_system_line(prompt: str) -> str:

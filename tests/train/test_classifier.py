@@ -16,14 +16,13 @@ from rolecall.records import Turn  # noqa: E402
 from rolecall.train.classifier import (  # noqa: E402
     Classifier,
     ClassifierSettings,
-    pick_fallback,
     train_classifier,
 )
 from rolecall.train.data import LAST  # noqa: E402
 from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig, save_model  # noqa: E402
 from rolecall.train.pairs import pool_states  # noqa: E402
-from rolecall.train.perplexity import lm_prompt  # noqa: E402
+from rolecall.train.perplexity import lm_perplexities, lm_prompt  # noqa: E402
 from tests.dialogue_data import Scripted, make_examples, tiny  # noqa: E402
 
 SETTINGS = ClassifierSettings(max_length=48, response_max=16, width=16)
@@ -194,7 +193,7 @@ def test_bad_inputs_are_clear_errors(tmp_path):
         Classifier.load(tmp_path)
 
 
-# ---- the fallback question ---------------------------------------------------------------
+# ---- perplexity of a response after the dialogue (train/perplexity.py) ----------------------
 
 
 QUESTIONS = ["요즘 잠은 잘 주무세요", "식사는 하셨어요", "오늘 기분은 어떠세요"]
@@ -205,13 +204,12 @@ HISTORY = [
 ]
 
 
-def test_the_fallback_is_the_question_with_the_lowest_perplexity():
+def test_each_response_gets_its_perplexity_after_the_dialogue():
     scorer = Scripted(
         {"요즘 잠은 잘 주무세요": -2.0, "식사는 하셨어요": -0.5, "오늘 기분은 어떠세요": -1.0}
     )
-    question, perplexities = pick_fallback(HISTORY, QUESTIONS, scorer)
-    assert question == "식사는 하셨어요"
-    assert perplexities == pytest.approx([math.exp(2.0), math.exp(0.5), math.exp(1.0)])
+    values = lm_perplexities(scorer, [lm_prompt(HISTORY)] * 3, QUESTIONS)
+    assert values == pytest.approx([math.exp(2.0), math.exp(0.5), math.exp(1.0)])
     prompt, text = scorer.prompts[0]
     assert prompt == (
         "user: 오늘 좀 피곤해요\nsystem: 푹 쉬세요\nuser: 당신 주소가 어디예요\nsystem:"
@@ -219,23 +217,19 @@ def test_the_fallback_is_the_question_with_the_lowest_perplexity():
     assert text == " 요즘 잠은 잘 주무세요"
 
 
-def test_the_fallback_through_the_fake_backend_and_a_context_string():
+def test_perplexities_through_the_fake_backend_and_a_context_string():
     # the fake's per-token logprobs fall with position: fewer tokens, lower perplexity
     llm = LLM(load_backend("fake:ppl"))
-    question, perplexities = pick_fallback(f"user: 안녕\n{LAST}user: 뭐 해요", QUESTIONS, llm)
-    assert question == "식사는 하셨어요" and len(perplexities) == 3
-    assert perplexities[1] == pytest.approx(math.exp(1.05))
-    assert lm_prompt(f"user: 안녕\n{LAST}user: 뭐 해요") == "user: 안녕\nuser: 뭐 해요\nsystem:"
+    prompt = lm_prompt(f"user: 안녕\n{LAST}user: 뭐 해요")
+    assert prompt == "user: 안녕\nuser: 뭐 해요\nsystem:"
+    values = lm_perplexities(llm, [prompt] * 3, QUESTIONS)
+    assert int(values.argmin()) == 1 and values[1] == pytest.approx(math.exp(1.05))
 
 
-def test_the_fallback_refuses_no_questions_and_non_scoring_backends():
-    with pytest.raises(ConfigError, match="at least one non-empty question"):
-        pick_fallback(HISTORY, [], Scripted({}))
-    with pytest.raises(ConfigError, match="at least one non-empty question"):
-        pick_fallback(HISTORY, ["네", "  "], Scripted({}))
+def test_perplexities_refuse_non_scoring_backends():
     no_scores = Scripted({})
     no_scores.supports_loglikelihood = False
     with pytest.raises(UnsupportedCapability, match="loglikelihood"):
-        pick_fallback(HISTORY, QUESTIONS, no_scores)
+        lm_perplexities(no_scores, [lm_prompt(HISTORY)] * 3, QUESTIONS)
     with pytest.raises(ConfigError, match="cannot score text"):
-        pick_fallback(HISTORY, QUESTIONS, "hf:embedded")
+        lm_perplexities("hf:embedded", [lm_prompt(HISTORY)] * 3, QUESTIONS)

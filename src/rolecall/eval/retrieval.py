@@ -7,7 +7,6 @@ scores highest. Here:
 
 - ``hits_at`` turns a score matrix (one row per context, gold in column 0) into Hits@k;
 - ``sample_candidates`` draws the K-candidate rows, deterministically for a seed;
-- ``hits_at_1_of_k`` joins the two around a score function;
 - ``Evaluator`` is the small base every evaluator in ``rolecall.eval`` follows (after
   sentence-transformers' ``SentenceEvaluator``): a name, a primary metric and its
   direction, and a call that returns every metric as ``{name: float}``;
@@ -27,7 +26,7 @@ import numpy as np
 
 from rolecall.eval.evaluator import Evaluator
 
-# score_fn(queries, candidate_index) -> scores, both (n_queries, K); see hits_at_1_of_k
+# score_fn(queries, candidate_index) -> scores, both (n_queries, K); see HitsEvaluator
 ScoreFn = Callable[[Any, np.ndarray], Any]
 
 
@@ -100,26 +99,6 @@ def sample_candidates(
     return rows
 
 
-def hits_at_1_of_k(
-    score_fn: ScoreFn,
-    queries: Sequence[Any],
-    pool: Sized | int,
-    gold_index: Sequence[int],
-    K: int,
-    seed: int = 0,
-) -> float:
-    """Hits@1/K of a scorer: each query's gold among K-1 random other pool responses.
-
-    ``score_fn(queries, candidate_index)`` gets ``queries`` exactly as passed here and an
-    int matrix ``(len(queries), K)`` of indices into ``pool`` (gold in column 0, see
-    ``sample_candidates``), and returns a ``(len(queries), K)`` matrix of scores, higher =
-    better (anything ``np.asarray`` takes: a torch model must return ``.detach().cpu()``
-    scores). ``pool`` is only counted (or pass its size): the score function reaches the
-    responses (or their cached embeddings) through the indices itself.
-    """
-    return hits_at(_score_sample(score_fn, queries, pool, gold_index, K, seed), 1)
-
-
 def _score_sample(
     score_fn: ScoreFn,
     queries: Sequence[Any],
@@ -146,10 +125,13 @@ def _score_sample(
 class HitsEvaluator(Evaluator):
     """Hits@k/K of a retriever or reranker for each K in ``ks`` (and each k in ``top``).
 
-    Call it as ``evaluator(score_fn, queries, pool, gold_index)`` with the arguments of
-    ``hits_at_1_of_k``: ``score_fn(queries, candidate_index)`` scores an index matrix
-    ``(len(queries), K)`` into ``pool``, gold in column 0. The keys are ``"hits@{k}/{K}"``,
-    e.g. ``{"hits@1/20": .., "hits@1/100": ..}``; primary ``"hits@1/{ks[0]}"``. The
+    Call it as ``evaluator(score_fn, queries, pool, gold_index)``: for each K,
+    ``score_fn(queries, candidate_index)`` gets ``queries`` as passed and an int matrix
+    ``(len(queries), K)`` of indices into ``pool`` (gold in column 0, see
+    ``sample_candidates``) and returns a ``(len(queries), K)`` matrix of scores, higher =
+    better (anything ``np.asarray`` takes); ``pool`` is only counted (or pass its size).
+    The keys are ``"hits@{k}/{K}"``, e.g. ``{"hits@1/20": .., "hits@1/100": ..}``;
+    primary ``"hits@1/{ks[0]}"``. The
     candidates for each K are drawn with ``seed``, so repeated evaluations of different
     models see the same candidates.
     """

@@ -9,7 +9,7 @@ so calls run concurrently across dialogues. With ``samples > 1`` every item is j
 need no LLM (trained, rules: one vote per turn each) the same way; a tie flags the turn.
 
 Every vote goes to the judge's sink, ``verdicts.jsonl`` in ``out_dir`` (raw output and
-parse status; appended as produced). ``judge_dialogues`` returns the counts, the dialogues
+parse status; appended as produced). ``judge_dialogues_by_panel`` returns the counts, the dialogues
 with their system turns' flags and the first-out-of-bounds examples; the pipeline
 (``pipelines/dialogues.py``) writes them. A killed run resumes from the cache: finished
 calls are not made again.
@@ -22,9 +22,8 @@ from pathlib import Path
 
 from rolecall.examples import examples_from_dialogue
 from rolecall.jsonl import ResumableJsonl
-from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS, Item, OutOfBoundsJudge
+from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS, Item
 from rolecall.judge.voting import Member, judge_by_panel
-from rolecall.llm import LLM
 from rolecall.records import Dialogue, Example, Turn
 from rolecall.rundir import Files
 
@@ -35,18 +34,6 @@ def _system_turns(dialogue: Dialogue) -> list[int]:
 
 def _item(dialogue: Dialogue, index: int) -> Item:
     return Item(dialogue.id, index, tuple(dialogue.turns[:index]), dialogue.turns[index].text)
-
-
-def judge_dialogues(
-    llm: LLM,
-    judge: OutOfBoundsJudge,
-    dialogues: Sequence[Dialogue],
-    out_dir: Path,
-    samples: int = 1,
-    progress: bool = True,
-) -> tuple[dict[str, int], list[Dialogue], list[Example]]:
-    """One judge model; see ``judge_dialogues_by_panel``."""
-    return judge_dialogues_by_panel([(llm, judge)], dialogues, out_dir, samples, progress)
 
 
 def judge_dialogues_by_panel(

@@ -160,8 +160,10 @@ def make_panel(
     temperature: float = 0.0,
     calibrated: bool = False,
 ) -> list[Member]:
-    """The panel of filter ``name``: each LLM gets this filter's judge (made per model,
-    see ``make_panels``); a direct judge (trained, rules) sits as it is, and must answer
+    """The panel of filter ``name``: each LLM gets this filter's judge (made per model:
+    ``auto`` picks score or generate mode by what that model's backend can do, so a panel
+    may mix a base model and a chat model; ``calibrated`` measures each score-mode judge's
+    label prior on its model first); a direct judge (trained, rules) sits as it is, and must answer
     this filter."""
     if not members:
         raise ConfigError(f"no judge for the {name} filter", fix="name at least one judge")
@@ -178,26 +180,3 @@ def make_panel(
         judge = make_pair_judge(name, member.backend, language, mode, template, temperature)
         panel.append((member, calibrate(member, judge) if calibrated else judge))
     return panel
-
-
-def make_panels(
-    llms: Sequence[LLM | DirectJudge],
-    language: str = "ko",
-    mode: str = "auto",
-    templates: dict[str, str | None] | None = None,
-    temperature: float = 0.0,
-    calibrated: bool = False,
-) -> list[list[Member]]:
-    """One panel per filter, in K/DA's order; each judge of ``llms`` sits on each.
-
-    The judge is made per model: ``auto`` picks score or generate mode by what that
-    model's backend can do, so a panel may mix a base model and a chat model.
-    ``calibrated`` measures each score-mode judge's label prior on its model first.
-    """
-    if not llms:
-        raise ConfigError("no judge model", fix="name at least one judge model")
-    templates = templates or {}
-    return [
-        make_panel(name, llms, language, mode, templates.get(name), temperature, calibrated)
-        for name in FILTERS
-    ]

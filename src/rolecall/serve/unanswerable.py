@@ -14,7 +14,7 @@ not fit the context; then it falls back to the generator. Two ways to tell:
   and would swamp the mean for any uncertain pair, so "mean - variance" would mostly rank
   by uncertainty. The sigmoid is always applied, here and only here.
 - **LM perplexity** (``PerplexityDetector``) of the retrieved response given the context
-  (``classifier.lm_perplexities``, the same prompt as the fallback question): high
+  (``perplexity.lm_perplexities``, the prompt the generator reads): high
   perplexity means unanswerable.
 - **Cosine** (``CosineDetector``, issue #32): the bundled sentence encoder's cosine between
   the context text and the response, untrained: low means unanswerable. It reads meaning
@@ -35,11 +35,11 @@ detector its threshold was calibrated for.
 
 The threshold is chosen where F1 is highest on a validation set in which a share of the
 gold responses are replaced by hard negatives, the retriever's best non-gold candidates
-(``validation_items``, Appendix C); ``calibrate_detector`` reports F1, precision, recall,
-ROC AUC and the threshold, and draws the ROC curve. Labels: 1 = unanswerable. A detector
-says which way its score points (``higher_is_unanswerable``) and thresholds stay in the
-detector's own scale: MC dropout flags ``confidence <= threshold``, perplexity flags
-``perplexity >= threshold``.
+(``validation_items``, Appendix C); ``compare_detectors`` reports F1, precision, recall,
+ROC AUC and the threshold of each detector, and draws their ROC curves. Labels: 1 =
+unanswerable. A detector says which way its score points (``higher_is_unanswerable``)
+and thresholds stay in the detector's own scale: MC dropout flags
+``confidence <= threshold``, perplexity flags ``perplexity >= threshold``.
 """
 
 from __future__ import annotations
@@ -327,26 +327,14 @@ def _calibrate(
     return result, (fpr, tpr)
 
 
-def calibrate_detector(
-    detector: Detector, items: Sequence[dict[str, Any]], roc_path: str | Path | None = None
-) -> dict[str, Any]:
-    """Threshold at the max-F1 point of ``items`` (``validation_items``), with F1,
-    precision, recall and ROC AUC; draws the ROC curve to ``roc_path`` when given."""
-    result, curve = _calibrate(detector, items)
-    result["roc_png"] = None
-    if roc_path is not None:
-        title = f"unanswerable contexts: {detector.name}"
-        result["roc_png"] = str(save_roc_png({detector.name: curve}, roc_path, title))
-    return result
-
-
 def compare_detectors(
     detectors: Sequence[Detector],
     items: Sequence[dict[str, Any]],
     roc_path: str | Path | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``calibrate_detector`` for each detector on the same items, their ROC curves in one
-    plot (the paper's comparison of MC dropout and perplexity)."""
+    """Each detector's threshold at the max-F1 point of ``items`` (``validation_items``),
+    with F1, precision, recall and ROC AUC, on the same items; their ROC curves in one plot
+    at ``roc_path`` (the paper's comparison of MC dropout and perplexity)."""
     results, curves = {}, {}
     for detector in detectors:
         results[detector.name], curves[detector.name] = _calibrate(detector, items)

@@ -15,8 +15,8 @@ n-grams, each good where the other is weak (measured on the README's offensivene
 ``docs/models.md``). The lexical model is saved in the model directory's ``lexical/``.
 
 When a response is flagged, the bot says one of a few pre-defined questions on another
-topic instead: ``pick_fallback`` picks the one an LM finds most natural after the context
-(lowest perplexity).
+topic instead: the one its generator finds most natural after the context (lowest
+perplexity; ``serve/bot.py``).
 
 The pieces every pair model shares are in ``pairs.py``; LM perplexities in
 ``perplexity.py``.
@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from rolecall.errors import (
-    ConfigError,
     InputFileError,
 )
 from rolecall.records import Example
@@ -52,7 +51,6 @@ from rolecall.train.pairs import (
     split_metrics,
     train_head,
 )
-from rolecall.train.perplexity import lm_perplexities, lm_prompt
 from rolecall.train.settings import CLASSIFIER_TRAINING, classifier_training
 from rolecall.train.settings import ClassifierSettings as ClassifierSettings  # re-exported
 
@@ -308,22 +306,3 @@ def training_split(
 
 
 # ---- the fallback question --------------------------------------------------------------
-
-
-def pick_fallback(
-    context: Context, questions: Sequence[str], scorer: Any
-) -> tuple[str, list[float]]:
-    """The pre-defined question (on another topic) the LM finds most natural after
-    ``context``, and every question's perplexity (in the order given).
-
-    Used when the classifier flags a response: asking something else keeps the dialogue
-    going where an apology would end it; the perplexity picks the least abrupt change.
-    """
-    questions = [q.strip() for q in questions]
-    if not questions or not all(questions):
-        raise ConfigError(
-            "the fallback needs at least one non-empty question",
-            fix="list the pre-defined questions in the bot's settings",
-        )
-    values = lm_perplexities(scorer, [lm_prompt(context)] * len(questions), questions)
-    return questions[int(np.argmin(values))], [float(v) for v in values]

@@ -1,7 +1,8 @@
 """Perplexity of a response given the dialogue, from any LLM that scores text.
 
-Used by the fallback question (``classifier.pick_fallback``) and by the perplexity method
-of unanswerable-context detection (``serve/unanswerable.py``).
+Used by the perplexity method of unanswerable-context detection (``serve/unanswerable.py``);
+``lm_prompt`` is also the prompt of the generator, whose response perplexities pick the
+bot's fallback question.
 """
 
 from __future__ import annotations
