@@ -50,7 +50,7 @@ def write_config(root: Path, **changes) -> Path:
         "cache": "cache.sqlite",
         "slang": {"index": "index", "corpora": ["comments.txt"]},
         "sentences": {"path": "neutral.csv:Q"},
-        "generate": {"ns": [0, 3]},
+        "generate": {"ns": [0, 2]},  # the index holds 2 comments
         "export": {"formats": ["csv"]},
         "geval": {"enabled": False},
         **changes,

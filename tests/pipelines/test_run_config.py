@@ -21,6 +21,8 @@ def write(folder, name, text):
 def test_both_configs_resolve_the_shared_paths_alike(tmp_path, cache):
     folder = tmp_path / "configs"
     folder.mkdir()
+    for name in ("s.yaml", "e.jsonl"):  # the inputs a dialogue config names must exist
+        (folder / name).write_text("", encoding="utf-8")
     dialogues = load_dialogue_config(
         write(folder, "d.yaml", f"spec: s.yaml\nexamples: e.jsonl\nout: runs/d\ncache: {cache}\n")
     )
