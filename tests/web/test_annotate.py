@@ -49,7 +49,9 @@ def test_upload_assign_and_label(site):
         assert all(r.seconds_spent is not None and r.seconds_spent >= 0 for r in rows)
     # ann2 does not see ann1's label: its own page shows its own choice only
     page = ann2.get(f"/items/{first}").text
-    assert 'value="none" checked' in page and 'value="2" checked' not in page
+    assert (
+        'value="none" checked' in page and 'value="2" aria-describedby="turn-2" checked' not in page
+    )
     # re-labelling updates the one row
     assert label(ann1, first, first_oob="0", category="style").status_code == 303
     with session(engine) as db:
@@ -488,7 +490,7 @@ def test_my_labels_lists_each_answer_latest_first_with_a_way_to_change_it(page_s
     assert "내용 유지: 예" in table and "<time datetime=" in table and "data-local" in table
     assert ann1.get("/times.js").status_code == 200 and '<script src="/times.js"' in mine
     # the item opens with the answer given, to change
-    assert 'value="2" checked' in ann1.get(f"/items/{dialogue}").text
+    assert 'value="2" aria-describedby="turn-2" checked' in ann1.get(f"/items/{dialogue}").text
     # another annotator sees none of these
     other = client_for(engine, "ann2").get(f"/projects/{project_id}/labels").text
     assert 'id="no-labels"' in other
