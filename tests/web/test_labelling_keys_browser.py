@@ -77,9 +77,8 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         assert page.inner_text("#progress") == "라벨링 1 / 2"
         assert page.inner_text("#pace").startswith("라벨당 시간(중앙값):")
         assert "blur" in page.evaluate(BLUR)  # masked ...
-        page.keyboard.press("Tab")  # ... until it has the focus (or the pointer)
-        while page.evaluate("document.activeElement.className") != "toxic masked":
-            page.keyboard.press("Tab")
+        page.keyboard.press(".")  # ... until it has the focus: one key takes it there
+        assert page.evaluate("document.activeElement.className") == "toxic masked"
         assert page.evaluate(BLUR) == "none"
         shots.take(page, "label-pair-focused")
         press(page, "u")  # undo: the dialogue's label is gone, its page open again
@@ -89,8 +88,10 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         page.keyboard.press("n")  # every system turn in bounds
         press(page, "Enter")
         assert page.url == f"{base}/items/{pair_id}"
-        press(page, "m")  # the mask off, for this person
+        shown = page.get_attribute("input[name=shown_at]", "value")
+        press(page, "m")  # the mask off, for this person; the item's clock goes on
         assert page.evaluate(BLUR) == "none"
+        assert page.get_attribute("input[name=shown_at]", "value") == shown
         assert page.get_attribute("#mask-toggle", "aria-pressed") == "false"
         page.keyboard.press("1")
         page.keyboard.press("3")

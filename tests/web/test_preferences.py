@@ -88,7 +88,7 @@ def test_a_red_team_attack_turn_is_masked_and_a_plain_dialogue_has_no_mask(page_
         red, calm, plain = db.scalars(select(Item.id).order_by(Item.id)).all()
     ann1 = client_for(engine, "ann1")
     page = ann1.get(f"/items/{red}").text
-    assert '<div class="text masked" tabindex="0"' in page and 'id="mask-form"' in page
+    assert '<div class="text masked" id="turn-1" tabindex="0"' in page and 'id="mask-form"' in page
     assert page.count('class="text masked"') == 1  # the attack turn only
     for item in (calm, plain):
         page = ann1.get(f"/items/{item}").text
@@ -110,3 +110,26 @@ def test_the_keys_script_is_served_to_a_login(page_site):
     with session(engine) as db:
         item = db.scalars(select(Item.id)).one()
     assert '<script src="/keys.js" defer></script>' in ann1.get(f"/items/{item}").text
+
+
+def test_the_mask_switch_keeps_the_items_clock_and_no_other_start(page_site):
+    """Issue 50 item 4: ``m`` reloaded the page and the item's clock started again; the
+    reload now carries the start it was shown with, which only counts as this person's
+    start on this item."""
+    engine, project_id = page_site
+    admin = client_for(engine, "admin")
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
+    with session(engine) as db:
+        item = f"/items/{db.scalars(select(Item.id)).one()}"
+
+    def start(client, url):
+        return client.get(url).text.split('name="shown_at" value="')[1].split('"')[0]
+
+    ann1, ann2 = client_for(engine, "ann1"), client_for(engine, "ann2")
+    page = ann1.get(item).text
+    first = page.split('name="shown_at" value="')[1].split('"')[0]
+    assert f'name="next" value="{item}?shown={first}"' in page  # the mask form's way back
+    assert start(ann1, f"{item}?shown={first}") == first
+    forged = f"{float(first.split('.')[0]) - 3000:.3f}.{first.rpartition('.')[2]}"
+    assert start(ann1, f"{item}?shown={forged}") != forged  # an earlier start, not signed
+    assert start(ann2, f"{item}?shown={first}") != first  # another person's start

@@ -211,7 +211,8 @@ def show_item(
         item=item,
         payload=item.payload,
         mine=mine.payload if mine else None,
-        shown_at=shown_token(request.app.state.secret, login, item.id, time.time()),
+        shown_at=_shown_again(request, login, item.id)
+        or shown_token(request.app.state.secret, login, item.id, time.time()),
         category_keys=category_keys(settings.spec, language),
         guidelines=guidelines(settings.spec, language),
         names=settings.names(language),
@@ -273,6 +274,25 @@ def shown_token(secret: bytes, login: WebSession, item_id: int, at: float) -> st
     spent on an item is measured by the server's clock, and a made-up start is refused."""
     stamp = f"{at:.3f}"
     return f"{stamp}.{sign(secret, f'shown:{login.user_id}:{item_id}:{stamp}')}"
+
+
+def _shown_again(request: Request, login: WebSession, item_id: int) -> str | None:
+    """The ``shown`` token the page was reloaded with (the mask switched with ``m``): the
+    item's clock goes on from when it was first shown, if the token is this person's for
+    this item and not older than ``MAX_SECONDS``."""
+    token = request.query_params.get("shown", "")
+    stamp = token.rpartition(".")[0]
+    try:
+        at = float(stamp)
+    except ValueError:
+        return None
+    secret = request.app.state.secret
+    fresh = 0 <= time.time() - at <= MAX_SECONDS
+    return (
+        token
+        if fresh and hmac.compare_digest(shown_token(secret, login, item_id, at), token)
+        else None
+    )
 
 
 def _seconds(secret: bytes, login: WebSession, item_id: int, token: str) -> float | None:

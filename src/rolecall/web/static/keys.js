@@ -1,7 +1,7 @@
 // The keys of an item page (docs/web.md, "Keys"). The page names each answer's keys in
 // its data-keys attribute; this file knows only the page's own keys: Enter (save, then
-// the next item), u (undo), m (mask), ? and Esc (this list); and it makes a dialogue's
-// error category required once a turn is picked. No text of its own: every word on the
+// the next item), u (undo), m (mask), . (to the masked text), ? and Esc (this list); and
+// it makes a dialogue's error category required once a turn is picked. No text of its own: every word on the
 // page comes from the message catalogue.
 (function () {
   "use strict";
@@ -43,6 +43,11 @@
         send("undo-form");
       } else if (key === "m") {
         send("mask-form");
+      } else if (event.key === ".") {
+        // the first masked text takes the focus, which shows it (CSS :focus)
+        var masked = document.querySelector(".masked");
+        if (!masked) return;
+        masked.focus();
       } else {
         var choice = form.querySelector('input[data-keys~="' + CSS.escape(key) + '"]');
         if (!choice) return;
