@@ -84,14 +84,14 @@ def test_upgrade_creates_every_table_from_empty_and_is_idempotent(db_url):
     try:
         assert current_revision(engine) is None
         assert inspect(engine).get_table_names() == []
-        assert upgrade(db_url) == head_revision() == "0006"
+        assert upgrade(db_url) == head_revision() == "0007"
         tables = set(inspect(engine).get_table_names())
         assert tables == set(Base.metadata.tables) | {"rolecall_alembic_version"}
         assert tables >= {"users", "projects", "items", "assignments", "annotations",
                           "chat_sessions", "chat_turns", "redteam_rates",
                           "form_submissions"}  # fmt: skip
-        assert upgrade(db_url) == "0006"  # second run: a no-op, not an error
-        assert upgrade(engine) == "0006"
+        assert upgrade(db_url) == "0007"  # second run: a no-op, not an error
+        assert upgrade(engine) == "0007"
         assert set(inspect(engine).get_table_names()) == tables
     finally:
         engine.dispose()
@@ -111,7 +111,7 @@ def test_downgrade_to_empty_and_back(engine):
         command.downgrade(alembic_config(conn), "base")
     assert current_revision(engine) is None
     assert set(inspect(engine).get_table_names()) <= {"rolecall_alembic_version"}
-    assert upgrade(engine) == "0006"
+    assert upgrade(engine) == "0007"
 
 
 def test_user_settings_arrive_with_defaults_and_leave_the_accounts_alone(engine):
@@ -128,7 +128,7 @@ def test_user_settings_arrive_with_defaults_and_leave_the_accounts_alone(engine)
         )
         conn.execute(text("INSERT INTO form_submissions (token, user_id, created) "
                           "VALUES ('t0123456789abcdef', 7, CURRENT_TIMESTAMP)"))  # fmt: skip
-    assert upgrade(engine) == "0006"
+    assert upgrade(engine) == "0007"
     with session(engine) as s:
         user = s.get(User, 7)
         assert (user.language, user.mask) == ("ko", True)
@@ -140,19 +140,19 @@ def test_user_settings_arrive_with_defaults_and_leave_the_accounts_alone(engine)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM form_submissions")).scalar() == 1
         assert conn.execute(text("SELECT count(*) FROM users")).scalar() == 2
-    assert upgrade(engine) == "0006"
+    assert upgrade(engine) == "0007"
 
 
 def test_db_upgrade_command_says_what_happened(db_url):
     first = db_upgrade_command(db_url)
-    assert "upgraded from an empty database to revision 0006" in first
+    assert "upgraded from an empty database to revision 0007" in first
     assert "\n" not in first
-    assert "already at revision 0006" in db_upgrade_command(db_url)
+    assert "already at revision 0007" in db_upgrade_command(db_url)
 
 
 def test_in_memory_sqlite_migrates_through_the_engine():
     engine = connect("sqlite://")
-    assert upgrade(engine) == "0006"
+    assert upgrade(engine) == "0007"
     with session(engine) as s:
         s.add(User(username="u", password_hash="h"))
     with session(engine) as s:

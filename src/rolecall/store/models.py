@@ -197,6 +197,8 @@ class Assignment(Base):
     item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     created: Mapped[datetime] = mapped_column(default=utcnow)
+    # when the annotator last skipped the item: it goes to the end of their queue
+    skipped: Mapped[datetime | None]
 
     item: Mapped[Item] = relationship(back_populates="assignments")
     user: Mapped[User] = relationship()

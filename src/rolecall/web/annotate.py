@@ -56,11 +56,13 @@ from rolecall.web.settings import parse_settings
 router = APIRouter()
 MAX_UPLOAD = 900_000  # bytes (the app refuses bodies over 1 MB anyway)
 MAX_SECONDS = 3600.0
+MAX_COMMENT = 500  # characters of a label's comment for the lead
 
 
 def _queue_query(login: WebSession, project_id: int, what):
     """The person's assigned, unlabelled items in the queue's order (``web/queue.py``);
-    items not ranked yet (just uploaded) after the ranked ones, in upload order."""
+    items not ranked yet (just uploaded) after the ranked ones, in upload order; the items
+    they skipped last, in the order they skipped them."""
     labelled = select(Annotation.item_id).where(Annotation.user_id == login.user_id)
     return (
         select(what)
@@ -71,7 +73,13 @@ def _queue_query(login: WebSession, project_id: int, what):
             Item.project_id == project_id,
             Item.id.not_in(labelled),
         )
-        .order_by(QueueEntry.position.is_(None), QueueEntry.position, Item.id)
+        .order_by(
+            Assignment.skipped.is_not(None),  # skipped ones last, the earliest skip first
+            Assignment.skipped,
+            QueueEntry.position.is_(None),
+            QueueEntry.position,
+            Item.id,
+        )
     )
 
 
@@ -382,6 +390,8 @@ def label(
     offensive: str = Form("", max_length=3),
     sensible: str = Form("", max_length=3),
     specific: str = Form("", max_length=3),
+    unsure: str = Form("", max_length=3),
+    comment: str = Form("", max_length=MAX_COMMENT),
     login: WebSession = Depends(writer),
     db: Session = DB,
 ):
@@ -395,6 +405,8 @@ def label(
         payload = _yes_no(consistent=consistent, offensive=offensive)
     else:
         payload = _yes_no(sensible=sensible, specific=specific)
+    if unsure or comment.strip():  # said to the lead; no part of the answer itself
+        payload["note"] = {"unsure": bool(unsure), "comment": comment.strip()}
     share = db.scalar(select(QueueEntry.share).where(QueueEntry.item_id == item.id))
     save_label(db, item.id, login.user_id, LABEL_KIND[item.kind], payload, seconds, share)
     queue_settings = parse_settings(item.project.settings).queue
@@ -406,3 +418,22 @@ def label(
     )
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)
+
+
+@router.post("/items/{item_id}/skip")
+def skip(item_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
+    """The item goes to the end of the person's queue (unlabelled: no answer is made up);
+    the next item of its kind opens, or the next of any kind."""
+    item = assigned_item(db, login, item_id)
+    back = f"/projects/{item.project_id}/queue"
+    if repeat := repeat_of(db, login, once, back):
+        return repeat
+    assignment = db.scalar(
+        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == login.user_id)
+    )
+    assignment.skipped = utcnow()
+    db.flush()
+    following = next_item(db, login, item.project_id, item.kind) or next_item(
+        db, login, item.project_id
+    )
+    return answered(db, once, f"/items/{following}" if following else back)

@@ -26,8 +26,9 @@ router = APIRouter()
 
 
 def _key(answer: dict) -> tuple:
-    """An answer as something to count (its questions in a fixed order)."""
-    return tuple(sorted(answer.items()))
+    """An answer as something to count (its questions in a fixed order; a note to the
+    lead, unsure or a comment, is no part of it)."""
+    return tuple(sorted((k, v) for k, v in answer.items() if k != "note"))
 
 
 def system_turn(payload: dict, answer: dict) -> int | None:
