@@ -152,3 +152,31 @@ def test_the_queue_serves_its_stored_order_in_the_browser(site):
     with session(engine) as db:
         shares = dict(db.execute(select(Annotation.item_id, Annotation.share)).all())
     assert shares == {order[0]: "ranked", order[1]: "random"}
+
+
+def test_a_long_dialogues_answers_stay_in_view_at_1280_by_720(page_site):
+    """Issue 50 item 5: at 1280x720 the answers were below the fold. The in-bounds choice,
+    the categories and the save button stay at the bottom of the window while the turns
+    scroll; the guidelines sit beside them."""
+    engine, project_id = page_site
+    turns = [
+        {"role": "system" if n % 2 == 0 else "user", "text": f"긴 대화의 {n + 1}번째 발화입니다."}
+        for n in range(20)
+    ]
+    long = {**DIALOGUES[0], "id": "long-1", "turns": turns}
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(long, ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "long.jsonl", jsonl, 1).status_code == 303
+    with session(engine) as db:
+        item_id = db.scalars(select(Item.id)).one()
+    with serving(create_app(engine)) as base, browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1280, "height": 720})
+        log_in(page, base, "ann1", PASSWORD)
+        page.goto(f"{base}/items/{item_id}")
+        assert page.evaluate("document.documentElement.scrollHeight") > 720  # it scrolls
+        for selector in ("#submit-label", "#categories", "input[name=first_oob][value=none]"):
+            box = page.locator(selector).bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= 720, selector
+        guide = page.locator("#guidelines").bounding_box()
+        form = page.locator("#label-form").bounding_box()
+        assert guide["x"] >= form["x"] + form["width"]  # beside the answers, not below
