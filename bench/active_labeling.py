@@ -24,7 +24,7 @@ labels (both classes present), adds ``--step`` labels at a time up to ``--max-la
 macro-F1 on the held-out part after every refit. Orders:
 
 1. **random**: uniformly random unlabelled items (the baseline);
-2. **queue**: the disagreement queue of ``judge/queue_order``, built as ``--queue`` says:
+2. **queue**: the disagreement queue of ``web/queue_order``, built as ``--queue`` says:
 
    - ``panel`` (the default: the best measured, docs/benchmarks.md): a panel votes on
      every unlabelled pool item: the judge, and two more refitted TF-IDF judges that see
@@ -89,7 +89,13 @@ from threadpoolctl import threadpool_limits
 from rolecall.eval.offensiveness import beep_examples
 from rolecall.jsonl import read_jsonl
 from rolecall.judge.out_of_bounds import IN_BOUNDS, OUT_OF_BOUNDS, Item
-from rolecall.judge.queue_order import (
+from rolecall.judge.rules import load_rule_judge
+from rolecall.judge.written_out_of_bounds import out_of_bounds_items, read_out_of_bounds
+from rolecall.records import Dialogue
+from rolecall.spec import load_role_spec
+from rolecall.train.baselines import TfidfModel, TfidfSettings
+from rolecall.train.kda_judges import JUDGE_VIEWS, label_metrics, read_lexicon
+from rolecall.web.queue_order import (
     RANDOM,
     RANDOM_SHARE,
     RANKED,
@@ -97,12 +103,6 @@ from rolecall.judge.queue_order import (
     uncertainty,
     vote_entropy,
 )
-from rolecall.judge.rules import load_rule_judge
-from rolecall.judge.written_out_of_bounds import out_of_bounds_items, read_out_of_bounds
-from rolecall.records import Dialogue
-from rolecall.spec import load_role_spec
-from rolecall.train.baselines import TfidfModel, TfidfSettings
-from rolecall.train.kda_judges import JUDGE_VIEWS, label_metrics, read_lexicon
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

@@ -21,10 +21,10 @@ from sqlalchemy.orm import Session
 
 from rolecall.eval.agreement import krippendorff_alpha
 from rolecall.eval.intervals import wilson_interval
-from rolecall.judge.queue_order import RANDOM
 from rolecall.store import Annotation, Item
 from rolecall.web.export import majority_first_oob
 from rolecall.web.items import labels_by_item, majority_yes
+from rolecall.web.queue_order import RANDOM
 
 # per label kind, each question's error, read from an item's labels by the rules the
 # exports use: the majority first out-of-bounds turn (a tie goes to the turn), the

@@ -8,7 +8,7 @@ labels of both answers, its *trained panel*: TF-IDF + logistic regression judges
 alone, as ``bench/active_labeling.py`` measures the queue) fit on the project's labels so
 far, per label kind (dialogues: each system turn up to the first out-of-bounds one, in its
 context; pairs: consistency of (sentence, rewrite) and offensiveness of the rewrite). An
-item's score is the vote entropy of its panel (``judge/queue_order.vote_entropy``; a
+item's score is the vote entropy of its panel (``web/queue_order.vote_entropy``; a
 dialogue's most split turn), ties broken by the judge's uncertainty (a probability near
 0.5).
 
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from rolecall.judge.queue_order import ranked_queue, uncertainty, vote_entropy
 from rolecall.store import Annotation, Item, ItemKind, QueueEntry
 from rolecall.store.models import utcnow
+from rolecall.web.queue_order import ranked_queue, uncertainty, vote_entropy
 
 log = logging.getLogger(__name__)
 IN, OUT = "in", "out"

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from rolecall.judge.queue_order import (
+from rolecall.web.queue_order import (
     RANDOM,
     RANKED,
     ranked_queue,
