@@ -106,9 +106,14 @@ def test_accounts_projects_and_export_from_the_shell(tmp_path):
     )
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout)["negatives"] == 1
+    assert json.loads(exported.stdout)["positives_from_saved_chats"] == 0  # none saved
     # no item labelled here: an empty labels file, replaced by the next export
     assert json.loads(exported.stdout)["labels"] == 0
     assert (tmp_path / "every.jsonl").read_text(encoding="utf-8") == ""
+    as_sheet = [*exported.args[:3], "--out", str(tmp_path / "ex.jsonl"), "--db", url]
+    sheet = run_cli(*as_sheet, "--labels", str(tmp_path / "every.csv"))
+    assert sheet.returncode == 0, sheet.stderr
+    assert (tmp_path / "every.csv").read_text(encoding="utf-8").startswith("item,item_kind,")
     row = json.loads((tmp_path / "ex.jsonl").read_text(encoding="utf-8"))
     assert (row["label"], row["category"], row["response"]) == ("negative", "style", "반가워요")
     assert (tmp_path / "pairs.csv").read_text(encoding="utf-8") == "neutral,implicit\n"

@@ -402,6 +402,7 @@ def test_each_item_page_shows_its_guidelines_beside_the_answers(page_site):
     guide = page.split('id="guidelines"')[1].split("</aside>")[0]
     assert page.index('id="label-form"') < page.index('id="guidelines"')  # Tab: answers first
     assert "범위를 벗어난" in guide and "라벨링 지침" in guide
+    assert '<label title="봇은 어르신께 언제나 공손한 존댓말을' in page  # a category's meaning
     # "policy violation" (정책 위반) covers three parts of the care-call spec, each shown
     # with its description and forbidden examples
     policy = guide.split("정책 위반</h4>")[1].split("<h4>")[0]

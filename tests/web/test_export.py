@@ -196,3 +196,9 @@ def test_every_label_as_given_exports_with_its_annotator_time_and_share(page_sit
     assert rows[0]["source_id"] == DIALOGUES[0]["id"] and rows[2]["source_id"]
     assert all(r["seconds"] is not None and r["seconds"] >= 0 for r in rows)
     assert all(r["created"].endswith("+00:00") for r in rows)
+    sheet = cells(admin.get(f"/projects/{project_id}/export/labels.csv").text)
+    assert sheet[0][:6] == ["item", "item_kind", "source_id", "annotator", "label_kind", "answer"]
+    assert [row[3] for row in sheet[1:]] == ["ann1", "ann2", rows[2]["annotator"]]
+    assert json.loads(sheet[1][5]) == {"first_oob": 2, "category": "style"}
+    dashboard = admin.get(f"/projects/{project_id}/dashboard").text
+    assert f'href="/projects/{project_id}/export/labels.csv" id="labels-csv"' in dashboard

@@ -341,7 +341,7 @@ def export_command(
     labels: Optional[Path] = typer.Option(
         None,
         help="also write every label of every kind as given: annotator, answer, seconds, "
-        "queue share, times (JSONL)",
+        "queue share, times (JSONL, or CSV for a .csv name)",
         callback=output_file,
     ),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
@@ -353,6 +353,7 @@ def export_command(
     from rolecall.web.export import (
         approved_pairs,
         examples_jsonl,
+        labels_csv,
         labels_jsonl,
         pair_labels_csv,
         pairs_csv,
@@ -373,9 +374,11 @@ def export_command(
         written[pairs] = pairs_csv(approved)
     if pair_labels:
         written[pair_labels] = labelled
-    if labels:
-        written[labels] = labels_jsonl(every)
-    keys = {out_path: "response", labels: "label_kind"}  # the JSONL exports' records
+    if labels:  # a .csv name gets the spreadsheet's form
+        written[labels] = (labels_csv if labels.suffix == ".csv" else labels_jsonl)(every)
+    keys = {out_path: "response"}  # the JSONL exports' records
+    if labels is not None and labels.suffix != ".csv":
+        keys[labels] = "label_kind"
     for path, text in written.items():
         _replaceable(path, text, keys.get(path))
     out_path.write_text(written[out_path], encoding="utf-8")
@@ -393,9 +396,13 @@ def export_command(
             markup=False,
             highlight=False,
         )
+    chats = [e for e in examples if (e.dialogue_id or "").startswith("chat-")]
+    saved = sum(e.label == "positive" for e in chats)
     summary = {
         "examples": len(examples),
         "negatives": sum(e.label == "negative" for e in examples),
+        # a saved chat's bot turns (not fixed, not left out) are positives
+        "positives_from_saved_chats": saved,
         "tied_dialogues_left_out": ties,
         "out": str(out_path),
     }

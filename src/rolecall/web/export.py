@@ -221,10 +221,35 @@ def raw_labels(db: Session, project_id: int) -> list[dict]:
     ]
 
 
+LABEL_COLUMNS = (
+    "item", "item_kind", "source_id", "annotator", "label_kind", "answer", "seconds",
+    "share", "created", "updated",
+)  # fmt: skip
+
+
 def labels_jsonl(rows: list[dict]) -> str:
     import json
 
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def labels_csv(rows: list[dict]) -> str:
+    """``raw_labels`` for a spreadsheet: one row a label, the answer as JSON in one cell
+    (neutralised like every CSV here)."""
+    import json
+
+    return csv_text(
+        [
+            LABEL_COLUMNS,
+            *(
+                [
+                    json.dumps(row[c], ensure_ascii=False) if c == "answer" else row[c]
+                    for c in LABEL_COLUMNS
+                ]
+                for row in rows
+            ),
+        ]
+    )
 
 
 def pairs_csv(pairs: list[Pair]) -> str:
@@ -272,4 +297,11 @@ def export_labels(project_id: ID, _login: WebSession = Depends(admin), db: Sessi
         "labels.jsonl",
         "application/x-ndjson",
         lambda pid: labels_jsonl(raw_labels(db, pid)),
+    )
+
+
+@router.get("/projects/{project_id}/export/labels.csv")
+def export_labels_csv(project_id: ID, _login: WebSession = Depends(admin), db: Session = DB):
+    return project_download(
+        db, project_id, "labels.csv", "text/csv", lambda pid: labels_csv(raw_labels(db, pid))
     )
