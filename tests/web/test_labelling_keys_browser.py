@@ -74,6 +74,11 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         press(page, "Enter")  # saved; the next item: the pair
 
         assert page.url == f"{base}/items/{pair_id}"
+        press(page, "Backspace")  # back to the last label, its answer kept
+        assert page.url == f"{base}/items/{dialogue_id}"
+        assert checked(page, "first_oob") == ["2"]
+        press(page, "Enter")  # saved again as it was: on to the pair
+        assert page.url == f"{base}/items/{pair_id}"
         assert page.inner_text("#progress") == "라벨링 1 / 2"
         assert page.inner_text("#pace").startswith("라벨당 시간(중앙값):")
         assert "blur" in page.evaluate(BLUR)  # masked ...

@@ -61,3 +61,34 @@ def test_unsure_and_a_comment_ride_with_the_label_not_in_its_answer(page_site):
     assert 'id="skip-form"' not in page  # a labelled item is not skipped
     rows = admin.get(f"/projects/{project_id}/export/labels.jsonl").text.splitlines()
     assert json.loads(rows[0])["answer"]["note"]["comment"] == "애매함"
+
+
+def test_a_skip_says_why_to_the_lead_until_the_item_is_labelled(page_site):
+    engine, project_id = page_site
+    items = pairs(engine, project_id, 2)
+    ann1 = client_for(engine, "ann1")
+    first = first_in_queue(ann1, project_id)
+    queue = ann1.get(f"/projects/{project_id}/queue").text
+    assert "남은 항목 2개, 라벨링한 항목 0개" in queue and "/guidelines" in queue
+    assert (
+        post(ann1, f"/items/{first}/skip", f"/items/{first}", reason=" 뜻이 모호함 ").status_code
+        == 303
+    )
+    admin = client_for(engine, "admin")
+    skipped = admin.get(f"/projects/{project_id}/dashboard").text.split('id="skipped"')[1]
+    assert f'data-item="{first}"' in skipped and "뜻이 모호함" in skipped
+    other = next(i for i in items if i != first)
+    assert label(ann1, other, consistent="yes", offensive="no").status_code == 303
+    page = ann1.get(f"/items/{first}").text
+    assert f'href="/items/{other}" id="previous"' in page  # Backspace goes there
+    assert label(ann1, first, consistent="no", offensive="no").status_code == 303
+    skipped = admin.get(f"/projects/{project_id}/dashboard").text.split('id="skipped"')[1]
+    assert f'data-item="{first}"' not in skipped.split("</table>")[0]  # labelled since
+
+
+def test_the_projects_guidelines_page_holds_every_kind(page_site):
+    engine, project_id = page_site
+    page = client_for(engine, "ann1").get(f"/projects/{project_id}/guidelines").text
+    for kind in ("dialogue", "pair", "bot-turn"):
+        assert f'id="guidelines-{kind}"' in page
+    assert "내일 오후 세 시에 제가 다시 전화드릴게요." in page and "드러난 욕설 없이" in page

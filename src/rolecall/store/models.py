@@ -197,8 +197,9 @@ class Assignment(Base):
     item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     created: Mapped[datetime] = mapped_column(default=utcnow)
-    # when the annotator last skipped the item: it goes to the end of their queue
+    # when the annotator last skipped the item (it goes to the end of their queue), and why
     skipped: Mapped[datetime | None]
+    skip_reason: Mapped[str | None] = mapped_column(String(200))
 
     item: Mapped[Item] = relationship(back_populates="assignments")
     user: Mapped[User] = relationship()

@@ -1,4 +1,6 @@
-"""Labelling queues: dialogues (first out-of-bounds turn), K/DA pairs, SSA of bot turns.
+"""Labelling: dialogues (first out-of-bounds turn), K/DA pairs, SSA of bot turns: the
+uploads, the item pages and their labels (what a person has to label and where they go
+next is ``worklist.py``).
 
 An annotator sees only the items assigned to them and only their own labels; the time
 from showing an item to its label is recorded (``seconds_spent``); re-labelling updates
@@ -8,7 +10,8 @@ rewrite, a red-team attack turn) is blurred while the annotator's mask is on
 (``preferences.py``). The LLM judge's verdict on a dialogue is shown only when the
 project's ``show_judge`` setting says so. Every item page shows the annotator's progress
 and time per label, and answers to keys (``pace.py``); ``u`` posts to :func:`undo`, which
-takes back the annotator's last label in the project.
+takes back the annotator's last label in the project. A label may carry a note to the
+lead (unsure, a comment), which is no part of its answer.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from sqlalchemy.orm import Session
 
 from rolecall.store import (
     Annotation,
-    Assignment,
     Item,
     ItemKind,
     Project,
@@ -50,63 +52,13 @@ from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ss
 from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.pace import category_keys, latest_label, pace
 from rolecall.web.queue import labels_since_ranking, refit
-from rolecall.web.review import system_turn
 from rolecall.web.settings import parse_settings
+from rolecall.web.worklist import assigned_item, next_item
 
 router = APIRouter()
 MAX_UPLOAD = 900_000  # bytes (the app refuses bodies over 1 MB anyway)
 MAX_SECONDS = 3600.0
 MAX_COMMENT = 500  # characters of a label's comment for the lead
-
-
-def _queue_query(login: WebSession, project_id: int, what):
-    """The person's assigned, unlabelled items in the queue's order (``web/queue.py``);
-    items not ranked yet (just uploaded) after the ranked ones, in upload order; the items
-    they skipped last, in the order they skipped them."""
-    labelled = select(Annotation.item_id).where(Annotation.user_id == login.user_id)
-    return (
-        select(what)
-        .join(Assignment, Assignment.item_id == Item.id)
-        .outerjoin(QueueEntry, QueueEntry.item_id == Item.id)
-        .where(
-            Assignment.user_id == login.user_id,
-            Item.project_id == project_id,
-            Item.id.not_in(labelled),
-        )
-        .order_by(
-            Assignment.skipped.is_not(None),  # skipped ones last, the earliest skip first
-            Assignment.skipped,
-            QueueEntry.position.is_(None),
-            QueueEntry.position,
-            Item.id,
-        )
-    )
-
-
-def queue(db: Session, login: WebSession, project_id: int) -> list[Item]:
-    """The person's assigned items in the project that they have not labelled yet."""
-    return list(db.scalars(_queue_query(login, project_id, Item)))
-
-
-def next_item(
-    db: Session, login: WebSession, project_id: int, kind: ItemKind | None = None
-) -> int | None:
-    """The first item of the queue, of ``kind`` when given (one id: this runs while a
-    label's write is open)."""
-    query = _queue_query(login, project_id, Item.id)
-    if kind is not None:
-        query = query.where(Item.kind == kind)
-    return db.scalar(query.limit(1))
-
-
-def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
-    item = db.get(Item, item_id)
-    mine = item is not None and db.scalar(
-        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == login.user_id)
-    )
-    if not mine or item.kind not in LABEL_KIND:
-        raise Refused(404, "no such item in your queue")
-    return item
 
 
 @router.post("/admin/projects/{project_id}/items")
@@ -171,36 +123,6 @@ def make_ssa_items(
     add_items(db, project_id, ItemKind.BOT_TURN, rows, per_item, queue_settings.double_share)
     background.add_task(refit, _sessions(request), project_id, queue_settings.random_share)
     return answered(db, once, "/admin")
-
-
-@router.get("/projects/{project_id}/queue")
-def show_queue(
-    request: Request, project_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
-):
-    project = project_of(db, login, project_id)
-    items = queue(db, login, project.id)
-    kinds: dict[str, list[Item]] = {}
-    for item in items:  # the queue's order within each kind
-        kinds.setdefault(item.kind.value, []).append(item)
-    return page(request, "queue.html", project=project, items=items, kinds=kinds)
-
-
-@router.get("/projects/{project_id}/labels")
-def my_labels(
-    request: Request, project_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
-):
-    """The person's own labels in the project, the latest first, each a link to its item
-    (its answer shown there, to change)."""
-    project = project_of(db, login, project_id)
-    rows = db.execute(
-        select(Annotation, Item)
-        .join(Item, Item.id == Annotation.item_id)
-        .where(Annotation.user_id == login.user_id, Item.project_id == project.id)
-        .order_by(Annotation.updated.desc(), Annotation.id.desc())
-    ).all()
-    names = parse_settings(project.settings).names(language_of(request))
-    rows = [(label, item, system_turn(item.payload, label.payload)) for label, item in rows]
-    return page(request, "my_labels.html", project=project, rows=rows, names=names)
 
 
 @router.get("/items/{item_id}")
@@ -418,22 +340,3 @@ def label(
     )
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)
-
-
-@router.post("/items/{item_id}/skip")
-def skip(item_id: ID, once: Once, login: WebSession = Depends(writer), db: Session = DB):
-    """The item goes to the end of the person's queue (unlabelled: no answer is made up);
-    the next item of its kind opens, or the next of any kind."""
-    item = assigned_item(db, login, item_id)
-    back = f"/projects/{item.project_id}/queue"
-    if repeat := repeat_of(db, login, once, back):
-        return repeat
-    assignment = db.scalar(
-        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == login.user_id)
-    )
-    assignment.skipped = utcnow()
-    db.flush()
-    following = next_item(db, login, item.project_id, item.kind) or next_item(
-        db, login, item.project_id
-    )
-    return answered(db, once, f"/items/{following}" if following else back)

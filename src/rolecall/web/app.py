@@ -135,7 +135,17 @@ UPSTREAM = N_(
 
 
 def routers() -> list:
-    from rolecall.web import admin, annotate, chat, dashboard, export, login, preferences, review
+    from rolecall.web import (
+        admin,
+        annotate,
+        chat,
+        dashboard,
+        export,
+        login,
+        preferences,
+        review,
+        worklist,
+    )
 
     return [
         login.router,
@@ -146,6 +156,7 @@ def routers() -> list:
         dashboard.router,
         export.router,
         review.router,
+        worklist.router,
     ]
 
 

@@ -61,6 +61,7 @@ from rolecall.web.items import labels_by_item, majority_yes
 from rolecall.web.label_rates import category_agreement, label_error_rates
 from rolecall.web.review import annotator_agreement, disagreements
 from rolecall.web.settings import parse_settings
+from rolecall.web.worklist import skipped_items
 
 router = APIRouter()
 QUESTIONS = {
@@ -282,6 +283,7 @@ def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
         "label_error_rates": label_error_rates(db, project_id),
         "disagreements": disagreements(db, project_id),
         "annotator_agreement": annotator_agreement(db, project_id),
+        "skipped": skipped_items(db, project_id),
     }
 
 

@@ -31,6 +31,7 @@ class Pace:
     total: int  # the items assigned to them there
     median_seconds: float | None  # over their labels there with a measured time
     last_label: int | None = None  # the id of their latest label there: what undo takes
+    last_item: int | None = None  # its item: where Backspace goes, the answer kept
 
 
 def latest_label(db: Session, user_id: int, project_id: int) -> Annotation | None:
@@ -61,11 +62,13 @@ def pace(db: Session, user_id: int, project_id: int) -> Pace:
             Annotation.seconds_spent.is_not(None),
         )
     ).all()
+    last = latest_label(db, user_id, project_id)
     return Pace(
         done=db.scalar(assigned.where(Item.id.in_(labelled))),
         total=db.scalar(assigned),
         median_seconds=statistics.median(seconds) if seconds else None,
-        last_label=getattr(latest_label(db, user_id, project_id), "id", None),
+        last_label=getattr(last, "id", None),
+        last_item=getattr(last, "item_id", None),
     )
 
 

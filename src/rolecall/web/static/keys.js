@@ -1,8 +1,8 @@
 // The keys of an item page (docs/web.md, "Keys"). The page names each answer's keys in
 // its data-keys attribute; this file knows only the page's own keys: Enter (save, then
-// the next item), u (undo), m (mask), . (to the masked text), ? and Esc (this list); and
-// it makes a dialogue's error category required once a turn is picked. No text of its own: every word on the
-// page comes from the message catalogue.
+// the next item), Backspace (the last label), u (undo), m (mask), . (to the masked text),
+// ? and Esc (this list); and it makes a dialogue's error category required once a turn is
+// picked. No text of its own: every word on the page comes from the message catalogue.
 (function () {
   "use strict";
   var form = document.getElementById("label-form");
@@ -39,7 +39,11 @@
       form.requestSubmit();
     } else {
       var key = keyOf(event);
-      if (key === "u") {
+      if (event.key === "Backspace") {
+        var previous = document.getElementById("previous");
+        if (!previous) return;
+        window.location.href = previous.href; // the last label's item, its answer shown
+      } else if (key === "u") {
         send("undo-form");
       } else if (key === "m") {
         send("mask-form");
