@@ -84,8 +84,12 @@ import yaml
 from sqlalchemy import select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests/, for its fake LLM
 import form_bursts  # noqa: E402
 
+# the projects' bots name the fake LLM, and a bot's model string is checked where it is
+# stored: registered here too, not only in the server process
+import tests.fakes  # noqa: E402, F401
 from rolecall.formats.kda import read_kda_csv
 from rolecall.store import (
     Annotation,
