@@ -58,13 +58,13 @@ def test_upload_assign_and_label(site):
         assert db.scalar(select(func.count()).select_from(Annotation)) == 2
 
     # export: the tie between turn 0 (ann1) and none (ann2) stays out of training until a
-    # review breaks it: the dashboard lists it first, and the admin's label is a third vote
+    # review opens it to settle; labelled from the plain item page, the admin's is a third vote
     export = f"/projects/{project_id}/export/examples.jsonl"
     assert admin.get(export).text == ""
     dashboard = f"/projects/{project_id}/dashboard"
     assert f'data-item="{first}" data-tie' in admin.get(dashboard).text
     reviewed = post(admin, f"/projects/{project_id}/review/{first}", dashboard)
-    assert reviewed.headers["location"] == f"/items/{first}"
+    assert reviewed.headers["location"] == f"/items/{first}?settle=yes"
     assert label(admin, first, first_oob="0", category="style").status_code == 303
     rows = [json.loads(line) for line in admin.get(export).text.splitlines()]
     assert [(r["label"], r["category"], r["response"], r["dialogue_id"]) for r in rows] == [

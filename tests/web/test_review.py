@@ -6,7 +6,7 @@ import json
 
 from sqlalchemy import select
 
-from rolecall.store import Item, session
+from rolecall.store import Annotation, Item, session
 from rolecall.web.review import system_turn, tied
 from tests.web.site import PAIRS_CSV, client_for, hidden_fields, label, post, upload
 
@@ -44,3 +44,43 @@ def test_only_an_admin_reviews_and_only_an_item_of_that_project(page_site):
     assert len(pairs) == 2  # two of three say implicitly offensive: approved
     rows = admin.get(f"/projects/{project_id}/export/labels.jsonl").text.splitlines()
     assert [json.loads(r)["annotator"] for r in rows] == ["ann1", "ann2", "admin"]
+
+
+def test_a_leads_review_settles_the_item_over_the_majority(page_site):
+    """Issue 50 build item 4: adjudication picks the final label; the exports use it, the
+    agreement figures stay the annotators' own, and an annotator cannot settle."""
+    engine, project_id = page_site
+    admin = client_for(engine, "admin")
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
+    with session(engine) as db:
+        item = db.scalars(select(Item.id)).one()
+    ann1, ann2 = client_for(engine, "ann1"), client_for(engine, "ann2")
+    assert label(ann1, item, consistent="yes", offensive="yes").status_code == 303
+    assert label(ann2, item, consistent="yes", offensive="no", settle="yes").status_code == 303
+    export = f"/projects/{project_id}/export/pairs.csv"
+    assert len(admin.get(export).text.splitlines()) == 1  # a tie: not approved
+    dashboard = f"/projects/{project_id}/dashboard"
+    opened = post(admin, f"/projects/{project_id}/review/{item}", dashboard)
+    assert opened.headers["location"] == f"/items/{item}?settle=yes"
+    page = admin.get(opened.headers["location"]).text
+    assert 'name="settle" value="yes"' in page and 'id="settling"' in page
+    shown_at = page.split('name="shown_at" value="')[1].split('"')[0]
+    settled = admin.post(
+        f"/items/{item}/label",
+        data={
+            **hidden_fields(page, f"/items/{item}/label"),
+            "shown_at": shown_at,
+            "consistent": "yes",
+            "offensive": "yes",
+            "settle": "yes",
+        },
+    )
+    assert settled.status_code == 303
+    assert len(admin.get(export).text.splitlines()) == 2  # the lead's answer decides
+    table = admin.get(dashboard).text.split('id="disagreements"')[1].split("</table>")[0]
+    assert "admin 확정" in table
+    agreement = admin.get(dashboard).text.split('id="annotator-agreement"')[1]
+    assert "<td>admin</td>" not in agreement.split("</table>")[0]  # the annotators' own
+    with session(engine) as db:  # ann2's settle was not a lead's: no mark
+        marks = [a.payload.get("settled") for a in db.scalars(select(Annotation))]
+    assert sorted(map(bool, marks)) == [False, False, True]

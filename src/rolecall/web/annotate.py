@@ -31,6 +31,7 @@ from rolecall.store import (
     ItemKind,
     Project,
     QueueEntry,
+    Role,
     WebSession,
 )
 from rolecall.store.models import utcnow
@@ -48,7 +49,14 @@ from rolecall.web.deps import (
 )
 from rolecall.web.guidelines import guidelines
 from rolecall.web.i18n import language_of
-from rolecall.web.items import LABEL_KIND, UPLOADED, add_items, parse_upload, ssa_rows
+from rolecall.web.items import (
+    LABEL_KIND,
+    SETTLED,
+    UPLOADED,
+    add_items,
+    parse_upload,
+    ssa_rows,
+)
 from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.pace import category_keys, latest_label, pace
 from rolecall.web.queue import labels_since_ranking, refit
@@ -150,6 +158,8 @@ def show_item(
         pace=pace(db, login.user_id, item.project_id),
         masked=masked,
         offensive=item.kind == ItemKind.PAIR or bool(masked),
+        # a lead reviewing a disagreement: their label settles the item
+        settling=request.query_params.get("settle") == "yes" and login.user.role == Role.ADMIN,
     )
 
 
@@ -313,6 +323,7 @@ def label(
     sensible: str = Form("", max_length=3),
     specific: str = Form("", max_length=3),
     unsure: str = Form("", max_length=3),
+    settle: str = Form("", max_length=3),
     comment: str = Form("", max_length=MAX_COMMENT),
     login: WebSession = Depends(writer),
     db: Session = DB,
@@ -329,6 +340,8 @@ def label(
         payload = _yes_no(sensible=sensible, specific=specific)
     if unsure or comment.strip():  # said to the lead; no part of the answer itself
         payload["note"] = {"unsure": bool(unsure), "comment": comment.strip()}
+    if settle == "yes" and login.user.role == Role.ADMIN:  # a lead's review (review.py)
+        payload[SETTLED] = True
     share = db.scalar(select(QueueEntry.share).where(QueueEntry.item_id == item.id))
     save_label(db, item.id, login.user_id, LABEL_KIND[item.kind], payload, seconds, share)
     queue_settings = parse_settings(item.project.settings).queue

@@ -57,7 +57,7 @@ from rolecall.store import (
 )
 from rolecall.web.deps import DB, ID, admin, page, project_download, project_or_404
 from rolecall.web.i18n import language_of, tr
-from rolecall.web.items import labels_by_item, majority_yes
+from rolecall.web.items import annotators_only, decided, labels_by_item, majority_yes
 from rolecall.web.label_rates import category_agreement, label_error_rates
 from rolecall.web.review import annotator_agreement, disagreements
 from rolecall.web.settings import parse_settings
@@ -165,7 +165,8 @@ def ssa(db: Session, project_id: int) -> list[dict]:
         )
     }
     by_version: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    for item_id, labels in labels_by_item(db, project_id, "ssa").items():
+    for item_id, given in labels_by_item(db, project_id, "ssa").items():
+        labels = decided(given)
         sensible = majority_yes(labels, "sensible")
         by_version[items[item_id].payload.get("bot_version") or "unknown"].append(
             (sensible, sensible and majority_yes(labels, "specific"))
@@ -214,7 +215,10 @@ def agreement(db: Session, project_id: int) -> list[dict]:
     for kind, questions in QUESTIONS.items():
         labels = labels_by_item(db, project_id, kind)
         for question in questions:
-            units = [[str(label.get(question)) for label in group] for group in labels.values()]
+            units = [
+                [str(label.get(question)) for label in annotators_only(group)]
+                for group in labels.values()
+            ]
             rows.append(
                 {
                     "kind": kind,

@@ -45,7 +45,7 @@ from rolecall.store import (
 )
 from rolecall.web.chat import bot_turns_in_context
 from rolecall.web.deps import DB, ID, admin, project_download
-from rolecall.web.items import labels_by_item, majority_yes
+from rolecall.web.items import decided, labels_by_item, majority_yes
 
 router = APIRouter()
 
@@ -84,7 +84,7 @@ def _labelled(
     items = db.scalars(
         select(Item).where(Item.project_id == project_id, Item.kind == kind).order_by(Item.id)
     )
-    return [(item, labels[item.id]) for item in items if item.id in labels]
+    return [(item, decided(labels[item.id])) for item in items if item.id in labels]
 
 
 def majority_first_oob(labels: list[dict]) -> tuple[int | None, str | None]:

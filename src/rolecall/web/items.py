@@ -221,6 +221,20 @@ def labels_by_item(db: Session, project_id: int, label_kind: str) -> dict[int, l
     return out
 
 
+SETTLED = "settled"  # a lead's label that settles an item (web/review.py)
+
+
+def decided(labels: list[dict]) -> list[dict]:
+    """The labels that decide an item: the lead's settling label alone where there is one
+    (the latest), else every annotator's."""
+    return [label for label in labels if label.get(SETTLED)][-1:] or labels
+
+
+def annotators_only(labels: list[dict]) -> list[dict]:
+    """The annotators' own labels of an item (agreement is theirs, not the lead's)."""
+    return [label for label in labels if not label.get(SETTLED)]
+
+
 def majority_yes(labels: list[dict], question: str) -> bool:
     """The annotators' majority answer to a yes/no question; a tie is "no"."""
     return most_common(bool(label.get(question)) for label in labels) == [True]

@@ -23,7 +23,7 @@ from rolecall.eval.agreement import krippendorff_alpha
 from rolecall.eval.intervals import wilson_interval
 from rolecall.store import Annotation, Item
 from rolecall.web.export import majority_first_oob
-from rolecall.web.items import labels_by_item, majority_yes
+from rolecall.web.items import annotators_only, decided, labels_by_item, majority_yes
 from rolecall.web.queue_order import RANDOM
 
 # per label kind, each question's error, read from an item's labels by the rules the
@@ -59,7 +59,7 @@ def label_error_rates(db: Session, project_id: int) -> list[dict]:
     rows = []
     for kind, questions in ERRORS.items():
         labels = labels_by_item(db, project_id, kind)
-        sample = [group for item_id, group in labels.items() if item_id in sampled]
+        sample = [decided(group) for item_id, group in labels.items() if item_id in sampled]
         for question, is_error in questions.items():
             k = sum(map(is_error, sample))
             low, high = wilson_interval(k, len(sample)) or (None, None)
@@ -81,7 +81,8 @@ def label_error_rates(db: Session, project_id: int) -> list[dict]:
 def category_agreement(db: Session, project_id: int, categories: list[str]) -> list[dict]:
     """Alpha of the chosen error category over dialogues with 2+ labels, then one binary
     alpha per category of ``categories`` (the spec's order)."""
-    groups = [g for g in labels_by_item(db, project_id, "oob").values() if len(g) >= 2]
+    every = labels_by_item(db, project_id, "oob").values()
+    groups = [g for g in map(annotators_only, every) if len(g) >= 2]
     chosen = [[str(label.get("category")) for label in group] for group in groups]
     rows = [_row("category", chosen)]
     for name in categories:

@@ -166,7 +166,7 @@ def item_scores(items: Sequence[Item], labels: dict[int, list[dict]]) -> list[tu
 def rank(db: Session, project_id: int, random_share: float, seed: int = 0) -> int:
     """Score the project's items, lay them out (``ranked_queue``) and store the order;
     returns how many items it holds. One transaction: the old order stays until then."""
-    from rolecall.web.items import LABEL_KIND, labels_by_item
+    from rolecall.web.items import LABEL_KIND, decided, labels_by_item
 
     items = list(
         db.scalars(
@@ -176,7 +176,7 @@ def rank(db: Session, project_id: int, random_share: float, seed: int = 0) -> in
         )
     )
     labels = {
-        item_id: group
+        item_id: decided(group)
         for kind in LABEL_KIND.values()
         for item_id, group in labels_by_item(db, project_id, kind).items()
     }

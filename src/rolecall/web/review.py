@@ -1,12 +1,14 @@
-"""Agreement a lead can act on: the items whose annotators disagree (ties first), each
-annotator's agreement with the others, and review: an admin takes a disagreeing item into
-their own queue and labels it, a further vote that breaks a tie.
+"""Agreement a lead can act on: the items whose annotators disagree (unsettled ties
+first), each annotator's agreement with the others, and review: an admin takes a
+disagreeing item into their own queue and labels it there, a label that settles the item:
+the exports and rates use it alone instead of the annotators' majority (``items.decided``),
+while agreement stays the annotators' own.
 
 An item's answer is its label's payload (a dialogue's first out-of-bounds turn and
 category, a pair's two yes/no answers, a bot turn's two); two labels agree when their
 answers are equal. A tie is an item whose most common answer is shared by two or more
-answers: the dialogue export leaves a tied dialogue out of training until it is broken
-(``web/export.py``); a tied pair or bot turn already counts as "no".
+answers: the dialogue export leaves a tied dialogue out of training until it is settled
+(``web/export.py``); a tied pair or bot turn counts as "no" until then.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy.orm import Session
 from rolecall.judge.voting import most_common
 from rolecall.store import Annotation, Assignment, Item, User, WebSession
 from rolecall.web.deps import DB, ID, Refused, admin_writer, dialect_insert, project_or_404
+from rolecall.web.items import SETTLED
 from rolecall.web.once import Once, answered, repeat_of
 
 router = APIRouter()
@@ -28,7 +31,7 @@ router = APIRouter()
 def _key(answer: dict) -> tuple:
     """An answer as something to count (its questions in a fixed order; a note to the
     lead, unsure or a comment, is no part of it)."""
-    return tuple(sorted((k, v) for k, v in answer.items() if k != "note"))
+    return tuple(sorted((k, v) for k, v in answer.items() if k not in ("note", SETTLED)))
 
 
 def system_turn(payload: dict, answer: dict) -> int | None:
@@ -69,16 +72,19 @@ def disagreements(db: Session, project_id: int) -> list[dict]:
         )
     }
     rows = []
-    for item_id, given in _answers(db, project_id).items():
+    for item_id, everyone in _answers(db, project_id).items():
+        given = [(name, answer) for name, answer in everyone if not answer.get(SETTLED)]
         if len({_key(answer) for _, answer in given}) < 2:
             continue
         counts = Counter(_key(answer) for _, answer in given)
+        settled = [(name, answer) for name, answer in everyone if answer.get(SETTLED)][-1:]
         rows.append(
             {
                 "item": item_id,
                 "kind": items[item_id][0].value,
                 "labels": len(given),
                 "tie": tied([answer for _, answer in given]),
+                "settled_by": settled[0][0] if settled else None,
                 "agreeing": max(counts.values()) / len(given),
                 "answers": [
                     {
@@ -86,18 +92,22 @@ def disagreements(db: Session, project_id: int) -> list[dict]:
                         "answer": answer,
                         "system_turn": system_turn(items[item_id][1], answer),
                     }
-                    for name, answer in given
+                    for name, answer in [*given, *settled]
                 ],
             }
         )
-    return sorted(rows, key=lambda r: (not r["tie"], r["agreeing"], r["item"]))
+    # what still needs a lead first: unsettled ties, then the most split
+    return sorted(
+        rows, key=lambda r: (r["settled_by"] is not None, not r["tie"], r["agreeing"], r["item"])
+    )
 
 
 def annotator_agreement(db: Session, project_id: int) -> list[dict]:
     """Per annotator, over the items someone else labelled too: how often their answer is
     one the others gave most often (the others' majority; any of them on a tie)."""
     shared: dict[str, list[bool]] = defaultdict(list)
-    for given in _answers(db, project_id).values():
+    for everyone in _answers(db, project_id).values():
+        given = [(name, answer) for name, answer in everyone if not answer.get(SETTLED)]
         for index, (name, answer) in enumerate(given):
             others = [_key(a) for i, (_, a) in enumerate(given) if i != index]
             if others:
@@ -116,7 +126,8 @@ def review(
     login: WebSession = Depends(admin_writer),
     db: Session = DB,
 ):
-    """The item joins the admin's own queue and opens: their label is one more vote."""
+    """The item joins the admin's own queue and opens to settle: their label there decides
+    it (``items.decided``)."""
     if repeat := repeat_of(db, login, once, f"/items/{item_id}"):
         return repeat
     project = project_or_404(db, project_id)
@@ -125,4 +136,4 @@ def review(
         raise Refused(404, "no such item in this project")
     statement = dialect_insert(db, Assignment).values(item_id=item.id, user_id=login.user_id)
     db.execute(statement.on_conflict_do_nothing(index_elements=["item_id", "user_id"]))
-    return answered(db, once, f"/items/{item.id}")
+    return answered(db, once, f"/items/{item.id}?settle=yes")
