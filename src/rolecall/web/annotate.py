@@ -48,7 +48,7 @@ from rolecall.web.deps import (
     writer,
 )
 from rolecall.web.guidelines import guidelines
-from rolecall.web.i18n import language_of
+from rolecall.web.i18n import language_of, tr
 from rolecall.web.items import (
     LABEL_KIND,
     SETTLED,
@@ -138,19 +138,37 @@ def show_item(
     request: Request, item_id: ID, login: WebSession = Depends(logged_in), db: Session = DB
 ):
     item = assigned_item(db, login, item_id)
-    settings = parse_settings(item.project.settings)
     mine = db.scalar(
         select(Annotation).where(Annotation.item_id == item.id, Annotation.user_id == login.user_id)
     )
+    shown_at = _shown_again(request, login, item.id) or shown_token(
+        request.app.state.secret, login, item.id, time.time()
+    )
+    return item_page(request, login, db, item, mine.payload if mine else None, shown_at)
+
+
+def item_page(
+    request: Request,
+    login: WebSession,
+    db: Session,
+    item: Item,
+    mine: dict | None,
+    shown_at: str,
+    error: str | None = None,
+):
+    """An item's page with ``mine`` (the answer to show chosen) and, after a label that
+    could not be saved, its ``error`` in place (status 422), the answers given kept."""
+    settings = parse_settings(item.project.settings)
     language, masked = language_of(request), masked_turns(item)
     return page(
         request,
         f"label_{item.kind.value}.html",
+        422 if error else 200,
         item=item,
         payload=item.payload,
-        mine=mine.payload if mine else None,
-        shown_at=_shown_again(request, login, item.id)
-        or shown_token(request.app.state.secret, login, item.id, time.time()),
+        mine=mine,
+        error=error,
+        shown_at=shown_at,
         category_keys=category_keys(settings.spec, language),
         guidelines=guidelines(settings.spec, language),
         names=settings.names(language),
@@ -268,6 +286,12 @@ def _dialogue_label(
     return {"first_oob": int(first_oob), "category": category}
 
 
+def _given(first_oob: str, category: str) -> dict:
+    """A dialogue answer as sent, to show again chosen: the turn when it is one."""
+    turn = int(first_oob) if first_oob.isascii() and first_oob.isdigit() else first_oob
+    return {"first_oob": None if first_oob == "none" else turn, "category": category}
+
+
 def _yes_no(**answers: str) -> dict:
     if any(a not in ("yes", "no") for a in answers.values()):
         raise Refused(422, "answer every question with yes or no")
@@ -330,14 +354,24 @@ def label(
 ):
     item = assigned_item(db, login, item_id)
     seconds = _seconds(request.app.state.secret, login, item.id, shown_at)
-    if item.kind == ItemKind.DIALOGUE:
-        settings = parse_settings(item.project.settings)
-        names = settings.names(language_of(request))
-        payload = _dialogue_label(item, first_oob, category, settings.error_categories, names)
-    elif item.kind == ItemKind.PAIR:
-        payload = _yes_no(consistent=consistent, offensive=offensive)
-    else:
-        payload = _yes_no(sensible=sensible, specific=specific)
+    answers = {"consistent": consistent, "offensive": offensive}
+    if item.kind == ItemKind.BOT_TURN:
+        answers = {"sensible": sensible, "specific": specific}
+    try:
+        if item.kind == ItemKind.DIALOGUE:
+            settings = parse_settings(item.project.settings)
+            names = settings.names(language_of(request))
+            payload = _dialogue_label(item, first_oob, category, settings.error_categories, names)
+        else:
+            payload = _yes_no(**answers)
+    except Refused as refused:  # said on the item itself, the answers given kept
+        given = (
+            _given(first_oob, category)
+            if item.kind == ItemKind.DIALOGUE
+            else {k: {"yes": True, "no": False}.get(v) for k, v in answers.items()}
+        )
+        message = tr(request, refused.message, **refused.values)
+        return item_page(request, login, db, item, given, shown_at, message)
     if unsure or comment.strip():  # said to the lead; no part of the answer itself
         payload["note"] = {"unsure": bool(unsure), "comment": comment.strip()}
     if settle == "yes" and login.user.role == Role.ADMIN:  # a lead's review (review.py)
