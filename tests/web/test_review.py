@@ -81,6 +81,9 @@ def test_a_leads_review_settles_the_item_over_the_majority(page_site):
     assert "admin 확정" in table
     agreement = admin.get(dashboard).text.split('id="annotator-agreement"')[1]
     assert "<td>admin</td>" not in agreement.split("</table>")[0]  # the annotators' own
+    # the answer mix: ann2 refused the pair (not offensive), ann1 approved it
+    assert agreement.split("<td>ann2</td>")[1].split("</tr>")[0].endswith("<td>100.0%</td>")
+    assert agreement.split("<td>ann1</td>")[1].split("</tr>")[0].endswith("<td>0.0%</td>")
     with session(engine) as db:  # ann2's settle was not a lead's: no mark
         marks = [a.payload.get("settled") for a in db.scalars(select(Annotation))]
     assert sorted(map(bool, marks)) == [False, False, True]

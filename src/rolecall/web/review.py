@@ -14,6 +14,7 @@ answers: the dialogue export leaves a tied dialogue out of training until it is 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from statistics import mean, median
 
 from fastapi import APIRouter, Depends
 from sqlalchemy import select
@@ -102,9 +103,20 @@ def disagreements(db: Session, project_id: int) -> list[dict]:
     )
 
 
+# an answer that says something is wrong, per label kind: the answer mix a lead compares
+FLAGS = {
+    "oob": lambda a: a.get("first_oob") is not None,  # a turn out of bounds
+    "pair": lambda a: not (a.get("consistent") and a.get("offensive")),  # a pair refused
+    "ssa": lambda a: not (a.get("sensible") and a.get("specific")),  # a reply faulted
+}
+
+
 def annotator_agreement(db: Session, project_id: int) -> list[dict]:
-    """Per annotator, over the items someone else labelled too: how often their answer is
-    one the others gave most often (the others' majority; any of them on a tie)."""
+    """Per annotator: over the items someone else labelled too, how often their answer is
+    one the others gave most often (the others' majority; any of them on a tie); over all
+    their labels, the median seconds and the share of answers that flag something wrong
+    (the answer mix: one who flags far more or less than the rest reads the guidelines
+    otherwise)."""
     shared: dict[str, list[bool]] = defaultdict(list)
     for everyone in _answers(db, project_id).values():
         given = [(name, answer) for name, answer in everyone if not answer.get(SETTLED)]
@@ -112,9 +124,29 @@ def annotator_agreement(db: Session, project_id: int) -> list[dict]:
             others = [_key(a) for i, (_, a) in enumerate(given) if i != index]
             if others:
                 shared[name].append(_key(answer) in most_common(others))
+    seconds: dict[str, list[float]] = defaultdict(list)
+    flagged: dict[str, list[bool]] = defaultdict(list)
+    for name, kind, answer, spent in db.execute(
+        select(User.username, Annotation.kind, Annotation.payload, Annotation.seconds_spent)
+        .join(Item, Item.id == Annotation.item_id)
+        .join(User, User.id == Annotation.user_id)
+        .where(Item.project_id == project_id)
+    ):
+        if answer.get(SETTLED):
+            continue
+        if spent is not None:
+            seconds[name].append(spent)
+        if kind in FLAGS:
+            flagged[name].append(FLAGS[kind](answer))
     return [
-        {"annotator": name, "shared_items": len(hits), "agrees_with_others": sum(hits) / len(hits)}
-        for name, hits in sorted(shared.items())
+        {
+            "annotator": name,
+            "shared_items": len(shared[name]),
+            "agrees_with_others": mean(shared[name]) if shared[name] else None,
+            "median_seconds": median(seconds[name]) if seconds[name] else None,
+            "flagged_share": mean(flagged[name]) if flagged[name] else None,
+        }
+        for name in sorted(set(shared) | set(flagged))
     ]
 
 
