@@ -100,6 +100,29 @@ def upload(client, project_id: int, kind: str, name: str, body: str, per_item: i
     )
 
 
+def item_ids(engine, kind: str) -> list[int]:
+    """The ids of the items of ``kind``, in upload order."""
+    from sqlalchemy import select
+
+    from rolecall.store import Item
+
+    with session(engine) as db:
+        return list(db.scalars(select(Item.id).where(Item.kind == kind).order_by(Item.id)))
+
+
+def dialogue_and_pair(engine, project_id: int) -> tuple[int, int]:
+    """``DIALOGUES[0]`` and the pair of ``PAIRS_CSV``, uploaded by the admin for one
+    annotator each; their item ids."""
+    import json
+
+    admin = client_for(engine, "admin")
+    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 1).status_code == 303
+    (dialogue,), (pair,) = item_ids(engine, "dialogue"), item_ids(engine, "pair")
+    return dialogue, pair
+
+
 def label(client, item_id: int, **answer):
     page = client.get(f"/items/{item_id}")
     assert page.status_code == 200

@@ -15,7 +15,9 @@ from tests.web.site import (
     PAIRS_CSV,
     client_for,
     csrf_of,
+    dialogue_and_pair,
     hidden_fields,
+    item_ids,
     label,
     post,
     upload,
@@ -232,11 +234,6 @@ def test_uploads_and_items_refuse_bad_input_and_strangers(site):
         assert db.scalar(select(func.count()).select_from(Annotation)) == 0
 
 
-def _items(engine, kind: str) -> list[int]:
-    with session(engine) as db:
-        return list(db.scalars(select(Item.id).where(Item.kind == kind).order_by(Item.id)))
-
-
 def test_the_same_label_form_sent_at_once_is_one_row_and_every_submit_a_redirect(site):
     """A double click (or 20) on one form: before, the second insert of a check-then-insert
     hit the unique constraint and got a 500."""
@@ -248,7 +245,7 @@ def test_the_same_label_form_sent_at_once_is_one_row_and_every_submit_a_redirect
     admin = client_for(engine, "admin")
     assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
     ann1 = client_for(engine, "ann1")
-    (item_id,) = _items(engine, "pair")
+    (item_id,) = item_ids(engine, "pair")
     page = ann1.get(f"/items/{item_id}").text
     data = {
         "csrf": csrf_of(page),
@@ -293,7 +290,7 @@ def test_the_first_out_of_bounds_turn_takes_ascii_digits_only(page_site):
     admin = client_for(engine, "admin")
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
     assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
-    (item_id,) = _items(engine, "dialogue")
+    (item_id,) = item_ids(engine, "dialogue")
     ann1 = client_for(engine, "ann1")
     for turn in ("²", "٠", "０", "2 ", "+2"):  # '²'.isdigit() and int('٠') == 0
         response = label(ann1, item_id, first_oob=turn, category="style")
@@ -317,7 +314,7 @@ def test_time_spent_cannot_be_forged_with_what_pages_show(page_site):
     engine, project_id = page_site
     admin = client_for(engine, "admin")
     assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
-    (item_id,) = _items(engine, "pair")
+    (item_id,) = item_ids(engine, "pair")
     ann1 = client_for(engine, "ann1")
     page = ann1.get(f"/items/{item_id}").text
     token = csrf_of(page)
@@ -392,11 +389,7 @@ def test_each_item_page_shows_its_guidelines_beside_the_answers(page_site):
     """Issue 50 item 1: the spec's rules, grouped by the error category they map to, with
     forbidden examples; a pair's and a bot turn's questions defined."""
     engine, project_id = page_site
-    admin = client_for(engine, "admin")
-    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
-    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
-    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 1).status_code == 303
-    (dialogue,), (pair,) = _items(engine, "dialogue"), _items(engine, "pair")
+    dialogue, pair = dialogue_and_pair(engine, project_id)
     ann1 = client_for(engine, "ann1")
     page = ann1.get(f"/items/{dialogue}").text
     guide = page.split('id="guidelines"')[1].split("</aside>")[0]
@@ -421,7 +414,7 @@ def test_a_missing_answer_is_asked_for_on_the_item_and_an_error_page_leads_back(
     admin = client_for(engine, "admin")
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
     assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
-    (item_id,) = _items(engine, "dialogue")
+    (item_id,) = item_ids(engine, "dialogue")
     ann1 = client_for(engine, "ann1")
     page = ann1.get(f"/items/{item_id}")
     shown_at = page.text.split('name="shown_at" value="')[1].split('"')[0]

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import select
-
-from rolecall.store import Item, session
-from tests.web.site import DIALOGUES, PAIRS_CSV, client_for, label, upload
-
-
-def _items(engine, kind: str) -> list[int]:
-    with session(engine) as db:
-        return list(db.scalars(select(Item.id).where(Item.kind == kind).order_by(Item.id)))
+from tests.web.site import (
+    DIALOGUES,
+    client_for,
+    dialogue_and_pair,
+    item_ids,
+    label,
+    upload,
+)
 
 
 def test_the_queue_page_offers_each_kind_not_each_item_and_enter_keeps_to_a_kind(page_site):
@@ -26,7 +25,7 @@ def test_the_queue_page_offers_each_kind_not_each_item_and_enter_keeps_to_a_kind
     csv = "neutral,implicit\n" + "".join(f"문장 {n}.,바꾼 문장 {n}\n" for n in range(2))
     assert upload(admin, project_id, "pair", "kda.csv", csv, 2).status_code == 303
     assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 2).status_code == 303
-    dialogues, pairs = _items(engine, "dialogue"), _items(engine, "pair")
+    dialogues, pairs = item_ids(engine, "dialogue"), item_ids(engine, "pair")
     ann1 = client_for(engine, "ann1")
     page = ann1.get(f"/projects/{project_id}/queue").text
     assert page.count('href="/items/') == 3  # start, and one start per kind
@@ -48,11 +47,7 @@ def test_my_labels_lists_each_answer_latest_first_with_a_way_to_change_it(page_s
     """Issue 50 item 7: no history of one's own labels, and nothing to undo from the done
     page; times are written in UTC for the browser to show in the reader's zone."""
     engine, project_id = page_site
-    admin = client_for(engine, "admin")
-    jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
-    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
-    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 1).status_code == 303
-    (dialogue,), (pair,) = _items(engine, "dialogue"), _items(engine, "pair")
+    dialogue, pair = dialogue_and_pair(engine, project_id)
     ann1 = client_for(engine, "ann1")
     assert label(ann1, dialogue, first_oob="2", category="policy violation").status_code == 303
     assert label(ann1, pair, consistent="yes", offensive="no").status_code == 303

@@ -379,9 +379,10 @@ def export_command(
     keys = {out_path: "response"}  # the JSONL exports' records
     if labels is not None and labels.suffix != ".csv":
         keys[labels] = "label_kind"
-    for path, text in written.items():
+    for path, text in written.items():  # every file checked before any is written
         _replaceable(path, text, keys.get(path))
-    out_path.write_text(written[out_path], encoding="utf-8")
+    for path, text in written.items():
+        path.write_text(text, encoding="utf-8")
     if not examples:
         err.print(
             f"warning: {project} has no feedback to export yet (no Fix, saved chat or labelled "
@@ -407,12 +408,9 @@ def export_command(
         "out": str(out_path),
     }
     if pairs:
-        pairs.write_text(written[pairs], encoding="utf-8")
         summary |= {"pairs": len(approved), "pairs_out": str(pairs)}
     if pair_labels:
-        pair_labels.write_text(labelled, encoding="utf-8")
         summary["pair_labels_out"] = str(pair_labels)
     if labels:
-        labels.write_text(written[labels], encoding="utf-8")
         summary |= {"labels": len(every), "labels_out": str(labels)}
     out.print(json.dumps(summary, ensure_ascii=False))

@@ -61,7 +61,7 @@ from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.pace import category_keys, latest_label, pace
 from rolecall.web.queue import labels_since_ranking, refit
 from rolecall.web.settings import parse_settings
-from rolecall.web.worklist import assigned_item, next_item
+from rolecall.web.worklist import assigned_item, following_item
 
 router = APIRouter()
 MAX_UPLOAD = 900_000  # bytes (the app refuses bodies over 1 MB anyway)
@@ -234,32 +234,28 @@ def shown_token(secret: bytes, login: WebSession, item_id: int, at: float) -> st
     return f"{stamp}.{sign(secret, f'shown:{login.user_id}:{item_id}:{stamp}')}"
 
 
+def _signed_start(secret: bytes, login: WebSession, item_id: int, token: str) -> float | None:
+    """When the form was shown, from ``token``, if the server signed it for this person and
+    item (``shown_token``); None for a missing or altered one."""
+    try:
+        at = float(token.rpartition(".")[0])
+    except ValueError:
+        return None
+    return at if hmac.compare_digest(shown_token(secret, login, item_id, at), token) else None
+
+
 def _shown_again(request: Request, login: WebSession, item_id: int) -> str | None:
     """The ``shown`` token the page was reloaded with (the mask switched with ``m``): the
     item's clock goes on from when it was first shown, if the token is this person's for
     this item and not older than ``MAX_SECONDS``."""
     token = request.query_params.get("shown", "")
-    stamp = token.rpartition(".")[0]
-    try:
-        at = float(stamp)
-    except ValueError:
-        return None
-    secret = request.app.state.secret
-    fresh = 0 <= time.time() - at <= MAX_SECONDS
-    return (
-        token
-        if fresh and hmac.compare_digest(shown_token(secret, login, item_id, at), token)
-        else None
-    )
+    at = _signed_start(request.app.state.secret, login, item_id, token)
+    return token if at is not None and 0 <= time.time() - at <= MAX_SECONDS else None
 
 
 def _seconds(secret: bytes, login: WebSession, item_id: int, token: str) -> float | None:
-    stamp, _, _signature = token.rpartition(".")
-    try:
-        at = float(stamp)
-    except ValueError:
-        at = None
-    if at is None or not hmac.compare_digest(shown_token(secret, login, item_id, at), token):
+    at = _signed_start(secret, login, item_id, token)
+    if at is None:
         raise Refused(422, "the form's start time is missing or altered: reload the item")
     spent = time.time() - at
     return round(spent, 2) if 0 <= spent <= MAX_SECONDS else None
@@ -354,12 +350,12 @@ def label(
 ):
     item = assigned_item(db, login, item_id)
     seconds = _seconds(request.app.state.secret, login, item.id, shown_at)
+    settings = parse_settings(item.project.settings)
     answers = {"consistent": consistent, "offensive": offensive}
     if item.kind == ItemKind.BOT_TURN:
         answers = {"sensible": sensible, "specific": specific}
     try:
         if item.kind == ItemKind.DIALOGUE:
-            settings = parse_settings(item.project.settings)
             names = settings.names(language_of(request))
             payload = _dialogue_label(item, first_oob, category, settings.error_categories, names)
         else:
@@ -378,12 +374,8 @@ def label(
         payload[SETTLED] = True
     share = db.scalar(select(QueueEntry.share).where(QueueEntry.item_id == item.id))
     save_label(db, item.id, login.user_id, LABEL_KIND[item.kind], payload, seconds, share)
-    queue_settings = parse_settings(item.project.settings).queue
-    if labels_since_ranking(db, item.project_id) >= queue_settings.refit_every:
-        background.add_task(refit, _sessions(request), item.project_id, queue_settings.random_share)
-    # the same kind first, so that the keys keep their meaning; then whatever is left
-    following = next_item(db, login, item.project_id, item.kind) or next_item(
-        db, login, item.project_id
-    )
+    if labels_since_ranking(db, item.project_id) >= settings.queue.refit_every:
+        background.add_task(refit, _sessions(request), item.project_id, settings.queue.random_share)
+    following = following_item(db, login, item)
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)

@@ -49,16 +49,28 @@ def tied(answers: list[dict]) -> bool:
     return len(answers) >= 2 and len(most_common(_key(a) for a in answers)) > 1
 
 
-def _answers(db: Session, project_id: int) -> dict[int, list[tuple[str, dict]]]:
-    """item id -> (annotator, answer) of every label in the project, in labelling order."""
-    found: dict[int, list[tuple[str, dict]]] = defaultdict(list)
-    for item_id, username, payload in db.execute(
-        select(Annotation.item_id, User.username, Annotation.payload)
+def _labels(db: Session, project_id: int) -> list:
+    """(item id, annotator, label kind, answer, seconds) of every label in the project, in
+    labelling order."""
+    return db.execute(
+        select(
+            Annotation.item_id,
+            User.username,
+            Annotation.kind,
+            Annotation.payload,
+            Annotation.seconds_spent,
+        )
         .join(Item, Item.id == Annotation.item_id)
         .join(User, User.id == Annotation.user_id)
         .where(Item.project_id == project_id)
         .order_by(Annotation.id)
-    ):
+    ).all()
+
+
+def _answers(labels: list) -> dict[int, list[tuple[str, dict]]]:
+    """item id -> (annotator, answer) of ``labels`` (``_labels``), in labelling order."""
+    found: dict[int, list[tuple[str, dict]]] = defaultdict(list)
+    for item_id, username, _kind, payload, _seconds in labels:
         found[item_id].append((username, payload))
     return found
 
@@ -73,7 +85,7 @@ def disagreements(db: Session, project_id: int) -> list[dict]:
         )
     }
     rows = []
-    for item_id, everyone in _answers(db, project_id).items():
+    for item_id, everyone in _answers(_labels(db, project_id)).items():
         given = [(name, answer) for name, answer in everyone if not answer.get(SETTLED)]
         if len({_key(answer) for _, answer in given}) < 2:
             continue
@@ -117,8 +129,9 @@ def annotator_agreement(db: Session, project_id: int) -> list[dict]:
     their labels, the median seconds and the share of answers that flag something wrong
     (the answer mix: one who flags far more or less than the rest reads the guidelines
     otherwise)."""
+    labels = _labels(db, project_id)
     shared: dict[str, list[bool]] = defaultdict(list)
-    for everyone in _answers(db, project_id).values():
+    for everyone in _answers(labels).values():
         given = [(name, answer) for name, answer in everyone if not answer.get(SETTLED)]
         for index, (name, answer) in enumerate(given):
             others = [_key(a) for i, (_, a) in enumerate(given) if i != index]
@@ -126,12 +139,7 @@ def annotator_agreement(db: Session, project_id: int) -> list[dict]:
                 shared[name].append(_key(answer) in most_common(others))
     seconds: dict[str, list[float]] = defaultdict(list)
     flagged: dict[str, list[bool]] = defaultdict(list)
-    for name, kind, answer, spent in db.execute(
-        select(User.username, Annotation.kind, Annotation.payload, Annotation.seconds_spent)
-        .join(Item, Item.id == Annotation.item_id)
-        .join(User, User.id == Annotation.user_id)
-        .where(Item.project_id == project_id)
-    ):
+    for _item_id, name, kind, answer, spent in labels:
         if answer.get(SETTLED):
             continue
         if spent is not None:

@@ -10,7 +10,15 @@ from fastapi import APIRouter, Depends, Form, Request
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from rolecall.store import Annotation, Assignment, Item, ItemKind, QueueEntry, WebSession
+from rolecall.store import (
+    Annotation,
+    Assignment,
+    Item,
+    ItemKind,
+    QueueEntry,
+    User,
+    WebSession,
+)
 from rolecall.store.models import utcnow
 from rolecall.web.chat import project_of
 from rolecall.web.deps import DB, ID, Refused, logged_in, page, writer
@@ -64,12 +72,21 @@ def next_item(
     return db.scalar(query.limit(1))
 
 
+def following_item(db: Session, login: WebSession, item: Item) -> int | None:
+    """Where the person goes after ``item``: the next of its kind first, so that the keys
+    keep their meaning; then whatever is left."""
+    return next_item(db, login, item.project_id, item.kind) or next_item(db, login, item.project_id)
+
+
+def _assignment(db: Session, login: WebSession, item_id: int) -> Assignment | None:
+    return db.scalar(
+        select(Assignment).where(Assignment.item_id == item_id, Assignment.user_id == login.user_id)
+    )
+
+
 def assigned_item(db: Session, login: WebSession, item_id: int) -> Item:
     item = db.get(Item, item_id)
-    mine = item is not None and db.scalar(
-        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == login.user_id)
-    )
-    if not mine or item.kind not in LABEL_KIND:
+    if item is None or item.kind not in LABEL_KIND or not _assignment(db, login, item.id):
         raise Refused(404, "no such item in your queue")
     return item
 
@@ -145,22 +162,16 @@ def skip(
     back = f"/projects/{item.project_id}/queue"
     if repeat := repeat_of(db, login, once, back):
         return repeat
-    assignment = db.scalar(
-        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == login.user_id)
-    )
+    assignment = _assignment(db, login, item.id)
     assignment.skipped, assignment.skip_reason = utcnow(), reason.strip() or None
     db.flush()
-    following = next_item(db, login, item.project_id, item.kind) or next_item(
-        db, login, item.project_id
-    )
+    following = following_item(db, login, item)
     return answered(db, once, f"/items/{following}" if following else back)
 
 
 def skipped_items(db: Session, project_id: int) -> list[dict]:
     """The items people skipped and have not labelled since, with why (for the lead: an
     item skipped by many is unclear, or its guidelines are)."""
-    from rolecall.store import User
-
     rows = db.execute(
         select(Item.id, Item.kind, User.username, Assignment.skipped, Assignment.skip_reason)
         .join(Assignment, Assignment.item_id == Item.id)
