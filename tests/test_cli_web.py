@@ -338,6 +338,10 @@ def test_a_project_moves_to_the_next_bot_version(tmp_path):
     from rolecall.web.settings import parse_settings
 
     url = f"sqlite:///{tmp_path / 'web.sqlite'}"
+    zone = ["--time-zone", "Mars/Base"]  # issue 50 item 7: a project's time zone, checked
+    refused = run_cli("web", "add-project", "p", "--spec", SPEC, *zone, "--db", url)
+    assert refused.returncode == 2 and "unknown time zone 'Mars/Base'" in refused.stderr
+    assert "such as Asia/Seoul or UTC" in refused.stderr and not (tmp_path / "web.sqlite").exists()
     made = run_cli("web", "add-project", "p", "--spec", SPEC, "-m", "fake:v1", "--db", url)
     assert made.returncode == 0, made.stderr
     for extra, message in [
@@ -358,6 +362,7 @@ def test_a_project_moves_to_the_next_bot_version(tmp_path):
         project = db.scalar(select(Project).where(Project.name == "p"))
         settings = parse_settings(project.settings)
         assert settings.bot.model == "fake:v2" and settings.spec.name == "carecall"
+        assert settings.time_zone == "Asia/Seoul"  # KST unless --time-zone says otherwise
     engine.dispose()
 
 

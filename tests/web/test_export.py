@@ -6,12 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select
 
 from rolecall.formats.spreadsheet import neutralise, restore
-from rolecall.store import ChatSession, ChatTurn, Item, ProjectMember, session
+from rolecall.store import ChatSession, ChatTurn, Item, Project, ProjectMember, session
 from rolecall.web.auth import add_user
 from tests.web.site import PASSWORD, client_for, label, upload
 
@@ -195,7 +196,15 @@ def test_every_label_as_given_exports_with_its_annotator_time_and_share(page_sit
     assert [r["annotator"] for r in rows[:2]] == ["ann1", "ann2"]
     assert rows[0]["source_id"] == DIALOGUES[0]["id"] and rows[2]["source_id"]
     assert all(r["seconds"] is not None and r["seconds"] >= 0 for r in rows)
-    assert all(r["created"].endswith("+00:00") for r in rows)
+    assert all(r["created"].endswith("+09:00") for r in rows)  # the project's zone: KST
+    with session(engine) as db:  # another zone: the same moments, written there
+        project = db.get(Project, project_id)
+        project.settings = {**project.settings, "time_zone": "UTC"}
+        db.commit()
+    again = admin.get(f"/projects/{project_id}/export/labels.jsonl").text.splitlines()
+    assert [json.loads(line)["created"] for line in again] == [
+        datetime.fromisoformat(r["created"]).astimezone(UTC).isoformat() for r in rows
+    ]
     sheet = cells(admin.get(f"/projects/{project_id}/export/labels.csv").text)
     assert sheet[0][:6] == ["item", "item_kind", "source_id", "annotator", "label_kind", "answer"]
     assert [row[3] for row in sheet[1:]] == ["ann1", "ann2", rows[2]["annotator"]]

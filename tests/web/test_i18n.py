@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
@@ -154,13 +155,12 @@ def test_no_template_shows_english_outside_the_catalogue(name):
 def test_numbers_dates_and_python_messages_per_locale():
     when = datetime(2026, 11, 27, 15, 4, 5, tzinfo=UTC)
     ko, en = environment("ko").filters, environment("en").filters
-    # written in UTC, in a <time> the browser shows in the reader's zone (times.js)
-    assert ko["datetime"](when) == (
-        '<time datetime="2026-11-27T15:04:05+00:00" data-local>'
-        "2026. 11. 27. 오후 3:04:05 UTC</time>"
+    # written in the page's zone (a project's, KST by default), its offset said
+    assert ko["datetime"](when, ZoneInfo("Asia/Seoul")) == (
+        '<time datetime="2026-11-28T00:04:05+09:00">2026. 11. 28. 오전 12:04:05 (UTC+09:00)</time>'
     )
-    shown = en["datetime"](when).striptags()  # CLDR puts a narrow no-break space before PM
-    assert shown.startswith("Nov 27, 2026, 3:04:05") and shown.endswith("PM UTC")
+    shown = en["datetime"](when, ZoneInfo("UTC")).striptags()  # a narrow space before PM
+    assert shown.startswith("Nov 27, 2026, 3:04:05") and shown.endswith("PM (UTC+00:00)")
     assert (ko["number"](1234567), en["number"](1234.5, 1)) == ("1,234,567", "1,234.5")
     assert (ko["percent"](0.5), en["percent"](None)) == ("50.0%", "-")
     message = "the file is over {limit} bytes: split it"

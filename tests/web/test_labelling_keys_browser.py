@@ -1,6 +1,7 @@
 """Issue 35 in a real headless Chromium, on SQLite and PostgreSQL: a Korean annotator
 labels a dialogue item and a K/DA pair item with the keyboard only (numbers, letters,
-Enter, u, m, ?), in Korean, the pair's rewrite blurred until it has the focus; the mask
+Enter, u, m, v, ?), in Korean, the pair's rewrite blurred until it has the focus or v shows
+it for 5 seconds; the mask
 and the language stay switched for the person. Screenshots: runs/screenshots/keys-*/
 (docs/images/label-dialogue-ko.png is a copy of the first)."""
 
@@ -47,6 +48,7 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
     # event loop running in the main thread, and later tests' asyncio.run() fail on it
     with serving(create_app(engine)) as base, browser() as chromium:
         page = chromium.new_page(viewport={"width": 1100, "height": 800})
+        page.clock.install()  # time flows, and can be moved on (the 5 seconds of v)
         log_in(page, base, "ann1", PASSWORD)
         page.goto(f"{base}/items/{dialogue_id}")
         # the Korean screen: pages, the spec's categories by their Korean names, progress
@@ -86,6 +88,14 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         assert page.evaluate("document.activeElement.className") == "toxic masked"
         assert page.evaluate(BLUR) == "none"
         shots.take(page, "label-pair-focused")
+        page.evaluate("document.activeElement.blur()")
+        assert "blur" in page.evaluate(BLUR)
+        page.keyboard.press("v")  # shown for 5 seconds, without a reload
+        assert page.evaluate(BLUR) == "none" and page.url == f"{base}/items/{pair_id}"
+        page.clock.run_for(4000)
+        assert page.evaluate(BLUR) == "none"
+        page.clock.run_for(1100)
+        assert "blur" in page.evaluate(BLUR)  # masked again
         press(page, "u")  # undo: the dialogue's label is gone, its page open again
         assert page.url == f"{base}/items/{dialogue_id}"
         assert page.inner_text("#progress") == "라벨링 0 / 2"

@@ -45,7 +45,7 @@ def test_the_queue_page_offers_each_kind_not_each_item_and_enter_keeps_to_a_kind
 
 def test_my_labels_lists_each_answer_latest_first_with_a_way_to_change_it(page_site):
     """Issue 50 item 7: no history of one's own labels, and nothing to undo from the done
-    page; times are written in UTC for the browser to show in the reader's zone."""
+    page; times are written in the project's time zone (KST by default), offset said."""
     engine, project_id = page_site
     dialogue, pair = dialogue_and_pair(engine, project_id)
     ann1 = client_for(engine, "ann1")
@@ -57,8 +57,8 @@ def test_my_labels_lists_each_answer_latest_first_with_a_way_to_change_it(page_s
     table = mine.split('id="my-labels"')[1]
     assert table.index(f'data-item="{pair}"') < table.index(f'data-item="{dialogue}"')
     assert "2번째 시스템 발화가 범위를 벗어남 (정책 위반)" in table  # turn 2: the 2nd system one
-    assert "내용 유지: 예" in table and "<time datetime=" in table and "data-local" in table
-    assert ann1.get("/times.js").status_code == 200 and '<script src="/times.js"' in mine
+    assert "내용 유지: 예" in table and "(UTC+09:00)</time>" in table
+    assert '<time datetime="' in table and '+09:00">' in table
     # the item opens with the answer given, to change
     assert 'value="2" aria-describedby="turn-2" checked' in ann1.get(f"/items/{dialogue}").text
     # another annotator sees none of these

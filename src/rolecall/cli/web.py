@@ -130,15 +130,20 @@ def add_project_command(
     ),
     bot: Optional[Path] = typer.Option(None, help="a Retrieve-fail-Generate bot directory"),
     member: list[str] = typer.Option([], help="user names (repeat)"),
+    time_zone: str = typer.Option(
+        "Asia/Seoul", help="the IANA time zone its pages and label exports write times in"
+    ),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ):
     """Create a project whose people chat with its bot."""
     from rolecall.spec import load_role_spec
     from rolecall.store import session
     from rolecall.web.admin import add_project
-    from rolecall.web.settings import ProjectSettings
+    from rolecall.web.settings import parse_settings
 
-    settings = ProjectSettings(spec=load_role_spec(spec), bot=_bot_config(model, bot))
+    settings = parse_settings(
+        {"spec": load_role_spec(spec), "bot": _bot_config(model, bot), "time_zone": time_zone}
+    )
     with session(_engine(db, make=True)) as s:
         project = add_project(s, name, settings)
         _add_members(s, project, member, db)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
+from datetime import UTC, tzinfo
 from html import escape
 
 from fastapi import APIRouter, Depends, Request
@@ -60,7 +61,7 @@ from rolecall.web.i18n import language_of, tr
 from rolecall.web.items import annotators_only, decided, labels_by_item, majority_yes
 from rolecall.web.label_rates import category_agreement, label_error_rates
 from rolecall.web.review import annotator_agreement, disagreements
-from rolecall.web.settings import parse_settings
+from rolecall.web.settings import local_minutes, parse_settings, time_zone
 from rolecall.web.worklist import skipped_items
 
 router = APIRouter()
@@ -136,8 +137,9 @@ def path_shares(turns: list[ChatTurn]) -> list[dict]:
     return rows
 
 
-def flagged_calls(turns: list[ChatTurn]) -> list[dict]:
-    """Bot turns whose user-turn check flagged the call (a crisis), newest first."""
+def flagged_calls(turns: list[ChatTurn], zone: tzinfo = UTC) -> list[dict]:
+    """Bot turns whose user-turn check flagged the call (a crisis), newest first; when,
+    in the project's time ``zone``."""
     rows = []
     for turn in turns:
         stages = (turn.provenance or {}).get("stages") or []
@@ -151,10 +153,11 @@ def flagged_calls(turns: list[ChatTurn]) -> list[dict]:
                 "bot_version": turn.bot_version or "unknown",
                 "check": check.get("check") or "",
                 "user_turn": said[0].text if said else "",
-                "when": turn.created.isoformat(timespec="minutes"),
+                "when": turn.created,
             }
         )
-    return sorted(rows, key=lambda r: r["when"], reverse=True)
+    rows.sort(key=lambda r: r["when"], reverse=True)
+    return [{**row, "when": local_minutes(row["when"], zone)} for row in rows]
 
 
 def ssa(db: Session, project_id: int) -> list[dict]:
@@ -271,15 +274,17 @@ def redteam_rates(db: Session, project_id: int, errors: list[dict]) -> list[dict
 def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
     turns = _bot_turns(db, project_id)
     errors = error_rates(turns)
+    settings = db.get(Project, project_id).settings
+    zone = time_zone(settings)
     try:
-        categories = parse_settings(db.get(Project, project_id).settings).error_categories
+        categories = parse_settings(settings).error_categories
     except ConfigError:  # the other tables still show
         categories = []
     return {
         "error_rates": errors,
         "redteam": redteam_rates(db, project_id, errors),
         "paths": path_shares(turns),
-        "flagged": flagged_calls(turns),
+        "flagged": flagged_calls(turns, zone),
         "ssa": ssa(db, project_id),
         "throughput": throughput(db, project_id),
         "agreement": agreement(db, project_id),
@@ -287,7 +292,7 @@ def tables(db: Session, project_id: int) -> dict[str, list[dict]]:
         "label_error_rates": label_error_rates(db, project_id),
         "disagreements": disagreements(db, project_id),
         "annotator_agreement": annotator_agreement(db, project_id),
-        "skipped": skipped_items(db, project_id),
+        "skipped": skipped_items(db, project_id, zone),
     }
 
 

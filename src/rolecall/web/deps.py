@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from rolecall.store import Project, Role, WebSession
 from rolecall.web.auth import SESSION_COOKIE, csrf_matches, find_session
 from rolecall.web.i18n import environment, language_of
+from rolecall.web.settings import time_zone
 
 _INTERNAL = re.compile(
     r"\b[a-z][a-z0-9+.-]*://[^\s'\")<>#]+|(?<![\w.~])/(?:[\w.-]+/)+[\w.@-]*", re.I
@@ -145,12 +146,21 @@ def project_or_404(db: Session, project_id: int) -> Project:
 
 def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
     """A rendered page in the request's language; the template sees the login (``me``),
-    its CSRF token and the page's own path (``here``: where a settings form returns)."""
+    its CSRF token, the page's own path (``here``: where a settings form returns) and the
+    time zone its times are written in (``zone``: the page's project's, else KST)."""
     viewer = getattr(request.state, "viewer", None)
+    project = values.get("project")
+    zone = time_zone(project.settings if isinstance(project, Project) else None)
     html = (
         templates(language_of(request))
         .get_template(template)
-        .render(me=viewer, csrf=viewer.csrf if viewer else "", here=request.url.path, **values)
+        .render(
+            me=viewer,
+            csrf=viewer.csrf if viewer else "",
+            here=request.url.path,
+            zone=zone,
+            **values,
+        )
     )
     return HTMLResponse(html, status_code=status)
 

@@ -39,6 +39,7 @@ from rolecall.store import (
     ChatSession,
     Item,
     ItemKind,
+    Project,
     TurnStatus,
     User,
     WebSession,
@@ -46,6 +47,7 @@ from rolecall.store import (
 from rolecall.web.chat import bot_turns_in_context
 from rolecall.web.deps import DB, ID, admin, project_download
 from rolecall.web.items import decided, labels_by_item, majority_yes
+from rolecall.web.settings import time_zone
 
 router = APIRouter()
 
@@ -189,8 +191,11 @@ def raw_labels(db: Session, project_id: int) -> list[dict]:
     """Every label in the project as it was given, one record each: the item (its id here,
     its kind, the id of what it holds), the annotator, the label's kind and answer, the
     seconds spent, the queue share it was served from, and when it was made and last
-    changed (ISO 8601, UTC); in the order they were made. For a lead's own analysis."""
+    changed (ISO 8601, in the project's time zone, its offset written); in the order they
+    were made. For a lead's own analysis."""
     from rolecall.judge.pair_filters import pair_id
+
+    zone = time_zone(db.get(Project, project_id).settings)
 
     def source(item: Item) -> str | None:
         if item.kind == ItemKind.PAIR:
@@ -214,8 +219,8 @@ def raw_labels(db: Session, project_id: int) -> list[dict]:
             "answer": label.payload,
             "seconds": label.seconds_spent,
             "share": label.share,
-            "created": label.created.isoformat(),  # UTCDateTime: always aware, UTC
-            "updated": label.updated.isoformat(),
+            "created": label.created.astimezone(zone).isoformat(),
+            "updated": label.updated.astimezone(zone).isoformat(),
         }
         for label, item, username in rows
     ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 from babel import Locale
@@ -118,14 +118,16 @@ def _percent(language: str):
 
 
 def _datetime(language: str):
-    def when(value: datetime | None) -> Markup | str:
-        """Stored in UTC and written in UTC (said), in a ``<time data-local>`` that
-        ``static/times.js`` shows in the reader's own time zone."""
+    def when(value: datetime | None, zone: tzinfo | None = None) -> Markup | str:
+        """Stored in UTC, written in ``zone`` (the page's: its project's time zone, KST
+        by default) with its offset said, in a ``<time>`` that holds the moment."""
         if value is None:
             return "-"
-        shown = format_datetime(value, "medium", tzinfo=UTC, locale=language) + " UTC"
-        return Markup('<time datetime="{}" data-local>{}</time>').format(
-            value.astimezone(UTC).isoformat(), shown
+        moment = value.astimezone(zone or UTC)
+        shown = format_datetime(moment, "medium", tzinfo=moment.tzinfo, locale=language)
+        offset = format_datetime(moment, "xxx", tzinfo=moment.tzinfo, locale=language)
+        return Markup('<time datetime="{}">{} (UTC{})</time>').format(
+            moment.isoformat(), shown, offset
         )
 
     return when

@@ -30,6 +30,7 @@ from rolecall.web.auth import (
 )
 from rolecall.web.deps import DB, Refused, logged_in, page, writer
 from rolecall.web.i18n import chosen, remember, tr
+from rolecall.web.settings import local_minutes, time_zone
 
 router = APIRouter()
 
@@ -98,9 +99,9 @@ def login(
             error=tr(
                 request,
                 "too many wrong passwords for this user name or from this address: try again "
-                "{wait} (at {until} UTC)",
+                "{wait} (at {until})",
                 wait=_wait_words(request, wait),
-                until=until.strftime("%H:%M"),
+                until=local_minutes(until, time_zone(None)),
             ),
         )
         response.headers["retry-after"] = str(math.ceil(wait))

@@ -5,7 +5,7 @@ answer (``static/keys.js`` reads them from the page's ``data-keys``).
 Keys (docs/web.md): number keys pick a dialogue's system turn (1 = the first) or answer a
 pair's and a bot turn's questions (1 / 2 = yes / no to the first question, 3 / 4 to the
 second); ``0`` or ``n``: every system turn in bounds; a letter per error category, in the
-spec's order (:data:`LETTERS`: ``m``, ``n`` and ``u`` are the page's own keys); Enter
+spec's order (:data:`LETTERS`: ``m``, ``n``, ``u`` and ``v`` are the page's own keys); Enter
 saves and opens the next item; ``u`` undoes the last label; ``m`` switches the mask;
 ``?`` shows the keys.
 """
@@ -22,7 +22,7 @@ from rolecall.records import RoleSpec
 from rolecall.spec import display_name, error_categories_in_order
 from rolecall.store import Annotation, Assignment, Item
 
-LETTERS = "abcdefghijklopqrstvwxyz"  # for error categories: m, n and u are taken
+LETTERS = "abcdefghijklopqrstwxyz"  # for error categories: m, n, u and v are taken
 
 
 @dataclass(frozen=True)

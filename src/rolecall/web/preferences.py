@@ -24,7 +24,6 @@ from rolecall.web.once import Once, answered, repeat_of
 
 router = APIRouter()
 KEYS_JS = Path(__file__).with_name("static") / "keys.js"
-TIMES_JS = Path(__file__).with_name("static") / "times.js"
 
 
 @router.post("/settings/language")
@@ -79,9 +78,3 @@ def _script(path: Path) -> Response:
 @router.get("/keys.js")
 def keys_script(_login: WebSession = Depends(logged_in)):
     return _script(KEYS_JS)
-
-
-@router.get("/times.js")
-def times_script(_login: WebSession = Depends(logged_in)):
-    """Times in the reader's own time zone (every page that shows one loads it)."""
-    return _script(TIMES_JS)

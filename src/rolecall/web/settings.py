@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime, tzinfo
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from rolecall.errors import BadModelString, ConfigError, describe_validation
 from rolecall.records import RoleSpec
@@ -64,12 +73,30 @@ class QueueSettings(BaseModel):
     )
 
 
+DEFAULT_TIME_ZONE = "Asia/Seoul"  # KST: where the project's annotators are, by default
+
+
 class ProjectSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     spec: RoleSpec
     bot: BotConfig = BotConfig()
     show_judge: bool = Field(False, description="show annotators the LLM judge's verdict")
     queue: QueueSettings = QueueSettings()
+    time_zone: str = Field(
+        DEFAULT_TIME_ZONE,
+        description="the IANA time zone the project's pages and exports write times in",
+    )
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {name!r}: give an IANA name such as Asia/Seoul or UTC"
+            ) from None
+        return name
 
     @property
     def error_categories(self) -> list[str]:
@@ -82,6 +109,24 @@ class ProjectSettings(BaseModel):
         spec = self.spec
         every = [c.name for c in spec.categories] + self.error_categories
         return {name: display_name(spec, name, language) for name in every}
+
+
+def time_zone(settings: dict | None) -> tzinfo:
+    """The zone a project's times are written in: its settings' ``time_zone`` (checked
+    when the settings were saved), KST when none is set (and for pages of no project)."""
+    name = (settings or {}).get("time_zone") or DEFAULT_TIME_ZONE
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):  # settings saved before the check
+        return ZoneInfo(DEFAULT_TIME_ZONE)
+
+
+def local_minutes(value: datetime, zone: tzinfo) -> str:
+    """``2026-11-29 15:52 +09:00``: a stored (UTC) moment in ``zone``, to the minute, its
+    offset said; for tables and CSV cells, the same in every language."""
+    moment = value.astimezone(zone)
+    offset = moment.strftime("%z")
+    return f"{moment:%Y-%m-%d %H:%M} {offset[:3]}:{offset[3:]}"
 
 
 def parse_settings(raw: dict) -> ProjectSettings:

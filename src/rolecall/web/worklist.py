@@ -6,6 +6,8 @@ the project's guidelines page. An annotator reaches only the items assigned to t
 
 from __future__ import annotations
 
+from datetime import UTC, tzinfo
+
 from fastapi import APIRouter, Depends, Form, Request
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -27,7 +29,7 @@ from rolecall.web.i18n import language_of
 from rolecall.web.items import LABEL_KIND
 from rolecall.web.once import Once, answered, repeat_of
 from rolecall.web.review import system_turn
-from rolecall.web.settings import parse_settings
+from rolecall.web.settings import local_minutes, parse_settings
 
 router = APIRouter()
 
@@ -169,9 +171,10 @@ def skip(
     return answered(db, once, f"/items/{following}" if following else back)
 
 
-def skipped_items(db: Session, project_id: int) -> list[dict]:
+def skipped_items(db: Session, project_id: int, zone: tzinfo = UTC) -> list[dict]:
     """The items people skipped and have not labelled since, with why (for the lead: an
-    item skipped by many is unclear, or its guidelines are)."""
+    item skipped by many is unclear, or its guidelines are); when, in the project's time
+    ``zone``."""
     rows = db.execute(
         select(Item.id, Item.kind, User.username, Assignment.skipped, Assignment.skip_reason)
         .join(Assignment, Assignment.item_id == Item.id)
@@ -190,7 +193,7 @@ def skipped_items(db: Session, project_id: int) -> list[dict]:
             "item": i,
             "kind": k.value,
             "annotator": u,
-            "when": w.isoformat(timespec="minutes"),
+            "when": local_minutes(w, zone),
             "reason": r or "",
         }
         for i, k, u, w, r in rows

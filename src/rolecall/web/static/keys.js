@@ -1,7 +1,7 @@
 // The keys of an item page (docs/web.md, "Keys"). The page names each answer's keys in
 // its data-keys attribute; this file knows only the page's own keys: Enter (save, then
-// the next item), Backspace (the last label), u (undo), m (mask), . (to the masked text),
-// ? and Esc (this list); and it makes a dialogue's error category required once a turn is
+// the next item), Backspace (the last label), u (undo), m (mask), v (the masked text shown
+// for 5 seconds), . (to the masked text), ? and Esc (this list); and it makes a dialogue's error category required once a turn is
 // picked. No text of its own: every word on the page comes from the message catalogue.
 (function () {
   "use strict";
@@ -10,8 +10,18 @@
   var help = document.getElementById("keys-help");
   var typing = "input[type=text], input[type=password], input[type=number], textarea, select";
 
+  // the list of keys is a dialog: opened, it takes the focus (a screen reader reads it);
+  // closed, the focus goes back where it was
+  var before = null;
   function showHelp(show) {
+    if (show === !help.hidden) return;
     help.hidden = !show;
+    if (show) {
+      before = document.activeElement;
+      help.focus();
+    } else if (before && before.focus) {
+      before.focus();
+    }
   }
 
   function send(id) {
@@ -47,6 +57,8 @@
         send("undo-form");
       } else if (key === "m") {
         send("mask-form");
+      } else if (key === "v") {
+        reveal();
       } else if (event.key === ".") {
         // the first masked text takes the focus, which shows it (CSS :focus)
         var masked = document.querySelector(".masked");
@@ -62,6 +74,23 @@
     }
     event.preventDefault();
   });
+
+  // every masked text of the page shown for 5 seconds, without a reload (the item's
+  // clock goes on); a second v starts the 5 seconds again
+  var hide = null;
+  function reveal() {
+    var masked = document.querySelectorAll(".masked");
+    if (!masked.length) return;
+    masked.forEach(function (element) {
+      element.classList.add("revealed");
+    });
+    clearTimeout(hide);
+    hide = setTimeout(function () {
+      masked.forEach(function (element) {
+        element.classList.remove("revealed");
+      });
+    }, 5000);
+  }
 
   // a dialogue's error category is required once a system turn is picked as out of
   // bounds (not with "every system turn is in bounds"): the browser asks for it in place
