@@ -54,7 +54,7 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         # the Korean screen: pages, the spec's categories by their Korean names, progress
         assert page.get_attribute("html", "lang") == "ko"
         assert "처음으로 범위를 벗어난 시스템 발화" in page.inner_text("h2")
-        assert page.inner_text("#progress") == "라벨링 0 / 2"
+        assert page.inner_text("#progress") == "이 종류 라벨링 0 / 1"  # 1 dialogue, 1 pair
         assert page.inner_text("#logout") == "로그아웃"
         assert "e 정책 위반" in page.inner_text("#categories")
         expect(page.locator("#timer")).not_to_have_text("0")  # the item's clock runs
@@ -81,8 +81,8 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         assert checked(page, "first_oob") == ["2"]
         press(page, "Enter")  # saved again as it was: on to the pair
         assert page.url == f"{base}/items/{pair_id}"
-        assert page.inner_text("#progress") == "라벨링 1 / 2"
-        assert page.inner_text("#pace").startswith("라벨당 시간(중앙값):")
+        assert page.inner_text("#progress") == "이 종류 라벨링 0 / 1"  # the pairs' own
+        assert page.inner_text("#pace") == "라벨당 시간: 아직 없음"  # no pair labelled yet
         assert "blur" in page.evaluate(BLUR)  # masked ...
         page.keyboard.press(".")  # ... until it has the focus: one key takes it there
         assert page.evaluate("document.activeElement.className") == "toxic masked"
@@ -98,7 +98,7 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         assert "blur" in page.evaluate(BLUR)  # masked again
         press(page, "u")  # undo: the dialogue's label is gone, its page open again
         assert page.url == f"{base}/items/{dialogue_id}"
-        assert page.inner_text("#progress") == "라벨링 0 / 2"
+        assert page.inner_text("#progress") == "이 종류 라벨링 0 / 1"
         assert checked(page, "first_oob") == []
         page.keyboard.press("n")  # every system turn in bounds
         press(page, "Enter")
@@ -120,7 +120,7 @@ def test_a_korean_annotator_labels_with_keys_only(site, request):
         assert page.inner_text("#done") == "nothing left to label here."
         page.goto(f"{base}/items/{pair_id}")
         assert page.inner_text("h2") == f"pair {pair_id}"
-        assert page.inner_text("#progress") == "labelled 2 / 2"
+        assert page.inner_text("#progress") == "this kind labelled 1 / 1"
         assert page.evaluate(BLUR) == "none"
         shots.take(page, "label-pair-en")
         with page.expect_navigation():

@@ -10,7 +10,16 @@ import re
 from sqlalchemy import select, update
 
 from rolecall.store import Annotation, Item, User, session
-from tests.web.site import DIALOGUES, client_for, hidden_fields, label, post, upload
+from tests.web.site import (
+    DIALOGUES,
+    PAIRS_CSV,
+    client_for,
+    hidden_fields,
+    item_ids,
+    label,
+    post,
+    upload,
+)
 
 
 def progress(page: str) -> tuple[int, int]:
@@ -44,7 +53,7 @@ def test_progress_pace_keys_and_undo_on_the_item_pages(site):
     first, second = two_dialogue_items(engine, project_id)
     ann1 = client_for(engine, "ann1")
     page = ann1.get(f"/items/{first}").text
-    assert progress(page) == (0, 2) and "라벨링 <strong>0 / 2</strong>" in page
+    assert progress(page) == (0, 2) and "이 종류 라벨링 <strong>0 / 2</strong>" in page
     assert "라벨당 시간: 아직 없음" in page and 'id="undo-form"' not in page
     # system turns by number, none by 0 / n, categories by letter in the spec's order
     assert re.findall(r'name="first_oob" value="(\w+)"[^>]*data-keys="([\w ]+)"', page) == [
@@ -79,6 +88,11 @@ def test_progress_pace_keys_and_undo_on_the_item_pages(site):
             )
     page = ann1.get(f"/items/{second}").text
     assert progress(page) == (2, 2) and "라벨당 시간(중앙값): 4.0초" in page
+    # another kind has its own progress and time per label (issue 50 item 2)
+    admin = client_for(engine, "admin")
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
+    pair_page = ann1.get(f"/items/{item_ids(engine, 'pair')[0]}").text
+    assert progress(pair_page) == (0, 1) and "라벨당 시간: 아직 없음" in pair_page
     assert label(client_for(engine, "ann2"), first, first_oob="none").status_code == 303
 
     # u: the last label saved goes, then the one before; ann2's stays

@@ -173,7 +173,7 @@ def item_page(
         guidelines=guidelines(settings.spec, language),
         names=settings.names(language),
         show_judge=settings.show_judge,
-        pace=pace(db, login.user_id, item.project_id),
+        pace=pace(db, login.user_id, item.project_id, item.kind),
         masked=masked,
         offensive=item.kind == ItemKind.PAIR or bool(masked),
         # a lead reviewing a disagreement: their label settles the item

@@ -1,5 +1,6 @@
-"""What an item page shows about the annotator's work in its project: progress (items
-labelled / items assigned, "12 / 40"), the median seconds per label, and the keys that
+"""What an item page shows about the annotator's work in its project: progress in the
+item's kind (items labelled / items assigned, "12 / 40"), the median seconds per label
+there, and the keys that
 answer (``static/keys.js`` reads them from the page's ``data-keys``).
 
 Keys (docs/web.md): number keys pick a dialogue's system turn (1 = the first) or answer a
@@ -20,16 +21,16 @@ from sqlalchemy.orm import Session
 
 from rolecall.records import RoleSpec
 from rolecall.spec import display_name, error_categories_in_order
-from rolecall.store import Annotation, Assignment, Item
+from rolecall.store import Annotation, Assignment, Item, ItemKind
 
 LETTERS = "abcdefghijklopqrstwxyz"  # for error categories: m, n, u and v are taken
 
 
 @dataclass(frozen=True)
 class Pace:
-    done: int  # the person's labelled items in the project
-    total: int  # the items assigned to them there
-    median_seconds: float | None  # over their labels there with a measured time
+    done: int  # the person's labelled items of the page's kind in the project
+    total: int  # the items of that kind assigned to them there
+    median_seconds: float | None  # over their labels of that kind with a measured time
     last_label: int | None = None  # the id of their latest label there: what undo takes
     last_item: int | None = None  # its item: where Backspace goes, the answer kept
 
@@ -45,12 +46,14 @@ def latest_label(db: Session, user_id: int, project_id: int) -> Annotation | Non
     )
 
 
-def pace(db: Session, user_id: int, project_id: int) -> Pace:
+def pace(db: Session, user_id: int, project_id: int, kind: ItemKind) -> Pace:
+    """Progress and time per label in one kind's queue (a pair takes another time than a
+    dialogue); the last label, for undo and Backspace, over the whole project."""
     assigned = (
         select(func.count())
         .select_from(Assignment)
         .join(Item, Item.id == Assignment.item_id)
-        .where(Assignment.user_id == user_id, Item.project_id == project_id)
+        .where(Assignment.user_id == user_id, Item.project_id == project_id, Item.kind == kind)
     )
     labelled = select(Annotation.item_id).where(Annotation.user_id == user_id)
     seconds = db.scalars(
@@ -59,6 +62,7 @@ def pace(db: Session, user_id: int, project_id: int) -> Pace:
         .where(
             Annotation.user_id == user_id,
             Item.project_id == project_id,
+            Item.kind == kind,
             Annotation.seconds_spent.is_not(None),
         )
     ).all()
