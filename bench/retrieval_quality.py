@@ -88,9 +88,9 @@ from rolecall.eval.retrieval import HitsEvaluator, hits_at
 from rolecall.examples import examples_from_dialogues, marked_in_bounds
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Dialogue, Example, Turn
-from rolecall.retrieval.fusion import RRF_K
 from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.lexical import LexicalScorer, fuse, standardised
+from rolecall.slang.fusion import RRF_K
 from rolecall.train.backbone import EMBEDDED
 from rolecall.train.data import context_text, split_by, unique_candidates
 from rolecall.train.jobs import BackboneChoice, retriever_config

@@ -48,10 +48,10 @@ import torch
 
 from rolecall.llm import LLM, load_backend
 from rolecall.records import Example, Turn
-from rolecall.retrieval.slang import BM25_PARAMS, search_tokens
 from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.selection import ResponseSelector
 from rolecall.serve.unanswerable import response_perplexity
+from rolecall.slang.index import BM25_PARAMS, search_tokens
 from rolecall.train.backbone import EMBEDDED, load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
 from rolecall.train.loop import TrainConfig

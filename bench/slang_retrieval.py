@@ -40,9 +40,9 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from rolecall.retrieval import dense
-from rolecall.retrieval.clean import clean_records
-from rolecall.retrieval.slang import (
+from rolecall.slang import dense
+from rolecall.slang.clean import clean_records
+from rolecall.slang.index import (
     BM25_PARAMS,
     SlangIndex,
     save_index,

@@ -77,7 +77,7 @@ def embedded():
 def slang_index(tmp_path_factory) -> tuple[Path, str]:
     """(folder, printed summary) of the slang index of all three real slang corpora (~47k
     comments), built once per session by ``rolecall slang index``'s own function."""
-    from rolecall.retrieval.slang import index_command
+    from rolecall.slang.index import index_command
 
     folder = tmp_path_factory.mktemp("slang") / "index"
     summary = index_command(SLANG_CORPORA, folder, delimiter="|", progress=False)

@@ -10,8 +10,8 @@ import that runs back up fails here with the file and line to move.
     floor 7  serve                            response selection, the bot, its reply
     floor 6  train                            models, losses, features
     floor 5  generate, eval                   LLM stages; measurements
-    floor 4  retrieval, judge, engines        K/DA slang search; label scoring; where stages run
-    floor 3  llm, formats                     backends, cache; corpus formats
+    floor 4  slang, judge, engines            K/DA slang search; label scoring; where stages run
+    floor 3  llm, formats, retrieval          backends, cache; corpus formats; search parts
     floor 2  textfiles, examples, spec, prompts, store
     floor 1  jsonl, yaml_files, korean, vectors, records, rundir
     floor 0  the package itself (version), errors, config, progress
@@ -33,8 +33,8 @@ FLOORS = [
     ["rolecall", "errors", "config", "progress", "secrets", "interrupt"],
     ["jsonl", "yaml_files", "korean", "vectors", "records", "rundir"],
     ["textfiles", "examples", "spec", "prompts", "store"],
-    ["llm", "formats"],
-    ["retrieval", "judge", "engines"],
+    ["llm", "formats", "retrieval"],
+    ["slang", "judge", "engines"],
     ["generate", "eval"],
     ["train"],
     ["serve"],

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rolecall.retrieval.slang import build_index
 from rolecall.serve.version import models_version
+from rolecall.slang.index import build_index
 from tests.cli_runs import run_cli
 from tests.paths import REPO
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.retrieval.clean import clean_comments, clean_records
+from rolecall.slang.clean import clean_comments, clean_records
 from rolecall.textfiles import read_corpus, read_text_file
 from tests.paths import SHARED_DATA
 

@@ -13,7 +13,7 @@ from rolecall.generate.detox import (
 from rolecall.jsonl import read_jsonl
 from rolecall.llm import LLM, Cache, load_backend
 from rolecall.prompts import load_template
-from rolecall.retrieval import SlangIndex, build_index
+from rolecall.slang import SlangIndex, build_index
 
 COMMENTS = [
     "주식 또 떨어졌네 개미들 곡소리 난다",

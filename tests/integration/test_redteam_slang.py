@@ -15,9 +15,9 @@ from rolecall.llm import LLM
 from rolecall.pipelines.judges import resolve_judges
 from rolecall.pipelines.redteam.run import RedteamSettings, Users, run_config, run_redteam
 from rolecall.pipelines.redteam.slang import SlangRewriter
-from rolecall.retrieval.slang import SlangIndex, build_index
 from rolecall.rundir import RunDir
 from rolecall.serve.prompted import PromptedBot
+from rolecall.slang.index import SlangIndex, build_index
 from rolecall.spec import load_role_spec
 from tests.paths import REPO
 

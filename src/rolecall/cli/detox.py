@@ -163,8 +163,8 @@ def detox_generate(
     """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
     from rolecall.generate.detox import DetoxConfig, check_index_holds
     from rolecall.pipelines.detox import generate_stage, neutral_sentences
-    from rolecall.retrieval.slang import SlangIndex
     from rolecall.rundir import RunDir
+    from rolecall.slang.index import SlangIndex
 
     try:
         n_values = tuple(int(n) for n in ns.split(","))

@@ -183,7 +183,7 @@ def _slang_index(settings):
     one); None when the run has no slang attack."""
     if "slang" not in settings.attacks:
         return None
-    from rolecall.retrieval.slang import SlangIndex
+    from rolecall.slang.index import SlangIndex
 
     return SlangIndex.load(settings.slang_index)
 

@@ -47,7 +47,7 @@ def slang_index(
 ):
     """Build a slang index: clean the comments, Kiwi morphemes, BM25 (bm25s), and
     optionally sentence-transformers embeddings in FAISS."""
-    from rolecall.retrieval.slang import index_command
+    from rolecall.slang.index import index_command
 
     out.print(
         index_command(
@@ -82,7 +82,7 @@ def slang_search(
 ):
     """The comments most like a sentence: rank, score (BM25, cosine for dense, RRF for
     hybrid), FILE:LINE id, text."""
-    from rolecall.retrieval.slang import format_hits, hits_to_json, search_command
+    from rolecall.slang.index import format_hits, hits_to_json, search_command
 
     hits = search_command(index_dir, query, k, retriever, dense_model)
     out.print(hits_to_json(hits) if as_json else format_hits(hits), highlight=False, markup=False)

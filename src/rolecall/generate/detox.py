@@ -27,8 +27,8 @@ from rolecall.llm.batch import complete_records_with_model
 from rolecall.llm.local_engine import LocalEngine
 from rolecall.prompts import Template, load_template
 from rolecall.records import Pair, Rejected
-from rolecall.retrieval.slang import SlangIndex
 from rolecall.rundir import Files
+from rolecall.slang.index import SlangIndex
 
 DEFAULT_NS = (0, 3, 5, 7, 9)
 

@@ -51,8 +51,8 @@ from rolecall.pipelines.steps import (
 )
 from rolecall.prompts import load_template
 from rolecall.records import Pair
-from rolecall.retrieval.slang import SlangIndex, build_index, parse_corpus_spec
 from rolecall.rundir import Files, RunDir, write_json
+from rolecall.slang.index import SlangIndex, build_index, parse_corpus_spec
 from rolecall.textfiles import read_corpus
 from rolecall.yaml_files import load_yaml_model
 

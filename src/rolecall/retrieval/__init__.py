@@ -1,27 +1,7 @@
-"""Retrieval: the K/DA slang index (Kiwi morphemes + BM25) over comment corpora.
-
-``clean`` cleans comment corpora (``rolecall.textfiles`` reads them); ``slang_build``
-builds the index from their Kiwi-morpheme ``tokens``; ``slang`` loads and searches it (and
-offers the build's names too); ``dense`` and ``fusion`` add dense and hybrid search.
+"""What every search in rolecall is built from: Kiwi content morphemes as search tokens
+(``tokens``), BM25 (``bm25``: the K/DA slang index and the bot's lexical stage) and the
+two bundled sentence encoders' vectors (``sentence_vectors``: USE multilingual v3;
+``e5_vectors``: multilingual-e5-small), read by the slang index's dense half, the
+dialogue models' backbones and the user-turn checks. The K/DA slang index itself is
+``rolecall.slang``; the bot's response selection is ``rolecall.serve``.
 """
-
-from rolecall.retrieval.clean import clean_comments, clean_records
-from rolecall.retrieval.slang import (
-    Corpus,
-    Hit,
-    SlangIndex,
-    build_index,
-    parse_corpus_spec,
-    search_tokens,
-)
-
-__all__ = [
-    "Corpus",
-    "Hit",
-    "SlangIndex",
-    "build_index",
-    "clean_comments",
-    "clean_records",
-    "parse_corpus_spec",
-    "search_tokens",
-]

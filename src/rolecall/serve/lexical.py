@@ -32,7 +32,7 @@ class LexicalScorer:
     """BM25 scores of a query against every candidate text (built once, in memory)."""
 
     def __init__(self, texts: Sequence[str]):
-        from rolecall.retrieval.slang_build import BM25_PARAMS, load_bm25s
+        from rolecall.retrieval.bm25 import BM25_PARAMS, load_bm25s
 
         self.model = load_bm25s().BM25(**BM25_PARAMS)
         self.model.index(search_tokens([_nfc(t) for t in texts]), show_progress=False)

@@ -22,7 +22,7 @@ from rolecall.pipelines.redteam.run import (
     run_config,
 )
 from rolecall.pipelines.redteam.slang import SlangRewriter
-from rolecall.retrieval.slang import SlangIndex, build_index
+from rolecall.slang.index import SlangIndex, build_index
 from tests.pipelines.redteam.echo import CURSE, EchoBot, run, settings
 
 

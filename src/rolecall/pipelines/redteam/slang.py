@@ -21,7 +21,7 @@ from typing import Any
 from rolecall.generate.detox import DetoxConfig, candidate_problem, plan_candidates
 from rolecall.llm import LLM
 from rolecall.prompts import Template, load_template
-from rolecall.retrieval.slang import SlangIndex
+from rolecall.slang.index import SlangIndex
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 ``build_index`` reads the corpora (``textfiles.read_corpus``), cleans them (``clean.py``),
 tokenizes them into Kiwi content morphemes (``tokens.py``) and writes a BM25 index
-(bm25s), the comments and ``manifest.json`` to a directory that ``slang.SlangIndex``
+(bm25s), the comments and ``manifest.json`` to a directory that ``index.SlangIndex``
 loads; with a dense model it also writes the embeddings (``dense.py``). The directory's
 format (its file names, the manifest's format and version) is defined here, where it is
 written. The manifest goes last, so a killed build is never taken for a complete one.
@@ -11,7 +11,6 @@ written. The manifest goes last, so a killed build is never taken for a complete
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 import shutil
@@ -23,19 +22,19 @@ from pathlib import Path
 import numpy as np
 
 from rolecall import __version__
-from rolecall.errors import ConfigError, InputFileError, RolecallError
+from rolecall.errors import ConfigError, InputFileError
 from rolecall.jsonl import write_jsonl
-from rolecall.retrieval import dense
-from rolecall.retrieval.clean import clean_records
+from rolecall.retrieval.bm25 import BM25_PARAMS, load_bm25s
 from rolecall.retrieval.tokens import search_tokens, tokenizer_info
 from rolecall.rundir import now_iso, write_json
+from rolecall.slang import dense
+from rolecall.slang.clean import clean_records
 from rolecall.textfiles import SPREADSHEET_DELIMITERS, normalize_delimiter, read_corpus
 
 INDEX_FORMAT = "rolecall-slang-index"
 FORMAT_VERSION = 1
 MANIFEST, COMMENTS, BM25_DIR = "manifest.json", "comments.jsonl", "bm25"
 RETRIEVERS = ("bm25", "dense", "hybrid")
-BM25_PARAMS = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 
 
 @dataclass(frozen=True)
@@ -84,19 +83,6 @@ def _check_build_options(retriever: str, dense_model: str | None) -> None:
             "a dense model is only used by the dense and hybrid retrievers",
             fix="add --retriever hybrid (or dense), or drop --dense-model",
         )
-
-
-def load_bm25s():
-    try:
-        import bm25s
-    except ImportError:
-        raise RolecallError(
-            "the slang index needs the BM25 library bm25s", fix="pip install bm25s"
-        ) from None
-    # subtle: bm25s sets its own logger to DEBUG on import, which prints its chatter under
-    # any root handler; NOTSET makes it follow the application's level (-v shows it)
-    logging.getLogger("bm25s").setLevel(logging.NOTSET)
-    return bm25s
 
 
 def _sha256(path: Path) -> str:

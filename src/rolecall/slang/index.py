@@ -3,10 +3,10 @@
 K/DA (Jeon et al., ACL 2025) retrieves n in {0, 3, 5, 7, 9} community comments similar to
 a neutral sentence and shows them to the LLM that rewrites the sentence, so that the
 toxic variant uses current, community-specific slang. Here: ``build_index``
-(``slang_build.py``) reads and cleans the corpora (``clean.py``), tokenizes them into Kiwi
-morphemes (``tokens.py``) and builds a BM25 index (bm25s); ``SlangIndex.load(dir).search(
-sentence, k)`` returns ``Hit(id, text, score)`` where ``id`` is ``FILE:LINE`` of the
-comment, recorded as provenance.
+(``build.py``) reads and cleans the corpora (``clean.py``), tokenizes them into Kiwi
+morphemes (``retrieval/tokens.py``) and builds a BM25 index (``retrieval/bm25.py``);
+``SlangIndex.load(dir).search(sentence, k)`` returns ``Hit(id, text, score)`` where ``id``
+is ``FILE:LINE`` of the comment, recorded as provenance.
 
 Hits with score 0 share no token with the sentence and are not returned, so a search may
 give fewer than k hits; equal scores go to the earliest comment, so results are stable.
@@ -35,13 +35,13 @@ import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.jsonl import read_jsonl
-from rolecall.retrieval import dense
-from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
+from rolecall.retrieval.bm25 import BM25_PARAMS, load_bm25s
+from rolecall.retrieval.tokens import TOKEN_RULES_VERSION, search_tokens, tokenizer_info
+from rolecall.slang import dense
 
-# re-exported below (__all__): slang.py was the home of the whole index
-from rolecall.retrieval.slang_build import (
+# re-exported below (__all__): one module gives the index, its build and its search
+from rolecall.slang.build import (
     BM25_DIR,
-    BM25_PARAMS,
     COMMENTS,
     FORMAT_VERSION,
     INDEX_FORMAT,
@@ -49,13 +49,12 @@ from rolecall.retrieval.slang_build import (
     Corpus,
     build_index,
     index_command,
-    load_bm25s,
     parse_corpus_spec,
     require_retriever,
     save_index,
     summarize,
 )
-from rolecall.retrieval.tokens import TOKEN_RULES_VERSION, search_tokens, tokenizer_info
+from rolecall.slang.fusion import RRF_K, reciprocal_rank_fusion
 
 __all__ = [
     "BM25_PARAMS",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.retrieval import (
+from rolecall.slang import (
     Corpus,
     Hit,
     SlangIndex,
@@ -23,7 +23,7 @@ from rolecall.retrieval import (
     parse_corpus_spec,
     search_tokens,
 )
-from rolecall.retrieval.slang import format_hits, index_command, search_command
+from rolecall.slang.index import format_hits, index_command, search_command
 from rolecall.textfiles import read_corpus
 
 SLANG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "slang"
@@ -370,7 +370,7 @@ def test_build_errors(tmp_path):
 
 def test_dense_and_hybrid_are_never_silently_bm25(small_index, tmp_path):
     """Dense needs a model, a model needs dense, a BM25-only index has no dense search
-    (tests/retrieval/test_dense.py has the dense index itself)."""
+    (tests/slang/test_dense.py has the dense index itself)."""
     corpus = small_index[0] / "small.txt"
     for kwargs, needle in [
         ({"retriever": "dense"}, "needs a sentence-transformers model"),

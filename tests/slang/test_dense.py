@@ -17,10 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.retrieval import SlangIndex, build_index
-from rolecall.retrieval.dense import DENSE_DIR, INFO_FILE, load_encoder
-from rolecall.retrieval.fusion import RRF_K, reciprocal_rank_fusion
-from rolecall.retrieval.slang import search_command
+from rolecall.slang import SlangIndex, build_index
+from rolecall.slang.dense import DENSE_DIR, INFO_FILE, load_encoder
+from rolecall.slang.fusion import RRF_K, reciprocal_rank_fusion
+from rolecall.slang.index import search_command
 from rolecall.vectors import stable_top
 from tests.cli_runs import run_cli
 
