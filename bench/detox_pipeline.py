@@ -1,6 +1,6 @@
 """How fast the K/DA pipeline makes pairs on the embedded model, and what it costs beyond the LLM.
 
-One ``rolecall detox run`` (in-process, the same ``run_detox`` the CLI calls) over the first
+One ``rolecall kda run`` (in-process, the same ``run_kda`` the CLI calls) over the first
 N neutral sentences of ../shared/data/neutral/chatbot_data.csv, with a fresh LLM cache so
 every call is really made: generate (every n), both filters, export (CSV + Parquet), and a
 small G-Eval. The slang index over the full slang corpus is built first, timed on its own
@@ -27,15 +27,15 @@ import time
 from pathlib import Path
 
 from rolecall.llm import LLM, Cache, load_backend
-from rolecall.pipelines.detox import (
-    DetoxRunConfig,
+from rolecall.pipelines.kda import (
     ExportSection,
     GenerateSection,
     GevalSection,
+    KdaRunConfig,
     SentencesSection,
     SlangSection,
     index_stage,
-    run_detox,
+    run_kda,
 )
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -95,7 +95,7 @@ def main() -> None:
         assert model in (None, args.model), model
         return LLM(backend, Cache(work / "cache.sqlite"))
 
-    config = DetoxRunConfig(
+    config = KdaRunConfig(
         out=str(work / "run"),
         model=args.model,
         slang=slang,
@@ -107,7 +107,7 @@ def main() -> None:
         geval=GevalSection(criteria=["overall"], limit=5),
     )
     started = time.perf_counter()
-    results = run_detox(config, load, progress=False, say=lambda line: None)
+    results = run_kda(config, load, progress=False, say=lambda line: None)
     wall = time.perf_counter() - started
 
     candidates = results["generate"]["candidates"]

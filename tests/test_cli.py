@@ -44,7 +44,7 @@ def test_an_out_that_is_a_file_is_a_usage_error_and_the_file_is_kept(tmp_path, c
 
 
 @pytest.mark.parametrize(
-    "command", [["redteam", "bot"], ["bot", "check", "bot"], ["detox", "export"]]
+    "command", [["redteam", "bot"], ["bot", "check", "bot"], ["kda", "export"]]
 )
 def test_an_out_made_by_another_kind_of_run_is_a_usage_error_before_any_work(tmp_path, command):
     run = tmp_path / "run"
@@ -58,7 +58,7 @@ def test_an_out_made_by_another_kind_of_run_is_a_usage_error_before_any_work(tmp
     assert "adirectoryofitsown" in flat
     assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]  # nothing written
     # a run of its own kind is taken (it resumes)
-    run_kind = {"redteam": "redteam", "bot": "bot check", "detox": "detox run"}[command[0]]
+    run_kind = {"redteam": "redteam", "bot": "bot check", "kda": "kda run"}[command[0]]
     (run / "manifest.json").write_text(manifest.replace("dialogues run", run_kind), "utf-8")
     assert "holds a" not in run_cli(*command, "--out", str(run)).stderr
     if command[:2] == ["bot", "check"]:  # a bot's report is not written into the bot
@@ -265,7 +265,7 @@ def test_slang_index_and_search_commands(tmp_path):
     assert result.returncode != 0 and "Traceback" not in result.stderr
 
 
-def test_detox_generate_filter_export_commands(tmp_path):
+def test_kda_generate_filter_export_commands(tmp_path):
     sentences = tmp_path / "neutral.csv"
     sentences.write_text(
         "Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n"
@@ -287,18 +287,16 @@ def test_detox_generate_filter_export_commands(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1])["planned"] == 2  # the duplicate went
-    result = run_cli("detox", "filter", "--out", str(run), *common)
+    result = run_cli("kda", "filter", "--out", str(run), *common)
     assert result.returncode == 0, result.stderr
-    result = run_cli("detox", "export", "--out", str(run))
+    result = run_cli("kda", "export", "--out", str(run))
     assert result.returncode == 0, result.stderr
     rows = (run / "kda.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == "neutral,implicit" and len(rows) - 1 == len(
         (run / "pairs.jsonl").read_text(encoding="utf-8").splitlines()
     )
     assert "neutral.csv:Q" in (run / "DATA_CARD.md").read_text(encoding="utf-8")
-    result = run_cli(
-        "detox", "generate", "--sentences", f"{sentences}:Q", "--out", str(run), *common
-    )
+    result = run_cli("kda", "generate", "--sentences", f"{sentences}:Q", "--out", str(run), *common)
     assert result.returncode == 2 and "--index" in result.stderr
     # resumed step by step with another setting: refused, nothing in the run changes
     before = (run / "candidates.jsonl").read_bytes()
@@ -363,7 +361,7 @@ def test_geval_command_compares_datasets(tmp_path):
     assert [item["criterion"] for item in report["items"]] == ["consistency", "fluency"]
 
 
-def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
+def test_kda_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
     from tests.llm.flaky_server import FakeOpenAIServer
 
     (tmp_path / "comments.txt").write_text(
@@ -386,7 +384,7 @@ def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
         }
         path = tmp_path / "config.yaml"
         path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
-        result = run_cli("detox", "run", str(path), "--no-progress")
+        result = run_cli("kda", "run", str(path), "--no-progress")
         assert result.returncode == 3, result.stderr
         assert "generate: 4 LLM calls failed" in result.stderr and "503" in result.stderr
         assert "Traceback" not in result.stderr
@@ -396,7 +394,7 @@ def test_detox_run_against_a_dead_server_keeps_its_work_and_resumes(tmp_path):
 
         built = (tmp_path / "index" / "manifest.json").stat().st_mtime_ns
         server.default = "ok"  # the server is back: the same command finishes the job
-        result = run_cli("detox", "run", str(path), "--no-progress")
+        result = run_cli("kda", "run", str(path), "--no-progress")
         assert result.returncode == 0, result.stderr
         assert (tmp_path / "index" / "manifest.json").stat().st_mtime_ns == built
         assert (tmp_path / "run" / "kda.csv").is_file()

@@ -91,10 +91,10 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
     kda.mkdir()
     (kda / "candidates.jsonl").write_text("", encoding="utf-8")
     (kda / "manifest.json").write_text(
-        json.dumps({"command": "detox generate", "runs": [], "config": {}, "stages": {}}), "utf-8"
+        json.dumps({"command": "kda generate", "runs": [], "config": {}, "stages": {}}), "utf-8"
     )
     before = (kda / "manifest.json").read_bytes()
-    typo = ["detox", "filter", "--out", str(kda), "--implicit-model", "classifer:/x"]
+    typo = ["kda", "filter", "--out", str(kda), "--implicit-model", "classifer:/x"]
     failed(run_cli(*typo), 2, "unknown backend 'classifer'")
     assert (kda / "manifest.json").read_bytes() == before
     # empty inputs are errors where nothing can come out, before any model loads
@@ -115,14 +115,14 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
     assert not (tmp_path / "manifest.json").exists()
     # an export of no pairs says so
     (kda / "pairs.jsonl").write_text("", encoding="utf-8")
-    failed(run_cli("detox", "export", "--out", str(kda)), 1, "retention.json: file not found")
+    failed(run_cli("kda", "export", "--out", str(kda)), 1, "retention.json: file not found")
     filters = [{"filter": f, "in": 2, "kept": 0, "unparsed": 0, "retention": 0.0, "by_n": {}}
                for f in ("consistency", "implicit")]  # fmt: skip
     (kda / "retention.json").write_text(json.dumps({"filters": filters}), "utf-8")
-    exported = run_cli("detox", "export", "--out", str(kda))
+    exported = run_cli("kda", "export", "--out", str(kda))
     assert exported.returncode == 0 and "warning: 0 pairs exported" in exported.stderr
     # refused before a run directory is made: filter before generate, a folder as --pairs
-    failed(run_cli("detox", "filter", "--out", str(tmp_path / "f")), 1, "no candidates")
+    failed(run_cli("kda", "filter", "--out", str(tmp_path / "f")), 1, "no candidates")
     failed(
         run_cli("redteam", "--model", "fake:a", "--spec", str(spec), "--pairs", str(tmp_path),
                 "--out", str(tmp_path / "rt")),
@@ -148,7 +148,7 @@ def test_newcomer_mistakes_get_a_message_and_change_nothing(tmp_path):
     corpus.write_text("오늘 회의 또 취소됐네 진짜\n점심 메뉴가 영 별로였다\n", encoding="utf-8")
     assert run_cli("slang", "index", str(corpus), "--out", str(tmp_path / "idx")).returncode == 0
     failed(
-        run_cli("detox", "generate", "--sentences", str(corpus), "--ns", "0,30", "-m", "fake:a",
+        run_cli("kda", "generate", "--sentences", str(corpus), "--ns", "0,30", "-m", "fake:a",
                 "--index", str(tmp_path / "idx"), "--out", str(tmp_path / "gen30")),
         2,
         "--ns asks for 30 retrieved comments but the index holds 2",
@@ -210,7 +210,7 @@ def test_the_third_rerun_of_the_tries(tmp_path):
     failed(run_cli("dialogues", "run", str(typo)), 1, "did you mean generate.count?")
     # an export to a run directory that is not one: refused, nothing made
     failed(
-        run_cli("detox", "export", "--out", str(tmp_path / "x" / "pairs.jsonl")),
+        run_cli("kda", "export", "--out", str(tmp_path / "x" / "pairs.jsonl")),
         2,
         "holds no filtered pairs",
     )

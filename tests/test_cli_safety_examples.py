@@ -1,4 +1,4 @@
-"""`rolecall detox safety-examples` as a user runs it: K/DA pairs in, a train and a
+"""`rolecall kda safety-examples` as a user runs it: K/DA pairs in, a train and a
 held-out examples file out that `rolecall train classifier` reads; bad pairs files named."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def kda_csv(tmp_path_factory):
 def test_writes_train_and_held_out_examples_by_pair(kda_csv, tmp_path):
     out = tmp_path / "safety.jsonl"
     result = run_cli(
-        "detox", "safety-examples", str(kda_csv), "--out", str(out), "--test-share", "0.3"
+        "kda", "safety-examples", str(kda_csv), "--out", str(out), "--test-share", "0.3"
     )
     assert result.returncode == 0, result.stderr
     counts = json.loads(result.stdout.strip().splitlines()[-1])
@@ -48,7 +48,7 @@ def test_writes_train_and_held_out_examples_by_pair(kda_csv, tmp_path):
 def test_limit_and_no_held_out_share(kda_csv, tmp_path):
     out = tmp_path / "few.jsonl"
     result = run_cli(
-        "detox", "safety-examples", str(kda_csv), "-o", str(out), "--limit", "4",
+        "kda", "safety-examples", str(kda_csv), "-o", str(out), "--limit", "4",
         "--test-share", "0",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -69,7 +69,7 @@ def test_a_bad_pairs_file_is_a_clear_error(tmp_path, name, content, message):
     path = tmp_path / name
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    result = run_cli("detox", "safety-examples", str(path), "--out", str(tmp_path / "x.jsonl"))
+    result = run_cli("kda", "safety-examples", str(path), "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode != 0 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 
@@ -80,7 +80,7 @@ def test_train_classifier_reads_them(kda_csv, tmp_path):
 
     tiny(frozen=False).save(tmp_path / "tiny")
     out = tmp_path / "safety.jsonl"
-    assert run_cli("detox", "safety-examples", str(kda_csv), "--out", str(out)).returncode == 0
+    assert run_cli("kda", "safety-examples", str(kda_csv), "--out", str(out)).returncode == 0
     result = run_cli(
         "train", "classifier", str(out), "--out", str(tmp_path / "clf"),
         "--backbone", str(tmp_path / "tiny" / "backbone"), "--max-length", "48",
@@ -91,3 +91,15 @@ def test_train_classifier_reads_them(kda_csv, tmp_path):
     assert metrics["train_examples"] + metrics["test_examples"] == len(
         list(read_jsonl(out, Example))
     )
+
+
+def test_the_old_name_under_detox_still_works_and_says_the_new_one(kda_csv, tmp_path):
+    """#51: the K/DA data commands moved from 'rolecall detox' to 'rolecall kda'; the old
+    names keep working one release, with a line that gives the new one."""
+    new, old = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
+    assert run_cli("kda", "safety-examples", str(kda_csv), "--out", str(new)).returncode == 0
+    result = run_cli("detox", "safety-examples", str(kda_csv), "--out", str(old))
+    assert result.returncode == 0, result.stderr
+    assert "'rolecall detox safety-examples' is now 'rolecall kda safety-examples'" in result.stderr
+    assert old.read_text(encoding="utf-8") == new.read_text(encoding="utf-8")
+    assert "safety-examples" not in run_cli("detox", "--help").stdout  # hidden from the help

@@ -8,11 +8,11 @@ from rolecall.rundir import RunDir, text_hash
 
 
 def test_manifest_records_models_prompts_counts_and_each_start(tmp_path):
-    run = RunDir(tmp_path / "run", "detox run", {"n": [0, 3]})
+    run = RunDir(tmp_path / "run", "kda run", {"n": [0, 3]})
     run.record_model("generator", "llamacpp:embedded/gemma")
     run.record_prompt("rewrite", "{# form: completion #}\n문장: {{ s }}")
     run.record_stage("generate", {"candidates": 10}, {"calls": 10})
-    RunDir(tmp_path / "run", "detox run", {"n": [0, 3]}).record_stage(
+    RunDir(tmp_path / "run", "kda run", {"n": [0, 3]}).record_stage(
         "generate", {"candidates": 10}, {"calls": 0}
     )
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -20,26 +20,26 @@ def test_manifest_records_models_prompts_counts_and_each_start(tmp_path):
     assert manifest["prompts"]["rewrite"] == text_hash("{# form: completion #}\n문장: {{ s }}")
     assert manifest["counts"] == {"candidates": 10}
     assert [r["stages"]["generate"]["llm"]["calls"] for r in manifest["runs"]] == [10, 0]
-    assert manifest["config"] == {"detox run": {"n": [0, 3]}}
+    assert manifest["config"] == {"kda run": {"n": [0, 3]}}
 
 
 def test_a_resumed_command_must_keep_its_settings(tmp_path):
     from rolecall.errors import ConfigError
 
-    RunDir(tmp_path, "detox generate", {"ns": (0, 3), "seed": 0, "concurrency": 8})
+    RunDir(tmp_path, "kda generate", {"ns": (0, 3), "seed": 0, "concurrency": 8})
     (tmp_path / "candidates.jsonl").write_text("{}\n", encoding="utf-8")  # records made
     # the same settings (a tuple saved as a list), another concurrency and cache: resumes
     RunDir(
         tmp_path,
-        "detox generate",
+        "kda generate",
         {"ns": [0, 3], "seed": 0, "concurrency": 2, "cache": "/elsewhere"},
     )
     with pytest.raises(ConfigError, match=r"\(ns, seed changed\)") as caught:
-        RunDir(tmp_path, "detox generate", {"ns": [0, 5], "seed": 1})
-    assert "manifest.json, config.detox generate" in caught.value.fix
-    RunDir(tmp_path, "detox filter", {"samples": 3})  # another command: its own settings
-    RunDir(tmp_path, "detox export", {"formats": ["csv"]}, check_config=False)
-    RunDir(tmp_path, "detox export", {"formats": ["hf"]}, check_config=False)
+        RunDir(tmp_path, "kda generate", {"ns": [0, 5], "seed": 1})
+    assert "manifest.json, config.kda generate" in caught.value.fix
+    RunDir(tmp_path, "kda filter", {"samples": 3})  # another command: its own settings
+    RunDir(tmp_path, "kda export", {"formats": ["csv"]}, check_config=False)
+    RunDir(tmp_path, "kda export", {"formats": ["hf"]}, check_config=False)
 
 
 def test_paths_are_stored_relative_to_the_run_and_resume_from_another_folder(tmp_path, monkeypatch):
@@ -54,8 +54,8 @@ def test_paths_are_stored_relative_to_the_run_and_resume_from_another_folder(tmp
         "judges": ["rules:carecall", "gguf:models/judge.gguf"],
     }
     monkeypatch.chdir(tmp_path / "project")
-    run = RunDir("runs/r1", "detox run", config)
-    stored = json.loads(run.file("manifest.json").read_text())["config"]["detox run"]
+    run = RunDir("runs/r1", "kda run", config)
+    stored = json.loads(run.file("manifest.json").read_text())["config"]["kda run"]
     assert stored == {
         "spec": "../../inputs/spec.yaml",
         "sentences": {"path": "../../inputs/rows.csv:text"},
@@ -64,12 +64,12 @@ def test_paths_are_stored_relative_to_the_run_and_resume_from_another_folder(tmp
     }
     # the same files typed from another working directory: the same settings, resumed
     monkeypatch.chdir(inputs)
-    RunDir("../runs/r1", "detox run", {**config, "sentences": {"path": "rows.csv:text"}})
+    RunDir("../runs/r1", "kda run", {**config, "sentences": {"path": "rows.csv:text"}})
     # another file is another setting (once the run has made something)
     (tmp_path / "project" / "runs" / "r1" / "candidates.jsonl").write_text("{}\n", "utf-8")
     (inputs / "other.csv").write_text("text\n나\n", encoding="utf-8")
     with pytest.raises(ChangedSettings, match=r"\(sentences changed\)"):
-        RunDir("../runs/r1", "detox run", {**config, "sentences": {"path": "other.csv:text"}})
+        RunDir("../runs/r1", "kda run", {**config, "sentences": {"path": "other.csv:text"}})
 
 
 def test_a_manifest_written_with_typed_or_absolute_paths_still_resumes(tmp_path, monkeypatch):
@@ -84,11 +84,24 @@ def test_a_manifest_written_with_typed_or_absolute_paths_still_resumes(tmp_path,
         RunDir(run, "dialogues run", {"spec": "spec.yaml"})
 
 
+def test_a_run_made_before_the_kda_commands_were_named_so_resumes_under_the_new_name(tmp_path):
+    """#51: 'detox generate' (as older manifests name it) is a kda run, its settings kept."""
+    from rolecall.errors import ConfigError
+
+    RunDir(tmp_path, "detox generate", {"ns": [0, 3], "seed": 0})
+    (tmp_path / "candidates.jsonl").write_text("{}\n", encoding="utf-8")
+    RunDir(tmp_path, "kda generate", {"ns": [0, 3], "seed": 0})  # the same kind, resumed
+    with pytest.raises(ConfigError, match=r"\(seed changed\)"):
+        RunDir(tmp_path, "kda generate", {"ns": [0, 3], "seed": 1})
+    with pytest.raises(InputFileError, match="holds a kda run"):
+        RunDir(tmp_path, "dialogues run", {})
+
+
 def test_a_directory_of_another_kind_of_run_is_refused_and_kept(tmp_path):
     RunDir(tmp_path / "d", "dialogues run", {"seed": 0})
     before = (tmp_path / "d" / "manifest.json").read_text()
     with pytest.raises(InputFileError, match="holds a dialogues run") as caught:
-        RunDir(tmp_path / "d", "detox filter", {})
+        RunDir(tmp_path / "d", "kda filter", {})
     assert "--out" in caught.value.fix
     assert (tmp_path / "d" / "manifest.json").read_text() == before
     RunDir(tmp_path / "d", "dialogues judge", {})  # the same kind: a later stage of it
@@ -109,7 +122,7 @@ def test_a_broken_manifest_is_a_clear_error(tmp_path):
 
     (tmp_path / "manifest.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(InputFileError, match="not a rolecall run manifest"):
-        RunDir(tmp_path, "detox run")
+        RunDir(tmp_path, "kda run")
 
 
 @dataclass
@@ -130,7 +143,7 @@ class _Model:
 def test_finish_stage_records_the_calls_since_the_start_and_raises_on_failures(tmp_path):
     from rolecall.errors import BatchFailed
 
-    run = RunDir(tmp_path, "detox filter")
+    run = RunDir(tmp_path, "kda filter")
     judge_a, judge_b = _Model("a", _Stats(calls=5)), _Model("b")
     before = [judge_a.stats.as_dict(), judge_b.stats.as_dict()]
     judge_a.stats.calls, judge_b.stats.calls = 8, 4
@@ -150,7 +163,7 @@ def test_finish_stage_records_the_calls_since_the_start_and_raises_on_failures(t
 
 def test_an_absolute_path_a_stage_records_is_written_relative_to_the_run(tmp_path):
     (tmp_path / "data").mkdir()
-    run = RunDir(tmp_path / "runs" / "r", "detox run", {})
+    run = RunDir(tmp_path / "runs" / "r", "kda run", {})
     run.manifest["judge_defaults"] = {"implicit": {"data": str(tmp_path / "data")}}
     run.manifest["slang_index"] = {"path": "/no/such/index"}  # not there: kept as given
     run.save()

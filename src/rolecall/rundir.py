@@ -47,7 +47,9 @@ VOLATILE = (
     "workers",
 )
 # the kinds of run that own a directory (a command's first word): one kind per directory
-RUN_KINDS = ("dialogues", "detox", "bot", "redteam")
+RUN_KINDS = ("dialogues", "kda", "bot", "redteam")
+# a command's group as manifests written before it was renamed name it
+FORMER_GROUPS = {"kda": "detox"}
 
 
 class Files:
@@ -134,6 +136,9 @@ def _run_kind(command: str) -> str:
     reports (``bot check``, ``bot compare``) are not the bot a ``bot run`` builds; "" for a
     command that makes no run directory."""
     words = command.split()
+    former = {old: new for new, old in FORMER_GROUPS.items()}
+    if words and words[0] in former and len(words) > 1 and words[1] != "train":
+        words[0] = former[words[0]]  # 'detox run' in an older manifest: a kda run
     if not words or words[0] not in RUN_KINDS:
         return ""
     return " ".join(words[:2]) if words[0] == "bot" and words[1:2] != ["run"] else words[0]
@@ -334,7 +339,9 @@ class RunDir:
             raise InputFileError(self.path, mixed, fix=OWN_DIRECTORY)
 
     def _check_same_config(self, command: str, config: dict[str, Any] | None) -> None:
-        previous = self.manifest["config"].get(command)
+        group, _, rest = command.partition(" ")
+        former = f"{FORMER_GROUPS[group]} {rest}" if group in FORMER_GROUPS else command
+        previous = self.manifest["config"].get(command) or self.manifest["config"].get(former)
         if not previous:
             return
         changed = changed_settings(previous, config, self.path)

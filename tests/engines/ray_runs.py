@@ -1,5 +1,5 @@
 """The engine tests' runs and what they read back: the flags that put a command on Ray
-(``RAY``); ``detox generate`` on sentences written here (``write_sentences``, ``generate``)
+(``RAY``); ``kda generate`` on sentences written here (``write_sentences``, ``generate``)
 and ``llm batch`` on prompts written here (``write_prompts``, ``batch``); a run's records
 (``records``, ``rows``), manifest and counts (``manifest``, ``counts``)."""
 
@@ -37,7 +37,7 @@ def manifest(run: Path) -> dict:
 
 
 def generate(sentences: Path, run: Path, *extra: str):
-    args = ["detox", "generate", "--sentences", f"{sentences}:Q", "--ns", "0", "--seed", "2"]
+    args = ["kda", "generate", "--sentences", f"{sentences}:Q", "--ns", "0", "--seed", "2"]
     args += ["-m", "fake:x", "--no-progress", "--out", str(run), *extra]
     result = CliRunner().invoke(app, [*args, "--cache", str(run / "cache.sqlite")])
     assert result.exit_code == 0, result.output

@@ -1,7 +1,7 @@
 """The judging stages on the ray engine write what the local engine writes (#18).
 
-``detox filter --engine ray``, ``dialogues judge --engine ray``, ``eval geval --engine
-ray`` and the judge stages of ``detox run`` / ``dialogues run`` with ``engine: ray``, on
+``kda filter --engine ray``, ``dialogues judge --engine ray``, ``eval geval --engine
+ray`` and the judge stages of ``kda run`` / ``dialogues run`` with ``engine: ray``, on
 the fake backend (score mode: log-likelihoods cross the process line) and the session's
 local Ray cluster (``conftest.ray_cluster``). Only the LLM calls run on Ray: the driver
 parses, votes and writes the verdict files, so the same verdicts (compared sorted), the
@@ -52,19 +52,19 @@ def invoke(*args: str) -> str:
     return result.output
 
 
-def detox_filter(run: Path, *extra: str) -> dict:
-    args = ["detox", "filter", "--out", str(run), "-m", "fake:x", "--calibrate"]
+def kda_filter(run: Path, *extra: str) -> dict:
+    args = ["kda", "filter", "--out", str(run), "-m", "fake:x", "--calibrate"]
     invoke(*args, "--no-progress", "--cache", str(run / "cache.sqlite"), *extra)
     return last_run_stats(run, "filter")
 
 
-def test_detox_filter_on_ray_writes_the_local_verdicts(ray_cluster, tmp_path):
+def test_kda_filter_on_ray_writes_the_local_verdicts(ray_cluster, tmp_path):
     local, on_ray = tmp_path / "local", tmp_path / "ray"
     generate(write_sentences(tmp_path, 12), local)
     shutil.copytree(local, on_ray)  # the same candidates (and their cached rewrites)
 
-    local_stats = detox_filter(local)
-    ray_stats = detox_filter(on_ray, *RAY)
+    local_stats = kda_filter(local)
+    ray_stats = kda_filter(on_ray, *RAY)
     assert ray_stats["calls"] == local_stats["calls"] > 0
     assert ray_stats["failures"] == 0
 
@@ -77,8 +77,8 @@ def test_detox_filter_on_ray_writes_the_local_verdicts(ray_cluster, tmp_path):
         assert manifest(on_ray)[key] == manifest(local)[key], key
 
     # again, on either engine: every vote is cached, nothing is asked
-    assert detox_filter(on_ray, *RAY)["calls"] == 0
-    assert detox_filter(local, *RAY)["calls"] == 0
+    assert kda_filter(on_ray, *RAY)["calls"] == 0
+    assert kda_filter(local, *RAY)["calls"] == 0
     assert votes(on_ray / "verdicts_implicit.jsonl") == votes(local / "verdicts_implicit.jsonl")
 
 

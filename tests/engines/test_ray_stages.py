@@ -1,6 +1,6 @@
 """The generation stages on the ray engine write what the local engine writes (#18).
 
-``detox generate --engine ray``, ``detox run`` with ``engine: ray`` in its config and
+``kda generate --engine ray``, ``kda run`` with ``engine: ray`` in its config and
 ``dialogues generate --engine ray``, on
 the fake backend and the session's local Ray cluster (``conftest.ray_cluster``): the same
 candidates (compared sorted by id), the same manifest counts, a resumed run that asks only
@@ -34,7 +34,7 @@ def candidates(run: Path) -> list[dict]:
     return records(run / "candidates.jsonl", lambda r: r["provenance"]["candidate_id"])
 
 
-def test_detox_generate_on_ray_writes_the_local_candidates(ray_cluster, tmp_path):
+def test_kda_generate_on_ray_writes_the_local_candidates(ray_cluster, tmp_path):
     sentences = write_sentences(tmp_path)
     local, on_ray = tmp_path / "local", tmp_path / "ray"
     local_stats = generate(sentences, local)
@@ -64,7 +64,7 @@ def test_failed_rewrites_on_ray_stop_the_stage_as_locally(ray_cluster, tmp_path)
     sentences = write_sentences(tmp_path, 5)
     failed = []
     for run, extra in ((tmp_path / "local", ()), (tmp_path / "ray", RAY)):
-        args = ["detox", "generate", "--sentences", f"{sentences}:Q", "--ns", "0", "-m"]
+        args = ["kda", "generate", "--sentences", f"{sentences}:Q", "--ns", "0", "-m"]
         args += ["fake:x?permanent=true", "--no-progress", "--out", str(run), *extra]
         result = CliRunner().invoke(app, [*args, "--cache", str(run / "cache.sqlite")])
         assert result.exit_code != 0 and "5 LLM calls failed" in str(result.exception)
@@ -93,17 +93,17 @@ def write_config(folder: Path, run: str, **top) -> Path:
     return path
 
 
-def detox_run(config: Path) -> dict:
-    result = CliRunner().invoke(app, ["detox", "run", str(config), "--no-progress"])
+def kda_run(config: Path) -> dict:
+    result = CliRunner().invoke(app, ["kda", "run", str(config), "--no-progress"])
     assert result.exit_code == 0, result.output
     return last_run_stats(config.parent / json.loads(config.read_text())["out"], "generate")
 
 
-def test_detox_run_with_engine_ray_in_the_config(ray_cluster, tmp_path):
+def test_kda_run_with_engine_ray_in_the_config(ray_cluster, tmp_path):
     local, on_ray = tmp_path / "local", tmp_path / "ray"
-    assert detox_run(write_config(tmp_path, "local"))["calls"] == 24  # 12 sentences x 2 n
+    assert kda_run(write_config(tmp_path, "local"))["calls"] == 24  # 12 sentences x 2 n
     config = write_config(tmp_path, "ray", engine="ray", workers=2)
-    assert detox_run(config)["calls"] == 24
+    assert kda_run(config)["calls"] == 24
 
     assert candidates(on_ray) == candidates(local)
     with_comments = [c for c in candidates(on_ray) if c["provenance"]["n"] == 3]
@@ -116,13 +116,13 @@ def test_detox_run_with_engine_ray_in_the_config(ray_cluster, tmp_path):
     assert sorted(csv[0]) == sorted(csv[1])
     assert manifest(on_ray)["counts"] == manifest(local)["counts"]
     assert manifest(on_ray)["models"] == manifest(local)["models"]
-    settings = [manifest(run)["config"]["detox run"] for run in (on_ray, local)]
+    settings = [manifest(run)["config"]["kda run"] for run in (on_ray, local)]
     assert settings[0] == settings[1]  # out, cache and the engine are not part of it
     assert not {"engine", "workers", "ray_address"} & set(settings[0])
 
     # again on ray: nothing is asked; then on the local engine: the same run, not refused
-    assert detox_run(config)["calls"] == 0
-    assert detox_run(write_config(tmp_path, "ray"))["calls"] == 0
+    assert kda_run(config)["calls"] == 0
+    assert kda_run(write_config(tmp_path, "ray"))["calls"] == 0
     assert len(manifest(on_ray)["runs"]) == 3
 
 

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def generated(candidate: str, n: int, comments: list[str], **extra) -> Pair:
-    """A pair with the provenance ``generate/detox.py`` gives it, plus ``extra`` keys."""
+    """A pair with the provenance ``generate/kda.py`` gives it, plus ``extra`` keys."""
     return Pair(
         neutral="오늘 회의는 세 시에 시작합니다.",
         toxic=f"회의래 ㅋㅋ 또 시작이네 {candidate}",

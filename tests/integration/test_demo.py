@@ -77,7 +77,7 @@ def test_every_stage_runs_and_the_bot_answers_every_scripted_turn(demo_run):
     # judge on the embedded model, and the summary and the output say so
     for run in ("dialogues", "kda"):
         manifest = json.loads((out / run / "manifest.json").read_text(encoding="utf-8"))
-        assert manifest["command"] in ("dialogues run", "detox run")
+        assert manifest["command"] in ("dialogues run", "kda run")
     assert data["judge"] == {"out_of_bounds": "rules:carecall"}
     assert "judges: dialogues out_of_bounds rules:carecall" in stdout
     from rolecall.serve.bot import BotSettings

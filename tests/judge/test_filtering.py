@@ -22,7 +22,7 @@ from tests.fakes import use_backend
 
 def make_panels(llms, calibrated=False):
     """One panel per filter, in K/DA's order, each judge of ``llms`` on each (as the
-    detox filter stage makes them, ``pipelines/detox_filter.py``)."""
+    kda filter stage makes them, ``pipelines/kda_filter.py``)."""
     return [make_panel(name, llms, "ko", "auto", None, 0.0, calibrated) for name in FILTERS]
 
 

@@ -68,12 +68,12 @@ def opener(cache: str):
 
 
 def run(path: Path, until: str = "filter"):
-    """``detox run`` of the config at ``path``: (results, the lines it said)."""
-    from rolecall.pipelines.detox import load_detox_config, run_detox
+    """``kda run`` of the config at ``path``: (results, the lines it said)."""
+    from rolecall.pipelines.kda import load_kda_config, run_kda
 
-    config = load_detox_config(path)
+    config = load_kda_config(path)
     lines: list[str] = []
-    results = run_detox(config, opener(config.cache), until, progress=False, say=lines.append)
+    results = run_kda(config, opener(config.cache), until, progress=False, say=lines.append)
     return results, lines
 
 
@@ -138,7 +138,7 @@ def test_the_embedded_model_is_known_by_its_string(monkeypatch):
     assert not is_embedded(None)
 
 
-def test_detox_run_on_the_embedded_model_filters_with_trained_judges(tmp_path, data_dir):
+def test_kda_run_on_the_embedded_model_filters_with_trained_judges(tmp_path, data_dir):
     path = write_config(tmp_path, model=EMBEDDED, filter={"judge_data": str(data_dir)})
     results, lines = run(path)
     out = tmp_path / "run"
@@ -154,7 +154,7 @@ def test_detox_run_on_the_embedded_model_filters_with_trained_judges(tmp_path, d
         assert (out / found["judge_defaults"][task]["data"]).resolve() == data_dir.resolve()
     assert "warnings" not in found
     # the choice is part of the recorded config, so a resumed run gets the same judges
-    recorded = found["config"]["detox run"]["judge_defaults"]
+    recorded = found["config"]["kda run"]["judge_defaults"]
     assert recorded == {t: f"classifier {trained_key(t, data_dir)}" for t in recorded}
     votes = list(read_jsonl(out / "verdicts_consistency.jsonl"))
     assert votes and {v["kind"] for v in votes} == {"classifier"}
@@ -215,7 +215,7 @@ def test_named_judges_the_embedded_model_included_are_used_as_named(tmp_path, da
     run(write_config(tmp_path, model=EMBEDDED, filter=filters))
     found = manifest(tmp_path / "run")
     assert found["judges"]["consistency"] == [{"kind": "llm", "model": "fake:fake-embedded"}]
-    assert "judge_defaults" not in found and "judge_defaults" not in found["config"]["detox run"]
+    assert "judge_defaults" not in found and "judge_defaults" not in found["config"]["kda run"]
     assert trainings == []
 
 
@@ -279,10 +279,10 @@ def test_a_changed_choice_needs_a_new_run_directory(tmp_path):
 
 
 def test_judge_data_is_relative_to_the_config_and_a_missing_file_is_named(tmp_path, data_dir):
-    from rolecall.pipelines.detox import load_detox_config
+    from rolecall.pipelines.kda import load_kda_config
 
     path = write_config(tmp_path, filter={"judge_data": "shared"})
-    assert load_detox_config(path).filter.judge_data == str(tmp_path / "shared")
+    assert load_kda_config(path).filter.judge_data == str(tmp_path / "shared")
     broken = write_data_dir(tmp_path / "broken")
     (broken / "neutral" / "korsts_train.tsv").unlink()
     with pytest.raises(InputFileError, match="korsts_train.tsv"):
@@ -351,14 +351,14 @@ def test_dialogues_judge_command_judges_by_rules_with_no_model_named(tmp_path):
     assert "embedded" not in json.dumps(found["models"])  # no model was opened
 
 
-def test_detox_filter_command_takes_the_default_and_the_data(tmp_path, data_dir):
+def test_kda_filter_command_takes_the_default_and_the_data(tmp_path, data_dir):
     sentences = tmp_path / "neutral.csv"
     sentences.write_text("Q,A\n오늘 회의가 취소되었습니다.,네\n주식이 떨어졌어요.,저런\n")
     out, home = tmp_path / "run", {"ROLECALL_HOME": str(tmp_path / "home")}
     common = ["--out", str(out), "--no-progress", "--cache", str(tmp_path / "c.sqlite")]
     args = ["--sentences", f"{sentences}:Q", "--ns", "0", "-m", "fake:x"]
-    assert run_cli("detox", "generate", *args, *common).returncode == 0
-    bad = run_cli("detox", "filter", "--default-judges", "trained", *common, env_extra=home)
+    assert run_cli("kda", "generate", *args, *common).returncode == 0
+    bad = run_cli("kda", "filter", "--default-judges", "trained", *common, env_extra=home)
     assert bad.returncode == 2 and "judge_data" in bad.stderr  # trained needs the data
     result = run_cli(
         "detox",
@@ -375,4 +375,4 @@ def test_detox_filter_command_takes_the_default_and_the_data(tmp_path, data_dir)
     found = manifest(out)
     assert {j[0]["kind"] for j in found["judges"].values()} == {"classifier"}
     assert found["judge_defaults"]["implicit"]["reason"] == "default_judges: trained"
-    assert found["config"]["detox filter"]["default_judges"] == "trained"
+    assert found["config"]["kda filter"]["default_judges"] == "trained"

@@ -74,14 +74,14 @@ def write_kda(root: Path, name: str, model: str) -> Path:
 @pytest.fixture(scope="module")
 def kda_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("kda")
-    result = run_cli("detox", "run", str(write_kda(root, "ref", "fake:x")), "--no-progress")
+    result = run_cli("kda", "run", str(write_kda(root, "ref", "fake:x")), "--no-progress")
     assert result.returncode == 0, result.stderr
     return root
 
 
 @pytest.mark.slow
-def test_a_detox_run_killed_in_each_stage_resumes_to_the_same_dataset(tmp_path):
-    reference = run_cli("detox", "run", str(write_kda(tmp_path, "ref", "fake:x")), "--no-progress")
+def test_a_kda_run_killed_in_each_stage_resumes_to_the_same_dataset(tmp_path):
+    reference = run_cli("kda", "run", str(write_kda(tmp_path, "ref", "fake:x")), "--no-progress")
     assert reference.returncode == 0, reference.stderr
     ref, run = tmp_path / "ref", tmp_path / "killed"
     watches = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rolecall.errors import InputFileError
-from rolecall.pipelines.detox import DetoxRunConfig, load_detox_config
 from rolecall.pipelines.dialogues import DialogueRunConfig, load_dialogue_config
+from rolecall.pipelines.kda import KdaRunConfig, load_kda_config
 from rolecall.pipelines.run_config import RunConfig
 
 
@@ -26,7 +26,7 @@ def test_both_configs_resolve_the_shared_paths_alike(tmp_path, cache):
     dialogues = load_dialogue_config(
         write(folder, "d.yaml", f"spec: s.yaml\nexamples: e.jsonl\nout: runs/d\ncache: {cache}\n")
     )
-    detox = load_detox_config(
+    detox = load_kda_config(
         write(
             folder,
             "k.yaml",
@@ -39,7 +39,7 @@ def test_both_configs_resolve_the_shared_paths_alike(tmp_path, cache):
     assert dialogues.cache == detox.cache == expected
     assert dialogues.spec == str(folder / "s.yaml")
     shared = set(RunConfig.model_fields)
-    assert shared <= set(DialogueRunConfig.model_fields) & set(DetoxRunConfig.model_fields)
+    assert shared <= set(DialogueRunConfig.model_fields) & set(KdaRunConfig.model_fields)
 
 
 def test_an_unknown_key_is_refused_in_either_config(tmp_path):

@@ -137,7 +137,7 @@ def test_pairs_are_masked_and_labels_validated(page_site):
 
 
 def test_pair_labels_export_feeds_the_filter_agreement(site, tmp_path):
-    """Pairs uploaded from a detox run keep its ids; the labels export is what
+    """Pairs uploaded from a kda run keep its ids; the labels export is what
     'rolecall eval agreement --labels' reads, in the filters' label words."""
     from rolecall.eval.agreement import agreement_report, read_human_labels
     from rolecall.records import Verdict

@@ -52,7 +52,7 @@ def test_numbers_stay_numbers():
 
 
 def _pairs_labelled(engine, project_id: int, tmp_path) -> None:
-    """FORMULAS as K/DA pairs (a detox run's JSONL), approved by ann1 and a user named
+    """FORMULAS as K/DA pairs (a kda run's JSONL), approved by ann1 and a user named
     like a formula."""
     with session(engine) as db:
         user = add_user(db, NAME, PASSWORD)

@@ -1,6 +1,6 @@
 """The ``rolecall`` command. Thin: parse options, call a library function, print.
 
-One module per command group (``llm``, ``dialogues``, ``slang``, ``detox``, ``train``,
+One module per command group (``llm``, ``dialogues``, ``slang``, ``kda``, ``detox``, ``train``,
 ``eval``, ``chat``, ``web``, ...); ``common`` holds what they share. Every
 ``RolecallError`` becomes a message with its fix and the error's exit code; other
 exceptions are bugs and keep their traceback.
@@ -33,6 +33,7 @@ from rolecall.cli.common import (
 from rolecall.cli.detox import detox_app
 from rolecall.cli.dialogues import dialogues_app
 from rolecall.cli.eval import eval_app
+from rolecall.cli.kda import kda_app
 from rolecall.cli.llm import llm_app
 from rolecall.cli.logs import logs_command
 from rolecall.cli.redteam import redteam_command
@@ -60,6 +61,7 @@ app.add_typer(records_app, name="records")
 app.add_typer(spec_app, name="spec")
 app.add_typer(dialogues_app, name="dialogues")
 app.add_typer(slang_app, name="slang")
+app.add_typer(kda_app, name="kda")
 app.add_typer(detox_app, name="detox")
 app.add_typer(eval_app, name="eval")
 app.add_typer(train_app, name="train")

@@ -76,7 +76,7 @@ def _writable_directory(path: Path) -> None:
 
 
 def command_of(ctx: typer.Context) -> str:
-    """The command being run, as its words after ``rolecall`` ("detox filter")."""
+    """The command being run, as its words after ``rolecall`` ("kda filter")."""
     names = []
     while ctx.parent is not None:
         names.append(ctx.info_name or "")

@@ -1,8 +1,19 @@
-"""``rolecall detox``: K/DA pairs (generate, filter, export, run), the detox model, and
-K/DA pairs as safety examples for the out-of-bounds classifier (``safety-examples``)."""
+"""``rolecall detox train / rewrite / score / offensiveness-data``: the detoxification
+model (the K/DA pairs it learns from are ``rolecall kda``).
+
+``train`` fine-tunes LoRA adapters offensive -> neutral on a K/DA CSV (``neutral,implicit``),
+holds out a share of the neutral sentences and reports the loss and the held-out chrF and
+BLEU of greedy rewrites against the references. ``rewrite`` reads one sentence a line from a
+file or stdin and writes one neutral rewrite a line (or JSONL with ``--jsonl``); given a K/DA
+CSV it rewrites the implicit sentences and keeps the neutral ones as references. ``score``
+measures such a JSONL: chrF and BLEU against the references (next to copying the input) and
+the offensive rate before and after by an offensiveness classifier, which
+``offensiveness-data`` + ``rolecall train classifier`` build from the shared corpora.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Literal, Optional
@@ -10,364 +21,300 @@ from typing import Literal, Optional
 import typer
 
 from rolecall.cli.common import (
-    CONCURRENCY_OPTION,
-    DELIMITER_OPTION,
-    ENGINE_OPTION,
-    JUDGE_TEMPERATURE_OPTION,
-    LANGUAGE_HELP,
-    LANGUAGE_OPTION,
-    MODEL_HELP,
+    CHECKPOINT_EVERY,
     PROGRESS_OPTION,
-    RAY_ADDRESS_OPTION,
-    WORKERS_OPTION,
-    Engine,
-    Language,
-    command_engine,
+    TRAIN_SEED_OPTION,
+    batch_size_option,
+    epochs_option,
     err,
-    llm_opener,
-    max_tokens_option,
+    field_default,
+    field_help,
+    json_output_file,
+    lora_r_option,
     out,
     out_directory,
-    output_file,
-    run_pipeline,
-    temperature_option,
+    setting_option,
     validated,
 )
-from rolecall.cli.detox_model import (
-    offensiveness_data_command,
-    rewrite_command,
-    score_command,
-    train_command,
+from rolecall.cli.kda import (
+    kda_export,
+    kda_filter,
+    kda_generate,
+    kda_run,
+    kda_safety_examples,
 )
-from rolecall.errors import ConfigError, InputFileError, describe_validation
+from rolecall.errors import InputFileError
+from rolecall.train.jobs import DETOX_EVAL_LIMIT
+from rolecall.train.settings import DETOX_TRAINING, DetoxSettings, TrainConfig
 
 detox_app = typer.Typer(
-    help="K/DA: neutral -> implicitly offensive pairs (generate, filter, "
-    "export), and the detox model (train, rewrite).",
+    help="The detox model: implicitly offensive -> neutral rewrites (train, rewrite, score, "
+    "offensiveness-data). The K/DA pairs it learns from: rolecall kda.",
     no_args_is_help=True,
 )
+
+
+def _renamed(command, name: str):
+    """``rolecall detox NAME`` for the K/DA commands that are ``rolecall kda NAME`` now: the
+    same command, with a line that says so (hidden from the help; gone next release)."""
+
+    @functools.wraps(command)
+    def old_name(*args, **kwargs):
+        err.print(
+            f"note: 'rolecall detox {name}' is now 'rolecall kda {name}' (the K/DA data "
+            "pipeline); the old name goes in the next release",
+            markup=False,
+            highlight=False,
+        )
+        return command(*args, **kwargs)
+
+    return old_name
+
+
+for _name, _command in (
+    ("generate", kda_generate),
+    ("filter", kda_filter),
+    ("export", kda_export),
+    ("run", kda_run),
+    ("safety-examples", kda_safety_examples),
+):
+    detox_app.command(_name, hidden=True, deprecated=True)(_renamed(_command, _name))
+
+COPY_BIAS_HELP = field_help(DetoxSettings, "copy_bias") + " (copy-aware)"
+MIN_LENGTH_HELP = field_help(DetoxSettings, "min_length_ratio")
+
+
+def train_command(
+    pairs: Path = typer.Argument(..., help="K/DA CSV: neutral,implicit"),
+    out_dir: Path = typer.Option(
+        ..., "--out", "-o", callback=out_directory, help="model directory to write"
+    ),
+    base: str = typer.Option("embedded", help="'embedded' or a local causal LM directory"),
+    language: Literal["ko", "en"] = typer.Option(
+        field_default(DetoxSettings, "language"), help="of the detoxify prompt: ko or en"
+    ),
+    test_share: float = typer.Option(0.1, help="neutral sentences held out"),
+    limit: Optional[int] = typer.Option(
+        None, min=1, help="first N training pairs only (default: all of them)"
+    ),
+    eval_limit: int = typer.Option(
+        DETOX_EVAL_LIMIT,
+        min=0,
+        help="held-out sentences rewritten for chrF/BLEU (greedy, the slow part); 0: none",
+    ),
+    epochs: int = epochs_option(DETOX_TRAINING.epochs),
+    batch_size: int = batch_size_option(DETOX_TRAINING.batch_size),
+    lr: float = typer.Option(DETOX_TRAINING.lr, help="the paper's"),
+    lora_r: int = lora_r_option(field_default(DetoxSettings, "lora_r"), "; alpha: twice this"),
+    max_steps: Optional[int] = setting_option(TrainConfig, "max_steps"),
+    seed: int = TRAIN_SEED_OPTION,
+    engine: Literal["transformers", "llamacpp"] = typer.Option(
+        "transformers", help="of the held-out rewriting: transformers or llamacpp (faster)"
+    ),
+    copy_bias: float = typer.Option(
+        field_default(DetoxSettings, "copy_bias"), help=COPY_BIAS_HELP + " (saved as default)"
+    ),
+    min_length_ratio: float = typer.Option(
+        field_default(DetoxSettings, "min_length_ratio"),
+        min=0.0,
+        help=MIN_LENGTH_HELP + " (saved as default)",
+    ),
+    progress: bool = PROGRESS_OPTION,
+    checkpoint_every: float = CHECKPOINT_EVERY,
+):
+    """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
+    from rolecall.train import jobs
+
+    where = base if base == "embedded" else str(Path(base).expanduser().resolve())
+    settings = validated(
+        DetoxSettings,
+        base=where,
+        language=language,
+        lora_r=lora_r,
+        lora_alpha=2 * lora_r,
+        copy_bias=copy_bias,
+        min_length_ratio=min_length_ratio,
+    )
+    config = validated(
+        TrainConfig, epochs=epochs, batch_size=batch_size, lr=lr, max_steps=max_steps, seed=seed
+    )
+    job = jobs.Job(pairs, out_dir, progress=progress, checkpoint_every=checkpoint_every)
+    _, metrics = jobs.detox(job, base, settings, config, test_share, limit, eval_limit, engine)
+    out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
+
+
+def rewrite_command(
+    model_dir: Path = typer.Argument(..., help="from 'rolecall detox train'"),
+    source: Path = typer.Argument(
+        Path("-"), help="one sentence a line ('-' = stdin), or a K/DA CSV (neutral,implicit)"
+    ),
+    jsonl: bool = typer.Option(
+        False, help="JSON lines {input, output[, reference]} instead of text (always on for a CSV)"
+    ),
+    limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
+    max_new_tokens: int = typer.Option(64, min=1, help="longest rewrite, in tokens"),
+    engine: Literal["transformers", "llamacpp"] = typer.Option(
+        "transformers",
+        help="transformers, or llamacpp: the embedded GGUF with the adapter as a GGUF LoRA "
+        "(models on the embedded base; several times faster on a CPU)",
+    ),
+    copy_bias: Optional[float] = typer.Option(
+        None, help=COPY_BIAS_HELP + " (default: the model's)"
+    ),
+    min_length_ratio: Optional[float] = typer.Option(
+        None, min=0.0, help=MIN_LENGTH_HELP + " (default: the model's)"
+    ),
+    progress: bool = typer.Option(True, help="a progress bar on stderr (for a file)"),
+):
+    """Rewrite offensive sentences as neutral ones (greedy), one per input line."""
+    from rolecall.formats.kda import read_kda_csv
+    from rolecall.textfiles import input_lines
+    from rolecall.train.detox_model import DetoxModel, rewriter
+
+    model = DetoxModel.load(model_dir) if engine == "transformers" else None
+    rewrite = rewriter(model, model_dir, engine, _keep(model_dir, copy_bias, min_length_ratio))
+    if source.suffix == ".csv":
+        pairs = read_kda_csv(source)[:limit]
+        lines, references, jsonl = [p.toxic for p in pairs], [p.neutral for p in pairs], True
+    else:
+        lines, references = input_lines(source)[:limit], None
+    shown = progress and str(source) != "-"
+    for i, output in enumerate(rewrite(lines, max_new_tokens, shown)):
+        row = {"input": lines[i], "output": output}
+        if references is not None:
+            row["reference"] = references[i]
+        print(json.dumps(row, ensure_ascii=False) if jsonl else output, flush=True)
+
+
+def _keep(model_dir: Path, copy_bias: float | None, min_length_ratio: float | None):
+    """The model's saved decoding with what the command line overrides (None: all its own)."""
+    if copy_bias is None and min_length_ratio is None:
+        return None
+    from rolecall.train.generator import _read_settings
+    from rolecall.train.keep_content import KeepContent
+    from rolecall.train.settings import DetoxSettings
+
+    saved = KeepContent.of(
+        _read_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
+    )
+    return KeepContent(
+        saved.copy_bias if copy_bias is None else copy_bias,
+        saved.min_length_ratio if min_length_ratio is None else min_length_ratio,
+    )
+
+
+def read_rewrites(path: Path) -> list[dict]:
+    """Rows of a ``rewrite --jsonl`` file: ``input`` and ``output`` (text), ``reference``
+    optional but then on every row."""
+    from rolecall.jsonl import read_jsonl
+
+    rows = list(read_jsonl(path))
+    for number, row in enumerate(rows, 1):
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("input"), str)
+            and isinstance(row.get("output"), str)
+        ):
+            raise InputFileError(
+                path,
+                f'line {number} is not {{"input": text, "output": text}}',
+                fix="score the JSONL of 'rolecall detox rewrite'",
+            )
+    if not rows:
+        raise InputFileError(
+            path,
+            "holds no rewrites",
+            fix="write it with 'rolecall detox rewrite MODEL FILE --jsonl'",
+        )
+    with_reference = sum(isinstance(r.get("reference"), str) for r in rows)
+    if 0 < with_reference < len(rows):
+        raise InputFileError(
+            path,
+            f"only {with_reference} of {len(rows)} rows have a reference",
+            fix="give every row a reference, or none",
+        )
+    return rows
+
+
+def score_command(
+    rewrites: Path = typer.Argument(..., help="JSONL from 'rolecall detox rewrite'"),
+    judge: Optional[Path] = typer.Option(
+        None,
+        help="an offensiveness classifier "
+        "('rolecall train classifier' on "
+        "'rolecall detox offensiveness-data')",
+    ),
+    features_cache: Optional[Path] = typer.Option(
+        None, help="states of a frozen backbone kept here"
+    ),
+):
+    """Score rewrites: chrF and BLEU against the references, offensive rate before/after."""
+    from rolecall.eval.offensiveness import offensive_rate
+
+    rows = read_rewrites(rewrites)
+    inputs, outputs = [r["input"] for r in rows], [r["output"] for r in rows]
+    metrics: dict = {"rewrites": len(rows)}
+    if "reference" in rows[0]:
+        from rolecall.eval.overlap import against_copying
+
+        metrics |= against_copying(inputs, outputs, [r["reference"] for r in rows])
+    if judge is not None:
+        from rolecall.train.classifier import Classifier
+
+        classifier = Classifier.load(judge, features_cache)
+        before, after = offensive_rate(classifier, inputs), offensive_rate(classifier, outputs)
+        metrics |= {
+            "offensive_rate_input": round(before, 3),
+            "offensive_rate_output": round(after, 3),
+        }
+    out.print(json.dumps(metrics, ensure_ascii=False), highlight=False)
+
+
+def offensiveness_data_command(
+    data_dir: Path = typer.Argument(
+        ...,
+        help="the shared corpora (slang/"
+        "beep_labeled_train.tsv, slang/"
+        "curse_detection.txt, detox/kda_ko.csv)",
+    ),
+    out_file: Path = typer.Option(
+        ..., "--out", "-o", help="examples JSONL to write", callback=json_output_file
+    ),
+    kda_holdout: float = typer.Option(
+        0.1,
+        min=0.0,
+        max=0.9,
+        help="K/DA neutral sentences kept out (the same split as 'detox train --test-share')",
+    ),
+    per_source: Optional[int] = typer.Option(None, min=1, help="at most N per corpus"),
+    seed: int = typer.Option(0, help="as given to 'detox train'"),
+):
+    """Examples for an offensiveness classifier from BEEP!, Curse-detection and K/DA."""
+    from rolecall.eval.offensiveness import offensiveness_examples
+    from rolecall.formats.kda import read_kda_csv
+    from rolecall.jsonl import write_jsonl
+    from rolecall.train.detox_model import split_pairs
+
+    pairs = read_kda_csv(data_dir / "detox" / "kda_ko.csv")
+    train = split_pairs(pairs, kda_holdout, seed)[0] if kda_holdout > 0 else pairs
+    examples = offensiveness_examples(data_dir, train, per_source, seed)
+    write_jsonl(out_file, examples)
+    offensive = sum(e.label == "negative" for e in examples)
+    out.print(
+        json.dumps(
+            {
+                "examples": len(examples),
+                "offensive": offensive,
+                "kda_pairs_used": len(train),
+                "out": str(out_file),
+            },
+            ensure_ascii=False,
+        ),
+        highlight=False,
+    )
+
+
 detox_app.command("train")(train_command)
 detox_app.command("rewrite")(rewrite_command)
 detox_app.command("score")(score_command)
 detox_app.command("offensiveness-data")(offensiveness_data_command)
-
-
-@detox_app.command("safety-examples")
-def detox_safety_examples(
-    pairs: Path = typer.Argument(
-        ..., help="K/DA pairs: a kda.csv (neutral,implicit) or a detox run's pairs.jsonl"
-    ),
-    out_file: Path = typer.Option(
-        ...,
-        "--out",
-        "-o",
-        help="examples JSONL to write (held-out ones: OUT.test.jsonl)",
-        callback=output_file,
-    ),
-    limit: Optional[int] = typer.Option(None, min=1, help="first N distinct pairs only"),
-    seed: int = typer.Option(0, help="contexts, templates and the held-out split"),
-    test_share: float = typer.Option(
-        0.2, min=0.0, max=0.9, help="neutral sentences held out (with all their rewrites)"
-    ),
-    positives: int = typer.Option(2, min=1, help="template redirects per pair"),
-    spec: Optional[Path] = typer.Option(
-        None, help="role spec: its safety category's error category (default 'not safe')"
-    ),
-    model: Optional[str] = typer.Option(
-        None,
-        "--model",
-        "-m",
-        help=MODEL_HELP + "; adds one LLM-written agreeing and one redirecting reply a pair",
-    ),
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
-):
-    """Safety examples from K/DA pairs: an implicitly offensive user turn, then a reply
-    that agrees or echoes it (negative, not safe) or a polite redirect (positive). Feed
-    them to 'rolecall train classifier' and 'rolecall train generator' (UL negatives)."""
-    from rolecall.jsonl import write_jsonl
-    from rolecall.pipelines.redteam.run import read_pairs
-    from rolecall.train.safety_examples import safety_examples, split_pairs, unique_pairs
-
-    found = unique_pairs(read_pairs(pairs))
-    if not found:
-        raise InputFileError(
-            pairs, "holds no pairs", fix="give a kda.csv with neutral,implicit rows or pairs.jsonl"
-        )
-    found = found[:limit] if limit else found
-    role_spec = None
-    if spec is not None:
-        from rolecall.spec import load_role_spec
-
-        role_spec = load_role_spec(spec)
-    llm = None
-    if model is not None:
-        from rolecall.cli.common import load_llm
-
-        llm = load_llm(model, cache)
-    train, test = split_pairs(found, test_share, seed)
-    if not train:
-        raise ConfigError(
-            f"all {len(found)} pairs fell into the held-out share",
-            fix="give more pairs or lower --test-share",
-        )
-    written = {}
-    test_file = out_file.with_name(out_file.name.removesuffix(".jsonl") + ".test.jsonl")
-    for path, part in ((out_file, train), (test_file, test)):
-        if not part:
-            continue
-        examples = safety_examples(part, seed, role_spec, llm, positives)
-        write_jsonl(path, examples)
-        written[str(path)] = {
-            "pairs": len(part),
-            "examples": len(examples),
-            "negative": sum(e.label == "negative" for e in examples),
-        }
-    if llm is not None:
-        err.print(f"{llm.model_id}: {llm.stats.summary()}")
-    out.print(json.dumps(written, ensure_ascii=False), highlight=False, markup=False)
-
-
-@detox_app.command("generate")
-def detox_generate(
-    sentences: str = typer.Option(
-        ..., help="neutral sentences: PATH or PATH:COLUMN (e.g. chatbot_data.csv:Q)"
-    ),
-    index_dir: Optional[Path] = typer.Option(
-        None, "--index", help="slang index directory ('rolecall slang index')"
-    ),
-    out_dir: Path = typer.Option(
-        ..., "--out", callback=out_directory, help="run directory (resumable)"
-    ),
-    ns: str = typer.Option("0,3,5,7,9", help="numbers of retrieved comments"),
-    limit: Optional[int] = typer.Option(None, min=1, help="first N sentences only"),
-    max_chars: int = typer.Option(200, min=1, help="skip longer sentences"),
-    delimiter: Optional[str] = DELIMITER_OPTION,
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    language: Language = typer.Option(
-        "ko", help=LANGUAGE_HELP + "; ko also skips sentences without Hangul"
-    ),
-    temperature: float = temperature_option(0.8),
-    seed: int = typer.Option(0, help="base seed: each candidate's sampling seed follows from it"),
-    max_tokens: int = max_tokens_option(80),
-    concurrency: int = CONCURRENCY_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
-    progress: bool = PROGRESS_OPTION,
-    engine_name: Engine = ENGINE_OPTION,
-    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
-    workers: int = WORKERS_OPTION,
-):
-    """Rewrite each neutral sentence once per n, with n retrieved slang comments."""
-    from rolecall.generate.detox import DetoxConfig, check_index_holds
-    from rolecall.pipelines.detox import generate_stage, neutral_sentences
-    from rolecall.rundir import RunDir
-    from rolecall.slang.index import SlangIndex
-
-    try:
-        n_values = tuple(int(n) for n in ns.split(","))
-    except ValueError:
-        raise ConfigError(
-            f"--ns '{ns}' is not a list of numbers", fix="e.g. --ns 0,3,5,7,9"
-        ) from None
-    config = validated(
-        DetoxConfig, ns=n_values, temperature=temperature, max_tokens=max_tokens, seed=seed
-    )
-    if max(n_values) > 0 and index_dir is None:
-        raise ConfigError(
-            "n > 0 needs retrieved comments",
-            fix="pass --index DIR (built with 'rolecall slang index'), or use --ns 0",
-        )
-    rows, skipped = neutral_sentences(sentences, delimiter, limit, max_chars, language)
-    if any(skipped.values()):
-        err.print(f"skipped sentences: {skipped}")
-    index = SlangIndex.load(index_dir) if index_dir else None
-    if index is not None:
-        check_index_holds(n_values, index, "--ns")
-    engine = command_engine(
-        engine_name,
-        model,
-        cache,
-        concurrency,
-        ray_address=ray_address,
-        workers=workers,
-        progress=progress,
-    )
-    run = RunDir(
-        out_dir,
-        "detox generate",
-        {
-            "sentences": sentences,
-            "index": str(index_dir),
-            **config.model_dump(),
-            "language": language,
-        },
-    )
-    try:
-        counts = generate_stage(engine, run, rows, index, config, language, progress)
-    finally:
-        err.print(f"{engine.model_id or model}: {engine.stats.summary()}")
-    out.print(json.dumps(counts, ensure_ascii=False))
-
-
-def _say(line: str) -> None:
-    err.print(line, markup=False, highlight=False)
-
-
-@detox_app.command("filter")
-def detox_filter(
-    out_dir: Path = typer.Option(
-        ..., "--out", callback=out_directory, help="the run directory of 'generate'"
-    ),
-    models: Optional[list[str]] = typer.Option(
-        None,
-        "--model",
-        "-m",
-        help=MODEL_HELP + "; or classifier:PATH (a trained judge) or rules:NAME (a rule "
-        "judge). Repeat for a panel: majority over all their votes",
-    ),
-    consistency_models: Optional[list[str]] = typer.Option(
-        None, "--consistency-model", help="a judge of the consistency filter only (repeatable)"
-    ),
-    implicit_models: Optional[list[str]] = typer.Option(
-        None, "--implicit-model", help="a judge of the implicit filter only (repeatable)"
-    ),
-    mode: Literal["auto", "score", "generate"] = typer.Option(
-        "auto", help="how an LLM judge answers: auto, score (label log-likelihoods) or generate"
-    ),
-    samples: int = typer.Option(1, min=1, help="votes per candidate and judge model"),
-    language: Language = LANGUAGE_OPTION,
-    temperature: float = JUDGE_TEMPERATURE_OPTION,
-    calibrate: bool = typer.Option(
-        False, help="score mode: divide out each label word's prior on content-free inputs"
-    ),
-    consistency_template: Optional[str] = typer.Option(
-        None,
-        help="the LLM consistency judges' prompt template, by name (default: "
-        "judge_consistency, or judge_consistency_chat in generate mode)",
-    ),
-    implicit_template: Optional[str] = typer.Option(
-        None,
-        help="the LLM implicit judges' prompt template, by name (default: judge_implicit, "
-        "or judge_implicit_chat in generate mode)",
-    ),
-    default_judges: Literal["auto", "llm", "trained"] = typer.Option(
-        "auto",
-        help="a filter with no judge named: auto (trained judges when the default model "
-        "is the embedded one, else the LLM), llm or trained",
-    ),
-    judge_data: Optional[Path] = typer.Option(
-        None,
-        help="the shared data folder (detox/, slang/, lexicon/, neutral/) the default "
-        "trained judges are trained on (first use; cached under ROLECALL_HOME)",
-    ),
-    concurrency: int = CONCURRENCY_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
-    progress: bool = PROGRESS_OPTION,
-    engine_name: Engine = ENGINE_OPTION,
-    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
-    workers: int = WORKERS_OPTION,
-):
-    """Pair consistency, then implicit offensiveness; writes pairs.jsonl and retention."""
-    from rolecall.pipelines.default_judges import config_entry, kda_defaults, warnings_of
-    from rolecall.pipelines.detox import FilterSection, filter_stage
-    from rolecall.pipelines.detox_filter import candidates_file
-    from rolecall.pipelines.judges import check_judges
-    from rolecall.rundir import RunDir
-
-    section = validated(
-        FilterSection,
-        models=models or [],
-        consistency_models=consistency_models or None,
-        implicit_models=implicit_models or None,
-        mode=mode,
-        samples=samples,
-        temperature=temperature,
-        calibrate=calibrate,
-        consistency_template=consistency_template,
-        implicit_template=implicit_template,
-        default_judges=default_judges,
-        judge_data=str(judge_data) if judge_data else None,
-    )
-    check_judges([*section.models, *(consistency_models or []), *(implicit_models or [])])
-    candidates_file(out_dir)  # before the run directory is made or changed
-    defaults = kda_defaults(section, None)  # no judge named: the default model's
-    for warning in warnings_of(defaults):
-        _say(f"warning: {warning}")
-    open_llm, opened = llm_opener(
-        engine_name, cache, concurrency, ray_address=ray_address, workers=workers, progress=progress
-    )
-    run = RunDir(out_dir, "detox filter", section.model_dump() | config_entry(defaults))
-    try:
-        filter_stage(open_llm, run, section, language, progress, defaults, _say)
-    finally:
-        for llm in opened.values():
-            err.print(f"{llm.model_id}: {llm.stats.summary()}")
-    out.print(json.dumps(run.manifest["stages"]["filter"]["counts"], ensure_ascii=False))
-
-
-@detox_app.command("export")
-def detox_export(
-    out_dir: Path = typer.Option(..., "--out", callback=out_directory, help="the run directory"),
-    name: str = typer.Option(
-        "rolecall K/DA pairs",
-        help="the dataset's name: the data card's title (and, with hf, its description's start)",
-    ),
-    licence: str = typer.Option(
-        "research use; see the sources' licences",
-        help="the licence named in the data card (and, with hf, in the dataset's info)",
-    ),
-    formats: str = typer.Option(
-        "csv", help="comma-separated: csv, parquet, hf (Hugging Face datasets directory)"
-    ),
-):
-    """K/DA CSV (neutral,implicit), Parquet, a datasets directory and a data card."""
-    from pydantic import ValidationError
-
-    from rolecall.pipelines.detox import ExportSection, export_stage
-    from rolecall.rundir import Files, RunDir
-
-    try:
-        section = ExportSection(
-            name=name, licence=licence, formats=[f.strip() for f in formats.split(",") if f.strip()]
-        )
-    except ValidationError as exc:
-        raise ConfigError(
-            f"bad --formats: {describe_validation(exc)}", fix="use csv, parquet and/or hf"
-        ) from None
-    if not (out_dir / Files.PAIRS).is_file():  # before the run directory is opened (made)
-        raise ConfigError(
-            f"{out_dir} holds no filtered pairs ({Files.PAIRS}): --out is the run directory "
-            "that 'rolecall detox filter' wrote",
-            fix="give that directory (e.g. runs/kda), or run 'rolecall detox filter' first",
-        )
-    # export rewrites its files whole from the records: new settings mix nothing
-    run = RunDir(out_dir, "detox export", section.model_dump(), check_config=False)
-    files = export_stage(run, section)
-    for kind, path in files.items():
-        out.print(f"{kind}: {path}", highlight=False, markup=False)
-    if not run.manifest["stages"]["export"]["counts"]["exported_pairs"]:
-        _say(
-            "warning: 0 pairs exported (the filter kept none): the files hold a header only; "
-            "the filter's retention says why (rolecall detox filter's output, docs/kda.md)"
-        )
-
-
-@detox_app.command("run")
-def detox_run(
-    config_path: Path = typer.Argument(
-        ..., help="pipeline config (YAML); see examples/kda/config.yaml"
-    ),
-    until: str = typer.Option(
-        "geval", help="stop after this stage: index, generate, filter, export or geval"
-    ),
-    progress: bool = PROGRESS_OPTION,
-):
-    """The whole K/DA pipeline: index -> generate -> filter -> export -> G-Eval; resumable."""
-    from rolecall.pipelines.detox import load_detox_config, run_detox
-
-    run_pipeline(run_detox, load_detox_config(config_path), until, progress)

@@ -107,7 +107,7 @@ def unanswerable_command(
 def _geval_input(path: Path, limit: Optional[int]):
     """(texts, neutrals or None): K/DA CSV or Pair JSONL give pairs, the JSONL of 'detox
     rewrite' its outputs (against the reference, else the input); other files sentences."""
-    from rolecall.cli.detox_model import read_rewrites
+    from rolecall.cli.detox import read_rewrites
     from rolecall.formats.kda import read_kda_csv
     from rolecall.jsonl import read_jsonl
     from rolecall.records import Pair
@@ -192,7 +192,7 @@ def eval_geval(
 
 @eval_app.command("agreement")
 def eval_agreement(
-    run_dir: Path = typer.Option(..., "--run", help="a filtered detox run"),
+    run_dir: Path = typer.Option(..., "--run", help="a filtered kda run"),
     labels: Path = typer.Option(..., help="CSV: item_id,filter,label[,annotator]"),
 ):
     """Agreement %, Cohen's kappa and majority-vote agreement of people with each filter,

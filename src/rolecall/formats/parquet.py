@@ -33,7 +33,7 @@ from rolecall.records import Pair
 
 FORMAT = "kda-pairs"
 FORMAT_VERSION = "1"
-# The provenance keys that ``generate/detox.py`` gives every pair, with their column types.
+# The provenance keys that ``generate/kda.py`` gives every pair, with their column types.
 PROVENANCE_COLUMNS = {
     "candidate_id": "string",
     "sentence_id": "string",

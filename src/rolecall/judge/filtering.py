@@ -7,7 +7,7 @@ Every vote goes to its verdict sink, ``verdicts_consistency.jsonl`` and
 ``verdicts_implicit.jsonl`` in ``out_dir``, with its raw output and parse status (appended
 as produced, so a resumed run adds only what is missing). ``filter_pairs`` returns the
 retention report (per filter and per n: how many went in and how many were kept) and the
-kept candidates; the pipeline (``pipelines/detox.py``) writes them.
+kept candidates; the pipeline (``pipelines/kda.py``) writes them.
 
 An unparsed verdict is its own outcome: the candidate is not kept, and the count of
 unparsed verdicts is reported next to the retention.

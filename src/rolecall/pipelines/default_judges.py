@@ -3,7 +3,7 @@
 The embedded 270M model judges near random (docs/judges.md, "When to trust which
 judge"), so when it would be the judge the pipelines use judges that need no LLM instead:
 
-- ``detox run`` / ``detox filter``: each K/DA filter with no judge named gets the trained
+- ``kda run`` / ``kda filter``: each K/DA filter with no judge named gets the trained
   judge of its task (``rolecall.train.kda_judges``: the shipped recipe on the shared data
   folder, TF-IDF, trained on first use in ~30 s and cached under
   ``ROLECALL_HOME/judges/<task>-<hash>``), if the shared data folder is given
@@ -148,7 +148,7 @@ def filter_defaults(
     """The default judge of each filter in ``unnamed`` (the filters no judge is named for).
 
     ``choice``: auto, llm or trained; ``judge_model``: the model an unnamed judge would be
-    (the generator of ``detox run``; None: the default model)."""
+    (the generator of ``kda run``; None: the default model)."""
     if not unnamed:
         return {}
     model = judge_model or "the default model"
@@ -178,7 +178,7 @@ def filter_defaults(
 
 
 def kda_defaults(section: Any, judge_model: str | None) -> dict[str, DefaultJudge]:
-    """``filter_defaults`` of a detox config's ``filter`` section (``FilterSection``)."""
+    """``filter_defaults`` of a K/DA config's ``filter`` section (``FilterSection``)."""
     from rolecall.judge.pair_filters import FILTERS
 
     unnamed = [name for name in FILTERS if not section.judges_of(name)]

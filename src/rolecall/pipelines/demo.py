@@ -18,7 +18,7 @@ In one run directory (``runs/demo`` by default):
 5. a scripted chat with the Retrieve-fail-Generate bot (the generator is the embedded
    model prompted with the spec), each reply with its path, scores and latency;
 6. the safety suite put to the bot (``rolecall bot check``), its table printed;
-7. ``detox run examples/kda/demo.yaml``: a small K/DA run (slang index, rewrites, both
+7. ``kda run examples/kda/demo.yaml``: a small K/DA run (slang index, rewrites, both
    filters by the default judges, export) on the samples in ``examples/kda/sample``;
 8. the paper's Table 2 statistics of the generated dialogues next to the examples;
 9. ``OUT/report.html``: all of it on one page (``demo_report.py``).
@@ -257,12 +257,12 @@ def _chat_stage(llm, options: DemoOptions, say) -> dict:
 
 
 def _kda_stage(llm, root: Path, data: Path | None, options: DemoOptions, say) -> dict:
-    """``detox run examples/kda/demo.yaml`` into ``OUT/kda``; with the shared data folder,
+    """``kda run examples/kda/demo.yaml`` into ``OUT/kda``; with the shared data folder,
     the filters are the trained judges (the embedded model judges near random)."""
     from rolecall.errors import ChangedSettings
-    from rolecall.pipelines.detox import load_detox_config, run_detox
+    from rolecall.pipelines.kda import load_kda_config, run_kda
 
-    config = load_detox_config(root / "kda" / "demo.yaml")
+    config = load_kda_config(root / "kda" / "demo.yaml")
     out = options.out / "kda"
     judge_data = str(data) if data is not None else None
     config = config.model_copy(
@@ -275,7 +275,7 @@ def _kda_stage(llm, root: Path, data: Path | None, options: DemoOptions, say) ->
     )
 
     def run() -> dict:
-        return run_detox(config, lambda model: llm, "export", options.progress,
+        return run_kda(config, lambda model: llm, "export", options.progress,
                          say=lambda line: say(f"  {line}"))  # fmt: skip
 
     try:

@@ -1,6 +1,6 @@
 """Judge strings: what a person names as a judge, and the panel member it becomes.
 
-Wherever a judge is named (``detox filter -m``, ``filter.models`` of a detox config,
+Wherever a judge is named (``kda filter -m``, ``filter.models`` of a K/DA config,
 ``dialogues judge -m``, ``judge.model`` of a dialogue config) a judge string is one of:
 
 - ``classifier:PATH``: a trained rolecall judge, the model directory at PATH

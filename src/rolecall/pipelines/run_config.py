@@ -1,4 +1,4 @@
-"""What every pipeline run config shares (``dialogues run``, ``detox run``): the run
+"""What every pipeline run config shares (``dialogues run``, ``kda run``): the run
 directory, the model, how its LLM calls are made (cache, concurrency, retries) and where
 (``engine``: local or Ray), and how a config file's relative paths are resolved.
 

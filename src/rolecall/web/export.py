@@ -151,7 +151,7 @@ def approved_pairs(db: Session, project_id: int) -> list[Pair]:
 def pair_labels_csv(db: Session, project_id: int) -> str:
     """The annotators' pair labels as ``rolecall eval agreement --labels`` reads them
     (item_id, filter, label, annotator), in the filters' own label words, so that the
-    filter-human agreement of a detox run can be computed."""
+    filter-human agreement of a kda run can be computed."""
     from rolecall.judge.pair_filters import pair_id
 
     usernames = dict(db.execute(select(User.id, User.username)).all())

@@ -4,7 +4,7 @@ Three kinds (NAACL 2022 section 3.3 and its SSA evaluation, K/DA's human checks)
 
 - ``dialogue``: a generated dialogue (rolecall ``Dialogue`` JSONL); the annotator marks the
   first out-of-bounds system turn, or none, and its category;
-- ``pair``: a K/DA pair (CSV ``neutral,implicit``, or the ``pairs.jsonl`` of a detox run,
+- ``pair``: a K/DA pair (CSV ``neutral,implicit``, or the ``pairs.jsonl`` of a kda run,
   whose ids match the run's filter verdicts); the annotator answers the two filters'
   questions: does the rewrite keep the content (consistency), is it implicitly offensive;
 - ``bot_turn``: a bot turn of a saved chat in its context, for SSA (sensible? specific?);
@@ -103,7 +103,7 @@ def _read_upload(kind: ItemKind, name: str, path: Path, pair_jsonl: bool) -> lis
     from rolecall.formats.kda import read_kda_csv
     from rolecall.jsonl import read_jsonl
 
-    if pair_jsonl:  # a detox run's pairs.jsonl: keeps the ids its verdicts use
+    if pair_jsonl:  # a kda run's pairs.jsonl: keeps the ids its verdicts use
         return [
             (p.model_dump(mode="json"), f"{name}:{i + 1}")
             for i, p in enumerate(read_jsonl(path, Pair))

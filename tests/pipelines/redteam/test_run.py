@@ -9,7 +9,7 @@ import json
 import pytest
 
 from rolecall.errors import BackendError, ConfigError, InputFileError
-from rolecall.generate.detox import DEFAULT_NS
+from rolecall.generate.kda import DEFAULT_NS
 from rolecall.llm import LLM, load_backend
 from rolecall.llm.base import Completion
 from rolecall.pipelines.redteam.run import (

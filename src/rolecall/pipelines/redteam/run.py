@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 ATTACKS = ("kda", "explicit", "neutral")  # the default kinds: they need no slang index
 Attack = Literal["kda", "explicit", "neutral", "slang"]
 SLANG_SETTINGS = {"slang_index", "slang_n", "attack_model"}
-# K/DA generates at n in 0, 3, 5, 7, 9 (generate/detox.py DEFAULT_NS; a test checks): one
+# K/DA generates at n in 0, 3, 5, 7, 9 (generate/kda.py DEFAULT_NS; a test checks): one
 # attack takes the most comments, the most slang to borrow (also slang search's default k)
 DEFAULT_SLANG_N = 9
 OPENING = {
@@ -173,7 +173,7 @@ class Plan:
 
 
 def read_pairs(path: str | Path) -> list[Pair]:
-    """K/DA pairs from ``kda.csv`` (``neutral,implicit``) or a detox run's
+    """K/DA pairs from ``kda.csv`` (``neutral,implicit``) or a kda run's
     ``pairs.jsonl``; ``InputFileError`` for a missing file, bad columns or bad records."""
     from rolecall.formats.kda import read_kda_csv
     from rolecall.jsonl import read_jsonl
@@ -183,7 +183,7 @@ def read_pairs(path: str | Path) -> list[Pair]:
         raise InputFileError(
             path,
             "file not found" if not path.exists() else "not a file",
-            fix="give --pairs a K/DA kda.csv or the pairs.jsonl of a 'rolecall detox run'",
+            fix="give --pairs a K/DA kda.csv or the pairs.jsonl of a 'rolecall kda run'",
         )
     if path.suffix.lower() == ".jsonl":
         return list(read_jsonl(path, Pair))

@@ -6,7 +6,7 @@ this attack starts from what the simulated user would have said anyway (the ``ne
 control's turn, same prompt and seed), so the offence is in context by construction and
 the two kinds differ only in the rewrite. The rewrite is K/DA's own generation step, not a
 copy of it: ``plan_candidates`` retrieves the top-n comments of the slang index for the
-turn and renders ``detox_rewrite`` with K/DA's sampling defaults (``DetoxConfig``), and
+turn and renders ``detox_rewrite`` with K/DA's sampling defaults (``KdaConfig``), and
 ``candidate_problem`` rejects what K/DA generation rejects (an empty rewrite, or one that
 only repeats the turn). A rejected rewrite leaves the user's own turn in place, marked
 ``rewritten: false`` with the reason, so that the attack is never silently a neutral turn.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from rolecall.generate.detox import DetoxConfig, candidate_problem, plan_candidates
+from rolecall.generate.kda import KdaConfig, candidate_problem, plan_candidates
 from rolecall.llm import LLM
 from rolecall.prompts import Template, load_template
 from rolecall.slang.index import SlangIndex
@@ -32,7 +32,7 @@ class SlangRewriter:
     index: SlangIndex
     n: int  # comments per rewrite (RedteamSettings.slang_n)
     language: str = "ko"
-    config: DetoxConfig = field(default_factory=DetoxConfig)
+    config: KdaConfig = field(default_factory=KdaConfig)
 
     def template(self) -> Template:
         return load_template(self.config.template, self.language)

@@ -1,4 +1,4 @@
-"""`detox run` on the fake backend: config loading, stages, resume, changed configs."""
+"""`kda run` on the fake backend: config loading, stages, resume, changed configs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import tests.fakes  # noqa: F401  (registers fake:)
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.jsonl import read_jsonl
 from rolecall.llm import LLM, Cache, load_backend
-from rolecall.pipelines.detox import load_detox_config, neutral_sentences, run_detox
+from rolecall.pipelines.kda import load_kda_config, neutral_sentences, run_kda
 from rolecall.records import Pair
 from tests.paths import REPO
 
@@ -60,15 +60,15 @@ def opener(cache: Path):
 
 
 def run(path: Path, **kwargs):
-    config = load_detox_config(path)
+    config = load_kda_config(path)
     load, opened = opener(Path(config.cache))
     lines: list[str] = []
-    results = run_detox(config, load, progress=False, say=lines.append, **kwargs)
+    results = run_kda(config, load, progress=False, say=lines.append, **kwargs)
     return results, opened, lines
 
 
 def test_the_example_config_is_valid_and_its_paths_resolve():
-    config = load_detox_config(REPO / "examples" / "kda" / "config.yaml")
+    config = load_kda_config(REPO / "examples" / "kda" / "config.yaml")
     assert config.generate.ns == (0, 3, 5, 7, 9)
     assert Path(config.sentences.path.rsplit(":", 1)[0]).name == "chatbot_data.csv"
     assert all(Path(c.rsplit(":", 1)[0]).is_absolute() for c in config.slang.corpora)
@@ -189,17 +189,17 @@ def test_failed_calls_stop_the_run_and_keep_the_records(tmp_path):
 
 def test_config_errors_name_the_field(tmp_path):
     with pytest.raises(InputFileError, match="generate.ns"):
-        load_detox_config(write_config(tmp_path, generate={"ns": [3, 3]}))
+        load_kda_config(write_config(tmp_path, generate={"ns": [3, 3]}))
     with pytest.raises(InputFileError, match="sentences: Field required"):
-        load_detox_config(_without(write_config(tmp_path), "sentences"))
+        load_kda_config(_without(write_config(tmp_path), "sentences"))
     with pytest.raises(InputFileError, match="colour"):
-        load_detox_config(write_config(tmp_path, colour="red"))
+        load_kda_config(write_config(tmp_path, colour="red"))
     with pytest.raises(InputFileError, match="no slang section"):
-        load_detox_config(_without(write_config(tmp_path), "slang"))
+        load_kda_config(_without(write_config(tmp_path), "slang"))
     bad = tmp_path / "bad.yaml"
     bad.write_text("out: run\nsentences: [unclosed\n", encoding="utf-8")
     with pytest.raises(InputFileError, match="line"):
-        load_detox_config(bad)
+        load_kda_config(bad)
 
 
 def test_an_n_above_what_the_index_holds_is_refused_before_generating(tmp_path):
@@ -268,9 +268,9 @@ def test_a_rule_judge_joins_the_consistency_panel_from_the_config(tmp_path, monk
 
 
 def test_a_config_without_per_filter_judges_keeps_its_settings_fingerprint(tmp_path):
-    config = load_detox_config(write_config(tmp_path))
+    config = load_kda_config(write_config(tmp_path))
     assert "consistency_models" not in config.model_dump(mode="json")["filter"]
     path = write_config(tmp_path, filter={"implicit_models": ["classifier:judge"]})
-    config = load_detox_config(path)
+    config = load_kda_config(path)
     assert config.filter.implicit_models == [f"classifier:{tmp_path / 'judge'}"]
     assert config.filter.judges_of("consistency") == []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rolecall.generate.detox import (
-    DetoxConfig,
+from rolecall.generate.kda import (
+    KdaConfig,
     candidate_problem,
     generate_candidates,
     plan_candidates,
@@ -41,7 +41,7 @@ def index(tmp_path_factory) -> SlangIndex:
 
 def test_one_request_per_sentence_and_n_with_n_comments_each(index):
     template = load_template("detox_rewrite")
-    plan = plan_candidates(SENTENCES, index, DetoxConfig(), template)
+    plan = plan_candidates(SENTENCES, index, KdaConfig(), template)
     assert [(p.sentence_id, p.n) for p in plan] == [
         (s, n) for s, _ in SENTENCES for n in (0, 3, 5, 7, 9)
     ]
@@ -62,22 +62,22 @@ def test_one_request_per_sentence_and_n_with_n_comments_each(index):
 
 def test_larger_n_extends_smaller_n(index):
     plan = plan_candidates(
-        SENTENCES[:1], index, DetoxConfig(ns=(3, 5)), load_template("detox_rewrite")
+        SENTENCES[:1], index, KdaConfig(ns=(3, 5)), load_template("detox_rewrite")
     )
     assert plan[1].comment_ids[:3] == plan[0].comment_ids
 
 
 def test_n_above_zero_needs_an_index():
     with pytest.raises(ValueError, match="slang index"):
-        plan_candidates(SENTENCES, None, DetoxConfig(), load_template("detox_rewrite"))
-    plan = plan_candidates(SENTENCES, None, DetoxConfig(ns=(0,)), load_template("detox_rewrite"))
+        plan_candidates(SENTENCES, None, KdaConfig(), load_template("detox_rewrite"))
+    plan = plan_candidates(SENTENCES, None, KdaConfig(ns=(0,)), load_template("detox_rewrite"))
     assert len(plan) == 2
 
 
 def test_candidates_carry_provenance_and_resume(index, tmp_path):
     cache = tmp_path / "cache.sqlite"
     llm = LLM(load_backend("fake:x"), Cache(cache))
-    counts = generate_candidates(llm, SENTENCES, index, DetoxConfig(), tmp_path, progress=False)
+    counts = generate_candidates(llm, SENTENCES, index, KdaConfig(), tmp_path, progress=False)
     assert counts["planned"] == 10 and counts["candidates"] + counts["rejected"] == 10
     pairs = list(read_jsonl(tmp_path / "candidates.jsonl"))
     first = pairs[0]["provenance"]
@@ -92,7 +92,7 @@ def test_candidates_carry_provenance_and_resume(index, tmp_path):
     }
     assert first["model"] == "fake:fake-x" and first["prompt_hash"].startswith("sha256:")
     again = LLM(load_backend("fake:x"), Cache(cache))
-    generate_candidates(again, SENTENCES, index, DetoxConfig(), tmp_path, progress=False)
+    generate_candidates(again, SENTENCES, index, KdaConfig(), tmp_path, progress=False)
     assert again.backend.calls == 0
     assert len(list(read_jsonl(tmp_path / "candidates.jsonl"))) == len(pairs)
 

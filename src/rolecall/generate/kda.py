@@ -33,9 +33,9 @@ from rolecall.slang.index import SlangIndex
 DEFAULT_NS = (0, 3, 5, 7, 9)
 
 
-class DetoxConfig(BaseModel):
-    """How candidates are written: the ``generate`` section of a ``detox run`` config and
-    the options of ``rolecall detox generate`` (the language is the run's, not this)."""
+class KdaConfig(BaseModel):
+    """How candidates are written: the ``generate`` section of a ``kda run`` config and
+    the options of ``rolecall kda generate`` (the language is the run's, not this)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     ns: tuple[int, ...] = Field(DEFAULT_NS, description="retrieved comments per rewrite")
@@ -76,7 +76,7 @@ class Planned:
 def plan_candidates(
     sentences: Sequence[tuple[str, str]],
     index: SlangIndex | None,
-    config: DetoxConfig,
+    config: KdaConfig,
     template: Template,
 ) -> list[Planned]:
     """One request per (sentence, n); retrieval runs once per sentence at the largest n."""
@@ -126,7 +126,7 @@ def generate_candidates(
     llm: LLM | None,
     sentences: Sequence[tuple[str, str]],
     index: SlangIndex | None,
-    config: DetoxConfig,
+    config: KdaConfig,
     out_dir: Path,
     progress: bool = True,
     language: str = "ko",

@@ -3,7 +3,7 @@
 ``filter_stage`` runs pair consistency, then implicit offensiveness, over the generated
 candidates with the judges the ``filter`` section names (``pipelines/judges.py``); a filter
 with no judge named gets its default judge (``pipelines/default_judges.py``). Both
-``detox run`` (``pipelines/detox.py``) and ``detox filter`` call it.
+``kda run`` (``pipelines/kda.py``) and ``kda filter`` call it.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def candidates_file(run_dir: Path) -> Path:
     path = run_dir / Files.CANDIDATES
     if not path.exists():
         raise InputFileError(
-            path, "no candidates", fix="run 'rolecall detox generate --out DIR' first"
+            path, "no candidates", fix="run 'rolecall kda generate --out DIR' first"
         )
     return path
 

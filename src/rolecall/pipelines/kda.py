@@ -1,6 +1,6 @@
 """The whole K/DA pipeline from one YAML file: index -> generate -> filter -> export -> G-Eval.
 
-``rolecall detox run CONFIG`` (see ``examples/kda/config.yaml``). Every stage is resumable
+``rolecall kda run CONFIG`` (see ``examples/kda/config.yaml``). Every stage is resumable
 and the run directory says how far it got:
 
 - ``index``: a slang index that exists is loaded (it must have been built from the same
@@ -10,8 +10,8 @@ and the run directory says how far it got:
 - ``export``, ``geval``: rewritten whole from the finished records (G-Eval's calls come
   from the cache on a re-run).
 
-The individual commands (``detox generate``, ``detox filter``, ``detox export``) call the
-same stage functions, so a run made step by step and one made by ``detox run`` are the
+The individual commands (``kda generate``, ``kda filter``, ``kda export``) call the
+same stage functions, so a run made step by step and one made by ``kda run`` are the
 same directory. ``engine: ray`` in the config runs the LLM calls of the generate, filter
 and G-Eval stages on Ray Data (``rolecall.engines``; the same records); the rest runs here.
 """
@@ -29,12 +29,12 @@ from pydantic import Field
 
 from rolecall.engines import Engine
 from rolecall.errors import ConfigError, InputFileError
-from rolecall.generate.detox import DetoxConfig, check_index_holds, generate_candidates
+from rolecall.generate.kda import KdaConfig, check_index_holds, generate_candidates
 from rolecall.jsonl import ResumableJsonl, read_json_object, read_jsonl
 from rolecall.korean import HANGUL_RE
 from rolecall.llm import LLM
 from rolecall.pipelines.default_judges import Defaults, config_entry, kda_defaults, warnings_of
-from rolecall.pipelines.detox_filter import (  # noqa: F401  (filter_stage: the CLI's too)
+from rolecall.pipelines.kda_filter import (  # noqa: F401  (filter_stage: the CLI's too)
     FilterSection,
     filter_stage,
     judges_relative_to,
@@ -95,14 +95,14 @@ class GevalSection(Section):
     limit: int | None = Field(None, ge=1, description="first N pairs only")
 
 
-class DetoxRunConfig(RunConfig):
+class KdaRunConfig(RunConfig):
     """``out``, ``model``, cache, concurrency, retries and engine: ``RunConfig`` (the
     engine runs the calls of generate, filter and G-Eval)."""
 
     language: Literal["ko", "en"] = "ko"
     slang: SlangSection | None = None
     sentences: SentencesSection
-    generate: DetoxConfig = Field(default_factory=DetoxConfig)
+    generate: KdaConfig = Field(default_factory=KdaConfig)
     filter: FilterSection = Field(default_factory=FilterSection)
     export: ExportSection = Field(default_factory=ExportSection)
     geval: GevalSection = Field(default_factory=GevalSection)
@@ -116,10 +116,10 @@ def _resolve_spec(base: Path, spec: str) -> str:
     return str(whole) if whole.exists() else relative_path(base, spec)
 
 
-def load_detox_config(path: str | Path) -> DetoxRunConfig:
+def load_kda_config(path: str | Path) -> KdaRunConfig:
     """Read and validate a pipeline config; relative paths are relative to its file."""
     path = Path(path)
-    config = load_yaml_model(path, DetoxRunConfig, "K/DA pipeline config", CONFIG_HELP)
+    config = load_yaml_model(path, KdaRunConfig, "K/DA pipeline config", CONFIG_HELP)
     base = path.resolve().parent
     updates: dict = common_paths(config, base)
     updates["filter"] = judges_relative_to(base, config.filter)
@@ -249,7 +249,7 @@ def generate_stage(
     run: RunDir,
     rows: Sequence[tuple[str, str]],
     index: SlangIndex | None,
-    config: DetoxConfig,
+    config: KdaConfig,
     language: str,
     progress: bool = True,
 ) -> dict:
@@ -272,15 +272,15 @@ def export_stage(run: RunDir, section: ExportSection) -> dict[str, str]:
 
     path = run.file(Files.PAIRS)
     if not path.exists():
-        raise InputFileError(path, "no filtered pairs", fix="run 'rolecall detox filter' first")
+        raise InputFileError(path, "no filtered pairs", fix="run 'rolecall kda filter' first")
     pairs = list(read_jsonl(path, Pair))
     retention = run.file(Files.RETENTION)  # written with the pairs by the filter
     if not retention.is_file():
         raise InputFileError(
             retention, "file not found (the filter writes it with the pairs)",
-            fix="run 'rolecall detox filter' on this run directory again",
+            fix="run 'rolecall kda filter' on this run directory again",
         )  # fmt: skip
-    report = read_json_object(retention, fix="run 'rolecall detox filter' again")
+    report = read_json_object(retention, fix="run 'rolecall kda filter' again")
     files = {"jsonl": str(path)}
     for kind in section.formats:
         files[kind] = str(EXPORTERS[kind](run.path, pairs, section))
@@ -382,10 +382,10 @@ def geval_stage(
 
 @dataclass
 class _Run(RunModels):
-    """What the stages of one ``detox run`` share: the config, the run directory, the
+    """What the stages of one ``kda run`` share: the config, the run directory, the
     models opened so far (each distinct model string once) and the slang index."""
 
-    config: DetoxRunConfig
+    config: KdaRunConfig
     run: RunDir
     load_llm: Callable[[str | None], LLM]
     progress: bool
@@ -473,8 +473,8 @@ STEPS: list[tuple[str, Step]] = [
 assert tuple(name for name, _ in STEPS) == STAGES
 
 
-def run_detox(
-    config: DetoxRunConfig,
+def run_kda(
+    config: KdaRunConfig,
     load_llm: Callable[[str | None], LLM],
     until: str = "geval",
     progress: bool = True,
@@ -494,6 +494,6 @@ def run_detox(
         for warning in warnings_of(defaults):
             say(f"warning: {warning}")
     settings = config.model_dump(mode="json") | config_entry(defaults)
-    run = RunDir(config.out, "detox run", settings)
+    run = RunDir(config.out, "kda run", settings)
     state = _Run(config, run, load_llm, progress, say, defaults)
     return run_steps(STEPS, state, until, say)

@@ -1,6 +1,6 @@
 """The K/DA pipeline on the embedded model and the real corpora of ../shared/data.
 
-``rolecall detox run`` as a user runs it: the slang index is built from all three slang
+``rolecall kda run`` as a user runs it: the slang index is built from all three slang
 corpora (~47k comments), 6 neutral sentences of chatbot_data.csv are rewritten with n = 0,
 3, 5, 7 and 9 retrieved comments, both filters run, and the dataset files and a small
 G-Eval are written. A second run directory with its own cache and the first 2 of those
@@ -52,8 +52,8 @@ def write_config(root: Path, index: Path, name: str, sentences: int = SENTENCES)
     return path
 
 
-def detox_run(config: Path) -> list[str]:
-    result = run_cli("detox", "run", str(config), "--no-progress")
+def kda_run(config: Path) -> list[str]:
+    result = run_cli("kda", "run", str(config), "--no-progress")
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
 
@@ -69,7 +69,7 @@ def verdict_key(row: dict) -> tuple:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory, slang_index) -> Path:
     root = tmp_path_factory.mktemp("kda")
-    lines = detox_run(write_config(root, slang_index[0], "ref"))
+    lines = kda_run(write_config(root, slang_index[0], "ref"))
     assert any(line.startswith("index: ") for line in lines), lines
     return root
 
@@ -143,21 +143,21 @@ def test_killed_twice_and_resumed_gives_the_same_records_with_no_call_repeated(r
     cache = killed / "cache.sqlite"
     planned = KILLED_SENTENCES * len(NS)
     kill_when(
-        rolecall("detox", "run", str(config), "--no-progress"),
+        rolecall("kda", "run", str(config), "--no-progress"),
         killed / "candidates.jsonl",
         planned // 3,
         limit=1200,
     )
     after_first = cached_calls(cache)
     kill_when(
-        rolecall("detox", "run", str(config), "--no-progress"),
+        rolecall("kda", "run", str(config), "--no-progress"),
         killed / "verdicts_consistency.jsonl",
         planned // 3,
         limit=1200,
     )
     after_second = cached_calls(cache)
     assert 0 < after_first < after_second
-    detox_run(config)
+    kda_run(config)
     assert last_run_calls(killed) == cached_calls(cache) - after_second  # nothing asked twice
 
     ref = root / "ref"
