@@ -65,12 +65,13 @@ import torch
 from rolecall.eval.offensiveness import beep_examples, curse_examples, offensiveness_examples
 from rolecall.formats.kda import read_kda_csv
 from rolecall.records import Example
-from rolecall.train.backbone import E5, EMBEDDED, EMBEDDED_DEFAULTS, SENTENCE
+from rolecall.train.backbones.base import E5, EMBEDDED, EMBEDDED_DEFAULTS, SENTENCE
+from rolecall.train.backbones.features import Features
 from rolecall.train.baselines import TfidfModel, TfidfSettings
-from rolecall.train.classifier import OUT_OF_BOUNDS, Classifier
+from rolecall.train.classifier import Classifier
 from rolecall.train.detox_model import split_pairs
-from rolecall.train.features import Features
 from rolecall.train.jobs import BackboneChoice, classifier_config
+from rolecall.train.out_of_bounds import OUT_OF_BOUNDS
 from rolecall.train.settings import ClassifierSettings
 
 ROOT = Path(__file__).resolve().parents[1]

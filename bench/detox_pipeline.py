@@ -26,10 +26,10 @@ import threading
 import time
 from pathlib import Path
 
+from rolecall.generate.kda import KdaConfig
 from rolecall.llm import LLM, Cache, load_backend
 from rolecall.pipelines.kda import (
     ExportSection,
-    GenerateSection,
     GevalSection,
     KdaRunConfig,
     SentencesSection,
@@ -102,7 +102,7 @@ def main() -> None:
         sentences=SentencesSection(
             path=f"{DATA / 'neutral' / 'chatbot_data.csv'}:Q", limit=args.sentences
         ),
-        generate=GenerateSection(ns=[int(n) for n in args.ns.split(",")]),
+        generate=KdaConfig(ns=[int(n) for n in args.ns.split(",")]),
         export=ExportSection(formats=["csv", "parquet"]),
         geval=GevalSection(criteria=["overall"], limit=5),
     )

@@ -48,10 +48,10 @@ from rolecall.eval.offensiveness import beep_examples, offensive_rate, offensive
 from rolecall.eval.overlap import bleu, chrf
 from rolecall.formats.kda import read_kda_csv
 from rolecall.train import jobs
-from rolecall.train.backbone import load_backbone
+from rolecall.train.backbones.features import Features
+from rolecall.train.backbones.load import load_backbone
 from rolecall.train.classifier import Classifier, ClassifierSettings
 from rolecall.train.detox_model import DetoxModel, DetoxSettings, split_pairs
-from rolecall.train.features import Features
 from rolecall.train.gguf_lora import LlamaCppRewriter
 from rolecall.train.keep_content import KeepContent
 from rolecall.train.loop import TrainConfig

@@ -47,14 +47,14 @@ import torch
 from rolecall.eval.offensiveness import beep_examples
 from rolecall.eval.retrieval import HitsEvaluator
 from rolecall.progress import progress_bar
-from rolecall.train.backbone import (
+from rolecall.train.backbones.base import (
     EMBEDDED,
     EMBEDDED_LAYERS,
     Backbone,
     keep_layers,
     layer_list,
-    load_backbone,
 )
+from rolecall.train.backbones.load import load_backbone
 from rolecall.train.data import unique_candidates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package

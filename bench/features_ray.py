@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from rolecall.engines.ray import start_ray
-from rolecall.train.backbone import load_backbone
-from rolecall.train.features import Features
+from rolecall.train.backbones.features import Features
+from rolecall.train.backbones.load import load_backbone
 from rolecall.train.features_ray import extract_on_ray
 
 

@@ -65,10 +65,10 @@ from sklearn.metrics import f1_score
 
 from rolecall.judge.written_out_of_bounds import gold_examples
 from rolecall.records import Example
-from rolecall.train.backbone import E5, EMBEDDED, SENTENCE
+from rolecall.train.backbones.base import E5, EMBEDDED, SENTENCE
+from rolecall.train.backbones.features import Features
 from rolecall.train.baselines import BASELINE_VIEWS, TfidfModel, TfidfSettings
 from rolecall.train.classifier import Classifier, ClassifierSettings
-from rolecall.train.features import Features
 from rolecall.train.jobs import BackboneChoice, classifier_config
 
 ROOT = Path(__file__).resolve().parents[1]

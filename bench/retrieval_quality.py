@@ -91,7 +91,7 @@ from rolecall.records import Dialogue, Example, Turn
 from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.lexical import LexicalScorer, fuse, standardised
 from rolecall.slang.fusion import RRF_K
-from rolecall.train.backbone import EMBEDDED
+from rolecall.train.backbones.base import EMBEDDED
 from rolecall.train.data import context_text, split_by, unique_candidates
 from rolecall.train.jobs import BackboneChoice, retriever_config
 from rolecall.train.loop import TrainConfig

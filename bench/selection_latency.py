@@ -52,7 +52,8 @@ from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.selection import ResponseSelector
 from rolecall.serve.unanswerable import response_perplexity
 from rolecall.slang.index import BM25_PARAMS, search_tokens
-from rolecall.train.backbone import EMBEDDED, load_backbone
+from rolecall.train.backbones.base import EMBEDDED
+from rolecall.train.backbones.load import load_backbone
 from rolecall.train.data import context_text, split_by, unique_candidates
 from rolecall.train.loop import TrainConfig
 from rolecall.train.reranker import Reranker, RerankerSettings

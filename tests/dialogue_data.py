@@ -10,7 +10,7 @@ import csv
 from rolecall.jsonl import read_jsonl
 from rolecall.llm.base import Backend, Completion, TokenLogprob
 from rolecall.records import Dialogue, Example, Turn
-from rolecall.train.backbone import Backbone
+from rolecall.train.backbones.base import Backbone
 from tests.paths import REPO, SHARED_DATA
 from tests.tiny_models import tiny_backbone
 

@@ -318,14 +318,14 @@ def test_a_judge_with_a_backbone_trains_with_the_commands_options(monkeypatch, t
     defaults not given are TrainConfig's."""
     from typer.testing import CliRunner
 
-    import rolecall.train.backbone
+    import rolecall.train.backbones.load
     import rolecall.train.kda_judges
     from rolecall.cli.app import app
     from rolecall.train.loop import TrainConfig
 
     seen = {}
     monkeypatch.setattr(
-        rolecall.train.backbone,
+        rolecall.train.backbones.load,
         "load_backbone",
         lambda path, frozen, layer=None: ("backbone", path, frozen),
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from rolecall.train.backbone import Backbone
+from rolecall.train.backbones.base import Backbone
 
 TEXTS = ["오늘 날씨가 좋네요", "식사는 하셨어요", "어르신 산책 다녀오셨어요", "가 나 다 라 마"]
 

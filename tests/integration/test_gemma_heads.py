@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rolecall.train.backbone import load_backbone  # noqa: E402
+from rolecall.train.backbones.features import Features  # noqa: E402
+from rolecall.train.backbones.load import load_backbone  # noqa: E402
 from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
 from rolecall.train.data import read_examples, selection_pairs  # noqa: E402
-from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402

@@ -62,7 +62,7 @@ def test_the_default_classifier_tunes_the_top_layers_and_reloads_them(tmp_path):
     again = Classifier.load(tmp_path / "model").predict_proba([[]] * 8, texts)
     assert np.allclose(first, again, atol=1e-5)
     # the tuned layers moved away from the embedded model's: the reference alone differs
-    from rolecall.train.backbone import load_backbone
+    from rolecall.train.backbones.load import load_backbone
 
     plain = load_backbone("embedded", True, 7)
     batch = plain.batch_texts(texts, 32)

@@ -14,7 +14,7 @@ from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.records import Example, Turn  # noqa: E402
 from rolecall.serve.bot import Bot, BotSettings  # noqa: E402
 from rolecall.serve.candidates import build_candidate_index  # noqa: E402
-from rolecall.train.backbone import Backbone  # noqa: E402
+from rolecall.train.backbones.base import Backbone  # noqa: E402
 from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.generator import Generator, GeneratorSettings  # noqa: E402

@@ -12,7 +12,7 @@ pytest.importorskip("faiss")
 
 from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.serve.candidates import CandidateIndex, build_candidate_index  # noqa: E402
-from rolecall.train.backbone import Backbone  # noqa: E402
+from rolecall.train.backbones.base import Backbone  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever  # noqa: E402
 from tests.serve.topics import PAIRS, TOPICS  # noqa: E402

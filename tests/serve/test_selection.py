@@ -12,7 +12,7 @@ from rolecall.records import Example, Turn  # noqa: E402
 from rolecall.serve.candidates import build_candidate_index  # noqa: E402
 from rolecall.serve.selection import ResponseSelector  # noqa: E402
 from rolecall.serve.unanswerable import mc_dropout_confidence  # noqa: E402
-from rolecall.train.backbone import Backbone  # noqa: E402
+from rolecall.train.backbones.base import Backbone  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import Reranker, RerankerSettings  # noqa: E402

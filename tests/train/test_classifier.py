@@ -13,13 +13,13 @@ from rolecall.errors import ConfigError, InputFileError, UnsupportedCapability  
 from rolecall.jsonl import write_jsonl  # noqa: E402
 from rolecall.llm import LLM, load_backend  # noqa: E402
 from rolecall.records import Turn  # noqa: E402
+from rolecall.train.backbones.features import Features  # noqa: E402
 from rolecall.train.classifier import (  # noqa: E402
     Classifier,
     ClassifierSettings,
     train_classifier,
 )
 from rolecall.train.data import LAST  # noqa: E402
-from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig, save_model  # noqa: E402
 from rolecall.train.pairs import pool_states  # noqa: E402
 from rolecall.train.perplexity import lm_perplexities, lm_prompt  # noqa: E402

@@ -20,10 +20,10 @@ from typer.testing import CliRunner  # noqa: E402
 from rolecall.cli.app import app  # noqa: E402
 from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
-from rolecall.train.backbone import load_backbone  # noqa: E402
+from rolecall.train.backbones.features import Features  # noqa: E402
+from rolecall.train.backbones.load import load_backbone  # noqa: E402
 from rolecall.train.classifier import train_classifier  # noqa: E402
 from rolecall.train.data import unique_candidates  # noqa: E402
-from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.features_ray import (  # noqa: E402
     Extractor,
     Inputs,

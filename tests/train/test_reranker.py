@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from rolecall.errors import InputFileError  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
-from rolecall.train.features import Features  # noqa: E402
+from rolecall.train.backbones.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.reranker import (  # noqa: E402
     Reranker,

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from rolecall.errors import ConfigError, InputFileError  # noqa: E402
 from rolecall.jsonl import write_jsonl  # noqa: E402
 from rolecall.records import Example, Turn  # noqa: E402
-from rolecall.train.backbone import Backbone  # noqa: E402
+from rolecall.train.backbones.base import Backbone  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.retriever import (  # noqa: E402
     Retriever,

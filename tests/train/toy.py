@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from rolecall.train.features import mean_pool
+from rolecall.train.backbones.features import mean_pool
 from rolecall.train.loop import TrainConfig, fit
 from tests.tiny_models import tiny_backbone
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from rolecall.train.backbones.features import Features
 from rolecall.train.classifier import Classifier, ClassifierSettings
 from rolecall.train.data import context_text
-from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig
 from rolecall.train.retriever import Retriever, RetrieverSettings, fit_retriever
 from tests.dialogue_data import make_examples

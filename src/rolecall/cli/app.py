@@ -45,7 +45,7 @@ from rolecall.cli.web import serve_command, web_app
 from rolecall.errors import RolecallError
 from rolecall.interrupt import EXIT_CODE as INTERRUPTED_EXIT_CODE
 from rolecall.interrupt import Interrupted
-from rolecall.train.backbone import DEFAULT_BACKBONE
+from rolecall.train.backbones.base import DEFAULT_BACKBONE
 
 # the narrowest terminal on which rich draws every help without cutting a name or a URL
 RICH_HELP_COLUMNS = 140

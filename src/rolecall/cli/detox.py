@@ -190,12 +190,12 @@ def _keep(model_dir: Path, copy_bias: float | None, min_length_ratio: float | No
     """The model's saved decoding with what the command line overrides (None: all its own)."""
     if copy_bias is None and min_length_ratio is None:
         return None
-    from rolecall.train.generator import _read_settings
+    from rolecall.train.generator import read_model_settings
     from rolecall.train.keep_content import KeepContent
     from rolecall.train.settings import DetoxSettings
 
     saved = KeepContent.of(
-        _read_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
+        read_model_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
     )
     return KeepContent(
         saved.copy_bias if copy_bias is None else copy_bias,

@@ -55,7 +55,7 @@ from rolecall.cli.train_options import (
     training_job,
 )
 from rolecall.errors import ConfigError
-from rolecall.train.backbone import DEFAULT_BACKBONE
+from rolecall.train.backbones.base import DEFAULT_BACKBONE
 from rolecall.train.settings import (
     CLASSIFIER_TRAINING,
     FROZEN_CLASSIFIER_EPOCHS,
@@ -281,8 +281,8 @@ def features_command(
     """Fill the features cache with a frozen backbone's states of many texts (blank lines
     skipped), here or as a Ray Data job (--engine ray); only the missing ones are computed."""
     from rolecall.train import jobs
-    from rolecall.train.backbone import load_backbone
-    from rolecall.train.features import Features
+    from rolecall.train.backbones.features import Features
+    from rolecall.train.backbones.load import load_backbone
     from rolecall.train.features_ray import extract_on_ray, read_texts
 
     if side not in ("left", "right") or engine_name not in jobs.ENGINES:

@@ -102,7 +102,7 @@ class LlamaCppBackend(Backend):
     def _open(path: Path, options: LlamaCppOptions):
         from llama_cpp import Llama
 
-        _route_llama_logs()
+        route_llama_logs()
 
         try:
             return Llama(
@@ -339,7 +339,7 @@ class LlamaCppBackend(Backend):
 _log_callback = None
 
 
-def _route_llama_logs() -> None:
+def route_llama_logs() -> None:
     """Send llama.cpp's own log lines to Python logging (debug) instead of stderr."""
     global _log_callback
     if _log_callback is not None:

@@ -29,7 +29,7 @@ from pydantic import Field, model_validator
 from rolecall.errors import InputFileError
 from rolecall.pipelines.run_config import Section, relative_path
 from rolecall.records import Example, RoleSpec
-from rolecall.train.backbone import BOT_PARTNER, DEFAULT_BACKBONE
+from rolecall.train.backbones.base import BOT_PARTNER, DEFAULT_BACKBONE
 
 CONFIG_HELP = "see examples/carecall/bot.yaml and docs/bots.md"
 GUARD_CANDIDATES = ("tfidf", "sentence", "embedded")

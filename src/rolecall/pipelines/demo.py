@@ -46,7 +46,7 @@ from rolecall.errors import InputFileError
 from rolecall.pipelines.demo_report import write_report
 from rolecall.pipelines.demo_safety import check_stage, default_data
 from rolecall.rundir import write_json
-from rolecall.train.backbone import DEFAULT_BACKBONE
+from rolecall.train.backbones.base import DEFAULT_BACKBONE
 
 # a newcomer's first call (issue 46): ordinary turns, a question about the bot, off-role
 # requests, an insult and a turn that may be suicidal; none of them is a training turn

@@ -8,16 +8,16 @@ downloaded. The forward pass is the package's numpy one; token ids come from
 ``sentencepiece`` on the package's own ``resources/sp.model``: the package's pure-Python
 tokenizer is 10-20x slower and, where a text has several unknown characters in a row, gives
 one ``<unk>`` per character where the original tokenizer (and this one) gives one for the
-run (tests/train/test_sentence_encoder.py; a few chatbot_data texts, docs/models.md). A piece the
+run (tests/train/backbones/test_sentence.py; a few chatbot_data texts, docs/models.md). A piece the
 vocabulary lacks keeps an id of its own (``token_ids``): the package reads it as <unk>, a
 tuned top learns a vector for it.
 
 The forward pass splits in two where the tokens are summed: ``token_sums_of_ids`` gives,
 per text, the sum of its tokens' normalised n-gram features over the square root of its
 length (and that root), what the package's dense top reads; a tuned copy of that top runs in
-torch (``train/sentence_top.py``).
+torch (``train/backbones/sentence_top.py``).
 
-Used as a backbone by the dialogue models (``train/sentence_encoder.py``) and as the dense
+Used as a backbone by the dialogue models (``train/backbones/sentence.py``) and as the dense
 half of the slang index (``dense.py``, ``--dense-model sentence``).
 """
 
@@ -111,7 +111,7 @@ class SentenceVectors:
     def token_sums_of_ids(self, ids: list[list[int]]) -> np.ndarray:
         """[n, SUMMED + 1] float32: per text (token ids, ``token_ids``), its tokens'
         normalised features summed and divided by the root of its length, then that root;
-        ``train/sentence_top.py`` maps them to the vectors ``vectors_of_ids`` gives."""
+        ``train/backbones/sentence_top.py`` maps them to the vectors ``vectors_of_ids`` gives."""
         out = np.empty((len(ids), SUMMED + 1), dtype=np.float32)
         for first, end, group in self._micro_batches(ids):
             out[first:end] = _token_sums(self._network, group)

@@ -28,8 +28,8 @@ from rolecall.records import Turn
 from rolecall.serve.candidates import CandidateIndex
 from rolecall.serve.lexical import LexicalScorer, fuse, standardised
 from rolecall.serve.unanswerable import sigmoid_confidence
+from rolecall.train.backbones.features import Features
 from rolecall.train.data import LAST
-from rolecall.train.features import Features
 from rolecall.train.pairs import as_context
 from rolecall.train.reranker import Reranker
 

@@ -35,17 +35,24 @@ from rolecall.errors import (
     InputFileError,
 )
 from rolecall.records import Example
-from rolecall.train.backbone import Backbone, _torch
+from rolecall.train.backbones.base import Backbone, torch_module
+from rolecall.train.backbones.features import Features
 from rolecall.train.checkpoints import Checkpoints
-from rolecall.train.data import read_examples
-from rolecall.train.features import Features
 from rolecall.train.loop import MODEL_FILE, TrainConfig
+from rolecall.train.out_of_bounds import (
+    IN_BOUNDS,
+    LEXICAL_LABELS,
+    LEXICAL_TASK,
+    OUT_OF_BOUNDS,
+    flag_at_held_out_threshold,
+    out_of_bounds_metrics,
+    training_split,
+)
 from rolecall.train.pairs import (
     Context,
     PairModel,
     as_context,
     encode_pairs,
-    held_out,
     model_device,
     resolve_backbone,
     split_metrics,
@@ -55,9 +62,7 @@ from rolecall.train.settings import CLASSIFIER_TRAINING, classifier_training
 from rolecall.train.settings import ClassifierSettings as ClassifierSettings  # re-exported
 
 KIND = "classifier"
-IN_BOUNDS, OUT_OF_BOUNDS = 0, 1
 LEXICAL_DIR = "lexical"  # the TF-IDF model of settings.lexical, in the model directory
-LEXICAL_TASK, LEXICAL_LABELS = "out_of_bounds", ["in", "out"]  # columns: IN_BOUNDS, OUT_OF_BOUNDS
 
 
 class Classifier(PairModel):
@@ -73,7 +78,7 @@ class Classifier(PairModel):
     ) -> np.ndarray:
         """[N, 2] probabilities: column 0 in bounds, column 1 out of bounds (with a
         lexical model, the mean of the head's and its)."""
-        torch = _torch()
+        torch = torch_module()
         texts = [as_context(c, self.settings.max_turns) for c in contexts]
         vectors = encode_pairs(
             self.backbone, self.features, texts, list(responses), self.settings, batch_size
@@ -96,7 +101,7 @@ class Classifier(PairModel):
         progress: bool = True,
         checkpoints: Checkpoints | None = None,
     ) -> dict[str, Any]:
-        torch = _torch()
+        torch = torch_module()
         if self.features is None:
             self.features = Features(self.backbone, batch_size=config.batch_size)
         labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in examples]
@@ -149,31 +154,6 @@ class Classifier(PairModel):
 
     def evaluate(self, examples: Sequence[Example]) -> dict[str, float]:
         return out_of_bounds_metrics(self, examples)
-
-
-def out_of_bounds_metrics(model: Any, examples: Sequence[Example]) -> dict[str, float]:
-    """Accuracy, precision, recall and F1 of out-of-bounds; ROC AUC with both labels: of
-    any model with ``predict_proba(contexts, responses)`` and ``settings.threshold``."""
-    from rolecall.eval.classification import accuracy, precision_recall_f1
-    from rolecall.eval.thresholds import roc_auc
-
-    if not examples:
-        return {}
-    labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in examples]
-    proba = model.predict_proba(
-        [e.history for e in examples], [e.response.strip() for e in examples]
-    )[:, OUT_OF_BOUNDS]
-    predicted = (proba >= model.settings.threshold).astype(int)
-    precision, recall, f1 = precision_recall_f1(labels, predicted, OUT_OF_BOUNDS)
-    metrics = {
-        "accuracy": accuracy(labels, predicted),
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-    }
-    if len(set(labels)) == 2:
-        metrics["roc_auc"] = roc_auc(labels, proba)
-    return metrics
 
 
 def load_classifier(directory: str | Path, cache_dir: Path | None = None) -> Any:
@@ -253,56 +233,6 @@ def train_classifier(
     if checkpoints is not None:
         checkpoints.clear()
     return metrics
-
-
-def flag_at_held_out_threshold(
-    model: Any, test: Sequence[Example], seed: int, metrics: dict[str, Any]
-) -> None:
-    """Set ``model.settings.threshold`` to the held-out one (``held_out_threshold``) when
-    there is one, and ``metrics`` to match: the held-out numbers at it, those at the
-    threshold before as ``at_default_threshold``, the choice as ``held_out_threshold`` and
-    the threshold flagged at as ``threshold``. ``metrics`` holds ``model.evaluate(test)``."""
-    chosen = held_out_threshold(model, test, seed)
-    if chosen is not None:
-        metrics["at_default_threshold"] = {
-            "threshold": model.settings.threshold,
-            **{k: metrics[k] for k in ("precision", "recall", "f1") if k in metrics},
-        }
-        model.settings = model.settings.model_copy(update={"threshold": chosen["threshold"]})
-        metrics.update(model.evaluate(test), held_out_threshold=chosen)
-    metrics["threshold"] = model.settings.threshold
-
-
-def held_out_threshold(model: Any, test: Sequence[Example], seed: int) -> dict | None:
-    """The max-F1 threshold of P(out) on the held-out examples, with the cross-fitted
-    precision, recall and F1 of choosing it so (``eval/thresholds.cross_fitted_threshold``);
-    None when they hold fewer than two of either label."""
-    from rolecall.eval.thresholds import cross_fitted_threshold
-
-    if not test:
-        return None
-    labels = [OUT_OF_BOUNDS if e.label == "negative" else IN_BOUNDS for e in test]
-    proba = model.predict_proba([e.history for e in test], [e.response.strip() for e in test])
-    found = cross_fitted_threshold(labels, proba[:, OUT_OF_BOUNDS], seed)
-    if found is None or not 0.0 < found["threshold"] < 1.0:
-        return None
-    return {k: round(v, 4) for k, v in found.items()}
-
-
-def training_split(
-    examples_path: str | Path, test_share: float, seed: int
-) -> tuple[list[Example], list[Example]]:
-    """An out-of-bounds classifier's (train, test) examples: the file's, with negatives,
-    dialogues held out by ``test_share``; the training part must keep a negative."""
-    examples = read_examples(examples_path, need_negatives=True)
-    train, test = held_out(examples, test_share, seed, examples_path)
-    if not any(e.label == "negative" for e in train):
-        raise InputFileError(
-            examples_path,
-            "every negative example fell into the held-out share",
-            fix="add negatives or lower the test share",
-        )
-    return train, test
 
 
 # ---- the fallback question --------------------------------------------------------------

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rolecall.train.features import mean_pool
+from rolecall.train.backbones.features import mean_pool
 from rolecall.train.retriever import TokenProjection
 
 

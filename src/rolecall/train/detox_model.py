@@ -16,7 +16,7 @@ from typing import Any
 from rolecall.progress import progress_bar
 from rolecall.prompts import load_template
 from rolecall.records import Pair
-from rolecall.train.backbone import EMBEDDED
+from rolecall.train.backbones.base import EMBEDDED
 from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.generator import Generator
 from rolecall.train.keep_content import KeepContent, source, torch_processor

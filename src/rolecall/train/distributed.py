@@ -162,7 +162,7 @@ def filled_by_rank0(features: Any, fill: Callable[[Any], T]) -> tuple[Any, T]:
     """
     if launched() is None or features is None or features.cache_dir is None:
         return features, fill(features)
-    from rolecall.train.features import Features
+    from rolecall.train.backbones.features import Features
 
     barrier()  # every rank has opened the cache: nothing will delete rank 0's shards
     if is_rank0():

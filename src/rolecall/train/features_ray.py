@@ -26,8 +26,9 @@ import numpy as np
 
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.progress import progress_bar
-from rolecall.train.backbone import Backbone, load_backbone
-from rolecall.train.features import Features
+from rolecall.train.backbones.base import Backbone
+from rolecall.train.backbones.features import Features
+from rolecall.train.backbones.load import load_backbone
 
 KINDS = ("texts", "pairs")
 

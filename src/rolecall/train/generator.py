@@ -34,7 +34,7 @@ from rolecall.errors import ConfigError, InputFileError, describe_validation
 from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
 from rolecall.rundir import write_json
-from rolecall.train.backbone import EMBEDDED, IN_CODE, _torch
+from rolecall.train.backbones.base import EMBEDDED, IN_CODE, torch_module
 from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.loop import MODEL_FILE, TrainConfig, fit, read_info
 from rolecall.train.losses import MleUnlikelihoodLoss
@@ -82,7 +82,7 @@ class Generator:
         """New LoRA adapters (seeded) on ``base``: a name for ``load_base`` or a loaded
         ``(model, tokenizer)``, which ``settings.base`` must then name (``IN_CODE`` for a
         model built in code: it is saved with the adapters)."""
-        torch = _torch()
+        torch = torch_module()
         from peft import LoraConfig, get_peft_model
 
         settings = settings or GeneratorSettings()
@@ -141,7 +141,7 @@ class Generator:
 
     def _batch_rows(self, items: Sequence[tuple[str, str, bool]]) -> dict[str, Any]:
         """``batch`` from (prompt, response, negative) triples."""
-        torch = _torch()
+        torch = torch_module()
         rows = [self._row(prompt, response) for prompt, response, _ in items]
         width = max(len(ids) for ids, _ in rows)
         ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
@@ -167,7 +167,7 @@ class Generator:
         logits = causal.get_output_embeddings()(hidden[positions.to(device)])
         cap = getattr(causal.config, "final_logit_softcapping", None)
         if cap:
-            logits = _torch().tanh(logits / cap) * cap
+            logits = torch_module().tanh(logits / cap) * cap
         return logits, targets.to(device), negative.to(device)
 
     # ---- training ----------------------------------------------------------------------
@@ -210,7 +210,7 @@ class Generator:
     ) -> dict[str, float]:
         """Corpus perplexity of the responses given their prompts, for the positive and the
         negative examples apart (the paper's Table 8), and negative / positive."""
-        torch = _torch()
+        torch = torch_module()
         totals = {"positive": [0.0, 0], "negative": [0.0, 0]}
         self.model.eval()
         with (
@@ -247,7 +247,7 @@ class Generator:
     ) -> list[float]:
         """Perplexity of each response as the next system turn after its history (the
         fallback question is the one with the lowest)."""
-        torch = _torch()
+        torch = torch_module()
         if len(histories) != len(responses):
             raise ValueError(f"{len(histories)} histories but {len(responses)} responses")
         out: list[float] = []
@@ -308,7 +308,7 @@ class Generator:
     ) -> list[str]:
         """``processors(width)``: a ``LogitsProcessorList`` for this batch, whose left-padded
         prompts end at column ``width``."""
-        torch = _torch()
+        torch = torch_module()
         tok = self.tokenizer
         room = self.settings.max_length - max_new_tokens - 1
         rows = [self._prompt_ids(prompt, room) for prompt in prompts]
@@ -364,7 +364,7 @@ class Generator:
         from peft import PeftModel
 
         directory = Path(directory)
-        settings = _read_settings(directory, cls.KIND, cls.COMMAND, cls.SETTINGS)
+        settings = read_model_settings(directory, cls.KIND, cls.COMMAND, cls.SETTINGS)
         adapter = directory / ADAPTER_DIR
         if not (adapter / "adapter_config.json").is_file():
             raise InputFileError(
@@ -415,9 +415,11 @@ class Generator:
         return self.settings.base
 
 
-def _read_settings(
+def read_model_settings(
     directory: Path, kind: str, command: str, settings_type: type[GeneratorSettings]
 ) -> GeneratorSettings:
+    """The settings a model directory of ``kind`` was trained with (its ``model.json``),
+    checked as ``settings_type``; a clear error naming ``command`` when they do not read."""
     info = read_info(directory, kind, command)
     try:
         return settings_type.model_validate(info["settings"])

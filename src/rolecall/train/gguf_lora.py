@@ -125,11 +125,11 @@ def adapter_gguf(model_dir: Path) -> Path:
     """The model directory's GGUF adapter for the embedded GGUF, written on first use (and
     again when the PEFT adapter is newer)."""
     from rolecall.llm.embedded import embedded_model_path
-    from rolecall.train.backbone import EMBEDDED
-    from rolecall.train.generator import ADAPTER_DIR, _read_settings
+    from rolecall.train.backbones.base import EMBEDDED
+    from rolecall.train.generator import ADAPTER_DIR, read_model_settings
     from rolecall.train.settings import DetoxSettings
 
-    settings = _read_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
+    settings = read_model_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
     if settings.base != EMBEDDED:
         raise ConfigError(
             f"llama.cpp rewrites only models trained on the embedded base, not {settings.base}",
@@ -160,17 +160,19 @@ class LlamaCppRewriter:
         from llama_cpp import Llama
 
         from rolecall.llm.embedded import embedded_model_path
-        from rolecall.llm.llamacpp import _route_llama_logs
+        from rolecall.llm.llamacpp import route_llama_logs
         from rolecall.prompts import load_template
-        from rolecall.train.generator import _read_settings
+        from rolecall.train.generator import read_model_settings
         from rolecall.train.settings import DetoxSettings
 
-        self.settings = _read_settings(model_dir, "detox", "rolecall detox train", DetoxSettings)
+        self.settings = read_model_settings(
+            model_dir, "detox", "rolecall detox train", DetoxSettings
+        )
         self.template = load_template("detoxify", self.settings.language)
         self.keep = keep or KeepContent.of(self.settings)
         self._stops: list[int] | None = None
         lora = adapter_gguf(model_dir)
-        _route_llama_logs()  # llama.cpp's adapter notes to logging, not the terminal
+        route_llama_logs()  # llama.cpp's adapter notes to logging, not the terminal
         try:
             self.llm = Llama(
                 model_path=str(embedded_model_path()),

@@ -24,7 +24,7 @@ from typing import Any
 
 from rolecall import config as settings_file
 from rolecall.errors import ConfigError
-from rolecall.train.backbone import E5, EMBEDDED, HEAD_DEFAULTS, SENTENCE, HeadDefaults
+from rolecall.train.backbones.base import E5, EMBEDDED, HEAD_DEFAULTS, SENTENCE, HeadDefaults
 from rolecall.train.settings import (
     RETRIEVER_TRAINING,
     ClassifierSettings,
@@ -90,7 +90,7 @@ class BackboneChoice:
 
     def load(self, kind: str | None):
         """The backbone, loaded and with its top layers set to train as resolved."""
-        from rolecall.train.backbone import load_backbone
+        from rolecall.train.backbones.load import load_backbone
 
         layer, frozen, tune = self.resolved(kind)
         backbone = load_backbone(self.name, frozen, layer)

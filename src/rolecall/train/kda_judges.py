@@ -408,7 +408,7 @@ def train_judge(
 
 
 def _neural(data: JudgeData, backbone: Any, settings: Any, config: Any, cache_dir: Any):
-    from rolecall.train.features import Features
+    from rolecall.train.backbones.features import Features
     from rolecall.train.label_model import LabelModel, LabelSettings
     from rolecall.train.pairs import resolve_backbone
 

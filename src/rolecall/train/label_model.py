@@ -18,9 +18,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from rolecall.train.backbone import Backbone, _torch
+from rolecall.train.backbones.base import Backbone, torch_module
+from rolecall.train.backbones.features import Features
 from rolecall.train.baselines import TextOrPair
-from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig
 from rolecall.train.pairs import (
     PairModel,
@@ -71,7 +71,7 @@ class LabelModel(PairModel):
         self, inputs: Sequence[TextOrPair], batch_size: int = 32, progress: bool = False
     ) -> np.ndarray:
         """[N, len(labels)] probabilities, columns in ``labels`` order."""
-        torch = _torch()
+        torch = torch_module()
         firsts, seconds = self.split(inputs)
         vectors = encode_pairs(
             self.backbone, self.features, firsts, seconds, self.settings, batch_size, progress
@@ -91,7 +91,7 @@ class LabelModel(PairModel):
         progress: bool = True,
     ) -> dict[str, Any]:
         """Cross-entropy on the labels (balanced class weights by default); the loss log."""
-        torch = _torch()
+        torch = torch_module()
         unknown = sorted(set(labels) - set(self.labels))
         if unknown:
             raise ValueError(f"labels {unknown} are not among {self.labels}")

@@ -27,15 +27,15 @@ from pydantic import BaseModel, Field
 
 from rolecall.errors import InputFileError
 from rolecall.records import Example
-from rolecall.train.classifier import LEXICAL_LABELS as LABELS
-from rolecall.train.classifier import LEXICAL_TASK as TASK
-from rolecall.train.classifier import (
+from rolecall.train.data import LAST
+from rolecall.train.loop import MODEL_FILE
+from rolecall.train.out_of_bounds import LEXICAL_LABELS as LABELS
+from rolecall.train.out_of_bounds import LEXICAL_TASK as TASK
+from rolecall.train.out_of_bounds import (
     flag_at_held_out_threshold,
     out_of_bounds_metrics,
     training_split,
 )
-from rolecall.train.data import LAST
-from rolecall.train.loop import MODEL_FILE
 from rolecall.train.pairs import Context
 
 # TASK and LABELS (columns in, out) are --lexical's TF-IDF half's: one reading of the task

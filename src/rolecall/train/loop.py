@@ -4,7 +4,7 @@ A model is a torch ``nn.Module`` head plus a ``Backbone``. ``fit`` runs epochs o
 mini-batches through a loss function the model module supplies (one loss per module, see
 ``losses/``); a frozen backbone contributes no parameters, a trainable one trains with its
 own, smaller learning rate. ``save_model`` writes ``model.json`` (kind, settings, metrics),
-``head.pt`` (the head's state dict) and the backbone (``backbone.py``: whole when it
+``head.pt`` (the head's state dict) and the backbone (``backbones/base.py``: whole when it
 trained, a reference when frozen); ``read_model`` gives them back, so a model directory
 is ``from_pretrained``-style: everything needed to score again, identically.
 """
@@ -23,7 +23,8 @@ from rolecall.errors import InputFileError
 from rolecall.progress import progress_bar, say
 from rolecall.rundir import write_json
 from rolecall.train import distributed
-from rolecall.train.backbone import Backbone
+from rolecall.train.backbones.base import Backbone
+from rolecall.train.backbones.load import load_saved_backbone
 from rolecall.train.checkpoints import Checkpoints, fingerprint
 from rolecall.train.settings import Settings as Settings  # re-exported
 from rolecall.train.settings import TrainConfig
@@ -268,7 +269,7 @@ def read_model(directory: str | Path, kind: str) -> tuple[dict, dict, Backbone]:
             f"cannot be read: {exc}",
             fix="the file is corrupt: train the model again",
         ) from exc
-    return info["settings"], state, Backbone.load(directory)
+    return info["settings"], state, load_saved_backbone(directory)
 
 
 def write_metrics(directory: Path, metrics: dict) -> None:

@@ -19,10 +19,11 @@ from rolecall.errors import (
 from rolecall.progress import progress_bar
 from rolecall.records import Example, Turn
 from rolecall.train import distributed
-from rolecall.train.backbone import Backbone, _torch, load_backbone
+from rolecall.train.backbones.base import Backbone, torch_module
+from rolecall.train.backbones.features import Features, last_index, mean_pool
+from rolecall.train.backbones.load import load_backbone
 from rolecall.train.checkpoints import Checkpoints, digest
 from rolecall.train.data import context_text, split_by
-from rolecall.train.features import Features, last_index, mean_pool
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model
 from rolecall.train.settings import PairSettings as PairSettings  # re-exported
 
@@ -49,7 +50,7 @@ def pool_states(hidden: Any, mask: Any, pool: str) -> Any:
     [B, 5H]: the context turns' mean, the last turn c, the response r, c * r and |c - r|.
     The last token is ``features.last_index``'s.
     """
-    torch = _torch()
+    torch = torch_module()
     mean = mean_pool(hidden, mask)
     if pool == "mean":
         return mean
@@ -76,7 +77,7 @@ def build_head(backbone: Backbone, settings: PairSettings, outputs: int) -> Any:
     The norm matters for frozen decoders (Gemma's states run to the hundreds); the two
     dropouts are what MC dropout samples (``serve/unanswerable.py``).
     """
-    nn = _torch().nn
+    nn = torch_module().nn
     size = backbone.hidden_size * POOL_WIDTH[settings.pool]
     head = nn.Sequential(
         nn.LayerNorm(size),
@@ -113,7 +114,7 @@ def encode_pairs(
     it the backbone runs directly, so a long-running server does not keep every pair's
     states in memory.
     """
-    torch = _torch()
+    torch = torch_module()
     if len(contexts) != len(responses):
         raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses")
     backbone.train(False)
@@ -164,7 +165,7 @@ def train_head(
     pooled vectors are computed once up front (every epoch then costs only the head); a
     trainable one is run on every batch, with gradients.
     """
-    torch = _torch()
+    torch = torch_module()
     size = len(groups[0])
     device = model_device(backbone)
     target = torch.tensor(list(targets), dtype=torch.long, device=device)
@@ -277,8 +278,8 @@ class PairModel:
         whatever a process drew before (a bench trains many models in one)."""
         backbone = resolve_backbone(backbone)
         settings = cls.resolve(settings or cls.SETTINGS(), backbone)
-        with _torch().random.fork_rng(devices=[]):
-            _torch().manual_seed(seed)
+        with torch_module().random.fork_rng(devices=[]):
+            torch_module().manual_seed(seed)
             head = cls.make_head(backbone, settings)
         return cls(head, backbone, settings, features)
 

@@ -27,10 +27,10 @@ import numpy as np
 from rolecall.errors import InputFileError
 from rolecall.records import Example
 from rolecall.train import distributed
-from rolecall.train.backbone import Backbone, _torch
+from rolecall.train.backbones.base import Backbone, torch_module
+from rolecall.train.backbones.features import Features
 from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.data import read_examples, unique_candidates
-from rolecall.train.features import Features
 from rolecall.train.loop import TrainConfig, fit
 from rolecall.train.negatives import HardNegatives, random_others, with_negatives
 from rolecall.train.negatives import draw_negatives as draw_negatives  # re-exported
@@ -117,7 +117,7 @@ class Reranker(PairModel):
 
     def _inputs(self, contexts: Sequence[Context], responses: Sequence[str], batch_size: int):
         """Head inputs for pairs, chunk by chunk, without gradients."""
-        torch = _torch()
+        torch = torch_module()
         if self.joint:
             yield (self.vectors(contexts, responses, batch_size),)
             return
@@ -136,7 +136,7 @@ class Reranker(PairModel):
     def _run(self, inputs: Any, passes: int | None, seed: int) -> Any:
         """[N] logits with dropout off (``passes`` None), else [N, passes] with it on,
         seeded in a forked RNG so the caller's random state is left as it was."""
-        torch = _torch()
+        torch = torch_module()
         if passes is None:
             self.head.eval()
             with torch.no_grad():
@@ -199,7 +199,7 @@ class Reranker(PairModel):
     ) -> np.ndarray:
         """``score`` for an attention head with K candidates per context: each context's
         states are read and projected once for its K candidates, not once per pair."""
-        torch = _torch()
+        torch = torch_module()
         texts = [as_context(c, self.settings.max_turns) for c in contexts]
         width = len(rows[0])
         per_chunk = max(1, batch_size // width)
@@ -252,7 +252,7 @@ class Reranker(PairModel):
             raise ValueError("MC dropout needs at least 2 passes to have a variance")
         if not responses:
             return np.zeros((0,) if passes is None else (0, passes), dtype=np.float32)
-        torch = _torch()
+        torch = torch_module()
         device = model_device(self.backbone)
         with torch.no_grad():
             candidates = self.text_states([r.strip() for r in responses], True)
@@ -277,7 +277,7 @@ class Reranker(PairModel):
         """Train on the positive examples: each gold against its drawn negatives. With
         ``checkpoints`` a killed run goes on from the last one (the attention head's
         random negatives, drawn at every step, are then drawn afresh)."""
-        torch = _torch()
+        torch = torch_module()
         if self.features is None:
             self.features = Features(self.backbone, batch_size=config.batch_size)
         positives = [e for e in examples if e.label == "positive"]
@@ -324,7 +324,7 @@ class Reranker(PairModel):
         at every step (candidate states are per text, so a new negative costs nothing);
         softmax cross-entropy with the gold first. A frozen backbone's states are cached
         first."""
-        torch = _torch()
+        torch = torch_module()
         s = self.settings
         if self.backbone.frozen:
             shown = distributed.shows_progress(progress)

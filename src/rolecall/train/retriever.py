@@ -35,14 +35,15 @@ from torch import nn
 from rolecall.errors import ConfigError
 from rolecall.progress import progress_bar
 from rolecall.train import distributed
-from rolecall.train.backbone import Backbone, load_backbone
+from rolecall.train.backbones.base import Backbone
+from rolecall.train.backbones.features import Features, last_index, mean_pool
+from rolecall.train.backbones.load import load_backbone
 from rolecall.train.checkpoints import Checkpoints
 from rolecall.train.data import (
     read_examples,
     selection_pairs,
     unique_candidates,
 )
-from rolecall.train.features import Features, last_index, mean_pool
 from rolecall.train.loop import TrainConfig, fit, read_model, save_model
 from rolecall.train.losses import InBatchNegativesLoss, duplicate_mask
 from rolecall.train.settings import RetrieverSettings as RetrieverSettings  # re-exported

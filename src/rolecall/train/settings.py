@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rolecall.train.backbone import E5, EMBEDDED, SENTENCE
+from rolecall.train.backbones.base import E5, EMBEDDED, SENTENCE
 from rolecall.train.data import MAX_TURNS
 
 Pool = Literal["auto", "mean", "mean+first", "mean+last", "pair"]

@@ -26,9 +26,9 @@ import numpy as np
 
 from rolecall.errors import ConfigError
 from rolecall.retrieval.sentence_vectors import DIM, PACKAGE_VERSION, shared_vectors
-from rolecall.train.backbone import SENTENCE, Backbone, _torch, weights_fit
+from rolecall.train.backbones.base import SENTENCE, Backbone, torch_module, weights_fit
+from rolecall.train.backbones.sentence_top import LAYERS, UNKNOWN, sentence_top
 from rolecall.train.data import LAST
-from rolecall.train.sentence_top import LAYERS, UNKNOWN, sentence_top
 
 ROLE_PREFIXES = ("user: ", "system: ")
 UNKNOWN_ROWS = "unknown_rows"  # a saved model's buckets of the unknown pieces' rows it holds
@@ -52,14 +52,14 @@ def turn_texts(text: str) -> list[str]:
 
 
 class TurnEncoder(Backbone):
-    """What a sentence encoder backbone shares (this one, ``e5_encoder.E5Encoder``): one
+    """What a sentence encoder backbone shares (this one, ``e5.E5Encoder``): one
     state per dialogue turn, pooled by ``pair``, on the device it was moved to."""
 
     _device = "cpu"
 
     @property
     def device(self) -> Any:
-        return _torch().device(self._device)
+        return torch_module().device(self._device)
 
     @property
     def default_pool(self) -> str:
@@ -132,7 +132,7 @@ class SentenceEncoder(TurnEncoder):
             if len(rows) and not 0 <= int(rows.min()) <= int(rows.max()) < len(table):
                 return False
         self.model.load_state_dict(weights, strict=False)
-        with _torch().no_grad():
+        with torch_module().no_grad():
             table.zero_()
             if rows is not None:
                 table[rows] = values
@@ -198,7 +198,7 @@ class SentenceEncoder(TurnEncoder):
         return {"rows": rows}
 
     def states(self, batch: dict[str, Any]) -> tuple[Any, Any]:
-        torch = _torch()
+        torch = torch_module()
         rows = batch["rows"]
         flat = self._vectors([ids for row in rows for ids in row])
         width = max(1, max(len(row) for row in rows)) if rows else 1
@@ -218,7 +218,7 @@ class SentenceEncoder(TurnEncoder):
         tuned top (with gradients while training). The sums are kept while gradients are
         on (training sees each text many times); a served model keeps none, so memory does
         not grow with the turns it reads."""
-        torch = _torch()
+        torch = torch_module()
         if self.model is None:
             return torch.from_numpy(self.encoder.vectors_of_ids(ids)).to(self._device)
         unknown = self.encoder.unknown_buckets(ids)

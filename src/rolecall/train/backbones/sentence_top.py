@@ -25,7 +25,7 @@ import itertools
 from typing import Any
 
 from rolecall.retrieval.sentence_vectors import SUMMED, UNKNOWN_BUCKETS
-from rolecall.train.backbone import _torch
+from rolecall.train.backbones.base import torch_module
 
 UNKNOWN = "unknown"  # the table of unknown pieces' vectors (tuned with any layer)
 # the table is kept divided by this, so the top's learning rate moves it this much faster:
@@ -46,7 +46,7 @@ LAYERS = (
 def sentence_top(network: Any) -> Any:
     """A torch module with the package's top weights (``network``: its ``NumpyBackend``),
     every weight frozen; ``tune(n)`` unfreezes the last n layers."""
-    torch = _torch()
+    torch = torch_module()
 
     class SentenceTop(torch.nn.Module):
         def __init__(self):

@@ -10,8 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rolecall.errors import ConfigError, InputFileError  # noqa: E402
-from rolecall.train.backbone import Backbone, keep_layers, load_backbone  # noqa: E402
-from rolecall.train.features import Features, mean_pool  # noqa: E402
+from rolecall.train.backbones.base import keep_layers  # noqa: E402
+from rolecall.train.backbones.features import Features, mean_pool  # noqa: E402
+from rolecall.train.backbones.load import load_backbone, load_saved_backbone  # noqa: E402
 from tests.tiny_models import TEXTS, tiny_backbone, tiny_gemma  # noqa: E402
 
 
@@ -54,7 +55,7 @@ def test_states_and_mean_pool(tiny):
 def test_a_saved_tiny_backbone_reloads_with_the_same_states(tiny, tmp_path):
     tiny.train(False)
     tiny.save(tmp_path)
-    again = Backbone.load(tmp_path)
+    again = load_saved_backbone(tmp_path)
     again.train(False)
     with torch.no_grad():
         assert torch.allclose(tiny.encode(TEXTS, 16)[0], again.encode(TEXTS, 16)[0])
@@ -67,7 +68,7 @@ def test_missing_backbone_paths_are_clear(tmp_path):
     with pytest.raises(InputFileError, match="transformers cannot load"):
         load_backbone(str(tmp_path / "empty"))
     with pytest.raises(InputFileError, match="not a saved rolecall model"):
-        Backbone.load(tmp_path / "empty")
+        load_saved_backbone(tmp_path / "empty")
 
 
 def test_frozen_features_are_computed_once_and_kept_on_disk(tmp_path):
@@ -153,7 +154,7 @@ def test_a_cut_bert_gives_its_layer_and_bad_layers_are_refused():
 def test_the_layer_is_saved_and_old_directories_load_whole(tmp_path):
     cut = tiny_gemma(2)
     cut.save(tmp_path / "copied")  # a tiny backbone is saved whole (copied)
-    again = Backbone.load(tmp_path / "copied")
+    again = load_saved_backbone(tmp_path / "copied")
     assert again.layer == 2 and again.identity == cut.identity
     assert torch.allclose(again.encode(TEXTS, 16)[0], cut.encode(TEXTS, 16)[0])
     # a frozen model directory is saved as a reference and cut again on load
@@ -165,12 +166,12 @@ def test_the_layer_is_saved_and_old_directories_load_whole(tmp_path):
     reference.save(tmp_path / "model")
     info = json.loads((tmp_path / "model" / "backbone.json").read_text())
     assert info["layer"] == 1 and info["copied"] is False
-    loaded = Backbone.load(tmp_path / "model")
+    loaded = load_saved_backbone(tmp_path / "model")
     assert loaded.layer == 1 and len(loaded.model.layers) == 1
     assert torch.allclose(loaded.encode(TEXTS, 16)[0], reference.encode(TEXTS, 16)[0])
     del info["layer"]  # written before the setting existed
     (tmp_path / "model" / "backbone.json").write_text(json.dumps(info))
-    old = Backbone.load(tmp_path / "model")
+    old = load_saved_backbone(tmp_path / "model")
     assert old.layer is None and len(old.model.layers) == 3
 
 
@@ -201,7 +202,7 @@ def test_a_tuned_backbone_saves_only_its_tuned_layers_and_reloads_them(tmp_path)
     info = json.loads((tmp_path / "model" / "backbone.json").read_text())
     assert info["tuned"] == 1 and info["copied"] is False and info["layer"] == 2
     assert not (tmp_path / "model" / "backbone").exists()
-    loaded = Backbone.load(tmp_path / "model")
+    loaded = load_saved_backbone(tmp_path / "model")
     assert loaded.tuned == 1 and loaded.layer == 2
     tuned.train(False)
     states = tuned.encode(TEXTS, 16)[0]
@@ -210,4 +211,4 @@ def test_a_tuned_backbone_saves_only_its_tuned_layers_and_reloads_them(tmp_path)
     assert not torch.allclose(source.encode(TEXTS, 16)[0], states, atol=1e-3)
     (tmp_path / "model" / "tuned.safetensors").unlink()
     with pytest.raises(InputFileError, match="tuned.safetensors"):
-        Backbone.load(tmp_path / "model")
+        load_saved_backbone(tmp_path / "model")

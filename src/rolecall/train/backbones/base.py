@@ -1,37 +1,8 @@
-"""Backbones of the dialogue models: token states for texts and text pairs.
-
-Every model of ``rolecall.train`` (out-of-bounds classifier, bi/poly-encoder retriever,
-cross-encoder reranker) is a small head over a ``Backbone``. A backbone is
-
-- ``load_backbone("/path/to/hf-model")``: any local transformers model directory (encoder
-  or decoder; ``AutoModel``), trainable by default (the GPU user's path, e.g. a copy of
-  ``klue/roberta-base``);
-- ``load_backbone("embedded")``: the embedded Gemma 3 270M (see ``llm/hf.py``), frozen by
-  default: on a CPU its hidden states are computed once per text and cached on disk
-  (``features.py``) and only the head trains (DESIGN.md: no small Korean encoder can be
-  installed offline);
-- a ``Backbone`` built in code around any model and tokenizer (the tests build tiny random
-  ones: ``tests/tiny_models.py``).
-
-Token states are ``(hidden [B, T, H], mask [B, T])``. Pairs (``history``, ``response``) are
-assembled by hand, the same way for every tokenizer: ``[CLS] history [SEP] response [SEP]``
-(BOS/EOS where the tokenizer has no CLS/SEP), the history cut from the *left* (its end, the
-last utterance, matters most) and the response from the right, segment ids 0/1 where the
-model has segment embeddings. Nothing is ever downloaded: loads are ``local_files_only``.
-
-``layer=N`` keeps the first N transformer layers only (the module list and
-``config.num_hidden_layers`` / ``layer_types`` are cut): the states are those of layer N,
-through the model's final norm where it has one, exactly what the full model's layer N
-would give a head, and extraction does N/L of the work. The layer is part of the
-backbone's identity (feature cache keys) and of ``backbone.json``; a directory saved
-before the setting existed loads whole.
-
-``tune_top(N)`` trains the top N transformer layers (and the final norm after them) and
-keeps everything below as loaded: on a CPU this is what makes the embedded Gemma a
-classifier worth its cost (docs/models.md). Only those layers' weights are saved (``tuned.
-safetensors``, tens of MB instead of the whole model); loading reads the source again and
-puts them back.
-"""
+"""The ``Backbone``: a transformers model and its tokenizer with the text handling every
+head shares (texts and pairs to token ids, padding, states, pooling defaults), tuning its
+top layers, saving; the cut after layer N (``keep_layers``); ``torch_module``, the one
+way a model module reaches torch. How a backbone is loaded by name, or a saved one again:
+``load.py``; the package's docstring says what a backbone can be."""
 
 from __future__ import annotations
 
@@ -40,14 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rolecall.errors import BackendNotInstalled, ConfigError, InputFileError
+from rolecall.errors import BackendNotInstalled, ConfigError
 
 EMBEDDED = "embedded"
 # the source of a model built in code (a (model, tokenizer) handed over, not a name or a
 # path): nothing could load it again, so a model directory keeps its weights whole
 IN_CODE = "in-code"
-SENTENCE = "sentence"  # the bundled sentence encoder (sentence_encoder.py; its NAME)
-E5 = "e5"  # the second bundled encoder, multilingual-e5-small (e5_encoder.py), frozen
+SENTENCE = "sentence"  # the bundled sentence encoder (sentence.py; its NAME)
+E5 = "e5"  # the second bundled encoder, multilingual-e5-small (e5.py), frozen
 EMBEDDED_LAYERS = 18  # transformer layers of the embedded Gemma 3 270M
 # layers kept of the embedded Gemma when none is asked for (None: all). Layer 7 is the
 # best single layer for the classifier and retriever probes and 2.5x faster to extract
@@ -96,7 +67,9 @@ FINAL_NORMS = ("norm", "final_layer_norm", "final_layernorm", "ln_f")
 SOURCE_FILE = "backbone.json"
 
 
-def _torch():
+def torch_module():
+    """torch, once transformers is there too: the one way every model module reaches it
+    (a clear error with the install command where either is missing)."""
     try:
         import torch
         import transformers  # noqa: F401
@@ -255,7 +228,7 @@ class Backbone:
         return self._pad(rows)
 
     def _pad(self, rows: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
-        torch = _torch()
+        torch = torch_module()
         width = max(1, max(len(ids) for ids, _ in rows))
         pad = self.tokenizer.pad_token_id
         input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -274,7 +247,7 @@ class Backbone:
 
     def states(self, batch: dict[str, Any]) -> tuple[Any, Any]:
         """(hidden [B, T, H], mask [B, T] bool) of a batch from ``batch_texts``/``pairs``."""
-        torch = _torch()
+        torch = torch_module()
         device = next(self.model.parameters()).device
         batch = {key: value.to(device) for key, value in batch.items()}
         with torch.set_grad_enabled(not self.frozen and torch.is_grad_enabled()):
@@ -312,54 +285,12 @@ class Backbone:
             info["tuned"] = self.tuned
         (directory / SOURCE_FILE).write_text(json.dumps(info), encoding="utf-8")
 
-    @classmethod
-    def load(cls, directory: Path) -> Backbone:
-        path = directory / SOURCE_FILE
-        if not path.is_file():
-            raise InputFileError(
-                directory,
-                f"has no {SOURCE_FILE}: not a saved rolecall model",
-                fix="point at the directory that 'rolecall train' wrote",
-            )
-        info = json.loads(path.read_text(encoding="utf-8"))
-        layer = info.get("layer")  # absent (saved before the setting): the whole model
-        if info["copied"]:
-            backbone = _from_directory(directory / BACKBONE_DIR, info["frozen"], layer)
-            backbone.source = info["source"]
-            backbone.layer = layer  # saved already cut: its config counts only these
-            return backbone
-        if info.get("tuned"):
-            return _load_tuned(directory, info, layer)
-        return _load_source(info["source"], info["frozen"], layer)
-
 
 def weights_fit(weights: dict[str, Any], expected: dict[str, Any]) -> bool:
     """Whether saved weights have exactly the expected names, each of the expected shape."""
     return set(weights) == set(expected) and all(
         weights[n].shape == expected[n].shape for n in weights
     )
-
-
-def _load_tuned(directory: Path, info: dict, layer: int | None) -> Backbone:
-    """The source loaded again with its saved tuned layers put back."""
-    from safetensors.torch import load_file
-
-    path = directory / TUNED_FILE
-    if not path.is_file():
-        raise InputFileError(
-            directory,
-            f"says its top {info['tuned']} layers were tuned but has no {TUNED_FILE}",
-            fix="copy the whole model directory that 'rolecall train' wrote, or train again",
-        )
-    backbone = _load_source(info["source"], True, layer).tune_top(int(info["tuned"]))
-    if not backbone.put_tuned_weights(load_file(str(path))):
-        raise InputFileError(
-            path,
-            f"does not fit the top {info['tuned']} layers of {info['source']} (the source "
-            "model changed since training?)",
-            fix="train the model again on the backbone it names",
-        )
-    return backbone
 
 
 def _cut(ids: list[int], room: int, side: str) -> list[int]:
@@ -413,75 +344,3 @@ def keep_layers(model: Any, layer: int | None) -> int | None:
     if isinstance(getattr(config, "layer_types", None), list):
         config.layer_types = config.layer_types[:layer]
     return layer
-
-
-def load_backbone(name: str, frozen: bool | None = None, layer: int | None = None) -> Backbone:
-    """``"embedded"`` (frozen unless told otherwise), ``"sentence"`` or ``"e5"`` (the
-    bundled encoders, frozen) or a local model directory (trainable unless told otherwise).
-    ``layer``: keep the first ``layer`` transformer layers (default: ``EMBEDDED_LAYER``
-    for the embedded model, all of a model directory's; the model's own layer count keeps
-    them all)."""
-    if name == EMBEDDED:
-        frozen = True if frozen is None else frozen
-        return _load_source(name, frozen, EMBEDDED_LAYER if layer is None else layer)
-    if name in (SENTENCE, E5):
-        return _load_source(name, True if frozen is None else frozen, layer)
-    return _load_source(name, False if frozen is None else frozen, layer)
-
-
-def _load_source(name: str, frozen: bool, layer: int | None) -> Backbone:
-    """``load_backbone`` with every setting given (``layer`` None: all layers)."""
-    if name == SENTENCE:
-        if not frozen or layer is not None:
-            raise ConfigError(
-                "the sentence encoder is used whole, frozen or with its dense top tuned",
-                fix="leave --trainable and --layer out for --backbone sentence (the "
-                "retriever's default); --tune-layers 1-5 trains the last layers of its top; "
-                "--backbone embedded --layer N cuts the embedded Gemma after layer N",
-            )
-        from rolecall.train.sentence_encoder import SentenceEncoder
-
-        return SentenceEncoder()
-    if name == E5:
-        if not frozen or layer is not None:
-            raise ConfigError(
-                "the e5 encoder is used whole and frozen: its package gives sentence vectors only",
-                fix="leave --trainable, --layer and --tune-layers out for --backbone e5",
-            )
-        from rolecall.train.e5_encoder import E5Encoder
-
-        return E5Encoder()
-    if name == EMBEDDED:
-        from rolecall.llm.hf import embedded_snapshot
-
-        backbone = _from_directory(embedded_snapshot(), frozen, layer)
-        backbone.source = EMBEDDED
-        return backbone
-    path = Path(name).expanduser()
-    if not path.is_dir():
-        raise InputFileError(
-            path,
-            "no such model directory" if not path.exists() else "is not a model directory",
-            fix="give a local transformers model directory (config.json, "
-            "weights, tokenizer files) or 'embedded'; nothing is "
-            "downloaded from a model hub",
-        )
-    backbone = _from_directory(path, frozen, layer)
-    backbone.source = str(path.resolve())
-    return backbone
-
-
-def _from_directory(path: Path, frozen: bool, layer: int | None = None) -> Backbone:
-    _torch()
-    from transformers import AutoModel, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModel.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise InputFileError(
-            path,
-            f"transformers cannot load this model: {exc}",
-            fix="check that the directory holds config.json, the weights and the tokenizer files",
-        ) from exc
-    return Backbone(model, tokenizer, str(path), frozen, layer)

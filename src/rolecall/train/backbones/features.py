@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from rolecall.progress import progress_bar
-from rolecall.train.backbone import Backbone
+from rolecall.train.backbones.base import Backbone
 
 SHARD = 2048
 PARTIAL = ".partial.npz"

@@ -1,4 +1,4 @@
-"""The bundled sentence encoder as a backbone (``train/sentence_encoder.py``): its tokenizer
+"""The bundled sentence encoder as a backbone (``train/backbones/sentence.py``): its tokenizer
 against the package's own on real Korean text, its vectors against the package's, turns as
 states, the ``pair`` pool, the heads trained over it saved and loaded back, and the
 settings it refuses. The real package and weights (32 MB, numpy): fast enough to be here."""
@@ -17,14 +17,15 @@ pytest.importorskip("sentencepiece")
 
 from rolecall.errors import ConfigError  # noqa: E402
 from rolecall.records import Turn  # noqa: E402
-from rolecall.train.backbone import Backbone, load_backbone  # noqa: E402
+from rolecall.train.backbones.base import Backbone  # noqa: E402
+from rolecall.train.backbones.features import Features  # noqa: E402
+from rolecall.train.backbones.load import load_backbone  # noqa: E402
+from rolecall.train.backbones.sentence import DIM, SentenceEncoder, turn_texts  # noqa: E402
 from rolecall.train.classifier import Classifier, ClassifierSettings  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
-from rolecall.train.features import Features  # noqa: E402
 from rolecall.train.loop import TrainConfig  # noqa: E402
 from rolecall.train.pairs import pool_states  # noqa: E402
 from rolecall.train.retriever import RetrieverSettings, fit_retriever  # noqa: E402
-from rolecall.train.sentence_encoder import DIM, SentenceEncoder, turn_texts  # noqa: E402
 from tests.dialogue_data import make_examples  # noqa: E402
 from tests.paths import SHARED_DATA  # noqa: E402
 from tests.train.turn_encoders import heads_train_and_load_back  # noqa: E402
@@ -205,8 +206,8 @@ def test_unknown_pieces_get_their_own_ids_and_a_tuned_top_learns_their_rows(enco
     from safetensors.torch import load_file, save_file
 
     from rolecall.retrieval.sentence_vectors import UNKNOWN_BUCKETS
-    from rolecall.train.backbone import TUNED_FILE
-    from rolecall.train.sentence_encoder import UNKNOWN_ROWS
+    from rolecall.train.backbones.base import TUNED_FILE
+    from rolecall.train.backbones.sentence import UNKNOWN_ROWS
 
     size = encoder.tokenizer.get_piece_size()
     knee, rice = encoder.token_ids(["무릎이 아파요", "밥은 드셨어요?"])

