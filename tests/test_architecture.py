@@ -14,7 +14,7 @@ import that runs back up fails here with the file and line to move.
     floor 3  llm, formats, retrieval          backends, cache; corpus formats; search parts
     floor 2  textfiles, examples, spec, prompts, store
     floor 1  jsonl, yaml_files, korean, vectors, records, rundir
-    floor 0  the package itself (version), errors, config, progress
+    floor 0  the package itself (version), errors, config, progress, atomic
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.paths import REPO
 
 PACKAGE = REPO / "src" / "rolecall"
 FLOORS = [
-    ["rolecall", "errors", "config", "progress", "secrets", "interrupt"],
+    ["rolecall", "errors", "config", "progress", "secrets", "interrupt", "atomic"],
     ["jsonl", "yaml_files", "korean", "vectors", "records", "rundir"],
     ["textfiles", "examples", "spec", "prompts", "store"],
     ["llm", "formats", "retrieval"],

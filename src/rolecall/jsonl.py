@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from rolecall.atomic import atomic_open
 from rolecall.errors import InputFileError, describe_validation, utf8_fix
 
 log = logging.getLogger(__name__)
@@ -114,15 +115,11 @@ def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict]) -> int:
     """Write all records to ``path`` atomically (a temp file renamed over it); returns count."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(path.name + ".tmp")
     count = 0
-    with temp.open("w", encoding="utf-8") as handle:
+    with atomic_open(path) as handle:
         for record in records:
             handle.write(_dump(record) + "\n")
             count += 1
-        handle.flush()
-        os.fsync(handle.fileno())
-    temp.replace(path)
     return count
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rolecall import __version__
+from rolecall.atomic import write_text_atomic
 from rolecall.errors import BatchFailed, ChangedSettings, InputFileError
 
 MANIFEST = "manifest.json"
@@ -105,9 +106,7 @@ def text_hash(text: str) -> str:
 
 def write_json(path: Path, data: Any) -> None:
     """``data`` as indented JSON, atomically: a killed writer leaves the old file or none."""
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(temp, path)
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def fingerprint(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -232,11 +231,7 @@ def record_failures(
     ``error``) written to ``path`` (rewritten by every run, atomically: an empty file
     when none failed), then ``BatchFailed`` naming the count (``of`` the calls made, when
     given), the first error and where the finished records are kept."""
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_text(
-        "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in failed), encoding="utf-8"
-    )
-    os.replace(temp, path)
+    write_text_atomic(path, "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in failed))
     if failed:
         count = f"{len(failed)} of {of}" if of is not None else str(len(failed))
         raise BatchFailed(

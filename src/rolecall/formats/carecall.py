@@ -37,11 +37,11 @@ equal dialogues, and write(read(f)) is JSON-equal to f when f is in that canonic
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rolecall.atomic import write_text_atomic
 from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.examples import examples_from_dialogue
 from rolecall.jsonl import parse_line, write_jsonl
@@ -261,12 +261,7 @@ def write_carecall(path: str | Path, dialogues: Iterable[Dialogue]) -> int:
     else:
         text = json.dumps(items, ensure_ascii=False, indent=2) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(path.name + ".tmp")
-    with temp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temp.replace(path)
+    write_text_atomic(path, text)
     return len(items)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from rolecall.atomic import atomic_open
 from rolecall.errors import InputFileError
 from rolecall.formats.spreadsheet import restore
 from rolecall.records import Pair
@@ -90,15 +90,13 @@ def read_kda_csv(path: str | Path, *, encoding: str = "utf-8") -> list[Pair]:
 
 def write_kda_csv(path: str | Path, pairs: Iterable[Pair]) -> int:
     path = Path(path)
-    temp = path.with_name(path.name + ".tmp")
     count = 0
-    with temp.open("w", encoding="utf-8", newline="") as handle:
+    with atomic_open(path, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         for pair in pairs:
             writer.writerow((pair.neutral, pair.toxic))
             count += 1
-    os.replace(temp, path)
     return count
 
 

@@ -27,6 +27,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from rolecall import __version__
+from rolecall.atomic import atomic_open
 from rolecall.errors import ConfigError, InputFileError, RolecallError, describe_validation
 from rolecall.formats.kda import WARNING
 from rolecall.records import Pair
@@ -132,17 +133,11 @@ def write_parquet(path: str | Path, pairs: Iterable[Pair]) -> int:
     pq = _import("pyarrow.parquet")
     path = Path(path)
     table = pairs_to_table(pairs)
-    temp = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with temp.open("wb") as handle:
+        with atomic_open(path, "wb") as handle:
             pq.write_table(table, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
+    except OSError as exc:  # the temp file is gone already (atomic_open)
         raise _cannot_write(path, exc) from None
     return table.num_rows
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rolecall.atomic import atomic_path, write_bytes_atomic
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.train.data import unique_candidates
 from rolecall.train.settings import SINGLE_VECTOR
@@ -41,12 +42,6 @@ from rolecall.vectors import faiss_module, stable_top
 INDEX_FORMAT, FORMAT_VERSION = "rolecall-candidate-index", 1
 MANIFEST, CANDIDATES, FAISS_FILE = "manifest.json", "candidates.jsonl", "index.faiss"
 REBUILD = "rebuild it with build_candidate_index (rolecall train retriever ... then index)"
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_bytes(data)
-    os.replace(temp, path)
 
 
 def build_candidate_index(
@@ -71,12 +66,11 @@ def build_candidate_index(
         json.dumps({"id": number, "text": text}, ensure_ascii=False) + "\n"
         for number, text in enumerate(texts)
     ).encode("utf-8")
-    _write_atomic(out / CANDIDATES, lines)
+    write_bytes_atomic(out / CANDIDATES, lines)
     flat = faiss.IndexFlatIP(vectors.shape[1])
     flat.add(vectors)
-    temp = out / (FAISS_FILE + ".tmp")
-    faiss.write_index(flat, str(temp))
-    os.replace(temp, out / FAISS_FILE)
+    with atomic_path(out / FAISS_FILE) as temp:
+        faiss.write_index(flat, str(temp))
     manifest = {
         "format": INDEX_FORMAT,
         "version": FORMAT_VERSION,
@@ -95,7 +89,7 @@ def build_candidate_index(
         "faiss": faiss.__version__,
         "created": time.time(),
     }
-    _write_atomic(
+    write_bytes_atomic(
         out / MANIFEST, (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
     )
     return CandidateIndex(out, manifest, texts, flat, retriever)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rolecall.atomic import atomic_path
 from rolecall.errors import ConfigError, InputFileError, RolecallError
 from rolecall.progress import progress_bar
 from rolecall.retrieval.sentence_vectors import DIM, PACKAGE, shared_vectors
@@ -233,9 +233,8 @@ def write_dense(index_dir: Path, vectors: np.ndarray, info: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     flat = faiss.IndexFlatIP(vectors.shape[1])
     flat.add(vectors)
-    temp = out / (FAISS_FILE + ".tmp")
-    faiss.write_index(flat, str(temp))
-    os.replace(temp, out / FAISS_FILE)
+    with atomic_path(out / FAISS_FILE) as temp:
+        faiss.write_index(flat, str(temp))
     (out / INFO_FILE).write_text(
         json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )

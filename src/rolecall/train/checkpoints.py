@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rolecall.atomic import write_text_atomic
 from rolecall.errors import InputFileError
 from rolecall.rundir import write_json
 
@@ -65,9 +66,7 @@ class Checkpoints:
         final = self.directory / name
         shutil.rmtree(final, ignore_errors=True)
         os.replace(temp, final)
-        pointer = self.directory / (LATEST + ".tmp")
-        pointer.write_text(name, encoding="utf-8")
-        os.replace(pointer, self.directory / LATEST)
+        write_text_atomic(self.directory / LATEST, name)
         for old in self.directory.glob("step-*"):
             if old.name != name:
                 shutil.rmtree(old, ignore_errors=True)

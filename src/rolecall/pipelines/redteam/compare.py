@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rolecall.atomic import write_text_atomic
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.eval.intervals import difference_record
 from rolecall.jsonl import read_json_object
 from rolecall.pipelines.redteam.html import compare_page, percent, signed
-from rolecall.pipelines.redteam.report import REPORT_JSON, write_text
+from rolecall.pipelines.redteam.report import REPORT_JSON
 from rolecall.rundir import write_json
 
 COMPARE_JSON, COMPARE_MD, COMPARE_HTML = "compare.json", "compare.md", "compare.html"
@@ -176,6 +177,6 @@ def write_comparison(out: Path, run_dirs: Sequence[Path]) -> dict[str, Any]:
     comparison = compare(run_dirs, reports)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / COMPARE_JSON, comparison)
-    write_text(out / COMPARE_MD, markdown(comparison))
-    write_text(out / COMPARE_HTML, compare_page(comparison))
+    write_text_atomic(out / COMPARE_MD, markdown(comparison))
+    write_text_atomic(out / COMPARE_HTML, compare_page(comparison))
     return comparison

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rolecall.atomic import write_text_atomic
 from rolecall.eval.intervals import rate_record
 from rolecall.judge.out_of_bounds import OUT_OF_BOUNDS
 from rolecall.pipelines.judges import describe
@@ -161,18 +162,11 @@ def _quoted(text: str | None) -> str:
     return "`" + (text or "").replace("`", "'") + "`"
 
 
-def write_text(path: Path, text: str) -> None:
-    """``text`` into ``path`` atomically: a killed writer leaves the old file or none."""
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_text(text, encoding="utf-8")
-    temp.replace(path)
-
-
 def write_report(path: Path, records, settings, panel) -> dict[str, Any]:
     """Write ``report.json``, ``report.md`` and ``report.html`` into ``path``; return
     the report."""
     report = build_report(records, settings, panel)
     write_json(path / REPORT_JSON, report)
-    write_text(path / REPORT_MD, markdown(report))
-    write_text(path / REPORT_HTML, report_page(report))
+    write_text_atomic(path / REPORT_MD, markdown(report))
+    write_text_atomic(path / REPORT_HTML, report_page(report))
     return report
