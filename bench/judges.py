@@ -67,13 +67,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rolecall import config
 from rolecall.eval.offensiveness import beep_examples
 from rolecall.jsonl import read_jsonl
 from rolecall.judge.out_of_bounds import IN_BOUNDS, OUT_OF_BOUNDS, Item
 from rolecall.judge.rules import load_rule_judge
 from rolecall.judge.written_out_of_bounds import out_of_bounds_items, read_out_of_bounds
-from rolecall.llm import LLM, Cache, load_backend
+from rolecall.llm.opening import open_llm
 from rolecall.records import Dialogue
 from rolecall.spec import load_role_spec
 from rolecall.train.baselines import (
@@ -316,7 +315,7 @@ def oob_limit(args: argparse.Namespace) -> int:
 
 
 def add_llm(sets: dict[str, JudgeSet], args: argparse.Namespace) -> str:
-    llm = LLM(load_backend(args.model), Cache(config.cache_path()))
+    llm = open_llm(args.model)  # the configured cache, as the CLI opens it
     progress = not args.no_progress
     for judge_set in sets.values():
         oob = judge_set.name == "out_of_bounds"

@@ -42,9 +42,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.llm.flaky_server, the stand-in server
 
-from rolecall.engines import EngineChoice, llm_settings, stage_engine  # noqa: E402
+from rolecall.engines import llm_settings, open_engine  # noqa: E402
 from rolecall.engines.ray import start_ray  # noqa: E402
-from rolecall.llm import LLM, Cache, SamplingParams, load_backend  # noqa: E402
+from rolecall.llm import SamplingParams  # noqa: E402
 from rolecall.llm.batch import BatchInput, read_batch_input, run_batch  # noqa: E402
 from tests.llm.flaky_server import FakeOpenAIServer  # noqa: E402
 
@@ -93,20 +93,14 @@ def timed_batch(
     batch = BatchInput(batch.ids[: args.n], batch.requests[: args.n])
     cache = out.with_suffix(".sqlite")
     settings = llm_settings(model, cache, args.concurrency)
-    choice = EngineChoice(engine_name, address=args.ray_address, workers=args.workers)
-    engine = stage_engine(choice, settings)
-    engine = engine and FirstRecordClock(engine)
-    llm = (
-        None
-        if engine is not None
-        else LLM(load_backend(model), Cache(cache), concurrency=args.concurrency)
-    )
+    engine = open_engine(engine_name, settings, address=args.ray_address, workers=args.workers)
+    clock = FirstRecordClock(engine) if engine.name != "local" else None
     started = time.perf_counter()
-    stats = run_batch(llm, batch, out, progress=False, engine=engine)
+    stats = run_batch(clock or engine, batch, out)
     seconds = time.perf_counter() - started
     # a retried call (a slow answer on a loaded machine) is a call, not a new prompt
     assert stats.failures == 0 and stats.calls - stats.retries == args.n, stats.summary()
-    return seconds, (engine.first - started if engine and engine.first else None)
+    return seconds, (clock.first - started if clock and clock.first else None)
 
 
 def main() -> None:

@@ -66,6 +66,7 @@ from typing import Any
 from rolecall.eval.intervals import difference_record, rate_record
 from rolecall.jsonl import read_jsonl, write_jsonl
 from rolecall.judge.written_out_of_bounds import examples_from_out_of_bounds, read_out_of_bounds
+from rolecall.llm.opening import open_llm
 from rolecall.records import Dialogue, Example, Pair, RedteamConversation, Turn, tally
 from rolecall.rundir import Files
 from rolecall.spec import load_role_spec
@@ -206,7 +207,6 @@ def write_bots(work: Path, args, spec_path: Path) -> None:
 def attack_bots(args, work: Path, spec, held_out: Sequence[Pair]) -> dict[str, Any]:
     """Both bots attacked with the same seeds; per bot its conversations' outcomes."""
     from rolecall.judge.out_of_bounds import JUDGE, make_panel
-    from rolecall.llm import LLM, Cache, load_backend
     from rolecall.pipelines.judges import resolve_judges
     from rolecall.pipelines.redteam.run import RedteamSettings, Users, run_config, run_redteam
     from rolecall.rundir import RunDir
@@ -214,7 +214,7 @@ def attack_bots(args, work: Path, spec, held_out: Sequence[Pair]) -> dict[str, A
 
     attacks = work / "held_out_pairs.jsonl"
     write_jsonl(attacks, held_out)
-    llm = LLM(load_backend(args.model), Cache(work / "llm-cache.sqlite"))
+    llm = open_llm(args.model, work / "llm-cache.sqlite")
     users = Users(llm, spec)  # writes the neutral control's turns; kda is not fitted
     panel = make_panel(spec, resolve_judges(["rules:carecall"], JUDGE, lambda _: llm, spec))
     out = {}

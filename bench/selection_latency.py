@@ -46,7 +46,7 @@ import bm25s
 import numpy as np
 import torch
 
-from rolecall.llm import LLM, load_backend
+from rolecall.llm.opening import open_llm
 from rolecall.records import Example, Turn
 from rolecall.serve.candidates import build_candidate_index
 from rolecall.serve.selection import ResponseSelector
@@ -169,7 +169,7 @@ def main() -> None:
     index = build_candidate_index(retriever, candidates, args.cache_dir / "latency-index")
     selector = ResponseSelector(index, reranker, k=args.k)
     selector.prepare()  # the candidates' reranker states: once, like the index
-    scorer = LLM(load_backend("llamacpp:embedded"))
+    scorer = open_llm("llamacpp:embedded", ":memory:")  # every call asked, none cached
 
     bm25 = bm25_search(candidates)
     for query in warm:  # warm-up: lazy imports, first-call allocations

@@ -166,11 +166,13 @@ def test_generation_writes_a_near_copy_to_rejected_with_the_reason(tmp_path):
                 text = body.removeprefix("시스템:")
                 on_row({"id": record["id"], "text": text, "finish_reason": "stop", "model": "s"})
 
-    counts = generate_dialogues(None, spec, [example], GenerationConfig(count=2), tmp_path,
-                                progress=False, engine=CopyingEngine())  # fmt: skip
+    counts = generate_dialogues(
+        CopyingEngine(), spec, [example], GenerationConfig(count=2), tmp_path
+    )
     assert (counts["accepted"], counts["rejected"]) == (0, 2)
     rejected = list(read_jsonl(tmp_path / "rejected.jsonl"))
     assert all(r["reason"].startswith("a near copy of its example ex-1: 100%") for r in rejected)
-    kept = generate_dialogues(None, spec, [example], GenerationConfig(count=3, max_copy=None),
-                              tmp_path / "all", progress=False, engine=CopyingEngine())  # fmt: skip
+    kept = generate_dialogues(
+        CopyingEngine(), spec, [example], GenerationConfig(count=3, max_copy=None), tmp_path / "all"
+    )
     assert kept["accepted"] == 3

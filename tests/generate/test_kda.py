@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rolecall.engines.local import LocalEngine
 from rolecall.generate.kda import (
     KdaConfig,
     candidate_problem,
@@ -77,7 +78,7 @@ def test_n_above_zero_needs_an_index():
 def test_candidates_carry_provenance_and_resume(index, tmp_path):
     cache = tmp_path / "cache.sqlite"
     llm = LLM(load_backend("fake:x"), Cache(cache))
-    counts = generate_candidates(llm, SENTENCES, index, KdaConfig(), tmp_path, progress=False)
+    counts = generate_candidates(LocalEngine(llm), SENTENCES, index, KdaConfig(), tmp_path)
     assert counts["planned"] == 10 and counts["candidates"] + counts["rejected"] == 10
     pairs = list(read_jsonl(tmp_path / "candidates.jsonl"))
     first = pairs[0]["provenance"]
@@ -92,7 +93,7 @@ def test_candidates_carry_provenance_and_resume(index, tmp_path):
     }
     assert first["model"] == "fake:fake-x" and first["prompt_hash"].startswith("sha256:")
     again = LLM(load_backend("fake:x"), Cache(cache))
-    generate_candidates(again, SENTENCES, index, KdaConfig(), tmp_path, progress=False)
+    generate_candidates(LocalEngine(again), SENTENCES, index, KdaConfig(), tmp_path)
     assert again.backend.calls == 0
     assert len(list(read_jsonl(tmp_path / "candidates.jsonl"))) == len(pairs)
 

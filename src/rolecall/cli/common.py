@@ -137,54 +137,29 @@ def load_llm(
         return open_llm(model, cache, concurrency, retries)
 
 
-def command_engine(
-    engine_name: str,
-    model: Optional[str],
-    cache: Optional[str | Path],
-    concurrency: int = 8,
-    retries: int = 4,
-    *,
-    ray_address: Optional[str] = None,
-    workers: int = 2,
-    progress: bool = False,
-):
-    """The engine a generating command runs its calls on: ``--engine local``, the local
-    engine on the model opened here; another (``rolecall.engines.stage_engine``), whose
-    workers open the model."""
-    from rolecall.engines import EngineChoice, llm_settings, stage_engine
-    from rolecall.llm.local_engine import LocalEngine
-
-    choice = EngineChoice(engine_name, ray_address, workers)
-    engine = stage_engine(choice, llm_settings(model, cache, concurrency, retries), progress)
-    return engine or LocalEngine(load_llm(model, cache, concurrency, retries), progress)
-
-
-def llm_opener(
+def command_models(
     engine_name: str,
     cache: Optional[str | Path],
     concurrency: int = 8,
     retries: int = 4,
     *,
+    model: Optional[str] = None,
     ray_address: Optional[str] = None,
     workers: int = 2,
     progress: bool = False,
 ):
-    """``(open_llm, opened)`` for a judging command: ``open_llm(model)`` opens each model
-    once, here for ``--engine local``, else as an LLM whose calls run on the engine
-    (``rolecall.engines.engine_llm``); ``opened`` holds them by model, for their stats."""
-    from rolecall.engines import EngineChoice, engine_llm, llm_settings
+    """The models a command calls (``rolecall.engines.Models``): each opened once, here
+    with ``load_llm`` or on the engine ``--engine`` names; ``model`` is the default one.
+    A generating command takes ``.engine()``, a judging one ``.judge_llm(model)``."""
+    from rolecall.engines import EngineChoice, Models, llm_settings
 
-    choice = EngineChoice(engine_name, ray_address, workers)
-    opened: dict = {}
-
-    def open_llm(model: Optional[str]):
-        if model not in opened:
-            settings = llm_settings(model, cache, concurrency, retries)
-            on_engine = engine_llm(choice, settings, progress)
-            opened[model] = on_engine or load_llm(model, cache, concurrency, retries)
-        return opened[model]
-
-    return open_llm, opened
+    return Models(
+        EngineChoice(engine_name, ray_address, workers),
+        lambda key: llm_settings(key, cache, concurrency, retries),
+        lambda key: load_llm(key, cache, concurrency, retries),
+        model,
+        progress,
+    )
 
 
 def sampling_params(

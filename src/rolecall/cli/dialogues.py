@@ -18,10 +18,9 @@ from rolecall.cli.common import (
     RAY_ADDRESS_OPTION,
     WORKERS_OPTION,
     Engine,
-    command_engine,
+    command_models,
     err,
     json_output_file,
-    llm_opener,
     max_tokens_option,
     out,
     out_directory,
@@ -112,22 +111,22 @@ def dialogues_generate(
         max_copy=max_copy,
     )
     config = generation_config(section, spec.language)
-    engine = command_engine(
+    engine = command_models(
         engine_name,
-        model,
         cache,
         concurrency,
+        model=model,
         ray_address=ray_address,
         workers=workers,
         progress=progress,
-    )
+    ).engine()
     run = RunDir(
         out_dir,
         "dialogues generate",
         {"spec": str(spec_path), "examples": str(examples), **vars(config)},
     )
     try:
-        counts = generate_stage(engine, run, spec, shots, config, progress)
+        counts = generate_stage(engine, run, spec, shots, config)
     finally:
         err.print(f"{engine.model_id or model}: {engine.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
@@ -179,12 +178,12 @@ def dialogues_judge(
     defaults = out_of_bounds_default(models or [], section.default_judges, None, spec)
     for warning in warnings_of(defaults):
         err.print(f"warning: {warning}", markup=False, highlight=False)
-    open_llm, opened = llm_opener(
+    opened = command_models(
         engine_name, cache, concurrency, ray_address=ray_address, workers=workers, progress=progress
     )
     try:
         strings = models or [s for d in defaults.values() for s in d.strings()]
-        panel = judge_panel(strings, spec, open_llm, mode, temperature)
+        panel = judge_panel(strings, spec, opened.judge_llm, mode, temperature)
         llm_judges = [m[1] for m in panel if isinstance(m, tuple)]
         config = {
             "spec": str(spec_path),
@@ -202,7 +201,7 @@ def dialogues_judge(
         run = RunDir(out_dir, "dialogues judge", config)
         counts = judge_stage(panel, run, items, samples, progress, defaults)
     finally:
-        for llm in opened.values():
+        for llm in opened.judges.values():
             err.print(f"{llm.model_id}: {llm.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
 

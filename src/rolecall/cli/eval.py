@@ -18,8 +18,8 @@ from rolecall.cli.common import (
     WORKERS_OPTION,
     Engine,
     Language,
+    command_models,
     err,
-    llm_opener,
     out,
     output_file,
 )
@@ -161,10 +161,10 @@ def eval_geval(
     from rolecall.eval.geval import geval, summarise
 
     wanted = [c.strip() for c in criteria.split(",") if c.strip()]
-    open_llm, _ = llm_opener(
+    opened = command_models(
         engine_name, cache, ray_address=ray_address, workers=workers, progress=progress
     )
-    llm = open_llm(model)
+    llm = opened.judge_llm(model)
     table = Table(title=f"G-Eval ({llm.model_id})")
     table.add_column("dataset")
     for criterion in wanted:

@@ -25,9 +25,8 @@ from rolecall.cli.common import (
     WORKERS_OPTION,
     Engine,
     Language,
-    command_engine,
+    command_models,
     err,
-    llm_opener,
     max_tokens_option,
     out,
     out_directory,
@@ -179,15 +178,15 @@ def kda_generate(
     index = SlangIndex.load(index_dir) if index_dir else None
     if index is not None:
         check_index_holds(n_values, index, "--ns")
-    engine = command_engine(
+    engine = command_models(
         engine_name,
-        model,
         cache,
         concurrency,
+        model=model,
         ray_address=ray_address,
         workers=workers,
         progress=progress,
-    )
+    ).engine()
     run = RunDir(
         out_dir,
         "kda generate",
@@ -199,7 +198,7 @@ def kda_generate(
         },
     )
     try:
-        counts = generate_stage(engine, run, rows, index, config, language, progress)
+        counts = generate_stage(engine, run, rows, index, config, language)
     finally:
         err.print(f"{engine.model_id or model}: {engine.stats.summary()}")
     out.print(json.dumps(counts, ensure_ascii=False))
@@ -291,14 +290,14 @@ def kda_filter(
     defaults = kda_defaults(section, None)  # no judge named: the default model's
     for warning in warnings_of(defaults):
         _say(f"warning: {warning}")
-    open_llm, opened = llm_opener(
+    opened = command_models(
         engine_name, cache, concurrency, ray_address=ray_address, workers=workers, progress=progress
     )
     run = RunDir(out_dir, "kda filter", section.model_dump() | config_entry(defaults))
     try:
-        filter_stage(open_llm, run, section, language, progress, defaults, _say)
+        filter_stage(opened.judge_llm, run, section, language, progress, defaults, _say)
     finally:
-        for llm in opened.values():
+        for llm in opened.judges.values():
             err.print(f"{llm.model_id}: {llm.stats.summary()}")
     out.print(json.dumps(run.manifest["stages"]["filter"]["counts"], ensure_ascii=False))
 

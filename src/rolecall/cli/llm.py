@@ -23,7 +23,7 @@ from rolecall.cli.common import (
     STOP_OPTION,
     WORKERS_OPTION,
     Engine,
-    command_engine,
+    command_models,
     err,
     json_output_file,
     load_llm,
@@ -152,16 +152,16 @@ def llm_batch(
 
     params = sampling_params(max_tokens, temperature, top_p, seed, stop, logprobs, json_schema)
     batch = read_batch_input(input, params)
-    engine = command_engine(
+    engine = command_models(
         engine_name,
-        model,
         cache,
         concurrency,
         retries,
+        model=model,
         ray_address=ray_address,
         workers=workers,
         progress=progress,
-    )
+    ).engine()
     # several batch outputs may share a directory, each keyed by its own (id, sample)
     run = RunDir(
         run_dir or out_path.parent,
@@ -178,7 +178,7 @@ def llm_batch(
         run.record_model("generator", engine.model_id)
     stats = engine.stats
     try:
-        run_batch(None, batch, out_path, n, progress=progress, engine=engine)
+        run_batch(engine, batch, out_path, n)
     finally:
         # the ray engine learns the model id from its workers' first answers
         model_id = engine.model_id

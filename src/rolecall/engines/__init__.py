@@ -5,21 +5,20 @@ a plain module-level function ``work(llm, records, **params) -> list[dict]`` tha
 an LLM for a batch of records and returns output records; the engine decides where it
 runs and with which client:
 
-- ``local``: one ``LLM`` client in this process (``llm/local_engine.py``), the whole list
-  in one call; ``run`` hands on each output record the moment its call finishes.
+- ``local``: one ``LLM`` client in this process (``local.py``), the whole list in one
+  call; ``run`` hands on each output record the moment its call finishes.
 - ``ray``: ``ray.data.from_items(records).map_batches(...)`` over a pool of actors, each
   actor opening its own client from the same ``LLMSettings`` (model string, cache file,
   concurrency, retries); the driver receives the output records as batches finish.
 
 Either way the caller (the stage, on the driver) writes the records into its run
 directory, so resuming, fingerprints and manifests are the engine's business nowhere.
-A generation stage has one path: ``engine.run(work, records, params, on_row)`` on the
-local engine or on Ray (``stage_engine`` returns ``None`` for ``local``; the caller then
-wraps its own ``LLM`` in a ``LocalEngine``).
 
-The judging stages reach an engine through their ``LLM`` instead (``engine_llm``,
-``engines/calls.py``): its ``generate`` runs on the engine's workers, and the judge parses,
-votes and writes its verdicts on the driver as it does locally.
+One door: ``open_engine`` always gives an engine, local or Ray. A generation stage takes
+it and calls ``engine.run(work, records, params, on_row)``; a judging stage takes
+``engine.judge_llm()``, an ``LLM`` whose ``generate`` runs on the engine (locally the
+client itself; on Ray ``calls.EngineLLM``), and parses, votes and writes its verdicts on
+the driver as always. ``Models`` opens each model a run or a command uses once.
 """
 
 from __future__ import annotations
@@ -68,6 +67,10 @@ class Engine(Protocol):
         this engine has it (locally: as its call finishes; on Ray: as its batch returns)."""
         ...
 
+    def judge_llm(self) -> LLM:
+        """An ``LLM`` whose calls run on this engine, for a judge (locally: the client)."""
+        ...
+
 
 def ray_address(address: str | None) -> str | None:
     """``--ray-address``, else ``RAY_ADDRESS``, else ``None`` (a local cluster)."""
@@ -78,16 +81,18 @@ def open_engine(
     name: str,
     settings: LLMSettings,
     *,
+    llm: LLM | None = None,
     address: str | None = None,
     workers: int = 2,
     batch_size: int | None = None,
     progress: bool = False,
 ) -> Engine:
-    """The engine ``name`` names (``local`` or ``ray``)."""
+    """The engine ``name`` names (``local`` or ``ray``); the local one runs on ``llm``
+    (default: ``settings`` opened here)."""
     if name == "local":
         from rolecall.engines.local import LocalEngine
 
-        return LocalEngine(settings.open())
+        return LocalEngine(llm or settings.open(), progress)
     if name == "ray":
         from rolecall.engines.ray import RayEngine
 
@@ -124,27 +129,61 @@ def llm_settings(
     return LLMSettings(model, str(cache or config.cache_path()), concurrency, retries)
 
 
-def stage_engine(
-    choice: EngineChoice, settings: LLMSettings, progress: bool = False
-) -> Engine | None:
-    """The engine ``choice`` names, or ``None`` for ``local``: the stage then calls its own
-    ``LLM`` here, streaming each record to its file as it finishes (a killed local run
-    loses no finished call)."""
-    if choice.name == "local":
-        return None
-    return open_engine(
-        choice.name, settings, address=choice.address, workers=choice.workers, progress=progress
-    )
+class Models:
+    """Each model a run or a command calls, opened once, where ``choice`` says its calls
+    run: ``llm(model)`` here (``open_here(model)``: the command's loader, with its cache,
+    concurrency and retries); ``engine(model)`` the engine for a generation stage;
+    ``judge_llm(model)`` an LLM for a judge, on an engine of its own (its statistics are
+    the judge's). ``None`` means the ``default`` model."""
 
+    def __init__(
+        self,
+        choice: EngineChoice,
+        settings: Callable[[str | None], LLMSettings],
+        open_here: Callable[[str | None], LLM],
+        default: str | None = None,
+        progress: bool = False,
+    ):
+        self.choice, self.settings, self.open_here = choice, settings, open_here
+        self.default, self.progress = default, progress
+        self.here: dict[str | None, LLM] = {}
+        self.engines: dict[str | None, Engine] = {}
+        self.judges: dict[str | None, LLM] = {}
 
-def engine_llm(choice: EngineChoice, settings: LLMSettings, progress: bool = False) -> LLM | None:
-    """An ``LLM`` of ``settings.model`` whose calls run on the engine ``choice`` names
-    (``engines/calls.py``), for a stage that hands its LLM to a judge; ``None`` for
-    ``local``, where the caller opens its own ``LLM`` here as always."""
-    engine = stage_engine(choice, settings, progress)
-    if engine is None:
-        return None
-    from rolecall.engines.calls import EngineLLM
-    from rolecall.llm import load_backend
+    def llm(self, model: str | None = None) -> LLM:
+        key = model or self.default
+        if key not in self.here:
+            self.here[key] = self.open_here(key)
+        return self.here[key]
 
-    return EngineLLM(load_backend(settings.model), engine)
+    def _open(self, key: str | None) -> Engine:
+        choice = self.choice
+        return open_engine(
+            choice.name,
+            self.settings(key),
+            llm=self.llm(key) if choice.name == "local" else None,
+            address=choice.address,
+            workers=choice.workers,
+            progress=self.progress,
+        )
+
+    def engine(self, model: str | None = None) -> Engine:
+        key = model or self.default
+        if key not in self.engines:
+            self.engines[key] = self._open(key)
+        return self.engines[key]
+
+    def judge_llm(self, model: str | None = None) -> LLM:
+        key = model or self.default
+        if key not in self.judges:
+            self.judges[key] = self._open(key).judge_llm()
+        return self.judges[key]
+
+    def judges_elsewhere(self) -> str:
+        """``; MODEL on ENGINE: STATS`` for each judge whose calls ran on another engine
+        than this process (those here print their statistics with the models opened)."""
+        return "".join(
+            f"; {llm.model_id} on {self.choice.name}: {llm.stats.summary()}"
+            for key, llm in self.judges.items()
+            if llm is not self.here.get(key)
+        )

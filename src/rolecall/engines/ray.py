@@ -154,6 +154,7 @@ class RayEngine:
         progress: bool = False,
     ):
         import_ray()
+        self.model = settings.model  # as given: a judge's backend opens it on the driver
         bound = server_bound(settings.model)  # a bad model string fails here, not in an actor
         self.workers = max(1, workers)
         per_actor = max(1, min(settings.concurrency, bound or settings.concurrency) // self.workers)
@@ -168,6 +169,13 @@ class RayEngine:
         self.progress = progress
         self.stats = RunStats()
         self.model_id: str | None = None
+
+    def judge_llm(self):
+        """An ``LLM`` for a judge whose calls run on these actors (``calls.EngineLLM``)."""
+        from rolecall.engines.calls import EngineLLM
+        from rolecall.llm import load_backend
+
+        return EngineLLM(load_backend(self.model), self)
 
     def map(self, work, records: list[dict], params: dict[str, Any]) -> Iterator[dict]:
         if not records:

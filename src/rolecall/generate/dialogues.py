@@ -27,9 +27,8 @@ from pathlib import Path
 
 from rolecall.engines import Engine
 from rolecall.jsonl import ResumableJsonl
-from rolecall.llm import LLM, Request, SamplingParams
+from rolecall.llm import Request, SamplingParams
 from rolecall.llm.batch import complete_records_with_model
-from rolecall.llm.local_engine import LocalEngine
 from rolecall.prompts import Template, load_template
 from rolecall.records import Dialogue, Rejected, RoleSpec, Turn
 from rolecall.rundir import Files
@@ -174,20 +173,17 @@ def build_requests(
 
 
 def generate_dialogues(
-    llm: LLM | None,
+    engine: Engine,
     spec: RoleSpec,
     examples: Sequence[Dialogue],
     config: GenerationConfig,
     out_dir: Path,
-    progress: bool = True,
-    engine: Engine | None = None,
 ) -> dict[str, int]:
     """Write ``dialogues.jsonl`` and ``rejected.jsonl`` in ``out_dir``; resumable.
 
-    One path: ``complete_records_with_model`` runs over ``{"id": generation id,
-    "request"}`` records on ``engine`` (default: the local engine on ``llm``, each
-    dialogue written as its call finishes; on Ray ``llm`` may be ``None`` and each is
-    written as its batch comes back)."""
+    ``complete_records_with_model`` runs over ``{"id": generation id, "request"}`` records
+    on ``engine`` (``rolecall.engines``: locally each dialogue is written as its call
+    finishes, on Ray as its batch comes back)."""
     template = load_template(config.template, config.language)
     plan = build_requests(spec, examples, config, template)
     example_of = {e.id: e for e in examples}
@@ -224,7 +220,6 @@ def generate_dialogues(
             else:
                 rejected.append(parsed.model_copy(update={"metadata": meta, "raw": raw}))
 
-        engine = engine or LocalEngine(llm, progress)
         by_id = {p[0]: p for p in todo}
         records = [{"id": p[0], "request": p[1].model_dump(mode="json")} for p in todo]
 

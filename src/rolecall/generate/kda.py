@@ -22,9 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rolecall.engines import Engine
 from rolecall.errors import ConfigError
 from rolecall.jsonl import ResumableJsonl
-from rolecall.llm import LLM, Request, SamplingParams
+from rolecall.llm import Request, SamplingParams
 from rolecall.llm.batch import complete_records_with_model
-from rolecall.llm.local_engine import LocalEngine
 from rolecall.prompts import Template, load_template
 from rolecall.records import Pair, Rejected
 from rolecall.rundir import Files
@@ -123,21 +122,18 @@ def candidate_problem(neutral: str, text: str) -> str | None:
 
 
 def generate_candidates(
-    llm: LLM | None,
+    engine: Engine,
     sentences: Sequence[tuple[str, str]],
     index: SlangIndex | None,
     config: KdaConfig,
     out_dir: Path,
-    progress: bool = True,
     language: str = "ko",
-    engine: Engine | None = None,
 ) -> dict[str, int]:
     """Write ``candidates.jsonl`` and ``rejected_candidates.jsonl``; resumable.
 
-    One path: ``complete_records_with_model`` runs over ``{"id": candidate id,
-    "request"}`` records on ``engine`` (default: the local engine on ``llm``, each
-    candidate written as its call finishes; on Ray ``llm`` may be ``None`` and each is
-    written as its batch comes back)."""
+    ``complete_records_with_model`` runs over ``{"id": candidate id, "request"}`` records
+    on ``engine`` (``rolecall.engines``: locally each candidate is written as its call
+    finishes, on Ray as its batch comes back)."""
     template = load_template(config.template, language)
     plan = plan_candidates(sentences, index, config, template)
     with (
@@ -167,7 +163,6 @@ def generate_candidates(
             else:
                 kept.append(Pair(neutral=planned.neutral, toxic=text, provenance=provenance))
 
-        engine = engine or LocalEngine(llm, progress)
         by_id = {p.candidate_id: p for p in todo}
         records = [
             {"id": p.candidate_id, "request": p.request.model_dump(mode="json")} for p in todo

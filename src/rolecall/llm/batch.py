@@ -8,9 +8,9 @@ from the cache and writes each missing line exactly once. Failures go to
 ``<out>.failures.jsonl`` (rewritten on each run) and make the run exit non-zero.
 
 The per-item work is ``complete_records``, a plain function over ``{"id", "request"}``
-records; ``run_batch`` runs it on an engine (the local one, ``local_engine.py``, by
-default: each sample streamed to the output as it finishes; or ``rolecall.engines``'
-Ray engine) and writes what comes back into the same output file.
+records; ``run_batch`` runs it on the engine it is given (``rolecall.engines``: the local
+one streams each sample to the output as it finishes; the Ray one hands back batches)
+and writes what comes back into the same output file.
 """
 
 from __future__ import annotations
@@ -138,21 +138,10 @@ def complete_records_with_model(
     return [named(row) for row in rows]
 
 
-def run_batch(
-    llm: LLM | None,
-    batch: BatchInput,
-    out_path: str | Path,
-    n: int = 1,
-    progress: bool = True,
-    *,
-    engine: Any = None,
-) -> RunStats:
-    """Run the batch into ``out_path``, each sample written as the engine hands it on
-    (``rolecall.engines``; default: the local engine on ``llm``, as each call finishes);
-    raises ``BatchFailed`` after writing all it could."""
-    from rolecall.llm.local_engine import LocalEngine
-
-    engine = engine or LocalEngine(llm, progress)
+def run_batch(engine: Any, batch: BatchInput, out_path: str | Path, n: int = 1) -> RunStats:
+    """Run the batch into ``out_path`` on ``engine`` (``rolecall.engines``: locally each
+    sample is written as its call finishes); raises ``BatchFailed`` after writing all it
+    could."""
     out_path = Path(out_path)
     failures_path = out_path.with_name(out_path.name + ".failures.jsonl")
     with ResumableJsonl(out_path, key=lambda row: (row["id"], row["sample"])) as out:

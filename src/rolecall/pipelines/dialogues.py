@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_serializer
 
-from rolecall.engines import Engine
+from rolecall.engines import Engine, Models
 from rolecall.errors import InputFileError
 from rolecall.generate.dialogues import MAX_COPY, GenerationConfig, generate_dialogues
 from rolecall.jsonl import read_jsonl, write_jsonl
@@ -45,13 +45,11 @@ from rolecall.pipelines.default_judges import (
 from rolecall.pipelines.judges import record_judges, relative_to, resolve_judges
 from rolecall.pipelines.run_config import RunConfig, Section, common_paths, input_path
 from rolecall.pipelines.steps import (
-    RunModels,
     Step,
     check_until,
-    engine_summary,
     llm_stage,
+    run_models,
     run_steps,
-    stage_engine_or_here,
 )
 from rolecall.prompts import load_template
 from rolecall.records import Dialogue, RoleSpec
@@ -235,7 +233,6 @@ def generate_stage(
     spec: RoleSpec,
     shots: Sequence[Dialogue],
     config: GenerationConfig,
-    progress: bool = True,
 ) -> dict:
     """The dialogues, by ``engine`` (here or on Ray)."""
     run.record_prompt(config.template, load_template(config.template, spec.language).source)
@@ -244,7 +241,7 @@ def generate_stage(
         "generate",
         "generator",
         engine,
-        lambda: generate_dialogues(None, spec, shots, config, run.path, progress, engine),
+        lambda: generate_dialogues(engine, spec, shots, config, run.path),
     )
 
 
@@ -322,27 +319,25 @@ def stats_stage(run: RunDir, shots: Sequence[Dialogue]) -> dict:
 
 
 @dataclass
-class _Run(RunModels):
+class _Run:
     """What the stages of one ``dialogues run`` share: config, run directory, spec, the
     example dialogues and the models opened so far (each distinct model string once)."""
 
     config: DialogueRunConfig
     run: RunDir
-    load_llm: Callable[[str | None], LLM]
+    models: Models  # each model opened once, here or on the engine (steps.run_models)
     progress: bool
     spec: RoleSpec
     shots: list[Dialogue]
     defaults: Defaults  # the judge's default when none is named (pipelines/default_judges)
-    opened: dict[str | None, LLM] = field(default_factory=dict)
-    on_engine: dict[str | None, LLM] = field(default_factory=dict)
 
 
 def _generate_step(r: _Run) -> tuple[dict, str]:
     c = r.config
     config = generation_config(c.generate, r.spec.language)
     # on ray the driver loads no model
-    engine = stage_engine_or_here(c, r.progress, lambda: r.llm_for(None))
-    counts = generate_stage(engine, r.run, r.spec, r.shots, config, r.progress)
+    engine = r.models.engine()
+    counts = generate_stage(engine, r.run, r.spec, r.shots, config)
     return counts, json.dumps(counts, ensure_ascii=False) + (
         f"; on {engine.name}: {engine.stats.summary()}" if engine.name != "local" else ""
     )
@@ -351,10 +346,10 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
 def _judge_step(r: _Run) -> tuple[dict, str]:
     section = r.config.judge
     strings = judge_strings(section) or [s for d in r.defaults.values() for s in d.strings()]
-    panel = judge_panel(strings, r.spec, r.judge_llm_for, section.mode, section.temperature)
+    panel = judge_panel(strings, r.spec, r.models.judge_llm, section.mode, section.temperature)
     dialogues = list(read_jsonl(r.run.file(Files.DIALOGUES), Dialogue))
     counts = judge_stage(panel, r.run, dialogues, section.samples, r.progress, r.defaults)
-    on_engine = engine_summary(r.config.engine, r.on_engine, r.opened)
+    on_engine = r.models.judges_elsewhere()
     line = f"({modes_of(panel)} mode) " + json.dumps(counts, ensure_ascii=False)
     return counts, line + on_engine
 
@@ -408,5 +403,7 @@ def run_dialogues(
         say(f"warning: {warning}")
     settings = config.model_dump(mode="json") | config_entry(defaults)
     run = RunDir(config.out, "dialogues run", settings)
-    state = _Run(config, run, load_llm, progress, spec, shots, defaults)
+    state = _Run(
+        config, run, run_models(config, load_llm, progress), progress, spec, shots, defaults
+    )
     return run_steps(STEPS, state, until, say)

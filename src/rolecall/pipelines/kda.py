@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
-from rolecall.engines import Engine
+from rolecall.engines import Engine, Models
 from rolecall.errors import ConfigError, InputFileError
 from rolecall.generate.kda import KdaConfig, check_index_holds, generate_candidates
 from rolecall.jsonl import ResumableJsonl, read_json_object, read_jsonl
@@ -41,13 +41,11 @@ from rolecall.pipelines.kda_filter import (  # noqa: F401  (filter_stage: the CL
 )
 from rolecall.pipelines.run_config import RunConfig, Section, common_paths, relative_path
 from rolecall.pipelines.steps import (
-    RunModels,
     Step,
     check_until,
-    engine_summary,
     llm_stage,
+    run_models,
     run_steps,
-    stage_engine_or_here,
 )
 from rolecall.prompts import load_template
 from rolecall.records import Pair
@@ -251,7 +249,6 @@ def generate_stage(
     index: SlangIndex | None,
     config: KdaConfig,
     language: str,
-    progress: bool = True,
 ) -> dict:
     """The candidates, by ``engine`` (here or on Ray)."""
     run.record_prompt(config.template, load_template(config.template, language).source)
@@ -260,9 +257,7 @@ def generate_stage(
         "generate",
         "generator",
         engine,
-        lambda: generate_candidates(
-            None, rows, index, config, run.path, progress, language, engine
-        ),
+        lambda: generate_candidates(engine, rows, index, config, run.path, language),
     )
 
 
@@ -381,18 +376,16 @@ def geval_stage(
 
 
 @dataclass
-class _Run(RunModels):
+class _Run:
     """What the stages of one ``kda run`` share: the config, the run directory, the
     models opened so far (each distinct model string once) and the slang index."""
 
     config: KdaRunConfig
     run: RunDir
-    load_llm: Callable[[str | None], LLM]
+    models: Models  # each model opened once, here or on the engine (steps.run_models)
     progress: bool
     say: Callable[[str], None]
     defaults: Defaults  # the filters' default judges (pipelines/default_judges.py)
-    opened: dict[str | None, LLM] = field(default_factory=dict)
-    on_engine: dict[str | None, LLM] = field(default_factory=dict)
     index: SlangIndex | None = None
 
 
@@ -424,10 +417,8 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
     )
     r.run.manifest["neutral_skipped"] = skipped
     # on ray the driver loads no model
-    engine = stage_engine_or_here(config, r.progress, lambda: r.llm_for(None))
-    counts = generate_stage(
-        engine, r.run, rows, r.index, config.generate, config.language, r.progress
-    )
+    engine = r.models.engine()
+    counts = generate_stage(engine, r.run, rows, r.index, config.generate, config.language)
     return counts, (
         json.dumps(counts, ensure_ascii=False)
         + (f"; skipped sentences: {skipped}" if any(skipped.values()) else "")
@@ -438,10 +429,10 @@ def _generate_step(r: _Run) -> tuple[dict, str]:
 def _filter_step(r: _Run) -> tuple[dict, str]:
     config = r.config
     report = filter_stage(
-        r.judge_llm_for, r.run, config.filter, config.language, r.progress, r.defaults, r.say
+        r.models.judge_llm, r.run, config.filter, config.language, r.progress, r.defaults, r.say
     )
     kinds = ", ".join(f"{d.task}: {d.kind}" for d in r.defaults.values() if d.kind != "llm")
-    on_engine = engine_summary(r.config.engine, r.on_engine, r.opened)
+    on_engine = r.models.judges_elsewhere()
     return report, ", ".join(
         f"{f['filter']} kept {f['kept']}/{f['in']}" for f in report["filters"]
     ) + (f" (default judges {kinds})" if kinds else "") + on_engine
@@ -456,7 +447,11 @@ def _geval_step(r: _Run) -> tuple[dict, str] | None:
     if not r.config.geval.enabled:
         return None
     summary = geval_stage(
-        r.judge_llm_for(r.config.geval.model), r.run, r.config.geval, r.config.language, r.progress
+        r.models.judge_llm(r.config.geval.model),
+        r.run,
+        r.config.geval,
+        r.config.language,
+        r.progress,
     )
     return summary, ", ".join(
         f"{c} {s['mean']:.2f} ({s['mode']})" for c, s in summary.items() if s["mean"] is not None
@@ -495,5 +490,5 @@ def run_kda(
             say(f"warning: {warning}")
     settings = config.model_dump(mode="json") | config_entry(defaults)
     run = RunDir(config.out, "kda run", settings)
-    state = _Run(config, run, load_llm, progress, say, defaults)
+    state = _Run(config, run, run_models(config, load_llm, progress), progress, say, defaults)
     return run_steps(STEPS, state, until, say)
