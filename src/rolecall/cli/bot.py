@@ -13,6 +13,7 @@ import typer
 
 from rolecall.cli.bots import open_bot
 from rolecall.cli.common import PROGRESS_OPTION, load_llm, out, out_directory
+from rolecall.cli.config_file import CONFIG_FILE_OPTION
 from rolecall.errors import ConfigError
 
 bot_app = typer.Typer(
@@ -220,6 +221,7 @@ def train_user_checks_command(
     per_corpus: int = typer.Option(150, min=1, help="turns taken from each corpus"),
     folds: int = typer.Option(5, min=2, help="cross-validation folds for the thresholds"),
     seed: int = typer.Option(0, help="the folds' and the corpora's draws"),
+    config_file: Optional[Path] = CONFIG_FILE_OPTION,
 ):
     """Train the classifier a bot reads the user's turn with, and choose each check's
     threshold on held-out folds."""

@@ -278,8 +278,7 @@ def top_p_option(default: float):
 
 # the options of the training commands
 TRAIN_SEED_OPTION = typer.Option(
-    field_default(TrainConfig, "seed"),
-    help="random seed: the initial weights, the batch order and any held-out split",
+    field_default(TrainConfig, "seed"), help=field_help(TrainConfig, "seed")
 )
 FEATURES_CACHE_OPTION = typer.Option(
     None, help="where a frozen backbone's states are kept (default: ROLECALL_HOME/features)"
@@ -288,12 +287,12 @@ FEATURES_CACHE_OPTION = typer.Option(
 
 def epochs_option(default: int):
     """``--epochs`` with this model's default."""
-    return typer.Option(default, min=1, help="passes over the training data")
+    return typer.Option(default, min=1, help=field_help(TrainConfig, "epochs"))
 
 
 def batch_size_option(default: int):
     """``--batch-size`` with this model's default."""
-    return typer.Option(default, min=1, help="examples per training step")
+    return typer.Option(default, min=1, help=field_help(TrainConfig, "batch_size"))
 
 
 def lora_r_option(default: int, more: str = ""):

@@ -36,6 +36,7 @@ from rolecall.cli.common import (
     setting_option,
     validated,
 )
+from rolecall.cli.config_file import CONFIG_FILE_OPTION
 from rolecall.cli.kda import (
     kda_export,
     kda_filter,
@@ -121,6 +122,7 @@ def train_command(
     ),
     progress: bool = PROGRESS_OPTION,
     checkpoint_every: float = CHECKPOINT_EVERY,
+    config_file: Optional[Path] = CONFIG_FILE_OPTION,
 ):
     """Detox model: LoRA instruction tuning, implicitly offensive -> neutral."""
     from rolecall.train import jobs

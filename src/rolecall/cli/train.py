@@ -35,6 +35,7 @@ from rolecall.cli.common import (
     setting_option,
     validated,
 )
+from rolecall.cli.config_file import CONFIG_FILE_OPTION
 from rolecall.cli.train_options import (
     BACKBONE_HELP,
     BACKBONE_LR,
@@ -122,6 +123,7 @@ def train_classifier_command(
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
     checkpoint_every: float = CHECKPOINT_EVERY,
+    config_file: Optional[Path] = CONFIG_FILE_OPTION,
 ):
     """Out-of-bounds classifier: [CLS] history [SEP] response -> in / out of bounds."""
     from rolecall.train import jobs
@@ -191,6 +193,7 @@ def train_retriever_command(
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
     checkpoint_every: float = CHECKPOINT_EVERY,
+    config_file: Optional[Path] = CONFIG_FILE_OPTION,
 ):
     """Poly-encoder or bi-encoder retriever, trained with in-batch negatives."""
     from rolecall.serve.candidates import index_examples
@@ -240,6 +243,7 @@ def train_reranker_command(
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
     checkpoint_every: float = CHECKPOINT_EVERY,
+    config_file: Optional[Path] = CONFIG_FILE_OPTION,
 ):
     """Reranker: the target against random (or retriever-mined) negatives."""
     from rolecall.serve.candidates import hard_negative_miner
@@ -277,6 +281,7 @@ def features_command(
     engine_name: Engine = FEATURES_ENGINE,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     workers: int = FEATURE_WORKERS,
+    config_file: Optional[Path] = CONFIG_FILE_OPTION,
 ):
     """Fill the features cache with a frozen backbone's states of many texts (blank lines
     skipped), here or as a Ray Data job (--engine ray); only the missing ones are computed."""
@@ -378,6 +383,7 @@ def _kda_judge_command(task: str, summary: str):
         seed: int = TRAIN_SEED_OPTION,
         features_cache: Optional[Path] = FEATURES_CACHE_OPTION,
         progress: bool = PROGRESS_OPTION,
+        config_file: Optional[Path] = CONFIG_FILE_OPTION,
     ):
         from rolecall.train import jobs
 
@@ -437,6 +443,7 @@ def train_generator_command(
     seed: int = TRAIN_SEED_OPTION,
     progress: bool = PROGRESS_OPTION,
     checkpoint_every: float = CHECKPOINT_EVERY,
+    config_file: Optional[Path] = CONFIG_FILE_OPTION,
 ):
     """Generator: LoRA on a causal LM, MLE on positives + alpha x unlikelihood on negatives."""
     from rolecall.train import jobs

@@ -106,9 +106,7 @@ def training_job(
 # typer options shared by every command, with TrainConfig's defaults
 BATCH = batch_size_option(field_default(TrainConfig, "batch_size"))
 LR = setting_option(TrainConfig, "lr")
-BACKBONE_LR = typer.Option(
-    field_default(TrainConfig, "backbone_lr"), help="a trainable backbone's learning rate"
-)
+BACKBONE_LR = setting_option(TrainConfig, "backbone_lr")
 MAX_STEPS = setting_option(TrainConfig, "max_steps", min=1)
 FROZEN = typer.Option(
     None,

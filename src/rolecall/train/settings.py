@@ -22,16 +22,18 @@ class TrainConfig(BaseModel):
     """Optimisation settings shared by every model (``rolecall train ... --epochs``)."""
 
     model_config = ConfigDict(extra="forbid")
-    epochs: int = Field(3, ge=1)
-    batch_size: int = Field(32, ge=1)
+    epochs: int = Field(3, ge=1, description="passes over the training data")
+    batch_size: int = Field(32, ge=1, description="examples per training step")
     lr: float = Field(1e-3, gt=0, description="the head's learning rate")
-    backbone_lr: float = Field(2e-5, gt=0, description="a trainable backbone's")
+    backbone_lr: float = Field(2e-5, gt=0, description="a trainable backbone's learning rate")
     weight_decay: float = Field(0.01, ge=0)
     max_steps: int | None = Field(None, ge=1, description="stop after this many steps")
     min_steps: int | None = Field(
         None, ge=1, description="more passes than epochs when they make fewer steps"
     )
-    seed: int = 0
+    seed: int = Field(
+        0, description="random seed: the initial weights, the batch order and any held-out split"
+    )
 
 
 # LoRA adapters on a causal LM: one pass, small batches, a larger learning rate
