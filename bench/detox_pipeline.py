@@ -12,7 +12,8 @@ rendering, the cache, the record files, the manifest, the exports, the asyncio l
 the pipeline's own cost. Printed:
 
 - pairs per minute (kept pairs / wall time) and candidates per minute;
-- wall / backend ratio, and the share of wall time outside the LLM (target < 10%).
+- wall / backend ratio, and the share of wall time outside the LLM (target < 10%);
+- last, one JSON line with every number and the target.
 
 Usage: python bench/detox_pipeline.py [--sentences 10] [--ns 0,3,5,7,9] [--index DIR]
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import tempfile
 import threading
 import time
@@ -126,6 +128,30 @@ def main() -> None:
         f"{outside / wall:.1%} (target < 10%)"
     )
     print(f"outputs: {work / 'run'}")
+    share = outside / wall
+    print(
+        json.dumps(
+            {
+                "bench": "detox_pipeline",
+                "sentences": args.sentences,
+                "ns": args.ns,
+                "candidates": candidates,
+                "pairs": pairs,
+                "backend_calls": clock.calls,
+                "wall_seconds": round(wall, 1),
+                "backend_seconds": round(clock.seconds, 1),
+                "pairs_per_minute": round(pairs / wall * 60, 2),
+                "candidates_per_minute": round(candidates / wall * 60, 2),
+                "targets": {
+                    "outside_llm_share": {
+                        "value": round(share, 4),
+                        "target": "< 0.10",
+                        "met": share < 0.10,
+                    }
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
