@@ -7,6 +7,7 @@ import math
 from collections import Counter
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import select
 
 from rolecall.store import (
@@ -28,6 +29,7 @@ from rolecall.web.queue import (
     labels_since_ranking,
     rank,
 )
+from rolecall.web.settings import QueueSettings
 from tests.web.site import client_for, label, upload
 
 CALM = ["오늘 식사는 맛있게 하셨어요?", "산책은 다녀오셨어요?", "요즘 잠은 잘 주무세요?"]
@@ -86,7 +88,7 @@ def test_the_stored_queue_keeps_a_random_fifth_and_counts_labels_since(page_site
                 )
             )
     with session(engine) as db:
-        assert rank(db, project_id, 0.2) == 10
+        assert rank(db, project_id, QueueSettings(random_share=0.2)) == 10
     with session(engine) as db:
         entries = list(
             db.scalars(
@@ -99,6 +101,39 @@ def test_the_stored_queue_keeps_a_random_fifth_and_counts_labels_since(page_site
         assert [e.share for e in entries].count("random") == 2
         assert [e.share for e in entries[:5]].count("random") == 1  # every prefix keeps it
         assert labels_since_ranking(db, project_id) == 0
+
+
+def test_each_kind_is_laid_out_with_its_own_random_share(page_site):
+    """#50 item 2: a queue per kind with its own settings: here pairs half at random,
+    dialogues none; each kind's items one after another (a person gets one kind at a time)."""
+    engine, project_id = page_site
+    with session(engine) as db:
+        for number in range(6):
+            db.add(
+                Item(
+                    project_id=project_id,
+                    kind=ItemKind.PAIR,
+                    payload={"neutral": f"문장 {number}", "toxic": f"바꾼 문장 {number}"},
+                )
+            )
+            db.add(Item(project_id=project_id, kind=ItemKind.DIALOGUE,
+                        payload={"id": f"d{number}", "turns": []}))  # fmt: skip
+    queue = QueueSettings.model_validate(
+        {"random_share": 0.0, "kinds": {"pair": {"random_share": 0.5}}}
+    )
+    assert (queue.random_share_of("pair"), queue.random_share_of("dialogue")) == (0.5, 0.0)
+    with session(engine) as db:
+        assert rank(db, project_id, queue) == 12
+        kinds = db.execute(
+            select(Item.kind, QueueEntry.share)
+            .join(QueueEntry, QueueEntry.item_id == Item.id)
+            .order_by(QueueEntry.position)
+        ).all()
+    assert [k for k, _ in kinds] == [ItemKind.DIALOGUE] * 6 + [ItemKind.PAIR] * 6
+    assert [s for k, s in kinds if k == ItemKind.DIALOGUE].count("random") == 0
+    assert [s for k, s in kinds if k == ItemKind.PAIR].count("random") == 3
+    with pytest.raises(ValidationError, match="kinds.chat"):
+        QueueSettings.model_validate({"kinds": {"chat": {"random_share": 0.5}}})
 
 
 PAIRS = [

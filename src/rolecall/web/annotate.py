@@ -101,8 +101,8 @@ def upload(
         )
     rows = parse_upload(kind, file.filename or "upload", data)
     queue_settings = parse_settings(project.settings).queue
-    add_items(db, project_id, kind, rows, per_item, queue_settings.double_share)
-    background.add_task(refit, _sessions(request), project_id, queue_settings.random_share)
+    add_items(db, project_id, kind, rows, per_item, queue_settings.double_share_of(kind.value))
+    background.add_task(refit, _sessions(request), project_id, queue_settings)
     return answered(db, once, "/admin")
 
 
@@ -128,8 +128,9 @@ def make_ssa_items(
     if not rows:
         raise Refused(409, "no new bot turns in saved chats to label")
     queue_settings = parse_settings(project.settings).queue
-    add_items(db, project_id, ItemKind.BOT_TURN, rows, per_item, queue_settings.double_share)
-    background.add_task(refit, _sessions(request), project_id, queue_settings.random_share)
+    double = queue_settings.double_share_of(ItemKind.BOT_TURN.value)
+    add_items(db, project_id, ItemKind.BOT_TURN, rows, per_item, double)
+    background.add_task(refit, _sessions(request), project_id, queue_settings)
     return answered(db, once, "/admin")
 
 
@@ -375,7 +376,7 @@ def label(
     share = db.scalar(select(QueueEntry.share).where(QueueEntry.item_id == item.id))
     save_label(db, item.id, login.user_id, LABEL_KIND[item.kind], payload, seconds, share)
     if labels_since_ranking(db, item.project_id) >= settings.queue.refit_every:
-        background.add_task(refit, _sessions(request), item.project_id, settings.queue.random_share)
+        background.add_task(refit, _sessions(request), item.project_id, settings.queue)
     following = following_item(db, login, item)
     target = f"/items/{following}" if following else f"/projects/{item.project_id}/queue"
     return RedirectResponse(target, status_code=303)

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from rolecall.store import Annotation, Item, ItemKind, QueueEntry
 from rolecall.store.models import utcnow
 from rolecall.web.queue_order import ranked_queue, uncertainty, vote_entropy
+from rolecall.web.settings import QueueSettings
 
 log = logging.getLogger(__name__)
 IN, OUT = "in", "out"
@@ -163,9 +164,11 @@ def item_scores(items: Sequence[Item], labels: dict[int, list[dict]]) -> list[tu
     return [scores[item.id] for item in items]
 
 
-def rank(db: Session, project_id: int, random_share: float, seed: int = 0) -> int:
-    """Score the project's items, lay them out (``ranked_queue``) and store the order;
-    returns how many items it holds. One transaction: the old order stays until then."""
+def rank(db: Session, project_id: int, queue: QueueSettings, seed: int = 0) -> int:
+    """Score the project's items, lay each kind's out with its own random share
+    (``ranked_queue``; a person is served one kind at a time) and store the order, the
+    kinds one after another; returns how many items it holds. One transaction: the old
+    order stays until then."""
     from rolecall.web.items import LABEL_KIND, decided, labels_by_item
 
     items = list(
@@ -181,9 +184,16 @@ def rank(db: Session, project_id: int, random_share: float, seed: int = 0) -> in
         for item_id, group in labels_by_item(db, project_id, kind).items()
     }
     scores = item_scores(items, labels)
-    order = ranked_queue(
-        [s for s, _ in scores], random_share, seed, tiebreak=[t for _, t in scores]
-    )
+    order: list[tuple[int, str]] = []
+    for kind in LABEL_KIND:
+        mine = [i for i, item in enumerate(items) if item.kind == kind]
+        laid = ranked_queue(
+            [scores[i][0] for i in mine],
+            queue.random_share_of(kind.value),
+            seed,
+            tiebreak=[scores[i][1] for i in mine],
+        )
+        order += [(mine[index], share) for index, share in laid]
     now = utcnow()
     db.execute(delete(QueueEntry).where(QueueEntry.project_id == project_id))
     for position, (index, share) in enumerate(order):
@@ -216,7 +226,7 @@ def labels_since_ranking(db: Session, project_id: int) -> int:
     return db.scalar(query) or 0
 
 
-def refit(sessions: Callable[[], Session], project_id: int, random_share: float) -> bool:
+def refit(sessions: Callable[[], Session], project_id: int, queue: QueueSettings) -> bool:
     """Rank the project's queue again in a session of its own (``sessions()``): run as a
     background task of the label that asked for it, after its page is sent. False when a
     refit of the project is already running (a burst of labels asks for one, not many)."""
@@ -226,7 +236,7 @@ def refit(sessions: Callable[[], Session], project_id: int, random_share: float)
         _RUNNING.add(project_id)
     try:
         with sessions() as db, db.begin():
-            rank(db, project_id, random_share)
+            rank(db, project_id, queue)
     except Exception:  # a failed refit keeps the old order; the next label asks again
         log.exception("re-ranking the label queue of project %s failed", project_id)
         return False

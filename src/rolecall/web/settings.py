@@ -54,8 +54,17 @@ class BotConfig(BaseModel):
         return self
 
 
+class KindQueueSettings(BaseModel):
+    """One kind's own queue settings, over the project's (None: the project's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    random_share: float | None = Field(None, ge=0.0, le=1.0)
+    double_share: float | None = Field(None, ge=0.0, le=1.0)
+
+
 class QueueSettings(BaseModel):
-    """How the label queue serves items (``web/queue.py``)."""
+    """How the label queue serves items (``web/queue.py``); each kind may have its own
+    shares (``kinds``: a pair takes another sample than a dialogue)."""
 
     model_config = ConfigDict(extra="forbid")
     random_share: float = Field(
@@ -71,6 +80,18 @@ class QueueSettings(BaseModel):
         description="of an upload's items, the share given to one more annotator than asked "
         "(for agreement)",
     )
+    kinds: dict[Literal["dialogue", "pair", "bot_turn"], KindQueueSettings] = Field(
+        default_factory=dict,
+        description="per item kind, its own random_share and double_share",
+    )
+
+    def random_share_of(self, kind: str) -> float:
+        own = self.kinds.get(kind)
+        return self.random_share if own is None or own.random_share is None else own.random_share
+
+    def double_share_of(self, kind: str) -> float:
+        own = self.kinds.get(kind)
+        return self.double_share if own is None or own.double_share is None else own.double_share
 
 
 DEFAULT_TIME_ZONE = "Asia/Seoul"  # KST: where the project's annotators are, by default
