@@ -110,15 +110,15 @@ def item_ids(engine, kind: str) -> list[int]:
         return list(db.scalars(select(Item.id).where(Item.kind == kind).order_by(Item.id)))
 
 
-def dialogue_and_pair(engine, project_id: int) -> tuple[int, int]:
-    """``DIALOGUES[0]`` and the pair of ``PAIRS_CSV``, uploaded by the admin for one
-    annotator each; their item ids."""
+def dialogue_and_pair(engine, project_id: int, per_item: int = 1) -> tuple[int, int]:
+    """``DIALOGUES[0]`` and the pair of ``PAIRS_CSV``, uploaded by the admin for
+    ``per_item`` annotators each; their item ids."""
     import json
 
     admin = client_for(engine, "admin")
     jsonl = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
-    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, 1).status_code == 303
-    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 1).status_code == 303
+    assert upload(admin, project_id, "dialogue", "gen.jsonl", jsonl, per_item).status_code == 303
+    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, per_item).status_code == 303
     (dialogue,), (pair,) = item_ids(engine, "dialogue"), item_ids(engine, "pair")
     return dialogue, pair
 

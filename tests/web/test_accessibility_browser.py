@@ -7,14 +7,13 @@ the focus and gives it back. Screenshots: runs/screenshots/a11y-*/."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
 from rolecall.web import create_app
 from tests.web.browser import Shots, browser, log_in, serving
-from tests.web.site import DIALOGUES, PAIRS_CSV, PASSWORD, client_for, item_ids, upload
+from tests.web.site import DIALOGUES, PASSWORD, dialogue_and_pair
 
 pytestmark = pytest.mark.browser
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -48,11 +47,7 @@ SMALL_TARGETS = """() => [...document.querySelectorAll('input[type=radio], input
 
 def test_pages_pass_aa_on_a_phone_and_on_a_desktop(site, request):
     engine, project_id = site
-    admin = client_for(engine, "admin")
-    dialogue = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
-    assert upload(admin, project_id, "dialogue", "gen.jsonl", dialogue, 2).status_code == 303
-    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
-    (dialogue,), (pair,) = item_ids(engine, "dialogue"), item_ids(engine, "pair")
+    dialogue, pair = dialogue_and_pair(engine, project_id, per_item=2)
     lead = ["/", "/admin", f"/projects/{project_id}/dashboard"]
     annotator = [
         f"/projects/{project_id}/queue",

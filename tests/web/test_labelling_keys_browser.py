@@ -15,7 +15,7 @@ from sqlalchemy import select
 from rolecall.store import Annotation, Item, QueueEntry, User, session
 from rolecall.web import create_app
 from tests.web.browser import Shots, browser, log_in, serving
-from tests.web.site import DIALOGUES, PAIRS_CSV, PASSWORD, client_for, upload
+from tests.web.site import DIALOGUES, PASSWORD, client_for, dialogue_and_pair, upload
 
 pytestmark = pytest.mark.browser
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -37,12 +37,7 @@ def checked(page, name: str) -> list[str]:
 
 def test_a_korean_annotator_labels_with_keys_only(site, request):
     engine, project_id = site
-    admin = client_for(engine, "admin")
-    dialogue = json.dumps(DIALOGUES[0], ensure_ascii=False) + "\n"
-    assert upload(admin, project_id, "dialogue", "gen.jsonl", dialogue, 2).status_code == 303
-    assert upload(admin, project_id, "pair", "kda.csv", PAIRS_CSV, 2).status_code == 303
-    with session(engine) as db:
-        dialogue_id, pair_id = db.scalars(select(Item.id).order_by(Item.id)).all()
+    dialogue_id, pair_id = dialogue_and_pair(engine, project_id, per_item=2)
     shots = Shots(f"keys-{request.node.callspec.id}")
     # a Chromium per test, as the other browser tests: a session-long Playwright keeps an
     # event loop running in the main thread, and later tests' asyncio.run() fail on it

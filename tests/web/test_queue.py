@@ -76,17 +76,16 @@ def test_scores_wait_for_labels_of_both_answers_then_rank_what_the_judges_split_
     assert all(0.0 < s[1] <= 1.0 for s in scores)  # the trained judge's uncertainty
 
 
+def add_pairs(engine, project_id: int, count: int) -> None:
+    with session(engine) as db:
+        for number in range(count):
+            payload = {"neutral": f"문장 {number}", "toxic": f"바꾼 문장 {number}"}
+            db.add(Item(project_id=project_id, kind=ItemKind.PAIR, payload=payload))
+
+
 def test_the_stored_queue_keeps_a_random_fifth_and_counts_labels_since(page_site):
     engine, project_id = page_site
-    with session(engine) as db:
-        for number in range(10):
-            db.add(
-                Item(
-                    project_id=project_id,
-                    kind=ItemKind.PAIR,
-                    payload={"neutral": f"문장 {number}", "toxic": f"바꾼 문장 {number}"},
-                )
-            )
+    add_pairs(engine, project_id, 10)
     with session(engine) as db:
         assert rank(db, project_id, QueueSettings(random_share=0.2)) == 10
     with session(engine) as db:
@@ -107,17 +106,11 @@ def test_each_kind_is_laid_out_with_its_own_random_share(page_site):
     """#50 item 2: a queue per kind with its own settings: here pairs half at random,
     dialogues none; each kind's items one after another (a person gets one kind at a time)."""
     engine, project_id = page_site
+    add_pairs(engine, project_id, 6)
     with session(engine) as db:
         for number in range(6):
-            db.add(
-                Item(
-                    project_id=project_id,
-                    kind=ItemKind.PAIR,
-                    payload={"neutral": f"문장 {number}", "toxic": f"바꾼 문장 {number}"},
-                )
-            )
-            db.add(Item(project_id=project_id, kind=ItemKind.DIALOGUE,
-                        payload={"id": f"d{number}", "turns": []}))  # fmt: skip
+            payload = {"id": f"d{number}", "turns": []}
+            db.add(Item(project_id=project_id, kind=ItemKind.DIALOGUE, payload=payload))
     queue = QueueSettings.model_validate(
         {"random_share": 0.0, "kinds": {"pair": {"random_share": 0.5}}}
     )
