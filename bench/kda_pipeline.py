@@ -15,7 +15,7 @@ the pipeline's own cost. Printed:
 - wall / backend ratio, and the share of wall time outside the LLM (target < 10%);
 - last, one JSON line with every number and the target.
 
-Usage: python bench/detox_pipeline.py [--sentences 10] [--ns 0,3,5,7,9] [--index DIR]
+Usage: python bench/kda_pipeline.py [--sentences 10] [--ns 0,3,5,7,9] [--index DIR]
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "bench": "detox_pipeline",
+                "bench": "kda_pipeline",
                 "sentences": args.sentences,
                 "ns": args.ns,
                 "candidates": candidates,
