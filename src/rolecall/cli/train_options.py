@@ -1,6 +1,6 @@
-"""The options and helpers the ``rolecall train ...`` commands share (``cli/train.py``):
-typer options with ``TrainConfig``'s defaults, the help texts of ``--backbone``, the
-``TrainConfig`` and ``Job`` of the options, the metrics printed as JSON."""
+"""What the ``rolecall train ...`` commands share (``cli/train.py``): the backbone's and the
+features job's typer options (grouped in ``option_groups.py``), the help texts of
+``--backbone``, the metrics printed for a person and saved as JSON."""
 
 from __future__ import annotations
 
@@ -10,15 +10,10 @@ from pathlib import Path
 import typer
 
 from rolecall.cli.common import (
-    batch_size_option,
-    field_default,
     out,
     out_directory,
-    setting_option,
-    validated,
 )
 from rolecall.rundir import write_json
-from rolecall.train.settings import TrainConfig
 
 METRICS_FILE = "metrics.json"  # a trained model's numbers, beside it (report_training)
 
@@ -81,33 +76,7 @@ def _number(value) -> str:
     return str(value)
 
 
-def train_config(epochs, batch_size, lr, backbone_lr, max_steps, seed, make=TrainConfig):
-    """The ``TrainConfig`` of the options, made by ``make`` (checked: a bad value names
-    its option)."""
-    return validated(
-        make,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        backbone_lr=backbone_lr,
-        max_steps=max_steps,
-        seed=seed,
-    )
-
-
-def training_job(
-    examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every
-):
-    from rolecall.train.jobs import Job
-
-    return Job(examples, out_dir, cache, progress, engine, ray_address, workers, checkpoint_every)
-
-
-# typer options shared by every command, with TrainConfig's defaults
-BATCH = batch_size_option(field_default(TrainConfig, "batch_size"))
-LR = setting_option(TrainConfig, "lr")
-BACKBONE_LR = setting_option(TrainConfig, "backbone_lr")
-MAX_STEPS = setting_option(TrainConfig, "max_steps", min=1)
+# typer options of the backbone and of the features job (option_groups.py groups them)
 FROZEN = typer.Option(
     None,
     "--frozen/--trainable",

@@ -165,8 +165,10 @@ class GeneratorSettings(Settings):
 
     base: str = Field(EMBEDDED, description="'embedded', a model directory, or 'in-code'")
     alpha: float = Field(1.0, ge=0.0, description="weight of the unlikelihood term; 0: MLE")
-    lora_r: int = Field(8, ge=1)
-    lora_alpha: int = Field(16, ge=1)
+    lora_r: int = Field(8, ge=1, description="rank of the LoRA adapters")
+    lora_alpha: int = Field(
+        16, ge=1, description="the LoRA adapters' update is scaled by alpha / rank"
+    )
     lora_dropout: float = Field(0.05, ge=0.0, lt=1.0)
     target_modules: str = Field(
         "all-linear",
