@@ -49,8 +49,13 @@ VOLATILE = (
 )
 # the kinds of run that own a directory (a command's first word): one kind per directory
 RUN_KINDS = ("dialogues", "kda", "bot", "redteam")
-# a command's group as manifests written before it was renamed name it
-FORMER_GROUPS = {"kda": "detox"}
+# commands renamed since older manifests were written, by their new names: a manifest is
+# read with the new ones (``current_name``), so a run an old name made resumes as its own
+RENAMED = {f"detox {stage}": f"kda {stage}" for stage in ("generate", "filter", "export", "run")}
+
+
+def current_name(command: str) -> str:
+    return RENAMED.get(command, command)
 
 
 class Files:
@@ -135,9 +140,6 @@ def _run_kind(command: str) -> str:
     reports (``bot check``, ``bot compare``) are not the bot a ``bot run`` builds; "" for a
     command that makes no run directory."""
     words = command.split()
-    former = {old: new for new, old in FORMER_GROUPS.items()}
-    if words and words[0] in former and len(words) > 1 and words[1] != "train":
-        words[0] = former[words[0]]  # 'detox run' in an older manifest: a kda run
     if not words or words[0] not in RUN_KINDS:
         return ""
     return " ".join(words[:2]) if words[0] == "bot" and words[1:2] != ["run"] else words[0]
@@ -150,7 +152,7 @@ def made_by(path: Path) -> str:
         manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ""
-    return str(manifest.get("command", "")) if isinstance(manifest, dict) else ""
+    return current_name(str(manifest.get("command", ""))) if isinstance(manifest, dict) else ""
 
 
 def _is_path(text: str) -> tuple[Path, str] | None:
@@ -326,6 +328,8 @@ class RunDir:
             ) from None
         for key in ("models", "prompts", "counts", "stages"):  # an older or hand-made one
             manifest.setdefault(key, {})
+        manifest["command"] = current_name(str(manifest.get("command", "")))
+        manifest["config"] = {current_name(k): v for k, v in manifest["config"].items()}
         return manifest
 
     def _check_same_kind(self, command: str) -> None:
@@ -334,9 +338,7 @@ class RunDir:
             raise InputFileError(self.path, mixed, fix=OWN_DIRECTORY)
 
     def _check_same_config(self, command: str, config: dict[str, Any] | None) -> None:
-        group, _, rest = command.partition(" ")
-        former = f"{FORMER_GROUPS[group]} {rest}" if group in FORMER_GROUPS else command
-        previous = self.manifest["config"].get(command) or self.manifest["config"].get(former)
+        previous = self.manifest["config"].get(command)
         if not previous:
             return
         changed = changed_settings(previous, config, self.path)
