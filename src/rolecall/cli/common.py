@@ -151,11 +151,13 @@ def command_models(
     """The models a command calls (``rolecall.engines.Models``): each opened once, here
     with ``load_llm`` or on the engine ``--engine`` names; ``model`` is the default one.
     A generating command takes ``.engine()``, a judging one ``.judge_llm(model)``."""
-    from rolecall.engines import EngineChoice, Models, llm_settings
+    from rolecall.engines import EngineChoice, Models
 
     return Models(
         EngineChoice(engine_name, ray_address, workers),
-        lambda key: llm_settings(key, cache, concurrency, retries),
+        cache,
+        concurrency,
+        retries,
         lambda key: load_llm(key, cache, concurrency, retries),
         model,
         progress,
@@ -242,6 +244,9 @@ def setting_option(settings_type, name: str, **options):
 PROGRESS_OPTION = typer.Option(True, help="progress bars on stderr")
 CONCURRENCY_OPTION = typer.Option(8, min=1, help="LLM calls in flight at once")
 RETRIES_OPTION = typer.Option(4, min=0, help=field_help(RunConfig, "retries"))
+CACHE_OPTION = typer.Option(
+    None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
+)
 JUDGE_TEMPERATURE_OPTION = typer.Option(0.0, help="judge temperature (generate mode)")
 LANGUAGE_HELP = "the prompt templates' language: ko or en"
 LANGUAGE_OPTION = typer.Option("ko", help=LANGUAGE_HELP)

@@ -9,6 +9,7 @@ from typing import Literal, Optional
 import typer
 
 from rolecall.cli.common import (
+    CACHE_OPTION,
     CONCURRENCY_OPTION,
     EMPTY_FIX,
     ENGINE_OPTION,
@@ -82,9 +83,7 @@ def dialogues_generate(
         "example's (a near copy); 1: keep every one",
     ),
     concurrency: int = CONCURRENCY_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
     engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
@@ -157,9 +156,7 @@ def dialogues_judge(
         "the embedded one, else the LLM), llm or rules",
     ),
     concurrency: int = CONCURRENCY_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
     engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,

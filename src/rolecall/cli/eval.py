@@ -9,6 +9,7 @@ from typing import Literal, Optional
 import typer
 
 from rolecall.cli.common import (
+    CACHE_OPTION,
     ENGINE_OPTION,
     FEATURES_CACHE_OPTION,
     LANGUAGE_OPTION,
@@ -144,9 +145,7 @@ def eval_geval(
     samples: int = typer.Option(5, min=1, help="answers per item in sample mode"),
     limit: Optional[int] = typer.Option(None, min=1, help="first N items of each file"),
     language: Language = LANGUAGE_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     as_json: bool = typer.Option(False, "--json", help="every item's score as JSON"),
     progress: bool = PROGRESS_OPTION,
     engine_name: Engine = ENGINE_OPTION,

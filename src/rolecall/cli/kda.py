@@ -13,6 +13,7 @@ from typing import Literal, Optional
 import typer
 
 from rolecall.cli.common import (
+    CACHE_OPTION,
     CONCURRENCY_OPTION,
     DELIMITER_OPTION,
     ENGINE_OPTION,
@@ -71,9 +72,7 @@ def kda_safety_examples(
         "-m",
         help=MODEL_HELP + "; adds one LLM-written agreeing and one redirecting reply a pair",
     ),
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
 ):
     """Safety examples from K/DA pairs: an implicitly offensive user turn, then a reply
     that agrees or echoes it (negative, not safe) or a polite redirect (positive). Feed
@@ -144,9 +143,7 @@ def kda_generate(
     seed: int = typer.Option(0, help="base seed: each candidate's sampling seed follows from it"),
     max_tokens: int = max_tokens_option(80),
     concurrency: int = CONCURRENCY_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
     engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
@@ -256,9 +253,7 @@ def kda_filter(
         "trained judges are trained on (first use; cached under ROLECALL_HOME)",
     ),
     concurrency: int = CONCURRENCY_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     progress: bool = PROGRESS_OPTION,
     engine_name: Engine = ENGINE_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,

@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from rolecall.cli.common import (
+    CACHE_OPTION,
     CONCURRENCY_OPTION,
     ENGINE_OPTION,
     JSON_SCHEMA_OPTION,
@@ -54,9 +55,7 @@ def llm_complete(
     logprobs: Optional[int] = LOGPROBS_OPTION,
     json_schema: Optional[Path] = JSON_SCHEMA_OPTION,
     grammar: Optional[Path] = typer.Option(None, help="GBNF grammar file"),
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     as_json: bool = typer.Option(False, "--json", help="print full records as JSON"),
 ):
     """Complete one prompt and print the sample(s)."""
@@ -96,9 +95,7 @@ def llm_perplexity(
     text: str = typer.Argument(..., help="the text to score"),
     prompt: str = typer.Option("", help="context the text follows"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
 ):
     """Print the log-likelihood and perplexity of TEXT (after --prompt)."""
     from rolecall.llm import Request
@@ -135,9 +132,7 @@ def llm_batch(
     json_schema: Optional[Path] = JSON_SCHEMA_OPTION,
     concurrency: int = CONCURRENCY_OPTION,
     retries: int = RETRIES_OPTION,
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     run_dir: Optional[Path] = typer.Option(
         None, help="write manifest.json here (default: next to --out)"
     ),

@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 
 from rolecall.cli.common import (
+    CACHE_OPTION,
     MODEL_HELP,
     err,
     field_default,
@@ -83,9 +84,7 @@ def redteam_command(
     ),
     temperature: float = typer.Option(0.7, min=0.0, max=2.0, help="--model's sampling temperature"),
     max_tokens: int = typer.Option(64, min=1, help="--model's reply length"),
-    cache: Optional[str] = typer.Option(
-        None, help="the LLM cache: a file or a postgresql:// URL (default: ROLECALL_CACHE)"
-    ),
+    cache: Optional[str] = CACHE_OPTION,
     progress: bool = typer.Option(True, help="progress bars"),
 ):
     """Simulated seniors talk to the bot and turn offensive at --attack-turn; every reply

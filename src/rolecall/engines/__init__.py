@@ -131,20 +131,24 @@ def llm_settings(
 
 class Models:
     """Each model a run or a command calls, opened once, where ``choice`` says its calls
-    run: ``llm(model)`` here (``open_here(model)``: the command's loader, with its cache,
-    concurrency and retries); ``engine(model)`` the engine for a generation stage;
-    ``judge_llm(model)`` an LLM for a judge, on an engine of its own (its statistics are
-    the judge's). ``None`` means the ``default`` model."""
+    run: ``llm(model)`` here (``open_here(model)``: the command's loader, with the same
+    ``cache``, ``concurrency`` and ``retries`` an engine's workers open it with);
+    ``engine(model)`` the engine for a generation stage; ``judge_llm(model)`` an LLM for a
+    judge, on an engine of its own (its statistics are the judge's). ``None`` means the
+    ``default`` model."""
 
     def __init__(
         self,
         choice: EngineChoice,
-        settings: Callable[[str | None], LLMSettings],
+        cache: str | os.PathLike | None,
+        concurrency: int,
+        retries: int,
         open_here: Callable[[str | None], LLM],
         default: str | None = None,
         progress: bool = False,
     ):
-        self.choice, self.settings, self.open_here = choice, settings, open_here
+        self.choice, self.open_here = choice, open_here
+        self.cache, self.concurrency, self.retries = cache, concurrency, retries
         self.default, self.progress = default, progress
         self.here: dict[str | None, LLM] = {}
         self.engines: dict[str | None, Engine] = {}
@@ -160,7 +164,7 @@ class Models:
         choice = self.choice
         return open_engine(
             choice.name,
-            self.settings(key),
+            llm_settings(key, self.cache, self.concurrency, self.retries),
             llm=self.llm(key) if choice.name == "local" else None,
             address=choice.address,
             workers=choice.workers,

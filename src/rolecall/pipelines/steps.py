@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rolecall.engines import EngineChoice, Models, llm_settings
+from rolecall.engines import EngineChoice, Models
 from rolecall.errors import ConfigError
 from rolecall.rundir import RunDir
 
@@ -39,12 +39,9 @@ def run_models(config: Any, load_llm: Callable[[str | None], Any], progress: boo
     """The models a run config's stages call (``engines.Models``), each opened once: here
     with ``load_llm``, or on the engine the config names (its ``engine``, ``ray_address``,
     ``workers``, ``cache``, ``concurrency`` and ``retries``); ``None`` is its ``model``."""
+    choice = EngineChoice.of(config)
     return Models(
-        EngineChoice.of(config),
-        lambda key: llm_settings(key, config.cache, config.concurrency, config.retries),
-        load_llm,
-        config.model,
-        progress,
+        choice, config.cache, config.concurrency, config.retries, load_llm, config.model, progress
     )
 
 
